@@ -1,0 +1,163 @@
+"""The controller's event queue: one FIFO, one task, one event at a time.
+
+This is Kafka's ControllerEventManager. All controller state is touched only by the task
+that runs here. The queue is unbounded, as Kafka's is, because its producers are ZooKeeper
+watch callbacks that cannot wait, and watches fire once per arming, so they cannot flood it.
+`clear_and_put` pre-empts everything queued (session expiry, shutdown); every queued event
+is spent exactly once, either processed or pre-empted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+from collections.abc import Awaitable, Callable
+
+from actors.clock import Clock
+from actors.controller.events import ControllerState, Event, ShutdownEventThread
+
+log = logging.getLogger(__name__)
+
+# Kafka's eventQueueTimeTimeoutMs: the queue-time histogram resets after this much idleness.
+QUEUE_TIME_RESET_S = 300.0
+_RECENT_SAMPLES = 1024
+
+
+class QueuedEvent:
+    """An event in the queue with its enqueue time; spent exactly once."""
+
+    def __init__(self, event: Event, enqueued_at: float) -> None:
+        self.event = event
+        self.enqueued_at = enqueued_at
+        self.spent = False
+        self.preempted = False
+        self._started = asyncio.Event()
+
+    def begin(self) -> bool:
+        """Claim the event for processing; False if it was already spent."""
+        if self.spent:
+            return False
+        self.spent = True
+        self._started.set()
+        return True
+
+    def preempt(self) -> None:
+        if self.spent:
+            return
+        self.spent = True
+        self.preempted = True
+        self._started.set()
+        self.event.preempt()
+
+    async def await_processing(self) -> None:
+        """Returns once processing began (or the event was pre-empted)."""
+        await self._started.wait()
+
+
+class QueueTimeHistogram:
+    """EventQueueTimeMs: count, min, max and recent percentiles of time spent queued."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.count = 0
+        self.min_ms = 0.0
+        self.max_ms = 0.0
+        self._recent: collections.deque[float] = collections.deque(maxlen=_RECENT_SAMPLES)
+
+    def record(self, ms: float) -> None:
+        self.min_ms = ms if self.count == 0 else min(self.min_ms, ms)
+        self.max_ms = max(self.max_ms, ms)
+        self.count += 1
+        self._recent.append(ms)
+
+    def percentile(self, q: float) -> float:
+        if not self._recent:
+            return 0.0
+        ordered = sorted(self._recent)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+class ControllerEventManager:
+    def __init__(
+        self,
+        process: Callable[[Event], Awaitable[None]],
+        clock: Clock,
+        *,
+        name: str = "controller-event-thread",
+    ) -> None:
+        self._process = process
+        self._clock = clock
+        self._name = name
+        self._queue: collections.deque[QueuedEvent] = collections.deque()
+        self._wakeup = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._shutting_down = False
+        self._last_dequeue_at: float | None = None
+        self.state = ControllerState.IDLE
+        self.queue_time = QueueTimeHistogram()
+
+    @property
+    def queue_size(self) -> int:
+        return len(self._queue)
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name=self._name)
+
+    def put(self, event: Event) -> QueuedEvent:
+        queued = QueuedEvent(event, self._clock.monotonic())
+        if self._shutting_down:
+            # Nobody will process it: answer its caller now rather than leave it hanging.
+            queued.preempt()
+            return queued
+        self._queue.append(queued)
+        self._wakeup.set()
+        return queued
+
+    def clear_and_put(self, event: Event) -> QueuedEvent:
+        """Pre-empt everything queued, in order, then enqueue `event`."""
+        drained = list(self._queue)
+        self._queue.clear()
+        for queued in drained:
+            queued.preempt()
+        return self.put(event)
+
+    async def close(self) -> None:
+        """Pre-empt what is queued and stop once the event in hand is done."""
+        if self._shutting_down:
+            return
+        self.clear_and_put(ShutdownEventThread())
+        self._shutting_down = True
+        if self._task is not None:
+            await asyncio.shield(self._task)
+
+    async def _run(self) -> None:
+        while True:
+            while not self._queue:
+                self._wakeup.clear()
+                await self._wakeup.wait()
+            queued = self._queue.popleft()
+            if isinstance(queued.event, ShutdownEventThread):
+                queued.begin()
+                return
+            if not queued.begin():
+                continue
+            await self._handle(queued)
+
+    async def _handle(self, queued: QueuedEvent) -> None:
+        now = self._clock.monotonic()
+        if self._last_dequeue_at is not None and now - self._last_dequeue_at > QUEUE_TIME_RESET_S:
+            self.queue_time.reset()
+        self._last_dequeue_at = now
+        self.queue_time.record((now - queued.enqueued_at) * 1000.0)
+        self.state = queued.event.state
+        try:
+            await self._process(queued.event)
+        except Exception:
+            # Kafka's loop catches and logs every throwable; the queue must keep going.
+            log.exception("uncaught error processing %s", type(queued.event).__name__)
+        finally:
+            self.state = ControllerState.IDLE

@@ -1,0 +1,102 @@
+"""The controller's events: a closed set of frozen dataclasses (Kafka's ControllerEvent).
+
+Each event names the ControllerState the controller is in while processing it. Events that
+carry a caller's reply derive from `CallbackEvent`; when pre-empted by `clear_and_put` their
+caller gets NOT_CONTROLLER, as Kafka's `preempt` answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from enum import IntEnum
+from typing import ClassVar
+
+from wire.errors import NotController
+
+
+class ControllerState(IntEnum):
+    """Kafka's ControllerState bytes, exposed as the ControllerState metric."""
+
+    IDLE = 0
+    CONTROLLER_CHANGE = 1
+    BROKER_CHANGE = 2
+    TOPIC_CHANGE = 3
+    TOPIC_DELETION = 4
+    ALTER_PARTITION_REASSIGNMENT = 5
+    AUTO_LEADER_BALANCE = 6
+    MANUAL_LEADER_BALANCE = 7
+    CONTROLLED_SHUTDOWN = 8
+    ISR_CHANGE = 9
+    LEADER_AND_ISR_RESPONSE_RECEIVED = 10
+    LOG_DIR_CHANGE = 11
+    CONTROLLER_SHUTDOWN = 12
+    UNCLEAN_LEADER_ELECTION_ENABLE = 13
+    TOPIC_UNCLEAN_LEADER_ELECTION_ENABLE = 14
+    LIST_PARTITION_REASSIGNMENT = 15
+    UPDATE_METADATA_RESPONSE_RECEIVED = 16
+    UPDATE_FEATURES = 17
+
+
+@dataclasses.dataclass(frozen=True)
+class Event:
+    state: ClassVar[ControllerState]
+
+    def preempt(self) -> None:
+        """Called instead of processing when `clear_and_put` drops this event."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CallbackEvent(Event):
+    reply: asyncio.Future[object] = dataclasses.field(compare=False, repr=False)
+
+    def preempt(self) -> None:
+        if not self.reply.done():
+            self.reply.set_exception(NotController(f"{type(self).__name__} pre-empted: controller moved"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Startup(Event):
+    """Watch `/controller`, then elect."""
+
+    state = ControllerState.CONTROLLER_CHANGE
+
+
+@dataclasses.dataclass(frozen=True)
+class ControllerChange(Event):
+    """`/controller` was created or changed: maybe resign."""
+
+    state = ControllerState.CONTROLLER_CHANGE
+
+
+@dataclasses.dataclass(frozen=True)
+class Reelect(Event):
+    """`/controller` was deleted: maybe resign, then elect."""
+
+    state = ControllerState.CONTROLLER_CHANGE
+
+
+@dataclasses.dataclass(frozen=True)
+class Expire(Event):
+    """The ZooKeeper session expired: resign, whatever this broker was."""
+
+    state = ControllerState.CONTROLLER_CHANGE
+
+
+@dataclasses.dataclass(frozen=True)
+class RegisterBrokerAndReelect(Event):
+    """A new session exists: register the broker again (new broker epoch), then reelect."""
+
+    state = ControllerState.CONTROLLER_CHANGE
+
+
+@dataclasses.dataclass(frozen=True)
+class ShutdownEventThread(Event):
+    """Never processed; wakes the event loop so it can stop."""
+
+    state = ControllerState.CONTROLLER_SHUTDOWN
+
+
+ControllerEvent = (
+    Startup | ControllerChange | Reelect | Expire | RegisterBrokerAndReelect | ShutdownEventThread
+)

@@ -1,0 +1,79 @@
+"""KafkaApis: turns each parsed request into a response, by API key."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from wire.api import (
+    API_SPECS,
+    ApiKey,
+    ApiVersionRange,
+    ApiVersionsResponse,
+    DescribeClusterResponse,
+    DescribedBroker,
+    Endpoint,
+    ReelectControllerResponse,
+    Response,
+)
+from wire.envelope import ParsedRequest
+from wire.errors import InvalidRequest
+
+if TYPE_CHECKING:
+    from node.broker import KeelBroker
+
+
+class BrokerApis:
+    def __init__(self, broker: KeelBroker) -> None:
+        self._broker = broker
+
+    async def handle(self, request: ParsedRequest) -> Response:
+        match request.spec.key:
+            case ApiKey.API_VERSIONS:
+                return self._api_versions()
+            case ApiKey.DESCRIBE_CLUSTER:
+                return await self._describe_cluster()
+            case ApiKey.REELECT_CONTROLLER:
+                return await self._reelect_controller()
+        raise InvalidRequest(f"{request.spec.key.name} is not served by brokers")
+
+    def _api_versions(self) -> ApiVersionsResponse:
+        return ApiVersionsResponse(
+            api_keys=[
+                ApiVersionRange(api_key=int(s.key), min_version=s.min_version, max_version=s.max_version)
+                for s in API_SPECS.values()
+            ]
+        )
+
+    async def _describe_cluster(self) -> DescribeClusterResponse:
+        broker = self._broker
+        registered = await broker.store.registered_brokers()
+        described = []
+        for b in registered:
+            endpoints = [
+                Endpoint(listener=e.listener, security_protocol=e.security_protocol, host=e.host, port=e.port)
+                for e in b.info.endpoints
+            ]
+            first = (
+                endpoints[0] if endpoints else Endpoint(listener="", security_protocol="", host="", port=-1)
+            )
+            described.append(
+                DescribedBroker(
+                    broker_id=b.info.broker_id,
+                    host=first.host,
+                    port=first.port,
+                    rack=b.info.rack,
+                    endpoints=endpoints,
+                )
+            )
+        controller = broker.controller
+        controller_id = controller.active_controller_id
+        return DescribeClusterResponse(
+            cluster_id=broker.cluster_id,
+            controller_id=controller_id,
+            controller_epoch=controller.known_controller_epoch if controller_id != -1 else 0,
+            brokers=described,
+        )
+
+    async def _reelect_controller(self) -> ReelectControllerResponse:
+        previous = await self._broker.store.force_delete_controller()
+        return ReelectControllerResponse(previous_controller_id=-1 if previous is None else previous)

@@ -1,0 +1,83 @@
+"""KeelBroker: one broker's start-up and shutdown, in Kafka's order (KafkaServer).
+
+Start-up: connect to ZooKeeper, create the persistent paths, get or create the cluster id,
+open the listeners (so the real ports are known), register the broker (checked ephemeral,
+spec §2.1), then start the controller module. Shutdown reverses it: the controller resigns,
+listeners close, and closing the ZooKeeper session removes the ephemerals at once.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from actors.clock import SystemClock
+from actors.controller import KafkaController
+from actors.ports import BrokerInfo
+from node.apis import BrokerApis
+from node.config import BrokerConfig
+from node.zk.client import ZooKeeperClient
+from node.zk.store import ZkClusterStore
+from wire.server import RpcServer
+
+log = logging.getLogger(__name__)
+
+
+class KeelBroker:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.broker_id = config.broker_id
+        self.clock = SystemClock()
+        self.zk = ZooKeeperClient(
+            str(config.get_str("zookeeper.connect")),
+            session_timeout_s=config.session_timeout_s,
+            connection_timeout_s=config.connection_timeout_s,
+        )
+        self.store = ZkClusterStore(self.zk, self.clock)
+        self.apis = BrokerApis(self)
+        self.servers: list[RpcServer] = []
+        self.cluster_id = ""
+        self.info: BrokerInfo | None = None
+        self._controller: KafkaController | None = None
+
+    @property
+    def controller(self) -> KafkaController:
+        assert self._controller is not None, "the controller module starts last"
+        return self._controller
+
+    async def startup(self) -> None:
+        for key in self.config.unknown:
+            log.warning("the configuration %s was supplied but isn't a known config", key)
+        await self.zk.start()
+        await self.store.ensure_persistent_paths()
+        self.cluster_id = await self.store.get_or_create_cluster_id()
+        endpoints = []
+        for listener in self.config.listeners:
+            server = RpcServer(
+                self.apis.handle,
+                listener.host or "0.0.0.0",
+                listener.port,
+                max_frame_size=self.config.get_int("socket.request.max.bytes"),
+            )
+            await server.start()
+            self.servers.append(server)
+            endpoints.append(self.config.endpoint(listener, server.port))
+        self.info = BrokerInfo(self.broker_id, tuple(endpoints), self.config.rack)
+        broker_epoch = await self.store.register_broker(self.info)
+        self._controller = KafkaController(self.info, self.store, self.clock)
+        self._controller.startup(broker_epoch)
+        log.info(
+            "broker %d started: cluster id %s, broker epoch %d, listening on %s",
+            self.broker_id,
+            self.cluster_id,
+            broker_epoch,
+            ", ".join(str(e) for e in endpoints),
+        )
+
+    async def shutdown(self) -> None:
+        log.info("broker %d shutting down", self.broker_id)
+        if self._controller is not None:
+            await self._controller.shutdown()
+        for server in self.servers:
+            await server.close()
+        await self.zk.close()
+        log.info("broker %d shut down", self.broker_id)

@@ -1,0 +1,128 @@
+"""`keel`: the client CLI over the RPC wire.
+
+    keel cluster describe        cluster id, controller, epoch and brokers
+    keel controller show         the active controller
+    keel controller reelect      delete /controller so the brokers elect anew
+
+Every command takes `--bootstrap-server host:port[,host:port]` (default: the brokers of the
+local cluster under .keel-cluster, else 127.0.0.1:9092) and `--format table|json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from node.admin import KeelAdminClient
+from node.output import print_json, print_table
+from wire.api import DescribeClusterResponse
+from wire.errors import WireError
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+
+
+def default_bootstrap() -> str:
+    if env := os.environ.get("KEEL_BOOTSTRAP_SERVER"):
+        return env
+    from node.cluster import ClusterState
+
+    state = ClusterState.load(Path(os.environ.get("KEEL_CLUSTER_DIR", ".keel-cluster")))
+    if state is not None and state.brokers:
+        return ",".join(f"127.0.0.1:{b.port}" for b in state.brokers.values())
+    return DEFAULT_BOOTSTRAP
+
+
+def _controller_address(cluster: DescribeClusterResponse) -> str | None:
+    for broker in cluster.brokers:
+        if broker.broker_id == cluster.controller_id:
+            return f"{broker.host}:{broker.port}"
+    return None
+
+
+async def cluster_describe(admin: KeelAdminClient, fmt: str) -> int:
+    cluster = await admin.describe_cluster()
+    if fmt == "json":
+        print_json(cluster.to_wire())
+        return 0
+    print(f"Cluster id:        {cluster.cluster_id}")
+    print(f"Controller:        {cluster.controller_id}")
+    print(f"Controller epoch:  {cluster.controller_epoch}")
+    print()
+    print_table(
+        ["BROKER", "HOST", "PORT", "RACK", "CONTROLLER"],
+        [
+            [b.broker_id, b.host, b.port, b.rack, "*" if b.broker_id == cluster.controller_id else ""]
+            for b in cluster.brokers
+        ],
+    )
+    return 0
+
+
+async def controller_show(admin: KeelAdminClient, fmt: str) -> int:
+    cluster = await admin.describe_cluster()
+    shown = {
+        "controller_id": cluster.controller_id,
+        "controller_epoch": cluster.controller_epoch,
+        "address": _controller_address(cluster),
+    }
+    if fmt == "json":
+        print_json(shown)
+    else:
+        print_table(
+            ["CONTROLLER", "EPOCH", "ADDRESS"],
+            [[shown["controller_id"], shown["controller_epoch"], shown["address"]]],
+        )
+    return 0 if cluster.controller_id != -1 else 1
+
+
+async def controller_reelect(admin: KeelAdminClient, fmt: str) -> int:
+    previous = await admin.reelect_controller()
+    if fmt == "json":
+        print_json({"deleted_controller_id": previous})
+    else:
+        print(f"Deleted /controller (was broker {previous}); the brokers will elect a new controller.")
+    return 0
+
+
+COMMANDS: dict[tuple[str, str], Callable[[KeelAdminClient, str], Awaitable[int]]] = {
+    ("cluster", "describe"): cluster_describe,
+    ("controller", "show"): controller_show,
+    ("controller", "reelect"): controller_reelect,
+}
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--bootstrap-server", default=None, help="host:port[,host:port...]")
+    common.add_argument("--format", choices=["table", "json"], default="table")
+    common.add_argument("--timeout", type=float, default=10.0, help="seconds per request")
+    parser = argparse.ArgumentParser(prog="keel", description="Talk to a Keel cluster over its RPC wire.")
+    groups = parser.add_subparsers(dest="group", required=True)
+    for group in sorted({g for g, _ in COMMANDS}):
+        sub = groups.add_parser(group).add_subparsers(dest="command", required=True)
+        for (g, command), handler in COMMANDS.items():
+            if g == group:
+                sub.add_parser(command, parents=[common], help=handler.__name__.replace("_", " "))
+    return parser.parse_args(argv)
+
+
+async def run(args: argparse.Namespace) -> int:
+    async with KeelAdminClient(args.bootstrap_server or default_bootstrap(), timeout=args.timeout) as admin:
+        return await COMMANDS[args.group, args.command](admin, args.format)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        return asyncio.run(run(args))
+    except (WireError, ValueError) as e:
+        print(f"keel: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,217 @@
+"""Broker configuration: a properties file with Kafka's property names, plus overrides.
+
+Every value is checked before anything starts; a bad one raises ConfigError naming the key.
+Unknown keys are kept and logged once, as Kafka warns about configs it does not know.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import socket
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from actors.ports import EndPoint
+
+
+class ConfigError(Exception):
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{key}: {message}")
+        self.key = key
+
+
+_LISTENER = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)://(?P<host>\[[^\]]*\]|[^:]*):(?P<port>\d+)$")
+
+
+def _int(minimum: int, maximum: int = 2**31 - 1) -> Callable[[str, str], int]:
+    def parse(key: str, raw: str) -> int:
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            raise ConfigError(key, f"{raw!r} is not an integer") from None
+        if not minimum <= value <= maximum:
+            raise ConfigError(key, f"{value} is outside {minimum}..{maximum}")
+        return value
+
+    return parse
+
+
+def _bool(key: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value not in ("true", "false"):
+        raise ConfigError(key, f"{raw!r} is not true or false")
+    return value == "true"
+
+
+def _str(key: str, raw: str) -> str:
+    if not raw.strip():
+        raise ConfigError(key, "must not be empty")
+    return raw.strip()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Def:
+    parse: Callable[[str, str], object]
+    default: str | None  # None: required
+
+
+# Kafka's names and defaults (spec §11) for what Keel uses.
+DEFINITIONS: dict[str, _Def] = {
+    "broker.id": _Def(_int(0), None),
+    "listeners": _Def(_str, "PLAINTEXT://:9092"),
+    "advertised.listeners": _Def(_str, ""),
+    "listener.security.protocol.map": _Def(_str, "PLAINTEXT:PLAINTEXT"),
+    "zookeeper.connect": _Def(_str, None),
+    "zookeeper.session.timeout.ms": _Def(_int(1), "18000"),
+    "zookeeper.connection.timeout.ms": _Def(_int(1), ""),
+    "log.dirs": _Def(_str, "/tmp/kafka-logs"),
+    "broker.rack": _Def(_str, ""),
+    "socket.request.max.bytes": _Def(_int(1), "104857600"),
+    "request.timeout.ms": _Def(_int(1), "30000"),
+    "controller.socket.timeout.ms": _Def(_int(1), "30000"),
+    "unclean.leader.election.enable": _Def(_bool, "false"),
+    "shutdown.timeout.ms": _Def(_int(1), "15000"),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Listener:
+    name: str
+    host: str  # empty: every interface
+    port: int
+
+
+@dataclasses.dataclass(frozen=True)
+class BrokerConfig:
+    values: Mapping[str, object]
+    unknown: tuple[str, ...]
+    listeners: tuple[Listener, ...]
+    advertised: tuple[Listener, ...]
+    security_protocols: Mapping[str, str]
+
+    def get_int(self, key: str) -> int:
+        value = self.values[key]
+        assert isinstance(value, int), key
+        return value
+
+    def get_str(self, key: str) -> str | None:
+        value = self.values[key]
+        return None if value is None else str(value)
+
+    def get_bool(self, key: str) -> bool:
+        return self.values[key] is True
+
+    @property
+    def broker_id(self) -> int:
+        return self.get_int("broker.id")
+
+    @property
+    def session_timeout_s(self) -> float:
+        return self.get_int("zookeeper.session.timeout.ms") / 1000
+
+    @property
+    def connection_timeout_s(self) -> float:
+        if self.values["zookeeper.connection.timeout.ms"] is None:
+            return self.session_timeout_s
+        return self.get_int("zookeeper.connection.timeout.ms") / 1000
+
+    @property
+    def rack(self) -> str | None:
+        return self.get_str("broker.rack")
+
+    def endpoint(self, listener: Listener, bound_port: int) -> EndPoint:
+        """The advertised endpoint of a listener, once its real port is known."""
+        advertised = next((a for a in self.advertised if a.name == listener.name), listener)
+        host = advertised.host or socket.getfqdn()
+        port = bound_port if advertised is listener else advertised.port
+        return EndPoint(listener.name, self.security_protocols[listener.name], host, port)
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """Java properties: `key=value` or `key:value` lines, `#`/`!` comments, `\\` continuations."""
+    props: dict[str, str] = {}
+    pending = ""
+    for raw_line in path.read_text(encoding="utf-8").splitlines():
+        line = pending + raw_line.strip()
+        pending = ""
+        if line.endswith("\\"):
+            pending = line[:-1]
+            continue
+        if not line or line[0] in "#!":
+            continue
+        key, value = _split(line)
+        props[key] = value
+    return props
+
+
+def _split(line: str) -> tuple[str, str]:
+    match = re.match(r"^([^=:\s]+)\s*[=:\s]\s*(.*)$", line)
+    if match is None:
+        return line, ""
+    return match.group(1), match.group(2)
+
+
+def _parse_listeners(key: str, raw: str) -> tuple[Listener, ...]:
+    listeners = []
+    for item in filter(None, (part.strip() for part in raw.split(","))):
+        match = _LISTENER.match(item)
+        if match is None:
+            raise ConfigError(key, f"{item!r} is not NAME://host:port")
+        port = int(match["port"])
+        if port > 65535:
+            raise ConfigError(key, f"port {port} is outside 0..65535")
+        listeners.append(Listener(match["name"].upper(), match["host"].strip("[]"), port))
+    names = [listener.name for listener in listeners]
+    if len(set(names)) != len(names):
+        raise ConfigError(key, "each listener name may appear once")
+    return tuple(listeners)
+
+
+def _parse_protocol_map(key: str, raw: str) -> dict[str, str]:
+    mapping = {}
+    for item in filter(None, (part.strip() for part in raw.split(","))):
+        name, sep, protocol = item.partition(":")
+        if not sep or not name or not protocol:
+            raise ConfigError(key, f"{item!r} is not LISTENER:PROTOCOL")
+        mapping[name.upper()] = protocol.upper()
+    return mapping
+
+
+def load_config(props: Mapping[str, str]) -> BrokerConfig:
+    values: dict[str, object] = {}
+    for key, definition in DEFINITIONS.items():
+        raw = props.get(key, definition.default)
+        if raw is None:
+            raise ConfigError(key, "is required")
+        values[key] = None if raw == "" and definition.default == "" else definition.parse(key, raw)
+    listeners = _parse_listeners("listeners", str(values["listeners"]))
+    if not listeners:
+        raise ConfigError("listeners", "needs at least one listener")
+    advertised_raw = values["advertised.listeners"]
+    advertised = _parse_listeners("advertised.listeners", str(advertised_raw)) if advertised_raw else ()
+    protocols = _parse_protocol_map(
+        "listener.security.protocol.map", str(values["listener.security.protocol.map"])
+    )
+    for listener in listeners:
+        protocol = protocols.get(listener.name, listener.name)
+        if protocol != "PLAINTEXT":
+            raise ConfigError("listeners", f"{listener.name} uses {protocol}; only PLAINTEXT is supported")
+        protocols[listener.name] = protocol
+    for listener in advertised:
+        if listener.name not in {item.name for item in listeners}:
+            raise ConfigError("advertised.listeners", f"{listener.name} is not in listeners")
+        if not listener.host:
+            raise ConfigError("advertised.listeners", f"{listener.name} needs a host")
+    unknown = tuple(sorted(key for key in props if key not in DEFINITIONS))
+    return BrokerConfig(values, unknown, listeners, advertised, protocols)
+
+
+def parse_overrides(items: list[str]) -> dict[str, str]:
+    overrides = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(item, "an override must be key=value")
+        overrides[key.strip()] = value.strip()
+    return overrides

@@ -1,0 +1,98 @@
+"""`keel-node server.properties [--override key=value ...]`: run one broker.
+
+Exit status: 0 after an orderly shutdown (SIGTERM or SIGINT), 2 for a bad configuration
+(nothing started), 1 when start-up fails (ZooKeeper unreachable, broker id taken).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from pathlib import Path
+
+import uvloop
+
+from actors.ports import BrokerIdTakenError
+from node.broker import KeelBroker
+from node.config import BrokerConfig, ConfigError, load_config, parse_overrides, read_properties
+from node.zk.client import ZooKeeperUnavailable
+
+log = logging.getLogger("keel.node")
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="keel-node", description="Run one Keel broker.")
+    parser.add_argument("properties", type=Path, help="server.properties file")
+    parser.add_argument(
+        "--override", action="append", default=[], metavar="KEY=VALUE", help="override a property"
+    )
+    return parser.parse_args(argv)
+
+
+def build_config(args: argparse.Namespace) -> BrokerConfig:
+    try:
+        props = read_properties(args.properties)
+    except OSError as e:
+        raise ConfigError("properties", f"cannot read {args.properties}: {e.strerror}") from e
+    props.update(parse_overrides(args.override))
+    return load_config(props)
+
+
+def configure_logging(broker_id: int) -> None:
+    logging.basicConfig(
+        level=logging.INFO,
+        format=f"%(asctime)s %(levelname)s [broker {broker_id}] %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    # aiozk logs every reconnect attempt with a traceback; its warnings are enough.
+    logging.getLogger("aiozk").setLevel(logging.WARNING)
+
+
+async def run(config: BrokerConfig) -> int:
+    broker = KeelBroker(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await broker.startup()
+    except BrokerIdTakenError as e:
+        log.error("%s; refusing to start", e)
+        await _close_quietly(broker)
+        return 1
+    except ZooKeeperUnavailable as e:
+        log.error("%s", e)
+        await _close_quietly(broker)
+        return 1
+    await stop.wait()
+    timeout = config.get_int("shutdown.timeout.ms") / 1000
+    try:
+        await asyncio.wait_for(broker.shutdown(), timeout)
+    except TimeoutError:
+        log.error("shutdown took longer than %.1f s; exiting anyway", timeout)
+        return 1
+    return 0
+
+
+async def _close_quietly(broker: KeelBroker) -> None:
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(broker.shutdown(), 5)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        config = build_config(args)
+    except ConfigError as e:
+        print(f"keel-node: invalid configuration: {e}", file=sys.stderr)
+        return 2
+    configure_logging(config.broker_id)
+    return uvloop.run(run(config))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

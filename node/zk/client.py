@@ -1,0 +1,214 @@
+"""A thin layer over aiozk: typed results, multi-ops, watches, and session tracking.
+
+aiozk re-establishes sessions by itself; when the server says a session expired it simply
+opens a new one. Kafka needs to know (spec §2.5: resign, register again with a new broker
+epoch), so a monitor task compares session ids each time the client reconnects and tells
+the registered SessionWatchers. Requests go straight to the session rather than through
+aiozk's helpers, whose per-path stat cache would grow with every znode ever read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import aiozk
+from aiozk import exc, protocol
+from aiozk.protocol.stat import Stat
+from aiozk.states import States
+
+from actors.ports import SessionWatcher
+
+log = logging.getLogger(__name__)
+
+NoNode = exc.NoNode
+NodeExists = exc.NodeExists
+BadVersion = exc.BadVersion
+ZKError = exc.ZKError
+
+CREATED = protocol.WatchEvent.CREATED
+DELETED = protocol.WatchEvent.DELETED
+DATA_CHANGED = protocol.WatchEvent.DATA_CHANGED
+CHILDREN_CHANGED = protocol.WatchEvent.CHILDREN_CHANGED
+
+
+class ZooKeeperUnavailable(Exception):
+    pass
+
+
+def split_connect(connect: str) -> tuple[str, str | None]:
+    """`host:port,host:port/chroot` → (servers, chroot or None)."""
+    servers, slash, chroot = connect.partition("/")
+    return servers, ("/" + chroot.strip("/")) if slash and chroot.strip("/") else None
+
+
+class ZooKeeperClient:
+    def __init__(self, connect: str, *, session_timeout_s: float, connection_timeout_s: float) -> None:
+        servers, chroot = split_connect(connect)
+        self.connect_string = connect
+        self._connection_timeout_s = connection_timeout_s
+        self._zk = aiozk.ZKClient(servers, chroot=chroot, session_timeout=session_timeout_s)
+        self._session_watchers: list[SessionWatcher] = []
+        self._monitor: asyncio.Task[None] | None = None
+
+    @property
+    def session_id(self) -> int | None:
+        sid: int | None = self._zk.session.session_id
+        return sid
+
+    @property
+    def session_timeout_s(self) -> float:
+        return float(self._zk.session.timeout)
+
+    @property
+    def session_password(self) -> bytes:
+        return bytes(self._zk.session.password)
+
+    async def start(self) -> None:
+        try:
+            await asyncio.wait_for(self._zk.start(), self._connection_timeout_s)
+        except TimeoutError:
+            await self._abandon()
+            raise ZooKeeperUnavailable(
+                f"no ZooKeeper session with {self.connect_string} within {self._connection_timeout_s:g} s"
+            ) from None
+        self._monitor = asyncio.create_task(self._monitor_session(), name="zk-session-monitor")
+
+    async def close(self) -> None:
+        if self._monitor is not None:
+            self._monitor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._monitor
+        await self._zk.close()
+
+    async def _abandon(self) -> None:
+        with contextlib.suppress(Exception):
+            self._zk.session.closing = True
+            if self._zk.session.repair_loop_task is not None:
+                self._zk.session.repair_loop_task.cancel()
+
+    def path(self, path: str) -> str:
+        normalized: str = self._zk.normalize_path(path)
+        return normalized
+
+    # --- reads and writes ---
+
+    async def send(self, request: protocol.Request) -> protocol.Response:
+        return await self._zk.session.send(request)
+
+    async def get(self, path: str, *, watch: bool = False) -> tuple[bytes | None, Stat]:
+        response = await self.send(protocol.GetDataRequest(path=self.path(path), watch=watch))
+        return response.data, response.stat
+
+    async def get_or_none(self, path: str) -> tuple[bytes | None, Stat] | None:
+        try:
+            return await self.get(path)
+        except NoNode:
+            return None
+
+    async def exists(self, path: str, *, watch: bool = False) -> Stat | None:
+        try:
+            response = await self.send(protocol.ExistsRequest(path=self.path(path), watch=watch))
+        except NoNode:
+            return None
+        stat: Stat = response.stat
+        return stat
+
+    async def children(self, path: str, *, watch: bool = False) -> list[str]:
+        response = await self.send(protocol.GetChildren2Request(path=self.path(path), watch=watch))
+        return list(response.children)
+
+    async def create(self, path: str, data: bytes | None = None, *, ephemeral: bool = False) -> None:
+        await self.send(self.create_op(path, data, ephemeral=ephemeral))
+
+    async def delete(self, path: str, version: int = -1) -> None:
+        await self.send(protocol.DeleteRequest(path=self.path(path), version=version))
+
+    async def set(self, path: str, data: bytes, version: int = -1) -> Stat:
+        response = await self.send(protocol.SetDataRequest(path=self.path(path), data=data, version=version))
+        stat: Stat = response.stat
+        return stat
+
+    async def create_all_if_missing(self, paths: Iterable[str]) -> None:
+        """Create persistent paths, pipelined level by level (parents first)."""
+        by_depth: dict[int, list[str]] = {}
+        for path in paths:
+            by_depth.setdefault(path.count("/"), []).append(path)
+        for depth in sorted(by_depth):
+            results = await asyncio.gather(*(self.create(p) for p in by_depth[depth]), return_exceptions=True)
+            for result in results:
+                if isinstance(result, BaseException) and not isinstance(result, NodeExists):
+                    raise result
+
+    # --- multi-op ---
+
+    def check_op(self, path: str, version: int) -> protocol.Request:
+        return protocol.CheckVersionRequest(path=self.path(path), version=version)
+
+    def create_op(self, path: str, data: bytes | None = None, *, ephemeral: bool = False) -> protocol.Request:
+        request = protocol.Create2Request(path=self.path(path), data=data, acl=[protocol.UNRESTRICTED_ACCESS])
+        request.set_flags(ephemeral, False, False)
+        return request
+
+    def set_op(self, path: str, data: bytes, version: int = -1) -> protocol.Request:
+        return protocol.SetDataRequest(path=self.path(path), data=data, version=version)
+
+    def delete_op(self, path: str, version: int = -1) -> protocol.Request:
+        return protocol.DeleteRequest(path=self.path(path), version=version)
+
+    async def multi(self, ops: Sequence[protocol.Request]) -> list[Any]:
+        """Run ops atomically; each result is a response, or the error of the op that failed
+        (the others then carry RolledBack / RuntimeInconsistency)."""
+        request = protocol.TransactionRequest()
+        for op in ops:
+            request.add(op)
+        response = await self.send(request)
+        return list(response.responses)
+
+    # --- watches and sessions ---
+
+    def add_watch(self, event_type: int, path: str, callback: Callable[[str], None]) -> None:
+        """Register a callback for a watch event; arming it is a read with watch=True."""
+        self._zk.session.add_watch_callback(event_type, self.path(path), callback)
+
+    def remove_watch(self, event_type: int, path: str, callback: Callable[[str], None]) -> None:
+        with contextlib.suppress(KeyError):
+            self._zk.session.remove_watch_callback(event_type, self.path(path), callback)
+
+    async def wait_for_deletion(self, path: str, timeout: float) -> bool:
+        """Wait until `path` is gone; False if it still exists after `timeout` seconds."""
+        deleted = self._zk.wait_for_events([DELETED], path)
+        try:
+            if await self.exists(path, watch=True) is None:
+                return True
+            await asyncio.wait_for(asyncio.shield(deleted), timeout)
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            if not deleted.done():
+                deleted.set_result(None)
+
+    def watch_session(self, watcher: SessionWatcher) -> None:
+        self._session_watchers.append(watcher)
+
+    async def _monitor_session(self) -> None:
+        state = self._zk.session.state
+        known = self.session_id
+        while True:
+            await state.wait_for(States.SUSPENDED, States.LOST)
+            await state.wait_for(States.CONNECTED)
+            current = self.session_id
+            if current == known or current is None:
+                continue
+            log.warning("ZooKeeper session 0x%x expired; new session 0x%x", known or 0, current)
+            known = current
+            for watcher in list(self._session_watchers):
+                try:
+                    await watcher.before_new_session()
+                    watcher.after_new_session()
+                except Exception:
+                    log.exception("session watcher failed")

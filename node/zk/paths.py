@@ -1,0 +1,36 @@
+"""Kafka's znode paths (spec §1, ZkData.scala)."""
+
+CONTROLLER = "/controller"
+CONTROLLER_EPOCH = "/controller_epoch"
+BROKERS = "/brokers"
+BROKER_IDS = "/brokers/ids"
+BROKER_TOPICS = "/brokers/topics"
+BROKER_SEQUENCE_ID = "/brokers/seqid"
+CLUSTER_ID = "/cluster/id"
+
+
+def broker_id(broker: int) -> str:
+    return f"{BROKER_IDS}/{broker}"
+
+
+# Created at broker start-up if missing, parents before children (spec §1).
+PERSISTENT_PATHS: tuple[str, ...] = (
+    "/consumers",
+    BROKERS,
+    BROKER_IDS,
+    BROKER_TOPICS,
+    "/config",
+    "/config/changes",
+    "/config/topics",
+    "/config/clients",
+    "/config/users",
+    "/config/brokers",
+    "/config/ips",
+    "/admin",
+    "/admin/delete_topics",
+    BROKER_SEQUENCE_ID,
+    "/isr_change_notification",
+    "/latest_producer_id_block",
+    "/log_dir_event_notification",
+    "/cluster",
+)

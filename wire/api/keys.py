@@ -1,0 +1,19 @@
+"""API keys: Kafka's numbers for Kafka's APIs, 1000 and up for Keel's own."""
+
+from enum import IntEnum
+
+
+class ApiKey(IntEnum):
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    LEADER_AND_ISR = 4
+    STOP_REPLICA = 5
+    UPDATE_METADATA = 6
+    CONTROLLED_SHUTDOWN = 7
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DESCRIBE_CLUSTER = 60
+    # Keel's own: what `zookeeper-shell delete /controller` does, over the wire.
+    REELECT_CONTROLLER = 1000

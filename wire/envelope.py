@@ -1,0 +1,106 @@
+"""Request and response envelopes: the msgpack value inside one frame.
+
+A request is `[api_key, api_version, correlation_id, client_id, body]`, a response
+`[correlation_id, body]`. Decoding goes as far as it can and says how far it got: an error
+raised after the correlation id was read carries it, so the server can answer rather than
+hang up.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import msgpack
+
+from wire.api import API_SPECS, ApiSpec, Request, Response
+from wire.errors import CorruptMessage, InvalidRequest, UnsupportedVersion, WireError
+
+# Malformed msgpack surfaces as any of these; none of them may escape the codec.
+_UNPACK_ERRORS = (ValueError, TypeError, OverflowError, RecursionError, msgpack.UnpackException)
+_REQUEST_FIELDS = 5
+_RESPONSE_FIELDS = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class ParsedRequest:
+    header: RequestHeader
+    spec: ApiSpec
+    body: Request
+
+
+def _unpack(payload: bytes) -> object:
+    try:
+        return msgpack.unpackb(payload, raw=False, strict_map_key=True, use_list=True)
+    except _UNPACK_ERRORS as e:
+        raise CorruptMessage(f"not a msgpack value: {e}") from e
+
+
+def encode_request(header: RequestHeader, body: Request) -> bytes:
+    value = [header.api_key, header.api_version, header.correlation_id, header.client_id, body.to_wire()]
+    return msgpack.packb(value, use_bin_type=True)  # type: ignore[no-any-return]
+
+
+def decode_request_header(payload: bytes) -> tuple[RequestHeader, object]:
+    """The header and the still-unchecked body of a request frame."""
+    value = _unpack(payload)
+    if type(value) is not list:
+        raise InvalidRequest(f"request must be a list, got {type(value).__name__}")
+    correlation_id = value[2] if len(value) > 2 and type(value[2]) is int else None
+    if len(value) != _REQUEST_FIELDS:
+        raise InvalidRequest(f"request must have {_REQUEST_FIELDS} fields, got {len(value)}", correlation_id)
+    api_key, api_version, _, client_id, body = value
+    if correlation_id is None:
+        raise InvalidRequest("correlation_id must be an int")
+    if type(api_key) is not int or type(api_version) is not int:
+        raise InvalidRequest("api_key and api_version must be ints", correlation_id)
+    if client_id is not None and type(client_id) is not str:
+        raise InvalidRequest("client_id must be a string or nil", correlation_id)
+    return RequestHeader(api_key, api_version, correlation_id, client_id), body
+
+
+def parse_request(payload: bytes) -> ParsedRequest:
+    """Decode and validate a whole request frame against the API it names."""
+    header, body = decode_request_header(payload)
+    spec = API_SPECS.get(header.api_key)
+    if spec is None:
+        raise InvalidRequest(f"unknown api key {header.api_key}", header.correlation_id)
+    if not spec.min_version <= header.api_version <= spec.max_version:
+        raise UnsupportedVersion(
+            f"{spec.key.name} version {header.api_version} not in {spec.min_version}..{spec.max_version}",
+            header.correlation_id,
+        )
+    try:
+        parsed = spec.request.from_wire(body)
+    except WireError as e:
+        e.correlation_id = header.correlation_id
+        raise
+    return ParsedRequest(header, spec, parsed)
+
+
+def encode_response(correlation_id: int, body: Response) -> bytes:
+    return msgpack.packb([correlation_id, body.to_wire()], use_bin_type=True)  # type: ignore[no-any-return]
+
+
+def error_response(error: WireError) -> Response:
+    return Response(error_code=int(error.code), error_message=error.message)
+
+
+def decode_response(payload: bytes) -> tuple[int, dict[str, object]]:
+    """The correlation id and the unchecked body map of a response frame."""
+    value = _unpack(payload)
+    if (
+        type(value) is not list
+        or len(value) != _RESPONSE_FIELDS
+        or type(value[0]) is not int
+        or type(value[1]) is not dict
+    ):
+        raise CorruptMessage("response must be [correlation_id, body map]")
+    return value[0], value[1]

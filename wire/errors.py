@@ -1,0 +1,124 @@
+"""Kafka's error codes and the exception tree that carries them.
+
+Error codes travel as data (`error_code` in every response body); `WireError` and its
+subclasses carry a code through Python code paths. `for_code` turns a code read off the
+wire back into the matching exception, as aiokafka's `errors.for_code` does.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import ClassVar
+
+
+class ErrorCode(IntEnum):
+    """Kafka's numbers and names (clients/.../common/protocol/Errors.java)."""
+
+    UNKNOWN_SERVER_ERROR = -1
+    NONE = 0
+    OFFSET_OUT_OF_RANGE = 1
+    CORRUPT_MESSAGE = 2
+    UNKNOWN_TOPIC_OR_PARTITION = 3
+    LEADER_NOT_AVAILABLE = 5
+    NOT_LEADER_OR_FOLLOWER = 6
+    REQUEST_TIMED_OUT = 7
+    BROKER_NOT_AVAILABLE = 8
+    REPLICA_NOT_AVAILABLE = 9
+    MESSAGE_TOO_LARGE = 10
+    STALE_CONTROLLER_EPOCH = 11
+    NETWORK_EXCEPTION = 13
+    INVALID_TOPIC_EXCEPTION = 17
+    NOT_ENOUGH_REPLICAS = 19
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
+    UNSUPPORTED_VERSION = 35
+    TOPIC_ALREADY_EXISTS = 36
+    INVALID_PARTITIONS = 37
+    INVALID_REPLICATION_FACTOR = 38
+    INVALID_REPLICA_ASSIGNMENT = 39
+    INVALID_CONFIG = 40
+    NOT_CONTROLLER = 41
+    INVALID_REQUEST = 42
+    KAFKA_STORAGE_ERROR = 56
+    FENCED_LEADER_EPOCH = 74
+    STALE_BROKER_EPOCH = 77
+    BROKER_ID_NOT_REGISTERED = 102
+
+
+class WireError(Exception):
+    """Root of every error that has a Kafka error code."""
+
+    code: ClassVar[ErrorCode] = ErrorCode.UNKNOWN_SERVER_ERROR
+    _by_code: ClassVar[dict[ErrorCode, type[WireError]]] = {}
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        WireError._by_code[cls.code] = cls
+
+    def __init__(self, message: str = "", correlation_id: int | None = None) -> None:
+        super().__init__(message or self.code.name)
+        self.message = message or self.code.name
+        # Set when the error was found after the correlation id could be read, so the
+        # server can still answer instead of closing the connection.
+        self.correlation_id = correlation_id
+
+    @property
+    def error_code(self) -> ErrorCode:
+        return self.code
+
+
+class UnknownServerError(WireError):
+    code = ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+class CorruptMessage(WireError):
+    code = ErrorCode.CORRUPT_MESSAGE
+
+
+class InvalidRequest(WireError):
+    code = ErrorCode.INVALID_REQUEST
+
+
+class UnsupportedVersion(WireError):
+    code = ErrorCode.UNSUPPORTED_VERSION
+
+
+class RequestTimedOut(WireError):
+    code = ErrorCode.REQUEST_TIMED_OUT
+
+
+class NetworkException(WireError):
+    code = ErrorCode.NETWORK_EXCEPTION
+
+
+class NotController(WireError):
+    code = ErrorCode.NOT_CONTROLLER
+
+
+class StaleControllerEpoch(WireError):
+    code = ErrorCode.STALE_CONTROLLER_EPOCH
+
+
+class StaleBrokerEpoch(WireError):
+    code = ErrorCode.STALE_BROKER_EPOCH
+
+
+class BrokerNotAvailable(WireError):
+    code = ErrorCode.BROKER_NOT_AVAILABLE
+
+
+class FrameError(CorruptMessage):
+    """The byte stream itself is broken (bad length): the connection cannot continue."""
+
+
+def for_code(code: int, message: str = "") -> WireError:
+    """The exception for an error code read off the wire."""
+    try:
+        error_code = ErrorCode(code)
+    except ValueError:
+        return UnknownServerError(f"unknown error code {code}: {message}")
+    cls = WireError._by_code.get(error_code)
+    if cls is None:
+        error = UnknownServerError(message or error_code.name)
+        error.code = error_code  # type: ignore[misc]
+        return error
+    return cls(message)

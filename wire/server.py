@@ -1,0 +1,110 @@
+"""The asyncio RPC server: reads frames, hands parsed requests to a handler, writes answers.
+
+Requests on one connection are handled one at a time, in order, as Kafka's network layer
+does (a controller's LeaderAndIsr must be applied before the UpdateMetadata behind it);
+clients may still pipeline. Bad input never reaches the handler: it is answered with an
+error code when the correlation id could be read, otherwise only that connection is closed.
+Each case logs one line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from wire.api import Response
+from wire.envelope import ParsedRequest, encode_response, error_response, parse_request
+from wire.errors import FrameError, UnknownServerError, WireError
+from wire.frames import DEFAULT_MAX_FRAME_SIZE, NEED_DATA, FrameDecoder, encode_frame
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[ParsedRequest], Awaitable[Response]]
+_READ_CHUNK = 256 * 1024
+
+
+class RpcServer:
+    def __init__(
+        self,
+        handler: Handler,
+        host: str,
+        port: int,
+        *,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+    ) -> None:
+        self._handler = handler
+        self._host = host
+        self._port = port
+        self._max_frame_size = max_frame_size
+        self._server: asyncio.Server | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+
+    @property
+    def port(self) -> int:
+        """The bound port (the real one when 0 was asked for)."""
+        if self._server is None or not self._server.sockets:
+            return self._port
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._accept, self._host, self._port, reuse_address=True)
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._connections):
+            task.cancel()
+        if self._connections:
+            await asyncio.gather(*self._connections, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        try:
+            await self._serve(reader, writer)
+        finally:
+            self._connections.discard(task)
+            writer.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")
+        decoder = FrameDecoder(self._max_frame_size)
+        try:
+            while data := await reader.read(_READ_CHUNK):
+                decoder.feed(data)
+                while (frame := decoder.next_frame()) is not NEED_DATA:
+                    assert isinstance(frame, bytes)
+                    answer = await self._answer(frame, peer)
+                    if answer is None:
+                        return
+                    writer.write(encode_frame(answer))
+                await writer.drain()
+            if decoder.buffered:
+                log.warning("connection from %s ended inside a frame (%d bytes)", peer, decoder.buffered)
+        except FrameError as e:
+            log.warning("closing connection from %s: %s", peer, e.message)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+
+    async def _answer(self, frame: bytes, peer: object) -> bytes | None:
+        """The encoded response, or None when the connection must be closed."""
+        try:
+            request = parse_request(frame)
+        except WireError as e:
+            if e.correlation_id is None:
+                log.warning("closing connection from %s: %s", peer, e.message)
+                return None
+            log.warning("bad request from %s: %s: %s", peer, e.code.name, e.message)
+            return encode_response(e.correlation_id, error_response(e))
+        try:
+            response = await self._handler(request)
+        except WireError as e:
+            response = error_response(e)
+        except Exception as e:
+            log.exception("%s from %s failed", request.spec.key.name, peer)
+            response = error_response(UnknownServerError(f"{type(e).__name__}: {e}"))
+        return encode_response(request.header.correlation_id, response)
