@@ -1,0 +1,217 @@
+"""The ClusterStore contract, run against the in-memory fake and the real ZooKeeper store.
+
+The fake is what the controller's unit tests stand on; running the same checks against
+ZooKeeper keeps it honest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Protocol
+
+import pytest
+from kazoo.client import KazooClient
+
+from actors.clock import SystemClock
+from actors.ports import BrokerIdTakenError, BrokerInfo, ControllerMovedError, EndPoint
+from node.zk.client import ZooKeeperClient, split_connect
+from node.zk.store import ZkClusterStore
+from tests.fakes import FakeClusterStore, FakeZooKeeper
+from tests.support import eventually
+
+SESSION_TIMEOUT_S = 2.0
+
+
+class Ensemble(Protocol):
+    async def store(self) -> FakeClusterStore | ZkClusterStore: ...
+
+    async def expire(self, store: FakeClusterStore | ZkClusterStore) -> None: ...
+
+
+class FakeEnsemble:
+    def __init__(self) -> None:
+        self.zk = FakeZooKeeper()
+
+    async def store(self) -> FakeClusterStore:
+        return FakeClusterStore(self.zk, stale_session_wait=0.2)
+
+    async def expire(self, store: FakeClusterStore | ZkClusterStore) -> None:
+        assert isinstance(store, FakeClusterStore)
+        await store.expire_session()
+
+
+class RealEnsemble:
+    def __init__(self, connect: str) -> None:
+        self.connect = connect
+        self.clients: list[ZooKeeperClient] = []
+
+    async def store(self) -> ZkClusterStore:
+        client = ZooKeeperClient(self.connect, session_timeout_s=SESSION_TIMEOUT_S, connection_timeout_s=10)
+        await client.start()
+        self.clients.append(client)
+        store = ZkClusterStore(client, SystemClock())
+        await store.ensure_persistent_paths()
+        return store
+
+    async def expire(self, store: FakeClusterStore | ZkClusterStore) -> None:
+        """Expire the session from outside: another client takes it over and closes it."""
+        assert isinstance(store, ZkClusterStore)
+        servers, _ = split_connect(self.connect)
+        session_id, password = store.zk.session_id, store.zk.session_password
+
+        def take_over_and_close() -> None:
+            kazoo = KazooClient(hosts=servers, client_id=(session_id, password))
+            kazoo.start(timeout=10)
+            kazoo.stop()
+            kazoo.close()
+
+        await asyncio.to_thread(take_over_and_close)
+
+    async def close(self) -> None:
+        for client in self.clients:
+            await client.close()
+
+
+@pytest.fixture(params=["fake", "zookeeper"])
+async def ensemble(request: pytest.FixtureRequest) -> AsyncIterator[Ensemble]:
+    if request.param == "fake":
+        yield FakeEnsemble()
+        return
+    real = RealEnsemble(request.getfixturevalue("zk_connect"))
+    yield real
+    await real.close()
+
+
+def info(broker_id: int, port: int = 9092) -> BrokerInfo:
+    return BrokerInfo(broker_id, (EndPoint("PLAINTEXT", "PLAINTEXT", "127.0.0.1", port),), rack="r1")
+
+
+class Recorder:
+    """A ControllerWatcher and SessionWatcher that writes down what it is told."""
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    def controller_changed(self) -> None:
+        self.events.append("changed")
+
+    def controller_deleted(self) -> None:
+        self.events.append("deleted")
+
+    async def before_new_session(self) -> None:
+        self.events.append("before_new_session")
+
+    def after_new_session(self) -> None:
+        self.events.append("after_new_session")
+
+
+def recorded(recorder: Recorder, *expected: str) -> Callable[[], Awaitable[bool]]:
+    async def probe() -> bool:
+        return recorder.events[: len(expected)] == list(expected)
+
+    return probe
+
+
+async def test_nobody_is_controller_at_first(ensemble: Ensemble) -> None:
+    store = await ensemble.store()
+    assert await store.controller_id() is None
+    assert await store.controller_epoch() is None
+
+
+async def test_first_controller_gets_epoch_1_at_version_1(ensemble: Ensemble) -> None:
+    store = await ensemble.store()
+    won = await store.register_controller_and_increment_epoch(1)
+    assert (won.epoch, won.zk_version) == (1, 1)
+    assert await store.controller_id() == 1
+    epoch = await store.controller_epoch()
+    assert epoch is not None and (epoch.epoch, epoch.zk_version) == (1, 1)
+
+
+async def test_a_second_candidate_loses_and_changes_nothing(ensemble: Ensemble) -> None:
+    first, second = await ensemble.store(), await ensemble.store()
+    await first.register_controller_and_increment_epoch(1)
+    with pytest.raises(ControllerMovedError):
+        await second.register_controller_and_increment_epoch(2)
+    assert await second.controller_id() == 1
+    epoch = await second.controller_epoch()
+    assert epoch is not None and epoch.epoch == 1
+
+
+async def test_delete_controller_is_fenced_by_the_epoch_version(ensemble: Ensemble) -> None:
+    store = await ensemble.store()
+    won = await store.register_controller_and_increment_epoch(1)
+    with pytest.raises(ControllerMovedError):
+        await store.delete_controller(won.zk_version - 1)
+    assert await store.controller_id() == 1
+    await store.delete_controller(won.zk_version)
+    assert await store.controller_id() is None
+
+
+async def test_each_new_controller_raises_the_epoch_by_one(ensemble: Ensemble) -> None:
+    first, second = await ensemble.store(), await ensemble.store()
+    one = await first.register_controller_and_increment_epoch(1)
+    await first.delete_controller(one.zk_version)
+    two = await second.register_controller_and_increment_epoch(2)
+    assert (two.epoch, two.zk_version) == (2, 2)
+    # The deposed controller's fenced writes now fail.
+    with pytest.raises(ControllerMovedError):
+        await first.delete_controller(one.zk_version)
+    assert await first.controller_id() == 2
+
+
+async def test_controller_watch_reports_creation_and_deletion(ensemble: Ensemble) -> None:
+    watching, acting = await ensemble.store(), await ensemble.store()
+    recorder = Recorder()
+    watching.watch_controller(recorder)
+    assert await watching.controller_id() is None  # arms the watch
+    won = await acting.register_controller_and_increment_epoch(7)
+    await eventually(recorded(recorder, "changed"), timeout=5, message="creation was not reported")
+    assert await watching.controller_id() == 7  # re-arms it
+    await acting.delete_controller(won.zk_version)
+    await eventually(recorded(recorder, "changed", "deleted"), timeout=5, message="deletion was not reported")
+
+
+async def test_broker_registration_is_idempotent_within_a_session(ensemble: Ensemble) -> None:
+    store = await ensemble.store()
+    epoch = await store.register_broker(info(3))
+    assert epoch > 0
+    assert await store.register_broker(info(3)) == epoch
+    brokers = await store.registered_brokers()
+    assert [(b.info, b.broker_epoch) for b in brokers] == [(info(3), epoch)]
+
+
+async def test_registered_brokers_are_listed_with_their_epochs(ensemble: Ensemble) -> None:
+    one, two = await ensemble.store(), await ensemble.store()
+    epoch_2 = await two.register_broker(info(2, 9093))
+    epoch_1 = await one.register_broker(info(1, 9092))
+    assert epoch_1 > epoch_2, "the broker epoch is the czxid, so a later registration is larger"
+    listed = await one.registered_brokers()
+    assert [(b.info.broker_id, b.broker_epoch) for b in listed] == [(1, epoch_1), (2, epoch_2)]
+    assert listed[1].info == info(2, 9093)
+
+
+async def test_an_id_held_by_another_live_session_is_refused(ensemble: Ensemble) -> None:
+    holder, intruder = await ensemble.store(), await ensemble.store()
+    epoch = await holder.register_broker(info(5))
+    with pytest.raises(BrokerIdTakenError, match="broker.id 5 is already registered"):
+        await intruder.register_broker(info(5, 9999))
+    assert [(b.info, b.broker_epoch) for b in await holder.registered_brokers()] == [(info(5), epoch)]
+
+
+async def test_session_expiry_drops_ephemerals_and_tells_the_session_watcher(ensemble: Ensemble) -> None:
+    store, observer = await ensemble.store(), await ensemble.store()
+    recorder = Recorder()
+    store.watch_session(recorder)
+    old_epoch = await store.register_broker(info(4))
+    await store.register_controller_and_increment_epoch(4)
+    await ensemble.expire(store)
+    await eventually(
+        recorded(recorder, "before_new_session", "after_new_session"),
+        timeout=10,
+        message="the session watcher was not told of the new session",
+    )
+    assert await observer.controller_id() is None
+    assert await observer.registered_brokers() == []
+    new_epoch = await store.register_broker(info(4))
+    assert new_epoch > old_epoch

@@ -1,0 +1,163 @@
+"""An in-memory ClusterStore, for unit tests of the controller.
+
+`FakeZooKeeper` holds what the real ensemble would: the controller znode and epoch with its
+data version, broker registrations with their czxids and owning sessions, and watchers.
+Each `FakeClusterStore` is one broker's session on it. It passes the same contract suite as
+`node.zk.store.ZkClusterStore` (tests/contract/test_cluster_store.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+
+from actors.ports import (
+    BrokerIdTakenError,
+    BrokerInfo,
+    ControllerEpoch,
+    ControllerMovedError,
+    ControllerWatcher,
+    RegisteredBroker,
+    SessionWatcher,
+)
+
+
+@dataclasses.dataclass
+class _Ephemeral:
+    value: object
+    owner: int
+    czxid: int
+
+
+class FakeZooKeeper:
+    def __init__(self) -> None:
+        self.controller: _Ephemeral | None = None
+        self.epoch: tuple[int, int] | None = None  # (value, data version)
+        self.brokers: dict[int, _Ephemeral] = {}
+        self.controller_watchers: list[tuple[FakeClusterStore, ControllerWatcher]] = []
+        self._zxid = itertools.count(100)
+        self._sessions = itertools.count(1)
+
+    def next_zxid(self) -> int:
+        return next(self._zxid)
+
+    def new_session(self) -> int:
+        return next(self._sessions)
+
+    def controller_event(self, deleted: bool) -> None:
+        # A watch fires once per arming: only stores that re-read since the last event hear it.
+        for store, watcher in self.controller_watchers:
+            if store.controller_watch_armed and not store.expired:
+                store.controller_watch_armed = False
+                if deleted:
+                    watcher.controller_deleted()
+                else:
+                    watcher.controller_changed()
+
+    def drop_session(self, session: int) -> None:
+        if self.controller is not None and self.controller.owner == session:
+            self.controller = None
+            self.controller_event(deleted=True)
+        for broker_id, node in list(self.brokers.items()):
+            if node.owner == session:
+                del self.brokers[broker_id]
+
+
+class FakeClusterStore:
+    def __init__(self, zk: FakeZooKeeper, *, stale_session_wait: float = 0.0) -> None:
+        self.zk = zk
+        self.session = zk.new_session()
+        self.expired = False
+        self.controller_watch_armed = False
+        self.session_watchers: list[SessionWatcher] = []
+        self._stale_session_wait = stale_session_wait
+        self._registered_session: int | None = None
+        # Faults a test may inject into the next calls.
+        self.fail_next_registered_brokers: Exception | None = None
+
+    async def _io(self) -> None:
+        # Every real call is a round trip; yield so concurrency in the tests is real.
+        await asyncio.sleep(0)
+
+    async def controller_id(self) -> int | None:
+        await self._io()
+        self.controller_watch_armed = True
+        return None if self.zk.controller is None else int(self.zk.controller.value)  # type: ignore[call-overload]
+
+    async def controller_epoch(self) -> ControllerEpoch | None:
+        await self._io()
+        return None if self.zk.epoch is None else ControllerEpoch(*self.zk.epoch)
+
+    async def register_controller_and_increment_epoch(self, broker_id: int) -> ControllerEpoch:
+        await self._io()
+        if self.zk.epoch is None:
+            self.zk.epoch = (0, 0)
+        if self.zk.controller is not None:
+            raise ControllerMovedError(f"broker {self.zk.controller.value} is controller")
+        value, version = self.zk.epoch
+        self.zk.epoch = (value + 1, version + 1)
+        self.zk.controller = _Ephemeral(broker_id, self.session, self.zk.next_zxid())
+        self.zk.controller_event(deleted=False)
+        return ControllerEpoch(*self.zk.epoch)
+
+    async def delete_controller(self, epoch_zk_version: int) -> None:
+        await self._io()
+        if self.zk.epoch is None or self.zk.epoch[1] != epoch_zk_version:
+            raise ControllerMovedError(f"/controller_epoch is past version {epoch_zk_version}")
+        if self.zk.controller is not None:
+            self.zk.controller = None
+            self.zk.controller_event(deleted=True)
+
+    async def force_delete_controller(self) -> int | None:
+        await self._io()
+        holder = self.zk.controller
+        if holder is not None:
+            self.zk.controller = None
+            self.zk.controller_event(deleted=True)
+        return None if holder is None else int(holder.value)  # type: ignore[call-overload]
+
+    async def register_broker(self, info: BrokerInfo) -> int:
+        await self._io()
+        deadline = asyncio.get_running_loop().time() + self._stale_session_wait
+        while True:
+            existing = self.zk.brokers.get(info.broker_id)
+            if existing is None:
+                node = _Ephemeral(info, self.session, self.zk.next_zxid())
+                self.zk.brokers[info.broker_id] = node
+                self._registered_session = self.session
+                return node.czxid
+            if existing.owner == self.session:
+                return existing.czxid
+            if existing.owner == self._registered_session:
+                del self.zk.brokers[info.broker_id]
+                continue
+            if asyncio.get_running_loop().time() >= deadline:
+                raise BrokerIdTakenError(f"broker.id {info.broker_id} is already registered")
+            await asyncio.sleep(0.01)
+
+    async def registered_brokers(self) -> list[RegisteredBroker]:
+        await self._io()
+        if self.fail_next_registered_brokers is not None:
+            error, self.fail_next_registered_brokers = self.fail_next_registered_brokers, None
+            raise error
+        return [
+            RegisteredBroker(node.value, node.czxid)  # type: ignore[arg-type]
+            for _, node in sorted(self.zk.brokers.items())
+        ]
+
+    def watch_controller(self, watcher: ControllerWatcher) -> None:
+        self.zk.controller_watchers.append((self, watcher))
+
+    def watch_session(self, watcher: SessionWatcher) -> None:
+        self.session_watchers.append(watcher)
+
+    async def expire_session(self) -> None:
+        """What the ensemble does when this session times out, then the client reconnects."""
+        self.expired = True
+        self.zk.drop_session(self.session)
+        self.session = self.zk.new_session()
+        self.expired = False
+        for watcher in self.session_watchers:
+            await watcher.before_new_session()
+            watcher.after_new_session()

@@ -1,0 +1,51 @@
+"""Helpers shared by every test tier: waiting for conditions, never for wall-clock time."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+async def eventually(
+    probe: Callable[[], Awaitable[T]], *, timeout: float, message: str, interval: float = 0.02
+) -> T:
+    """Await `probe()` until it returns something truthy; fail with `message` at the deadline."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = await probe()
+        if last:
+            return last
+        await asyncio.sleep(interval)
+    raise AssertionError(f"{message} (not within {timeout:g} s; last value: {last!r})")
+
+
+def eventually_sync(probe: Callable[[], T], *, timeout: float, message: str, interval: float = 0.02) -> T:
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"{message} (not within {timeout:g} s; last value: {last!r})")
+
+
+class ManualClock:
+    """A Clock that moves only when told to."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.now = start
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def wall_ms(self) -> int:
+        return int(self.now * 1000)
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds

@@ -1,0 +1,113 @@
+"""The handle + task actor runtime."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from actors.runtime import Actor, ActorHandle, ActorStopped
+
+
+class Counter(Actor[tuple[str, int]]):
+    def __init__(self) -> None:
+        self.total = 0
+        self.log: list[int] = []
+        self.gate = asyncio.Event()
+        self.gate.set()
+        self.stopped = False
+
+    async def receive(self, message: tuple[str, int]) -> object:
+        verb, value = message
+        await self.gate.wait()
+        if verb == "fail":
+            raise ValueError(f"bad {value}")
+        self.total += value
+        self.log.append(value)
+        return self.total
+
+    async def on_stop(self) -> None:
+        self.stopped = True
+
+
+class Supervisor:
+    def __init__(self) -> None:
+        self.crashes: list[tuple[str, BaseException]] = []
+
+    def actor_crashed(self, name: str, error: BaseException) -> None:
+        self.crashes.append((name, error))
+
+
+async def test_messages_are_handled_in_order_and_ask_gets_the_answer() -> None:
+    actor = Counter()
+    handle = ActorHandle(actor, name="counter")
+    handle.start()
+    for i in range(1, 4):
+        await handle.tell(("add", i))
+    assert await handle.ask(("add", 10)) == 16
+    assert actor.log == [1, 2, 3, 10]
+    await handle.stop()
+
+
+async def test_a_failing_ask_raises_in_the_caller_and_the_actor_goes_on() -> None:
+    handle = ActorHandle(Counter(), name="counter")
+    handle.start()
+    with pytest.raises(ValueError, match="bad 1"):
+        await handle.ask(("fail", 1))
+    assert await handle.ask(("add", 2)) == 2
+    await handle.stop()
+
+
+async def test_a_failing_tell_crashes_the_actor_reports_it_and_fails_queued_asks() -> None:
+    actor, supervisor = Counter(), Supervisor()
+    handle = ActorHandle(actor, name="counter", supervisor=supervisor)
+    handle.start()
+    actor.gate.clear()
+    await handle.tell(("fail", 7))
+    waiting = asyncio.create_task(handle.ask(("add", 1)))
+    await asyncio.sleep(0)
+    actor.gate.set()
+    with pytest.raises(ActorStopped, match="crashed"):
+        await waiting
+    assert [(name, str(error)) for name, error in supervisor.crashes] == [("counter", "bad 7")]
+    assert actor.stopped and not handle.running
+    with pytest.raises(ActorStopped):
+        await handle.tell(("add", 1))
+
+
+async def test_stop_drains_the_mailbox_failing_waiting_asks_and_finishes_the_message_in_hand() -> None:
+    actor = Counter()
+    handle = ActorHandle(actor, name="counter")
+    handle.start()
+    actor.gate.clear()
+    in_hand = asyncio.create_task(handle.ask(("add", 1)))
+    await asyncio.sleep(0)
+    queued = [asyncio.create_task(handle.ask(("add", 100))) for _ in range(3)]
+    await asyncio.sleep(0)
+    stopping = asyncio.create_task(handle.stop())
+    await asyncio.sleep(0)
+    actor.gate.set()
+    await stopping
+    assert await in_hand == 1
+    for task in queued:
+        with pytest.raises(ActorStopped, match="counter stopped"):
+            await task
+    assert actor.log == [1] and actor.stopped
+
+
+async def test_a_full_mailbox_makes_tell_wait() -> None:
+    actor = Counter()
+    handle = ActorHandle(actor, name="counter", mailbox_size=2)
+    handle.start()
+    actor.gate.clear()
+    await handle.tell(("add", 1))
+    await asyncio.sleep(0)  # the actor takes the first message and blocks on the gate
+    await handle.tell(("add", 2))
+    await handle.tell(("add", 3))
+    blocked = asyncio.create_task(handle.tell(("add", 4)))
+    await asyncio.sleep(0.01)
+    assert not blocked.done(), "a third queued message must wait for room"
+    actor.gate.set()
+    await blocked
+    assert await handle.ask(("add", 0)) == 10
+    await handle.stop()

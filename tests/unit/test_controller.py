@@ -1,0 +1,150 @@
+"""KafkaController's election, failover and resignation, on the in-memory ClusterStore."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+
+from actors.controller import KafkaController
+from actors.ports import BrokerInfo, EndPoint
+from tests.fakes import FakeClusterStore, FakeZooKeeper
+from tests.support import ManualClock, eventually
+
+
+def info(broker_id: int) -> BrokerInfo:
+    return BrokerInfo(broker_id, (EndPoint("PLAINTEXT", "PLAINTEXT", "127.0.0.1", 9000 + broker_id),))
+
+
+class Cluster:
+    def __init__(self) -> None:
+        self.zk = FakeZooKeeper()
+        self.controllers: dict[int, KafkaController] = {}
+        self.stores: dict[int, FakeClusterStore] = {}
+
+    async def start(self, broker_id: int) -> KafkaController:
+        store = FakeClusterStore(self.zk)
+        epoch = await store.register_broker(info(broker_id))
+        controller = KafkaController(info(broker_id), store, ManualClock())
+        controller.startup(epoch)
+        self.controllers[broker_id] = controller
+        self.stores[broker_id] = store
+        return controller
+
+    def active(self) -> list[int]:
+        return [i for i, c in self.controllers.items() if c.is_active]
+
+    async def settled(self) -> bool:
+        """Every broker idle with nothing queued, and all agree on one active controller."""
+        quiet = all(c.event_manager.queue_size == 0 and c.state == 0 for c in self.controllers.values())
+        views = {c.active_controller_id for c in self.controllers.values()}
+        return quiet and len(self.active()) == 1 and views == set(self.active())
+
+    async def stop(self) -> None:
+        for controller in self.controllers.values():
+            await controller.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def info_logs(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="actors")
+
+
+@pytest.fixture
+async def cluster() -> AsyncIterator[Cluster]:
+    cluster = Cluster()
+    yield cluster
+    await cluster.stop()
+
+
+def condition(predicate: Callable[[], bool]) -> Callable[[], object]:
+    async def probe() -> bool:
+        return predicate()
+
+    return probe
+
+
+async def test_a_lone_broker_becomes_controller_at_epoch_1(cluster: Cluster, caplog: pytest.LogCaptureFixture) -> None:
+    controller = await cluster.start(1)
+    await eventually(cluster.settled, timeout=2, message="no controller elected")
+    assert controller.is_active
+    assert (controller.context.epoch, controller.context.epoch_zk_version) == (1, 1)
+    assert controller.known_controller_epoch == 1
+    assert controller.context.live_broker_epochs == {1: controller.broker_epoch}
+    assert "broker 1 is controller at epoch 1" in caplog.text
+
+
+async def test_of_many_brokers_exactly_one_wins_and_all_agree(cluster: Cluster) -> None:
+    for broker_id in range(1, 6):
+        await cluster.start(broker_id)
+    await eventually(cluster.settled, timeout=2, message="brokers did not agree on a controller")
+    assert cluster.zk.epoch == (1, 1), "one election, one epoch increment"
+    assert {c.known_controller_epoch for c in cluster.controllers.values()} == {1}
+
+
+async def test_deleting_controller_elects_again_at_the_next_epoch(cluster: Cluster) -> None:
+    for broker_id in (1, 2, 3):
+        await cluster.start(broker_id)
+    await eventually(cluster.settled, timeout=2, message="no controller")
+    (first,) = cluster.active()
+    await cluster.stores[first].force_delete_controller()
+    await eventually(
+        condition(lambda: cluster.zk.controller is not None and cluster.zk.epoch == (2, 2)),
+        timeout=2,
+        message="no re-election",
+    )
+    await eventually(cluster.settled, timeout=2, message="brokers did not agree after re-election")
+    assert {c.known_controller_epoch for c in cluster.controllers.values()} == {2}
+
+
+async def test_session_expiry_resigns_reregisters_and_leaves_one_controller(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    for broker_id in (1, 2):
+        await cluster.start(broker_id)
+    await eventually(cluster.settled, timeout=2, message="no controller")
+    (first,) = cluster.active()
+    old_broker_epoch = cluster.controllers[first].broker_epoch
+    await cluster.stores[first].expire_session()
+    await eventually(cluster.settled, timeout=2, message="cluster did not settle after expiry")
+    assert f"broker {first} resigned as controller" in caplog.text
+    assert cluster.controllers[first].broker_epoch > old_broker_epoch, "a new session gives a new broker epoch"
+    assert cluster.zk.brokers[first].czxid == cluster.controllers[first].broker_epoch
+    assert cluster.zk.epoch == (2, 2)
+
+
+async def test_failover_error_gives_the_role_up_with_a_fenced_delete(cluster: Cluster) -> None:
+    store = FakeClusterStore(cluster.zk)
+    epoch = await store.register_broker(info(1))
+    store.fail_next_registered_brokers = RuntimeError("ZooKeeper read failed")
+    controller = KafkaController(info(1), store, ManualClock())
+    cluster.controllers[1] = controller
+    controller.startup(epoch)
+    # The first failover fails and deletes /controller; the deletion makes it elect again.
+    await eventually(
+        condition(lambda: cluster.zk.epoch == (2, 2) and controller.is_active),
+        timeout=2,
+        message="the controller did not retry after giving the role up",
+    )
+    assert controller.context.epoch == 2
+
+
+async def test_a_deposed_controller_resigns_when_it_sees_the_new_one(cluster: Cluster) -> None:
+    one = await cluster.start(1)
+    await eventually(condition(lambda: one.is_active), timeout=2, message="no controller")
+    # Another broker takes over behind its back (its epoch moves on).
+    cluster.zk.controller = None
+    intruder = FakeClusterStore(cluster.zk)
+    await intruder.register_controller_and_increment_epoch(9)
+    await eventually(condition(lambda: not one.is_active), timeout=2, message="the old controller did not resign")
+    assert one.active_controller_id == 9
+    assert one.context.epoch == 0 and one.context.epoch_zk_version == 0, "resignation resets the context"
+
+
+async def test_shutdown_resigns(cluster: Cluster, caplog: pytest.LogCaptureFixture) -> None:
+    controller = await cluster.start(1)
+    await eventually(condition(lambda: controller.is_active), timeout=2, message="no controller")
+    await controller.shutdown()
+    assert not controller.is_active
+    assert "broker 1 resigned as controller" in caplog.text

@@ -1,0 +1,70 @@
+"""Znode contents as Kafka writes them (spec §1), so zkCli and Kafka's tools read them."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from actors.ports import BrokerInfo, EndPoint
+from node.zk import data
+from node.zk.client import split_connect
+
+
+def test_controller_json() -> None:
+    raw = data.encode_controller(3, 1700000000000)
+    assert orjson.loads(raw) == {"version": 2, "brokerid": 3, "timestamp": "1700000000000", "kraftControllerEpoch": -1}
+    assert data.decode_controller(raw) == 3
+    assert data.decode_controller(b'{"version":1,"brokerid":5,"timestamp":"1"}') == 5
+
+
+@pytest.mark.parametrize("raw", [b"", b"not json", b"[1]", b'{"brokerid":"1"}'])
+def test_unreadable_controller(raw: bytes) -> None:
+    with pytest.raises(data.ZNodeDataError):
+        data.decode_controller(raw)
+
+
+def test_controller_epoch_is_plain_decimal_text() -> None:
+    assert data.encode_controller_epoch(5) == b"5"
+    assert data.decode_controller_epoch(b"12") == 12
+    with pytest.raises(data.ZNodeDataError):
+        data.decode_controller_epoch(b"{}")
+
+
+def test_broker_registration_version_5() -> None:
+    info = BrokerInfo(
+        2,
+        (EndPoint("PLAINTEXT", "PLAINTEXT", "h1", 9092), EndPoint("INTERNAL", "PLAINTEXT", "h1", 9093)),
+        rack="r1",
+    )
+    raw = data.encode_broker(info, 1700000000000)
+    assert orjson.loads(raw) == {
+        "version": 5,
+        "host": "h1",
+        "port": 9092,
+        "jmx_port": -1,
+        "timestamp": "1700000000000",
+        "endpoints": ["PLAINTEXT://h1:9092", "INTERNAL://h1:9093"],
+        "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT", "INTERNAL": "PLAINTEXT"},
+        "rack": "r1",
+        "features": {},
+    }
+    assert data.decode_broker(2, raw) == info
+
+
+def test_rack_is_absent_unless_configured() -> None:
+    raw = data.encode_broker(BrokerInfo(1, (EndPoint("PLAINTEXT", "PLAINTEXT", "h", 1),)), 0)
+    assert "rack" not in orjson.loads(raw)
+
+
+def test_cluster_id() -> None:
+    cluster_id = data.new_cluster_id()
+    assert len(cluster_id) == 22 and "=" not in cluster_id
+    raw = data.encode_cluster_id(cluster_id)
+    assert orjson.loads(raw) == {"version": "1", "id": cluster_id}
+    assert data.decode_cluster_id(raw) == cluster_id
+
+
+def test_connect_string_chroot() -> None:
+    assert split_connect("a:1,b:2/kafka/prod") == ("a:1,b:2", "/kafka/prod")
+    assert split_connect("a:1") == ("a:1", None)
+    assert split_connect("a:1/") == ("a:1", None)
