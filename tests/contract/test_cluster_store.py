@@ -194,7 +194,7 @@ async def test_registered_brokers_are_listed_with_their_epochs(ensemble: Ensembl
 async def test_an_id_held_by_another_live_session_is_refused(ensemble: Ensemble) -> None:
     holder, intruder = await ensemble.store(), await ensemble.store()
     epoch = await holder.register_broker(info(5))
-    with pytest.raises(BrokerIdTakenError, match="broker.id 5 is already registered"):
+    with pytest.raises(BrokerIdTakenError, match=r"broker\.id 5 is already registered"):
         await intruder.register_broker(info(5, 9999))
     assert [(b.info, b.broker_epoch) for b in await holder.registered_brokers()] == [(info(5), epoch)]
 

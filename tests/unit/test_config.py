@@ -18,7 +18,9 @@ def test_defaults_are_kafkas() -> None:
     assert config.connection_timeout_s == 18.0, "unset connection timeout follows the session timeout"
     assert config.get_int("socket.request.max.bytes") == 104857600
     assert config.get_bool("unclean.leader.election.enable") is False
-    assert [(listener.name, listener.host, listener.port) for listener in config.listeners] == [("PLAINTEXT", "", 9092)]
+    assert [(listener.name, listener.host, listener.port) for listener in config.listeners] == [
+        ("PLAINTEXT", "", 9092)
+    ]
     assert config.rack is None
 
 
@@ -43,10 +45,18 @@ def test_properties_file_syntax(tmp_path: Path) -> None:
         ({**BASE, "broker.id": "one"}, "broker.id", "not an integer"),
         ({**BASE, "broker.id": "-3"}, "broker.id", "outside"),
         ({**BASE, "zookeeper.session.timeout.ms": "0"}, "zookeeper.session.timeout.ms", "outside"),
-        ({**BASE, "unclean.leader.election.enable": "yes"}, "unclean.leader.election.enable", "true or false"),
+        (
+            {**BASE, "unclean.leader.election.enable": "yes"},
+            "unclean.leader.election.enable",
+            "true or false",
+        ),
         ({**BASE, "listeners": "127.0.0.1:9092"}, "listeners", "NAME://host:port"),
         ({**BASE, "listeners": "PLAINTEXT://h:99999"}, "listeners", "outside 0..65535"),
-        ({**BASE, "listeners": "SSL://h:1", "listener.security.protocol.map": "SSL:SSL"}, "listeners", "PLAINTEXT"),
+        (
+            {**BASE, "listeners": "SSL://h:1", "listener.security.protocol.map": "SSL:SSL"},
+            "listeners",
+            "PLAINTEXT",
+        ),
         ({**BASE, "advertised.listeners": "OTHER://h:1"}, "advertised.listeners", "not in listeners"),
     ],
 )
@@ -68,6 +78,12 @@ def test_overrides_and_unknown_keys() -> None:
 def test_advertised_endpoint_uses_the_bound_port_unless_advertised() -> None:
     config = load_config({**BASE, "listeners": "PLAINTEXT://127.0.0.1:0"})
     endpoint = config.endpoint(config.listeners[0], 41234)
-    assert (endpoint.host, endpoint.port, str(endpoint)) == ("127.0.0.1", 41234, "PLAINTEXT://127.0.0.1:41234")
-    config = load_config({**BASE, "listeners": "PLAINTEXT://:0", "advertised.listeners": "PLAINTEXT://kafka1:9092"})
+    assert (endpoint.host, endpoint.port, str(endpoint)) == (
+        "127.0.0.1",
+        41234,
+        "PLAINTEXT://127.0.0.1:41234",
+    )
+    config = load_config(
+        {**BASE, "listeners": "PLAINTEXT://:0", "advertised.listeners": "PLAINTEXT://kafka1:9092"}
+    )
     assert str(config.endpoint(config.listeners[0], 41234)) == "PLAINTEXT://kafka1:9092"

@@ -65,7 +65,9 @@ def condition(predicate: Callable[[], bool]) -> Callable[[], object]:
     return probe
 
 
-async def test_a_lone_broker_becomes_controller_at_epoch_1(cluster: Cluster, caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_lone_broker_becomes_controller_at_epoch_1(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
     controller = await cluster.start(1)
     await eventually(cluster.settled, timeout=2, message="no controller elected")
     assert controller.is_active
@@ -109,7 +111,9 @@ async def test_session_expiry_resigns_reregisters_and_leaves_one_controller(
     await cluster.stores[first].expire_session()
     await eventually(cluster.settled, timeout=2, message="cluster did not settle after expiry")
     assert f"broker {first} resigned as controller" in caplog.text
-    assert cluster.controllers[first].broker_epoch > old_broker_epoch, "a new session gives a new broker epoch"
+    assert cluster.controllers[first].broker_epoch > old_broker_epoch, (
+        "a new session gives a new broker epoch"
+    )
     assert cluster.zk.brokers[first].czxid == cluster.controllers[first].broker_epoch
     assert cluster.zk.epoch == (2, 2)
 
@@ -137,7 +141,9 @@ async def test_a_deposed_controller_resigns_when_it_sees_the_new_one(cluster: Cl
     cluster.zk.controller = None
     intruder = FakeClusterStore(cluster.zk)
     await intruder.register_controller_and_increment_epoch(9)
-    await eventually(condition(lambda: not one.is_active), timeout=2, message="the old controller did not resign")
+    await eventually(
+        condition(lambda: not one.is_active), timeout=2, message="the old controller did not resign"
+    )
     assert one.active_controller_id == 9
     assert one.context.epoch == 0 and one.context.epoch_zk_version == 0, "resignation resets the context"
 

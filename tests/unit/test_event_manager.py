@@ -65,7 +65,9 @@ async def manager(recorder: Recorder, clock: ManualClock) -> ControllerEventMana
     return manager
 
 
-async def test_events_are_processed_in_order_one_at_a_time(manager: ControllerEventManager, recorder: Recorder) -> None:
+async def test_events_are_processed_in_order_one_at_a_time(
+    manager: ControllerEventManager, recorder: Recorder
+) -> None:
     events = [Startup(), ControllerChange(), Reelect()]
     for event in events:
         manager.put(event)

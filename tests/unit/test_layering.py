@@ -14,7 +14,18 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 OURS = {"wire", "actors", "node"}
 ALLOWED = {"wire": set(), "actors": {"wire"}, "node": {"actors", "wire"}}
-FORBIDDEN_IN_ACTORS = {"aiozk", "kazoo", "socket", "subprocess", "os", "io", "pathlib", "shutil", "tempfile", "open"}
+FORBIDDEN_IN_ACTORS = {
+    "aiozk",
+    "kazoo",
+    "socket",
+    "subprocess",
+    "os",
+    "io",
+    "pathlib",
+    "shutil",
+    "tempfile",
+    "open",
+}
 # The sans-I/O codec: the asyncio server and client live beside it, not in it.
 CODEC = {"__init__.py", "errors.py", "frames.py", "schema.py", "envelope.py"}
 

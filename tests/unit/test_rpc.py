@@ -87,7 +87,7 @@ async def test_dropped_connection_fails_every_pending_request(served: tuple[RpcS
     await asyncio.sleep(0)
     await server.close()
     for task in pending:
-        with pytest.raises(NetworkException, match="127.0.0.1"):
+        with pytest.raises(NetworkException, match=r"127\.0\.0\.1"):
             await task
     with pytest.raises(NetworkException):
         await client.send(ApiVersionsRequest())
@@ -96,7 +96,10 @@ async def test_dropped_connection_fails_every_pending_request(served: tuple[RpcS
 
 async def test_handler_errors_become_error_codes(served: tuple[RpcServer, Handler]) -> None:
     server, _ = served
-    for client_id, code in (("boom", ErrorCode.UNKNOWN_SERVER_ERROR), ("not-controller", ErrorCode.NOT_CONTROLLER)):
+    for client_id, code in (
+        ("boom", ErrorCode.UNKNOWN_SERVER_ERROR),
+        ("not-controller", ErrorCode.NOT_CONTROLLER),
+    ):
         client = await RpcClient.connect("127.0.0.1", server.port, client_id=client_id)
         response = await client.send(ApiVersionsRequest())
         assert response.error_code == code
@@ -150,7 +153,9 @@ async def raw_exchange_first_frame(port: int, data: bytes) -> bytes:
         encode_frame(msgpack.packb({"no": "correlation id"})),
     ],
 )
-async def test_unreadable_input_closes_only_that_connection(served: tuple[RpcServer, Handler], data: bytes) -> None:
+async def test_unreadable_input_closes_only_that_connection(
+    served: tuple[RpcServer, Handler], data: bytes
+) -> None:
     server, _ = served
     bystander = await RpcClient.connect("127.0.0.1", server.port)
     assert await raw_exchange(server.port, data) == b"", "the server hangs up without answering"
@@ -158,7 +163,9 @@ async def test_unreadable_input_closes_only_that_connection(served: tuple[RpcSer
     await bystander.close()
 
 
-async def test_truncated_frame_then_disconnect_leaves_the_server_serving(served: tuple[RpcServer, Handler]) -> None:
+async def test_truncated_frame_then_disconnect_leaves_the_server_serving(
+    served: tuple[RpcServer, Handler],
+) -> None:
     server, _ = served
     _, writer = await asyncio.open_connection("127.0.0.1", server.port)
     writer.write(encode_frame(msgpack.packb([18, 0, 1, None, {}]))[:-2])

@@ -27,7 +27,9 @@ class Outer(Struct):
 
 
 def test_round_trip() -> None:
-    value = Outer(name="t", flag=True, ratio=0.5, blob=b"\x00", items=[Inner(id=1, tags=["a"])], configs={"k": "v"})
+    value = Outer(
+        name="t", flag=True, ratio=0.5, blob=b"\x00", items=[Inner(id=1, tags=["a"])], configs={"k": "v"}
+    )
     assert Outer.from_wire(value.to_wire()) == value
 
 

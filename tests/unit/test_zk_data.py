@@ -12,7 +12,12 @@ from node.zk.client import split_connect
 
 def test_controller_json() -> None:
     raw = data.encode_controller(3, 1700000000000)
-    assert orjson.loads(raw) == {"version": 2, "brokerid": 3, "timestamp": "1700000000000", "kraftControllerEpoch": -1}
+    assert orjson.loads(raw) == {
+        "version": 2,
+        "brokerid": 3,
+        "timestamp": "1700000000000",
+        "kraftControllerEpoch": -1,
+    }
     assert data.decode_controller(raw) == 3
     assert data.decode_controller(b'{"version":1,"brokerid":5,"timestamp":"1"}') == 5
 

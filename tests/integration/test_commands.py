@@ -1,0 +1,110 @@
+"""The commands a person types: `keel` and `keel-cluster`, run as processes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+from kazoo.client import KazooClient
+
+from tests.integration.conftest import ROOT, Brokers
+from tests.support import eventually, eventually_sync
+
+
+def run(module: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        check=False,
+    )
+
+
+async def test_keel_cli_describes_and_forces_reelection(brokers: Brokers, kazoo: KazooClient) -> None:
+    one, two = brokers.start(1, 2)
+    controller, epoch = await eventually(brokers.agreed_controller, timeout=20, message="no controller")
+    bootstrap = f"127.0.0.1:{one.port},127.0.0.1:{two.port}"
+
+    described = run("node.cli", "cluster", "describe", "--bootstrap-server", bootstrap, "--format", "json")
+    assert described.returncode == 0, described.stderr
+    cluster = orjson.loads(described.stdout)
+    assert (cluster["controller_id"], cluster["controller_epoch"]) == (controller, epoch)
+    assert [b["broker_id"] for b in cluster["brokers"]] == [1, 2]
+
+    table = run("node.cli", "cluster", "describe", "--bootstrap-server", bootstrap)
+    assert f"Controller:        {controller}" in table.stdout and "BROKER" in table.stdout
+
+    reelect = run("node.cli", "controller", "reelect", "--bootstrap-server", bootstrap, "--format", "json")
+    assert orjson.loads(reelect.stdout) == {"deleted_controller_id": controller}
+
+    async def next_epoch() -> tuple[int, int] | None:
+        agreed = await brokers.agreed_controller()
+        return agreed if agreed is not None and agreed[1] == epoch + 1 else None
+
+    await eventually(next_epoch, timeout=10, message="no re-election after keel controller reelect")
+    shown = orjson.loads(
+        run("node.cli", "controller", "show", "--bootstrap-server", bootstrap, "--format", "json").stdout
+    )
+    assert shown["controller_epoch"] == epoch + 1
+    assert shown["address"] == f"127.0.0.1:{brokers.by_id(shown['controller_id']).port}"
+
+
+def test_keel_cli_reports_an_unreachable_cluster() -> None:
+    from node.zk.embedded import free_ports
+
+    result = run(
+        "node.cli",
+        "cluster",
+        "describe",
+        "--bootstrap-server",
+        f"127.0.0.1:{free_ports(1)[0]}",
+        "--timeout",
+        "2",
+    )
+    assert result.returncode == 1 and "cannot connect" in result.stderr
+
+
+def test_keel_cluster_up_kill_status_restart_stop(tmp_path: Path) -> None:
+    directory = ["--dir", str(tmp_path / "cluster")]
+    up = run("node.cluster", "up", "--brokers", "3", *directory)
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        assert "CONTROLLER" in up.stdout
+
+        def status() -> dict[str, object]:
+            result = run("node.cluster", "status", "--format", "json", *directory)
+            assert result.returncode == 0, result.stderr
+            return orjson.loads(result.stdout)  # type: ignore[no-any-return]
+
+        first = status()
+        rows = first["brokers"]
+        assert isinstance(rows, list) and [r["state"] for r in rows] == ["running"] * 3
+        (controller,) = [r for r in rows if r["controller"]]
+        assert run("node.cluster", "up", "--brokers", "3", *directory).returncode == 0, "up is idempotent"
+
+        run("node.cluster", "kill", str(controller["broker_id"]), "--signal", "KILL", *directory)
+
+        def taken_over() -> dict[str, object] | None:
+            now = status()["brokers"]
+            assert isinstance(now, list)
+            new = [r for r in now if r["controller"]]
+            return (
+                new[0] if new and new[0]["controller_epoch"] == controller["controller_epoch"] + 1 else None
+            )
+
+        new = eventually_sync(taken_over, timeout=20, interval=0.2, message="no new controller after kill")
+        assert new["broker_id"] != controller["broker_id"]
+
+        restarted = run("node.cluster", "restart", str(controller["broker_id"]), *directory)
+        assert restarted.returncode == 0
+        assert all(r["state"] == "running" for r in status()["brokers"])  # type: ignore[union-attr]
+        logs = run("node.cluster", "logs", str(controller["broker_id"]), *directory)
+        assert f"broker {controller['broker_id']} is controller at epoch" in logs.stdout
+    finally:
+        stopped = run("node.cluster", "stop", *directory)
+    assert stopped.returncode == 0
+    assert all(r["state"] == "stopped" for r in status()["brokers"])  # type: ignore[union-attr]
