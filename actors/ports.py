@@ -75,6 +75,12 @@ class SessionWatcher(Protocol):
     def after_new_session(self) -> None: ...
 
 
+@dataclasses.dataclass(frozen=True)
+class ControllerView:
+    controller_id: int | None
+    epoch: ControllerEpoch | None
+
+
 class ClusterStore(Protocol):
     async def controller_id(self) -> int | None:
         """The active controller's id, or None; re-arms the `/controller` watch."""
@@ -82,9 +88,18 @@ class ClusterStore(Protocol):
 
     async def controller_epoch(self) -> ControllerEpoch | None: ...
 
-    async def register_controller_and_increment_epoch(self, broker_id: int) -> ControllerEpoch:
+    async def read_controller(self) -> ControllerView:
+        """Who holds `/controller` and the epoch, in one round trip, re-arming the watch.
+        `/controller` is read before `/controller_epoch`, so the epoch is never older than
+        the controller named; a newer one means a newer controller, which the watch reports."""
+        ...
+
+    async def register_controller_and_increment_epoch(
+        self, broker_id: int, seen: ControllerEpoch | None = None
+    ) -> ControllerEpoch:
         """Create ephemeral `/controller` and bump `/controller_epoch` in one multi-op
-        (spec §2.2 step 2); raises ControllerMovedError if another broker won."""
+        (spec §2.2 step 2), conditional on the epoch's version: `seen` if the caller has just
+        read it, else read now. Raises ControllerMovedError if another broker won."""
         ...
 
     async def delete_controller(self, epoch_zk_version: int) -> None:

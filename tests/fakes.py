@@ -17,6 +17,7 @@ from actors.ports import (
     BrokerInfo,
     ControllerEpoch,
     ControllerMovedError,
+    ControllerView,
     ControllerWatcher,
     RegisteredBroker,
     SessionWatcher,
@@ -89,13 +90,23 @@ class FakeClusterStore:
         await self._io()
         return None if self.zk.epoch is None else ControllerEpoch(*self.zk.epoch)
 
-    async def register_controller_and_increment_epoch(self, broker_id: int) -> ControllerEpoch:
+    async def read_controller(self) -> ControllerView:
+        await self._io()
+        self.controller_watch_armed = True
+        holder = None if self.zk.controller is None else int(self.zk.controller.value)  # type: ignore[call-overload]
+        return ControllerView(holder, None if self.zk.epoch is None else ControllerEpoch(*self.zk.epoch))
+
+    async def register_controller_and_increment_epoch(
+        self, broker_id: int, seen: ControllerEpoch | None = None
+    ) -> ControllerEpoch:
         await self._io()
         if self.zk.epoch is None:
             self.zk.epoch = (0, 0)
         if self.zk.controller is not None:
             raise ControllerMovedError(f"broker {self.zk.controller.value} is controller")
         value, version = self.zk.epoch
+        if seen is not None and seen.zk_version != version:
+            raise ControllerMovedError(f"/controller_epoch moved past version {seen.zk_version}")
         self.zk.epoch = (value + 1, version + 1)
         self.zk.controller = _Ephemeral(broker_id, self.session, self.zk.next_zxid())
         self.zk.controller_event(deleted=False)

@@ -2,14 +2,14 @@
 
 Every broker runs one. ZooKeeper watches and session changes only enqueue events; `process`
 dispatches each to one `_on_<event>` method. Election follows spec §2.2: read `/controller`;
-if nobody holds it, create it and bump `/controller_epoch` in one fenced multi-op. A
+if nobody holds it, create it and bump `/controller_epoch` in one multi-op conditional on
+the epoch's version. A
 ControllerMovedError anywhere means another broker won, so this one maybe-resigns; any other
 error while taking over makes it give the role up (triggerControllerMove).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import assert_never
 
@@ -27,7 +27,7 @@ from actors.controller.events import (
     ShutdownEventThread,
     Startup,
 )
-from actors.ports import BrokerInfo, ClusterStore, ControllerMovedError
+from actors.ports import BrokerInfo, ClusterStore, ControllerEpoch, ControllerMovedError
 
 log = logging.getLogger(__name__)
 
@@ -105,12 +105,10 @@ class KafkaController:
                 assert_never(event)
 
     async def _on_startup(self) -> None:
-        await self._read_active_controller()
-        await self._elect()
+        await self._elect(await self._read_active_controller())
 
     async def _on_reelect(self) -> None:
-        await self._maybe_resign()
-        await self._elect()
+        await self._elect(await self._maybe_resign())
 
     async def _on_expire(self) -> None:
         # Resignation is idempotent, so it runs whether or not this broker was controller.
@@ -125,21 +123,22 @@ class KafkaController:
 
     # --- election (spec §2.2) ---
 
-    async def _read_active_controller(self) -> None:
-        controller_id, epoch = await asyncio.gather(
-            self._store.controller_id(), self._store.controller_epoch()
-        )
-        self.active_controller_id = -1 if controller_id is None else controller_id
-        if epoch is not None and controller_id is not None:
-            self.known_controller_epoch = epoch.epoch
+    async def _read_active_controller(self) -> ControllerEpoch | None:
+        """Re-arm the `/controller` watch and read who holds it, and the epoch, in one round trip."""
+        view = await self._store.read_controller()
+        self.active_controller_id = -1 if view.controller_id is None else view.controller_id
+        if view.epoch is not None and view.controller_id is not None:
+            self.known_controller_epoch = view.epoch.epoch
+        return view.epoch
 
-    async def _elect(self) -> None:
-        await self._read_active_controller()
+    async def _elect(self, seen_epoch: ControllerEpoch | None) -> None:
+        """Run right after `_read_active_controller`, whose answer it takes rather than reading
+        it again: the epoch write is fenced by the version seen, so a stale read only loses."""
         if self.active_controller_id != -1:
             log.debug("broker %d sees broker %d as controller", self.broker_id, self.active_controller_id)
             return
         try:
-            won = await self._store.register_controller_and_increment_epoch(self.broker_id)
+            won = await self._store.register_controller_and_increment_epoch(self.broker_id, seen_epoch)
         except ControllerMovedError:
             log.debug("broker %d lost the election", self.broker_id)
             await self._maybe_resign()
@@ -157,11 +156,12 @@ class KafkaController:
             log.error("broker %d failed to take over as controller: %r", self.broker_id, e)
             await self._trigger_controller_move()
 
-    async def _maybe_resign(self) -> None:
+    async def _maybe_resign(self) -> ControllerEpoch | None:
         was_active = self.is_active
-        await self._read_active_controller()
+        epoch = await self._read_active_controller()
         if was_active and not self.is_active:
             await self._on_controller_resignation()
+        return epoch
 
     async def _trigger_controller_move(self) -> None:
         """Give the role up after an unexpected error, so that another broker can take it."""

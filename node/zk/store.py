@@ -10,12 +10,15 @@ import asyncio
 import contextlib
 import logging
 
+from aiozk.protocol.stat import Stat
+
 from actors.clock import Clock
 from actors.ports import (
     BrokerIdTakenError,
     BrokerInfo,
     ControllerEpoch,
     ControllerMovedError,
+    ControllerView,
     ControllerWatcher,
     RegisteredBroker,
     SessionWatcher,
@@ -61,7 +64,30 @@ class ZkClusterStore:
             return None
 
     async def controller_epoch(self) -> ControllerEpoch | None:
-        value = await self.zk.get_or_none(paths.CONTROLLER_EPOCH)
+        return self._decode_epoch(await self.zk.get_or_none(paths.CONTROLLER_EPOCH))
+
+    async def read_controller(self) -> ControllerView:
+        # One gather of plain requests: each is written to the socket in this order when its
+        # task first runs, and ZooKeeper answers one session's requests in order.
+        _, controller, epoch = await asyncio.gather(
+            self.zk.exists(paths.CONTROLLER, watch=True),
+            self.zk.get_or_none(paths.CONTROLLER),
+            self.zk.get_or_none(paths.CONTROLLER_EPOCH),
+        )
+        return ControllerView(self._decode_controller(controller), self._decode_epoch(epoch))
+
+    @staticmethod
+    def _decode_controller(value: tuple[bytes | None, Stat] | None) -> int | None:
+        if value is None:
+            return None
+        try:
+            return data.decode_controller(value[0])
+        except data.ZNodeDataError as e:
+            log.warning("ignoring unreadable /controller: %s", e)
+            return None
+
+    @staticmethod
+    def _decode_epoch(value: tuple[bytes | None, Stat] | None) -> ControllerEpoch | None:
         if value is None:
             return None
         return ControllerEpoch(data.decode_controller_epoch(value[0]), value[1].version)
@@ -76,8 +102,10 @@ class ZkClusterStore:
         assert current is not None, "/controller_epoch vanished right after its creation"
         return current
 
-    async def register_controller_and_increment_epoch(self, broker_id: int) -> ControllerEpoch:
-        current = await self._controller_epoch_or_create()
+    async def register_controller_and_increment_epoch(
+        self, broker_id: int, seen: ControllerEpoch | None = None
+    ) -> ControllerEpoch:
+        current = seen or await self._controller_epoch_or_create()
         new_epoch = current.epoch + 1
         results = await self.zk.multi(
             [
@@ -95,7 +123,8 @@ class ZkClusterStore:
         if error is None:
             raise next(r for r in results if isinstance(r, Exception))
         # The multi may have succeeded with its answer lost (spec §2.2 step 2d).
-        holder, epoch = await asyncio.gather(self.controller_id(), self.controller_epoch())
+        view = await self.read_controller()
+        holder, epoch = view.controller_id, view.epoch
         if holder == broker_id and epoch is not None and epoch.epoch == new_epoch:
             return epoch
         raise ControllerMovedError(f"broker {holder} won the election at epoch {epoch and epoch.epoch}")

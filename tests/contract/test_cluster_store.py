@@ -14,7 +14,14 @@ import pytest
 from kazoo.client import KazooClient
 
 from actors.clock import SystemClock
-from actors.ports import BrokerIdTakenError, BrokerInfo, ControllerMovedError, EndPoint
+from actors.ports import (
+    BrokerIdTakenError,
+    BrokerInfo,
+    ControllerEpoch,
+    ControllerMovedError,
+    ControllerView,
+    EndPoint,
+)
 from node.zk.client import ZooKeeperClient, split_connect
 from node.zk.store import ZkClusterStore
 from tests.fakes import FakeClusterStore, FakeZooKeeper
@@ -121,9 +128,11 @@ async def test_nobody_is_controller_at_first(ensemble: Ensemble) -> None:
 
 async def test_first_controller_gets_epoch_1_at_version_1(ensemble: Ensemble) -> None:
     store = await ensemble.store()
+    assert await store.read_controller() == ControllerView(None, None)
     won = await store.register_controller_and_increment_epoch(1)
     assert (won.epoch, won.zk_version) == (1, 1)
     assert await store.controller_id() == 1
+    assert await store.read_controller() == ControllerView(1, won)
     epoch = await store.controller_epoch()
     assert epoch is not None and (epoch.epoch, epoch.zk_version) == (1, 1)
 
@@ -136,6 +145,47 @@ async def test_a_second_candidate_loses_and_changes_nothing(ensemble: Ensemble) 
     assert await second.controller_id() == 1
     epoch = await second.controller_epoch()
     assert epoch is not None and epoch.epoch == 1
+
+
+async def test_a_candidate_with_a_stale_epoch_read_loses(ensemble: Ensemble) -> None:
+    first, second = await ensemble.store(), await ensemble.store()
+    won = await first.register_controller_and_increment_epoch(1)
+    await first.delete_controller(won.zk_version)
+    stale = ControllerEpoch(0, 0)
+    with pytest.raises(ControllerMovedError):
+        await second.register_controller_and_increment_epoch(2, stale)
+    assert await second.controller_id() is None, "a losing multi-op creates nothing"
+    fresh = await second.controller_epoch()
+    again = await second.register_controller_and_increment_epoch(2, fresh)
+    assert (again.epoch, again.zk_version) == (2, 2)
+
+
+async def test_read_controller_never_pairs_a_controller_with_an_older_epoch(ensemble: Ensemble) -> None:
+    writer, reader = await ensemble.store(), await ensemble.store()
+    # Each controller's broker id is the epoch it won, so a consistent read has epoch >= id.
+    stop = asyncio.Event()
+
+    async def elect_again_and_again() -> None:
+        epoch = 0
+        while not stop.is_set():
+            won = await writer.register_controller_and_increment_epoch(epoch + 1)
+            epoch = won.epoch
+            await writer.delete_controller(won.zk_version)
+
+    async def read_again_and_again() -> list[tuple[int, int]]:
+        torn = []
+        for _ in range(300):
+            view = await reader.read_controller()
+            holder, epoch = view.controller_id, view.epoch
+            if holder is not None and epoch is not None and epoch.epoch < holder:
+                torn.append((holder, epoch.epoch))
+        return torn
+
+    elections = asyncio.create_task(elect_again_and_again())
+    torn = await read_again_and_again()
+    stop.set()
+    await elections
+    assert torn == [], "read_controller returned an epoch older than the controller it named"
 
 
 async def test_delete_controller_is_fenced_by_the_epoch_version(ensemble: Ensemble) -> None:
