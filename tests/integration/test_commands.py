@@ -108,3 +108,16 @@ def test_keel_cluster_up_kill_status_restart_stop(tmp_path: Path) -> None:
         stopped = run("node.cluster", "stop", *directory)
     assert stopped.returncode == 0
     assert all(r["state"] == "stopped" for r in status()["brokers"])  # type: ignore[union-attr]
+
+
+def test_keel_cluster_on_a_three_server_zookeeper_ensemble(tmp_path: Path) -> None:
+    directory = ["--dir", str(tmp_path / "ensemble")]
+    try:
+        up = run("node.cluster", "up", "--brokers", "2", "--zookeeper-servers", "3", *directory)
+        assert up.returncode == 0, up.stdout + up.stderr
+        status = orjson.loads(run("node.cluster", "status", "--format", "json", *directory).stdout)
+        assert status["zookeeper"]["running"] is True
+        assert len(status["zookeeper"]["connect"].split(",")) == 3
+        assert sum(1 for row in status["brokers"] if row["controller"]) == 1
+    finally:
+        assert run("node.cluster", "stop", *directory).returncode == 0

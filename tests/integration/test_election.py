@@ -165,4 +165,3 @@ async def test_describe_cluster_matches_zookeeper(brokers: Brokers, kazoo: Kazoo
         (2, "rack-b", brokers.by_id(2).port),
     ]
     assert [e.listener for e in view.brokers[0].endpoints] == ["PLAINTEXT"]
-
