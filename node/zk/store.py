@@ -55,13 +55,7 @@ class ZkClusterStore:
             self.zk.exists(paths.CONTROLLER, watch=True),
             self.zk.get_or_none(paths.CONTROLLER),
         )
-        if value is None:
-            return None
-        try:
-            return data.decode_controller(value[0])
-        except data.ZNodeDataError as e:
-            log.warning("ignoring unreadable /controller: %s", e)
-            return None
+        return self._decode_controller(value)
 
     async def controller_epoch(self) -> ControllerEpoch | None:
         return self._decode_epoch(await self.zk.get_or_none(paths.CONTROLLER_EPOCH))
