@@ -42,7 +42,9 @@ def offline_election(
     return None
 
 
-def reassignment_election(target: Sequence[int], isr: Sequence[int], online: Set[int]) -> ElectionResult | None:
+def reassignment_election(
+    target: Sequence[int], isr: Sequence[int], online: Set[int]
+) -> ElectionResult | None:
     """Reassignment: the first target replica that is online and in the ISR; ISR unchanged;
     every target replica is told, live or not."""
     leader = next((r for r in target if r in online and r in isr), None)
@@ -51,7 +53,9 @@ def reassignment_election(target: Sequence[int], isr: Sequence[int], online: Set
     return ElectionResult(leader, tuple(isr), tuple(target))
 
 
-def preferred_election(assignment: Sequence[int], isr: Sequence[int], online: Set[int]) -> ElectionResult | None:
+def preferred_election(
+    assignment: Sequence[int], isr: Sequence[int], online: Set[int]
+) -> ElectionResult | None:
     """Preferred replica: the first assigned replica, if online and in the ISR; ISR unchanged."""
     if not assignment:
         return None
