@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from wire.api import (
@@ -12,8 +13,12 @@ from wire.api import (
     DescribeClusterResponse,
     DescribedBroker,
     Endpoint,
+    LeaderAndIsrRequest,
+    MetadataRequest,
     ReelectControllerResponse,
     Response,
+    StopReplicaRequest,
+    UpdateMetadataRequest,
 )
 from wire.envelope import ParsedRequest
 from wire.errors import InvalidRequest
@@ -34,6 +39,25 @@ class BrokerApis:
                 return await self._describe_cluster()
             case ApiKey.REELECT_CONTROLLER:
                 return await self._reelect_controller()
+            case ApiKey.LEADER_AND_ISR:
+                assert isinstance(request.body, LeaderAndIsrRequest)
+                return await self._broker.replica_manager.leader_and_isr(
+                    request.body, self._broker.broker_epoch
+                )
+            case ApiKey.STOP_REPLICA:
+                assert isinstance(request.body, StopReplicaRequest)
+                return await self._broker.replica_manager.stop_replica(
+                    request.body, self._broker.broker_epoch
+                )
+            case ApiKey.UPDATE_METADATA:
+                assert isinstance(request.body, UpdateMetadataRequest)
+                return await self._broker.replica_manager.update_metadata(
+                    request.body, self._broker.broker_epoch
+                )
+            case ApiKey.METADATA:
+                assert isinstance(request.body, MetadataRequest)
+                answer = await self._broker.replica_manager.metadata(request.body)
+                return dataclasses.replace(answer, cluster_id=self._broker.cluster_id)
         raise InvalidRequest(f"{request.spec.key.name} is not served by brokers")
 
     def _api_versions(self) -> ApiVersionsResponse:

@@ -1,15 +1,17 @@
 """KeelBroker: one broker's start-up and shutdown, in Kafka's order (KafkaServer).
 
 Start-up: connect to ZooKeeper, create the persistent paths, get or create the cluster id,
-open the listeners (so the real ports are known), register the broker (checked ephemeral,
-spec §2.1), then start the controller module. Shutdown reverses it: the controller resigns,
-listeners close, and closing the ZooKeeper session removes the ephemerals at once.
+start the replica manager, open the listeners (so the real ports are known), register the
+broker (checked ephemeral, spec §2.1), then start the controller module. Shutdown reverses
+it: the controller resigns, listeners close, the replica manager stops, and closing the
+ZooKeeper session removes the ephemerals at once.
 """
 
 from __future__ import annotations
 
 import logging
 
+from actors.broker.replica_manager import ReplicaManagerHandle
 from actors.clock import SystemClock
 from actors.controller import KafkaController
 from actors.ports import BrokerInfo
@@ -38,6 +40,12 @@ class KeelBroker:
         self.cluster_id = ""
         self.info: BrokerInfo | None = None
         self._controller: KafkaController | None = None
+        self.replica_manager = ReplicaManagerHandle(self.broker_id)
+
+    @property
+    def broker_epoch(self) -> int:
+        """This broker's epoch (its znode's czxid); -1 until registered."""
+        return -1 if self._controller is None else self._controller.broker_epoch
 
     @property
     def controller(self) -> KafkaController:
@@ -50,6 +58,7 @@ class KeelBroker:
         await self.zk.start()
         await self.store.ensure_persistent_paths()
         self.cluster_id = await self.store.get_or_create_cluster_id()
+        self.replica_manager.start()
         endpoints = []
         for listener in self.config.listeners:
             server = RpcServer(
@@ -79,5 +88,6 @@ class KeelBroker:
             await self._controller.shutdown()
         for server in self.servers:
             await server.close()
+        await self.replica_manager.stop()
         await self.zk.close()
         log.info("broker %d shut down", self.broker_id)

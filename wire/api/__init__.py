@@ -9,11 +9,36 @@ from wire.api.describe_cluster import (
     Endpoint,
 )
 from wire.api.keys import ApiKey
+from wire.api.leader_and_isr import (
+    LeaderAndIsrPartitionState,
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    LiveLeader,
+    PartitionError,
+)
+from wire.api.metadata import (
+    MetadataBroker,
+    MetadataPartition,
+    MetadataRequest,
+    MetadataResponse,
+    MetadataTopic,
+)
 from wire.api.reelect_controller import ReelectControllerRequest, ReelectControllerResponse
+from wire.api.stop_replica import StopReplicaPartition, StopReplicaRequest, StopReplicaResponse
+from wire.api.update_metadata import (
+    LiveBroker,
+    UpdateMetadataPartitionState,
+    UpdateMetadataRequest,
+    UpdateMetadataResponse,
+)
 
 API_SPECS: dict[int, ApiSpec] = {
     spec.key: spec
     for spec in (
+        ApiSpec(ApiKey.METADATA, 0, 0, MetadataRequest, MetadataResponse),
+        ApiSpec(ApiKey.LEADER_AND_ISR, 0, 0, LeaderAndIsrRequest, LeaderAndIsrResponse),
+        ApiSpec(ApiKey.STOP_REPLICA, 0, 0, StopReplicaRequest, StopReplicaResponse),
+        ApiSpec(ApiKey.UPDATE_METADATA, 0, 0, UpdateMetadataRequest, UpdateMetadataResponse),
         ApiSpec(ApiKey.API_VERSIONS, 0, 0, ApiVersionsRequest, ApiVersionsResponse),
         ApiSpec(ApiKey.DESCRIBE_CLUSTER, 0, 0, DescribeClusterRequest, DescribeClusterResponse),
         ApiSpec(ApiKey.REELECT_CONTROLLER, 0, 0, ReelectControllerRequest, ReelectControllerResponse),
@@ -36,9 +61,26 @@ __all__ = [
     "DescribeClusterResponse",
     "DescribedBroker",
     "Endpoint",
+    "LeaderAndIsrPartitionState",
+    "LeaderAndIsrRequest",
+    "LeaderAndIsrResponse",
+    "LiveBroker",
+    "LiveLeader",
+    "MetadataBroker",
+    "MetadataPartition",
+    "MetadataRequest",
+    "MetadataResponse",
+    "MetadataTopic",
+    "PartitionError",
     "ReelectControllerRequest",
     "ReelectControllerResponse",
     "Request",
     "Response",
+    "StopReplicaPartition",
+    "StopReplicaRequest",
+    "StopReplicaResponse",
+    "UpdateMetadataPartitionState",
+    "UpdateMetadataRequest",
+    "UpdateMetadataResponse",
     "spec_for",
 ]

@@ -1,0 +1,87 @@
+"""The broker's metadata cache (Kafka's ZkMetadataCache), filled by UpdateMetadata and read by
+Metadata. Live brokers are replaced wholesale; partition states are merged; a leader of -2
+removes the partition (its topic is being deleted)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from actors.broker.partition import TopicPartition
+from wire.api import (
+    LiveBroker,
+    MetadataBroker,
+    MetadataPartition,
+    MetadataResponse,
+    MetadataTopic,
+    UpdateMetadataPartitionState,
+    UpdateMetadataRequest,
+)
+from wire.errors import ErrorCode
+
+LEADER_DURING_DELETE = -2
+
+
+@dataclasses.dataclass
+class MetadataCache:
+    controller_id: int = -1
+    live_brokers: dict[int, LiveBroker] = dataclasses.field(default_factory=dict)
+    partitions: dict[TopicPartition, UpdateMetadataPartitionState] = dataclasses.field(default_factory=dict)
+
+    def update(self, request: UpdateMetadataRequest) -> list[TopicPartition]:
+        """Apply an accepted UpdateMetadata; returns the partitions it removed."""
+        self.controller_id = request.controller_id
+        self.live_brokers = {b.broker_id: b for b in request.live_brokers}
+        deleted = []
+        for state in request.partition_states:
+            tp = TopicPartition(state.topic, state.partition)
+            if state.leader == LEADER_DURING_DELETE:
+                if self.partitions.pop(tp, None) is not None:
+                    deleted.append(tp)
+            else:
+                self.partitions[tp] = state
+        return deleted
+
+    def topics(self) -> dict[str, list[UpdateMetadataPartitionState]]:
+        by_topic: dict[str, list[UpdateMetadataPartitionState]] = {}
+        for tp in sorted(self.partitions, key=lambda t: (t.topic, t.partition)):
+            by_topic.setdefault(tp.topic, []).append(self.partitions[tp])
+        return by_topic
+
+    def describe(self, topics: list[str] | None) -> MetadataResponse:
+        """The Metadata answer: every topic when `topics` is None, else those asked for."""
+        by_topic = self.topics()
+        names = sorted(by_topic) if topics is None else topics
+        return MetadataResponse(
+            controller_id=self.controller_id,
+            brokers=[self._broker(b) for _, b in sorted(self.live_brokers.items())],
+            topics=[self._topic(name, by_topic.get(name)) for name in names],
+        )
+
+    @staticmethod
+    def _broker(broker: LiveBroker) -> MetadataBroker:
+        first = broker.endpoints[0] if broker.endpoints else None
+        return MetadataBroker(
+            broker_id=broker.broker_id,
+            host=first.host if first else "",
+            port=first.port if first else -1,
+            rack=broker.rack,
+        )
+
+    def _topic(self, name: str, states: list[UpdateMetadataPartitionState] | None) -> MetadataTopic:
+        if not states:
+            return MetadataTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name)
+        return MetadataTopic(
+            error_code=ErrorCode.NONE, name=name, partitions=[self._partition(s) for s in states]
+        )
+
+    def _partition(self, state: UpdateMetadataPartitionState) -> MetadataPartition:
+        leader_live = state.leader in self.live_brokers
+        return MetadataPartition(
+            error_code=ErrorCode.NONE if leader_live else ErrorCode.LEADER_NOT_AVAILABLE,
+            partition=state.partition,
+            leader=state.leader,
+            leader_epoch=state.leader_epoch,
+            replicas=list(state.replicas),
+            isr=list(state.isr),
+            offline_replicas=list(state.offline_replicas),
+        )

@@ -1,0 +1,250 @@
+"""The broker side of the controller's orders (spec §9): every check, and that a refused
+order changes nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from actors.broker.partition import Role, TopicPartition
+from actors.broker.replica_manager import ReplicaManager, ReplicaManagerHandle
+from wire.api import (
+    Endpoint,
+    LeaderAndIsrPartitionState,
+    LeaderAndIsrRequest,
+    LiveBroker,
+    MetadataRequest,
+    StopReplicaPartition,
+    StopReplicaRequest,
+    UpdateMetadataPartitionState,
+    UpdateMetadataRequest,
+)
+from wire.errors import ErrorCode
+
+ME = 1
+MY_EPOCH = 500  # this broker's broker epoch (czxid)
+
+
+def state(
+    partition: int = 0, *, leader: int = ME, leader_epoch: int = 0, **kw: object
+) -> LeaderAndIsrPartitionState:
+    fields: dict[str, object] = {
+        "topic": "t",
+        "partition": partition,
+        "controller_epoch": 1,
+        "leader": leader,
+        "leader_epoch": leader_epoch,
+        "isr": [1, 2],
+        "partition_epoch": 0,
+        "replicas": [1, 2],
+    }
+    fields.update(kw)
+    return LeaderAndIsrPartitionState(**fields)  # type: ignore[arg-type]
+
+
+def leader_and_isr(
+    *states: LeaderAndIsrPartitionState, epoch: int = 1, broker_epoch: int = MY_EPOCH
+) -> LeaderAndIsrRequest:
+    return LeaderAndIsrRequest(
+        controller_id=9, controller_epoch=epoch, broker_epoch=broker_epoch, partition_states=list(states)
+    )
+
+
+def codes(response: object) -> list[int]:
+    return [e.error_code for e in response.partition_errors]  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def manager() -> ReplicaManager:
+    return ReplicaManager(ME)
+
+
+def test_becomes_leader_or_follower_by_the_leader_field(manager: ReplicaManager) -> None:
+    response = manager.become_leader_or_follower(leader_and_isr(state(0), state(1, leader=2)), MY_EPOCH)
+    assert (response.error_code, codes(response)) == (0, [0, 0])
+    lead, follow = manager.partitions[TopicPartition("t", 0)], manager.partitions[TopicPartition("t", 1)]
+    assert (lead.role, lead.leader, lead.leader_epoch, lead.isr) == (Role.LEADER, 1, 0, (1, 2))
+    assert (follow.role, follow.leader) == (Role.FOLLOWER, 2)
+    assert manager.controller_epoch == 1
+
+
+def test_a_stale_controller_epoch_fails_the_whole_request_and_changes_nothing(
+    manager: ReplicaManager,
+) -> None:
+    manager.become_leader_or_follower(leader_and_isr(state(0), epoch=5), MY_EPOCH)
+    before = manager.snapshot()
+    response = manager.become_leader_or_follower(
+        leader_and_isr(state(0, leader_epoch=7), state(3), epoch=4), MY_EPOCH
+    )
+    assert response.error_code == ErrorCode.STALE_CONTROLLER_EPOCH
+    assert codes(response) == [ErrorCode.STALE_CONTROLLER_EPOCH] * 2
+    assert manager.snapshot() == before
+
+
+def test_an_equal_controller_epoch_is_accepted(manager: ReplicaManager) -> None:
+    manager.become_leader_or_follower(leader_and_isr(state(0), epoch=5), MY_EPOCH)
+    response = manager.become_leader_or_follower(leader_and_isr(state(0, leader_epoch=1), epoch=5), MY_EPOCH)
+    assert codes(response) == [0]
+
+
+@pytest.mark.parametrize(
+    ("request_epoch", "accepted"), [(MY_EPOCH - 1, False), (-1, True), (MY_EPOCH, True), (MY_EPOCH + 3, True)]
+)
+def test_broker_epoch_check(manager: ReplicaManager, request_epoch: int, accepted: bool) -> None:
+    response = manager.become_leader_or_follower(
+        leader_and_isr(state(0), broker_epoch=request_epoch), MY_EPOCH
+    )
+    if accepted:
+        assert response.error_code == 0 and TopicPartition("t", 0) in manager.partitions
+    else:
+        assert response.error_code == ErrorCode.STALE_BROKER_EPOCH
+        assert manager.partitions == {} and manager.controller_epoch == 0
+
+
+def test_a_leader_epoch_not_newer_is_fenced_per_partition(manager: ReplicaManager) -> None:
+    manager.become_leader_or_follower(
+        leader_and_isr(state(0, leader_epoch=3), state(1, leader_epoch=3)), MY_EPOCH
+    )
+    response = manager.become_leader_or_follower(
+        leader_and_isr(state(0, leader_epoch=3, leader=2), state(1, leader_epoch=2, leader=2), state(2)),
+        MY_EPOCH,
+    )
+    assert response.error_code == 0
+    assert codes(response) == [ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.FENCED_LEADER_EPOCH, 0]
+    assert manager.partitions[TopicPartition("t", 0)].leader == ME, "a fenced order changes nothing"
+    assert manager.partitions[TopicPartition("t", 1)].leader_epoch == 3
+
+
+def test_a_partition_not_assigned_to_this_broker_is_unknown(manager: ReplicaManager) -> None:
+    response = manager.become_leader_or_follower(
+        leader_and_isr(state(0, leader=2, replicas=[2, 3], isr=[2, 3])), MY_EPOCH
+    )
+    assert codes(response) == [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+    assert manager.partitions == {}
+
+
+def test_an_older_partition_epoch_is_skipped_quietly(manager: ReplicaManager) -> None:
+    manager.become_leader_or_follower(leader_and_isr(state(0, partition_epoch=4)), MY_EPOCH)
+    response = manager.become_leader_or_follower(
+        leader_and_isr(state(0, leader_epoch=1, partition_epoch=3, leader=2)), MY_EPOCH
+    )
+    assert codes(response) == [0]
+    assert manager.partitions[TopicPartition("t", 0)].leader == ME
+
+
+def stop(*items: StopReplicaPartition, epoch: int = 1) -> StopReplicaRequest:
+    return StopReplicaRequest(
+        controller_id=9, controller_epoch=epoch, broker_epoch=MY_EPOCH, partitions=list(items)
+    )
+
+
+def test_stop_replica_epochs_and_deletion(manager: ReplicaManager) -> None:
+    manager.become_leader_or_follower(
+        leader_and_isr(state(0, leader_epoch=5), state(1, leader_epoch=5)), MY_EPOCH
+    )
+    response = manager.stop_replicas(
+        stop(
+            StopReplicaPartition(topic="t", partition=0, leader_epoch=4, delete_partition=True),
+            StopReplicaPartition(topic="t", partition=1, leader_epoch=-2, delete_partition=True),
+            StopReplicaPartition(topic="t", partition=9, leader_epoch=1, delete_partition=True),
+        ),
+        MY_EPOCH,
+    )
+    assert codes(response) == [ErrorCode.FENCED_LEADER_EPOCH, 0, 0]
+    assert set(manager.partitions) == {TopicPartition("t", 0)}
+
+
+def test_stop_replica_without_delete_keeps_the_partition(manager: ReplicaManager) -> None:
+    manager.become_leader_or_follower(leader_and_isr(state(0)), MY_EPOCH)
+    response = manager.stop_replicas(
+        stop(StopReplicaPartition(topic="t", partition=0, leader_epoch=0)), MY_EPOCH
+    )
+    assert codes(response) == [0] and TopicPartition("t", 0) in manager.partitions
+
+
+def test_stale_stop_replica_is_refused_without_a_partition_list(manager: ReplicaManager) -> None:
+    manager.become_leader_or_follower(leader_and_isr(state(0), epoch=3), MY_EPOCH)
+    response = manager.stop_replicas(
+        stop(StopReplicaPartition(topic="t", partition=0, delete_partition=True), epoch=2), MY_EPOCH
+    )
+    assert (response.error_code, response.partition_errors) == (ErrorCode.STALE_CONTROLLER_EPOCH, [])
+    assert TopicPartition("t", 0) in manager.partitions
+
+
+def update(
+    *states: UpdateMetadataPartitionState, epoch: int = 1, brokers: tuple[int, ...] = (1, 2)
+) -> UpdateMetadataRequest:
+    return UpdateMetadataRequest(
+        controller_id=9,
+        controller_epoch=epoch,
+        broker_epoch=MY_EPOCH,
+        partition_states=list(states),
+        live_brokers=[
+            LiveBroker(
+                broker_id=b,
+                endpoints=[
+                    Endpoint(listener="PLAINTEXT", security_protocol="PLAINTEXT", host="h", port=9000 + b)
+                ],
+            )
+            for b in brokers
+        ],
+    )
+
+
+def um_state(partition: int, leader: int, **kw: object) -> UpdateMetadataPartitionState:
+    fields: dict[str, object] = {
+        "topic": "t",
+        "partition": partition,
+        "controller_epoch": 1,
+        "leader": leader,
+        "leader_epoch": 2,
+        "isr": [1, 2],
+        "partition_epoch": 3,
+        "replicas": [1, 2, 3],
+    }
+    fields.update(kw)
+    return UpdateMetadataPartitionState(**fields)  # type: ignore[arg-type]
+
+
+def test_update_metadata_merges_and_metadata_answers_from_it(manager: ReplicaManager) -> None:
+    assert (
+        manager.update_metadata(
+            update(um_state(0, 1), um_state(1, 3, offline_replicas=[3])), MY_EPOCH
+        ).error_code
+        == 0
+    )
+    manager.update_metadata(update(um_state(0, 2)), MY_EPOCH)  # partial: partition 1 stays
+    answer = manager.metadata.describe(None)
+    assert answer.controller_id == 9
+    assert [(b.broker_id, b.port) for b in answer.brokers] == [(1, 9001), (2, 9002)]
+    (topic,) = answer.topics
+    assert [(p.partition, p.leader, p.error_code, p.offline_replicas) for p in topic.partitions] == [
+        (0, 2, 0, []),
+        (1, 3, ErrorCode.LEADER_NOT_AVAILABLE, [3]),
+    ]
+    assert manager.metadata.describe(["nope"]).topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_leader_minus_2_removes_the_partition(manager: ReplicaManager) -> None:
+    manager.update_metadata(update(um_state(0, 1), um_state(1, 1)), MY_EPOCH)
+    manager.update_metadata(update(um_state(0, -2)), MY_EPOCH)
+    assert [p.partition for p in manager.metadata.describe(["t"]).topics[0].partitions] == [1]
+
+
+def test_stale_update_metadata_changes_nothing(manager: ReplicaManager) -> None:
+    manager.update_metadata(update(um_state(0, 1), epoch=4), MY_EPOCH)
+    before = manager.snapshot()
+    response = manager.update_metadata(update(um_state(0, 2), epoch=3, brokers=(7,)), MY_EPOCH)
+    assert response.error_code == ErrorCode.STALE_CONTROLLER_EPOCH
+    assert manager.snapshot() == before
+
+
+async def test_the_handle_applies_requests_on_the_actor() -> None:
+    handle = ReplicaManagerHandle(ME)
+    handle.start()
+    response = await handle.leader_and_isr(leader_and_isr(state(0)), MY_EPOCH)
+    assert codes(response) == [0]
+    await handle.update_metadata(update(um_state(0, 1)), MY_EPOCH)
+    assert (await handle.metadata(MetadataRequest(topics=["t"]))).topics[0].partitions[0].leader == 1
+    snapshot = await handle.snapshot()
+    assert snapshot.partitions[TopicPartition("t", 0)].role is Role.LEADER
+    await handle.stop()
