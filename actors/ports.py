@@ -75,6 +75,76 @@ class SessionWatcher(Protocol):
     def after_new_session(self) -> None: ...
 
 
+@dataclasses.dataclass(frozen=True, order=True)
+class TopicPartition:
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplicaAssignment:
+    """A partition's full replica list, and which of them a reassignment adds or removes."""
+
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class TopicAssignment:
+    """What `/brokers/topics/<T>` holds."""
+
+    topic: str
+    partitions: dict[int, ReplicaAssignment]
+    topic_id: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class LeaderAndIsr:
+    """A partition's leadership as written to its state znode."""
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    # The state znode's data version: the partition epoch.
+    partition_epoch: int = 0
+    recovering: bool = False
+
+    def new_leader_and_isr(self, leader: int, isr: tuple[int, ...]) -> LeaderAndIsr:
+        """The next state: every change of leader or ISR by the controller bumps the epoch."""
+        return dataclasses.replace(self, leader=leader, isr=isr, leader_epoch=self.leader_epoch + 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class LeadershipInfo:
+    leader_and_isr: LeaderAndIsr
+    # The epoch of the controller that wrote this state.
+    controller_epoch: int
+
+
+class TopicExistsError(Exception):
+    """`/brokers/topics/<T>` exists already."""
+
+
+class PartitionStateConflict(Exception):
+    """A state znode's version moved under a conditional write: re-read and retry."""
+
+
+class ClusterWatcher(Protocol):
+    """Told about broker and topic changes under ZooKeeper. Implementations only enqueue."""
+
+    def brokers_changed(self) -> None: ...
+
+    def broker_modified(self, broker_id: int) -> None: ...
+
+    def topics_changed(self) -> None: ...
+
+    def topic_modified(self, topic: str) -> None: ...
+
+
 @dataclasses.dataclass(frozen=True)
 class ControllerView:
     controller_id: int | None
@@ -111,7 +181,46 @@ class ClusterStore(Protocol):
         Raises BrokerIdTakenError if another live session holds the id."""
         ...
 
-    async def registered_brokers(self) -> list[RegisteredBroker]: ...
+    async def registered_brokers(self, *, watch: bool = False) -> list[RegisteredBroker]:
+        """Every registered broker; `watch` arms the `/brokers/ids` children watch."""
+        ...
+
+    async def registered_broker(self, broker_id: int, *, watch: bool = False) -> RegisteredBroker | None: ...
+
+    async def topics(self, *, watch: bool = False) -> set[str]:
+        """Every topic; `watch` arms the `/brokers/topics` children watch."""
+        ...
+
+    async def topic_assignments(self, topics: set[str], *, watch: bool = False) -> dict[str, TopicAssignment]:
+        """Assignments of these topics, read pipelined; `watch` arms each topic's data watch."""
+        ...
+
+    async def topic_configs(self, topics: set[str]) -> dict[str, dict[str, str]]:
+        """Per-topic config overrides (`/config/topics/<T>`), read pipelined."""
+        ...
+
+    async def partition_states(
+        self, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, LeadershipInfo]:
+        """The state znodes that exist among these, read pipelined."""
+        ...
+
+    async def create_partition_states(
+        self, states: dict[TopicPartition, LeaderAndIsr], controller_epoch: int, epoch_zk_version: int
+    ) -> dict[TopicPartition, LeaderAndIsr | Exception]:
+        """Create state znodes (and their parents), fenced; per partition the state written,
+        with its partition epoch, or the error (e.g. it exists already)."""
+        ...
+
+    async def update_partition_states(
+        self, states: dict[TopicPartition, LeaderAndIsr], controller_epoch: int, epoch_zk_version: int
+    ) -> dict[TopicPartition, LeaderAndIsr | Exception]:
+        """Conditional sets of state znodes, fenced: each expects the `partition_epoch` it
+        carries. Per partition the state written with its new partition epoch, or
+        PartitionStateConflict (re-read and retry), or another error."""
+        ...
+
+    def watch_cluster(self, watcher: ClusterWatcher) -> None: ...
 
     def watch_controller(self, watcher: ControllerWatcher) -> None: ...
 

@@ -15,12 +15,19 @@ import itertools
 from actors.ports import (
     BrokerIdTakenError,
     BrokerInfo,
+    ClusterWatcher,
     ControllerEpoch,
     ControllerMovedError,
     ControllerView,
     ControllerWatcher,
+    LeaderAndIsr,
+    LeadershipInfo,
+    PartitionStateConflict,
     RegisteredBroker,
     SessionWatcher,
+    TopicAssignment,
+    TopicExistsError,
+    TopicPartition,
 )
 
 
@@ -33,6 +40,11 @@ class _Ephemeral:
 
 class FakeZooKeeper:
     def __init__(self) -> None:
+        self.topics: dict[str, TopicAssignment] = {}
+        self.topic_configs: dict[str, dict[str, str]] = {}
+        # partition -> (state, controller epoch that wrote it, data version)
+        self.partition_states: dict[TopicPartition, tuple[LeaderAndIsr, int, int]] = {}
+        self.cluster_watchers: list[tuple[FakeClusterStore, ClusterWatcher]] = []
         self.controller: _Ephemeral | None = None
         self.epoch: tuple[int, int] | None = None  # (value, data version)
         self.brokers: dict[int, _Ephemeral] = {}
@@ -56,6 +68,13 @@ class FakeZooKeeper:
                 else:
                     watcher.controller_changed()
 
+    def fire(self, watch: str, call: str, *args: object) -> None:
+        """A watch fires once per arming, for stores that armed it."""
+        for store, watcher in self.cluster_watchers:
+            if watch in store.armed and not store.expired:
+                store.armed.discard(watch)
+                getattr(watcher, call)(*args)
+
     def drop_session(self, session: int) -> None:
         if self.controller is not None and self.controller.owner == session:
             self.controller = None
@@ -63,6 +82,7 @@ class FakeZooKeeper:
         for broker_id, node in list(self.brokers.items()):
             if node.owner == session:
                 del self.brokers[broker_id]
+                self.fire("/brokers/ids", "brokers_changed")
 
 
 class FakeClusterStore:
@@ -71,6 +91,7 @@ class FakeClusterStore:
         self.session = zk.new_session()
         self.expired = False
         self.controller_watch_armed = False
+        self.armed: set[str] = set()
         self.session_watchers: list[SessionWatcher] = []
         self._stale_session_wait = stale_session_wait
         self._registered_session: int | None = None
@@ -137,6 +158,7 @@ class FakeClusterStore:
                 node = _Ephemeral(info, self.session, self.zk.next_zxid())
                 self.zk.brokers[info.broker_id] = node
                 self._registered_session = self.session
+                self.zk.fire("/brokers/ids", "brokers_changed")
                 return node.czxid
             if existing.owner == self.session:
                 return existing.czxid
@@ -147,8 +169,10 @@ class FakeClusterStore:
                 raise BrokerIdTakenError(f"broker.id {info.broker_id} is already registered")
             await asyncio.sleep(0.01)
 
-    async def registered_brokers(self) -> list[RegisteredBroker]:
+    async def registered_brokers(self, *, watch: bool = False) -> list[RegisteredBroker]:
         await self._io()
+        if watch:
+            self.armed.add("/brokers/ids")
         if self.fail_next_registered_brokers is not None:
             error, self.fail_next_registered_brokers = self.fail_next_registered_brokers, None
             raise error
@@ -156,6 +180,95 @@ class FakeClusterStore:
             RegisteredBroker(node.value, node.czxid)  # type: ignore[arg-type]
             for _, node in sorted(self.zk.brokers.items())
         ]
+
+    async def registered_broker(self, broker_id: int, *, watch: bool = False) -> RegisteredBroker | None:
+        await self._io()
+        node = self.zk.brokers.get(broker_id)
+        return None if node is None else RegisteredBroker(node.value, node.czxid)  # type: ignore[arg-type]
+
+    async def topics(self, *, watch: bool = False) -> set[str]:
+        await self._io()
+        if watch:
+            self.armed.add("/brokers/topics")
+        return set(self.zk.topics)
+
+    async def topic_assignments(self, topics: set[str], *, watch: bool = False) -> dict[str, TopicAssignment]:
+        await self._io()
+        if watch:
+            self.armed.update(f"/brokers/topics/{t}" for t in topics)
+        return {t: self.zk.topics[t] for t in topics if t in self.zk.topics}
+
+    async def topic_configs(self, topics: set[str]) -> dict[str, dict[str, str]]:
+        await self._io()
+        return {t: dict(self.zk.topic_configs.get(t, {})) for t in topics}
+
+    async def partition_states(
+        self, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, LeadershipInfo]:
+        await self._io()
+        found = {}
+        for tp in partitions:
+            if tp in self.zk.partition_states:
+                state, controller_epoch, version = self.zk.partition_states[tp]
+                found[tp] = LeadershipInfo(
+                    dataclasses.replace(state, partition_epoch=version), controller_epoch
+                )
+        return found
+
+    def _check_fence(self, epoch_zk_version: int) -> None:
+        if self.zk.epoch is None or self.zk.epoch[1] != epoch_zk_version:
+            raise ControllerMovedError(f"/controller_epoch is past version {epoch_zk_version}")
+
+    async def create_partition_states(
+        self, states: dict[TopicPartition, LeaderAndIsr], controller_epoch: int, epoch_zk_version: int
+    ) -> dict[TopicPartition, LeaderAndIsr | Exception]:
+        await self._io()
+        self._check_fence(epoch_zk_version)
+        results: dict[TopicPartition, LeaderAndIsr | Exception] = {}
+        for tp, state in states.items():
+            if tp in self.zk.partition_states:
+                results[tp] = FileExistsError(f"{tp} state exists")
+                continue
+            self.zk.partition_states[tp] = (state, controller_epoch, 0)
+            results[tp] = dataclasses.replace(state, partition_epoch=0)
+        return results
+
+    async def update_partition_states(
+        self, states: dict[TopicPartition, LeaderAndIsr], controller_epoch: int, epoch_zk_version: int
+    ) -> dict[TopicPartition, LeaderAndIsr | Exception]:
+        await self._io()
+        self._check_fence(epoch_zk_version)
+        results: dict[TopicPartition, LeaderAndIsr | Exception] = {}
+        for tp, state in states.items():
+            current = self.zk.partition_states.get(tp)
+            if current is None:
+                results[tp] = LookupError(f"{tp} has no state")
+            elif current[2] != state.partition_epoch:
+                results[tp] = PartitionStateConflict(
+                    f"{tp}: partition epoch moved past {state.partition_epoch}"
+                )
+            else:
+                self.zk.partition_states[tp] = (state, controller_epoch, current[2] + 1)
+                results[tp] = dataclasses.replace(state, partition_epoch=current[2] + 1)
+        return results
+
+    async def create_topic(self, assignment: TopicAssignment, config: dict[str, str]) -> None:
+        await self._io()
+        self.zk.topic_configs[assignment.topic] = dict(config)
+        if assignment.topic in self.zk.topics:
+            raise TopicExistsError(f"topic {assignment.topic} already exists")
+        self.zk.topics[assignment.topic] = assignment
+        self.zk.fire("/brokers/topics", "topics_changed")
+
+    async def set_partition_state(
+        self, tp: TopicPartition, state: LeaderAndIsr, controller_epoch: int
+    ) -> None:
+        """What another writer (a leader's ISR change, a test) does behind the controller's back."""
+        current = self.zk.partition_states[tp]
+        self.zk.partition_states[tp] = (state, controller_epoch, current[2] + 1)
+
+    def watch_cluster(self, watcher: ClusterWatcher) -> None:
+        self.zk.cluster_watchers.append((self, watcher))
 
     def watch_controller(self, watcher: ControllerWatcher) -> None:
         self.zk.controller_watchers.append((self, watcher))

@@ -8,19 +8,14 @@ from __future__ import annotations
 import dataclasses
 from enum import Enum
 
+from actors.ports import TopicPartition
+
+__all__ = ["Partition", "Role", "TopicPartition"]
+
 
 class Role(Enum):
     LEADER = "leader"
     FOLLOWER = "follower"
-
-
-@dataclasses.dataclass(frozen=True)
-class TopicPartition:
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 @dataclasses.dataclass

@@ -27,6 +27,9 @@ log = logging.getLogger(__name__)
 NoNode = exc.NoNode
 NodeExists = exc.NodeExists
 BadVersion = exc.BadVersion
+# What the other ops of a failed multi-op report: those before the failure, and those after.
+RolledBack = exc.RolledBack
+RuntimeInconsistency = exc.RuntimeInconsistency
 ZKError = exc.ZKError
 
 CREATED = protocol.WatchEvent.CREATED

@@ -7,7 +7,14 @@ import uuid
 
 import orjson
 
-from actors.ports import BrokerInfo, EndPoint
+from actors.ports import (
+    BrokerInfo,
+    EndPoint,
+    LeaderAndIsr,
+    LeadershipInfo,
+    ReplicaAssignment,
+    TopicAssignment,
+)
 
 
 class ZNodeDataError(ValueError):
@@ -99,3 +106,86 @@ def decode_cluster_id(data: bytes | None) -> str:
     if not isinstance(cluster_id, str):
         raise ZNodeDataError("/cluster/id: id is not a string")
     return cluster_id
+
+
+def encode_topic(assignment: TopicAssignment) -> bytes:
+    """Topic assignment JSON version 3; reassignment maps list only reassigning partitions."""
+    value: dict[str, object] = {
+        "version": 3,
+        "partitions": {str(p): list(a.replicas) for p, a in sorted(assignment.partitions.items())},
+        "adding_replicas": {
+            str(p): list(a.adding) for p, a in sorted(assignment.partitions.items()) if a.adding
+        },
+        "removing_replicas": {
+            str(p): list(a.removing) for p, a in sorted(assignment.partitions.items()) if a.removing
+        },
+    }
+    if assignment.topic_id is not None:
+        value["topic_id"] = assignment.topic_id
+    return orjson.dumps(value)
+
+
+def _int_list(value: object, what: str) -> tuple[int, ...]:
+    if not isinstance(value, list) or not all(type(v) is int for v in value):
+        raise ZNodeDataError(f"{what}: not a list of ints")
+    return tuple(value)
+
+
+def decode_topic(topic: str, data: bytes | None) -> TopicAssignment:
+    what = f"/brokers/topics/{topic}"
+    value = _json(data, what)
+    partitions = value.get("partitions")
+    adding = value.get("adding_replicas") or {}
+    removing = value.get("removing_replicas") or {}
+    if not isinstance(partitions, dict) or not isinstance(adding, dict) or not isinstance(removing, dict):
+        raise ZNodeDataError(f"{what}: partitions are not a map")
+    assignment = {}
+    for key, replicas in partitions.items():
+        if not str(key).isdigit():
+            raise ZNodeDataError(f"{what}: partition {key!r} is not a number")
+        assignment[int(key)] = ReplicaAssignment(
+            _int_list(replicas, what),
+            _int_list(adding.get(key, []), what),
+            _int_list(removing.get(key, []), what),
+        )
+    topic_id = value.get("topic_id")
+    return TopicAssignment(topic, assignment, topic_id if isinstance(topic_id, str) else None)
+
+
+def encode_partition_state(state: LeaderAndIsr, controller_epoch: int) -> bytes:
+    value: dict[str, object] = {
+        "version": 1,
+        "leader": state.leader,
+        "leader_epoch": state.leader_epoch,
+        "controller_epoch": controller_epoch,
+        "isr": list(state.isr),
+    }
+    if state.recovering:
+        value["leader_recovery_state"] = 1  # RECOVERED (0) is never written
+    return orjson.dumps(value)
+
+
+def decode_partition_state(what: str, data: bytes | None, version: int) -> LeadershipInfo:
+    value = _json(data, what)
+    leader, epoch, controller_epoch = (
+        value.get("leader"),
+        value.get("leader_epoch"),
+        value.get("controller_epoch"),
+    )
+    if type(leader) is not int or type(epoch) is not int or type(controller_epoch) is not int:
+        raise ZNodeDataError(f"{what}: leader, leader_epoch and controller_epoch must be ints")
+    state = LeaderAndIsr(
+        leader, epoch, _int_list(value.get("isr"), what), version, value.get("leader_recovery_state") == 1
+    )
+    return LeadershipInfo(state, controller_epoch)
+
+
+def encode_topic_config(config: dict[str, str]) -> bytes:
+    return orjson.dumps({"version": 1, "config": config})
+
+
+def decode_topic_config(topic: str, data: bytes | None) -> dict[str, str]:
+    config = _json(data, f"/config/topics/{topic}").get("config") or {}
+    if not isinstance(config, dict):
+        raise ZNodeDataError(f"/config/topics/{topic}: config is not a map")
+    return {str(k): str(v) for k, v in config.items()}

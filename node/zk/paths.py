@@ -34,3 +34,23 @@ PERSISTENT_PATHS: tuple[str, ...] = (
     "/log_dir_event_notification",
     "/cluster",
 )
+
+
+def topic(name: str) -> str:
+    return f"{BROKER_TOPICS}/{name}"
+
+
+def topic_partitions(name: str) -> str:
+    return f"{BROKER_TOPICS}/{name}/partitions"
+
+
+def topic_partition(name: str, partition: int) -> str:
+    return f"{BROKER_TOPICS}/{name}/partitions/{partition}"
+
+
+def partition_state(name: str, partition: int) -> str:
+    return f"{BROKER_TOPICS}/{name}/partitions/{partition}/state"
+
+
+def topic_config(name: str) -> str:
+    return f"/config/topics/{name}"

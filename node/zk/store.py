@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
+from typing import Any
 
 from aiozk.protocol.stat import Stat
 
@@ -16,25 +18,38 @@ from actors.clock import Clock
 from actors.ports import (
     BrokerIdTakenError,
     BrokerInfo,
+    ClusterWatcher,
     ControllerEpoch,
     ControllerMovedError,
     ControllerView,
     ControllerWatcher,
+    LeaderAndIsr,
+    LeadershipInfo,
+    PartitionStateConflict,
     RegisteredBroker,
     SessionWatcher,
+    TopicAssignment,
+    TopicExistsError,
+    TopicPartition,
 )
 from node.zk import data, paths
 from node.zk.client import (
+    CHILDREN_CHANGED,
     CREATED,
     DATA_CHANGED,
     DELETED,
     BadVersion,
     NodeExists,
     NoNode,
+    RolledBack,
+    RuntimeInconsistency,
     ZooKeeperClient,
 )
 
 log = logging.getLogger(__name__)
+
+# Partitions per fenced multi-op: two creates (or one set) each, well under jute.maxbuffer.
+_PARTITIONS_PER_MULTI = 500
 
 # How long a restarted broker waits for a dead predecessor's session to expire, in session
 # timeouts: ZooKeeper expires sessions on tick boundaries, so allow half a timeout of slack.
@@ -46,6 +61,9 @@ class ZkClusterStore:
         self.zk = zk
         self._clock = clock
         self._registered_session: int | None = None
+        self._cluster_watcher: ClusterWatcher | None = None
+        self._watched_topics: set[str] = set()
+        self._watched_brokers: set[int] = set()
 
     # --- controller (spec §2.2) ---
 
@@ -193,8 +211,9 @@ class ZkClusterStore:
                 waited = True
             await self.zk.wait_for_deletion(path, remaining)
 
-    async def registered_brokers(self) -> list[RegisteredBroker]:
-        ids = sorted(int(child) for child in await self.zk.children(paths.BROKER_IDS) if child.isdigit())
+    async def registered_brokers(self, *, watch: bool = False) -> list[RegisteredBroker]:
+        children = await self.zk.children(paths.BROKER_IDS, watch=watch)
+        ids = sorted(int(child) for child in children if child.isdigit())
         values = await asyncio.gather(*(self.zk.get_or_none(paths.broker_id(i)) for i in ids))
         brokers = []
         for broker_id, value in zip(ids, values, strict=True):
@@ -207,6 +226,235 @@ class ZkClusterStore:
                 continue
             brokers.append(RegisteredBroker(info, int(value[1].created_zxid)))
         return brokers
+
+    async def registered_broker(self, broker_id: int, *, watch: bool = False) -> RegisteredBroker | None:
+        if watch:
+            self._watch_broker(broker_id)
+        try:
+            value, stat = await self.zk.get(paths.broker_id(broker_id), watch=watch)
+        except NoNode:
+            return None
+        try:
+            return RegisteredBroker(data.decode_broker(broker_id, value), int(stat.created_zxid))
+        except data.ZNodeDataError as e:
+            log.warning("ignoring unreadable registration: %s", e)
+            return None
+
+    # --- watches on brokers and topics (spec §3.2) ---
+
+    def watch_cluster(self, watcher: ClusterWatcher) -> None:
+        self._cluster_watcher = watcher
+        self.zk.add_watch(CHILDREN_CHANGED, paths.BROKER_IDS, lambda _: watcher.brokers_changed())
+        self.zk.add_watch(CHILDREN_CHANGED, paths.BROKER_TOPICS, lambda _: watcher.topics_changed())
+
+    def _watch_broker(self, broker_id: int) -> None:
+        watcher = self._cluster_watcher
+        if watcher is not None and broker_id not in self._watched_brokers:
+            self._watched_brokers.add(broker_id)
+            self.zk.add_watch(
+                DATA_CHANGED, paths.broker_id(broker_id), lambda _: watcher.broker_modified(broker_id)
+            )
+
+    def _watch_topic(self, topic: str) -> None:
+        watcher = self._cluster_watcher
+        if watcher is not None and topic not in self._watched_topics:
+            self._watched_topics.add(topic)
+            self.zk.add_watch(DATA_CHANGED, paths.topic(topic), lambda _: watcher.topic_modified(topic))
+
+    # --- topics and partition states (spec §1, §5) ---
+
+    async def topics(self, *, watch: bool = False) -> set[str]:
+        return set(await self.zk.children(paths.BROKER_TOPICS, watch=watch))
+
+    async def topic_assignments(self, topics: set[str], *, watch: bool = False) -> dict[str, TopicAssignment]:
+        names = sorted(topics)
+        if watch:
+            for name in names:
+                self._watch_topic(name)
+        values = await asyncio.gather(*(self._get_if_exists(paths.topic(name), watch) for name in names))
+        assignments = {}
+        for name, value in zip(names, values, strict=True):
+            if value is None:
+                continue
+            try:
+                assignments[name] = data.decode_topic(name, value[0])
+            except data.ZNodeDataError as e:
+                log.warning("ignoring unreadable topic: %s", e)
+        return assignments
+
+    async def _get_if_exists(self, path: str, watch: bool) -> tuple[bytes | None, Stat] | None:
+        try:
+            return await self.zk.get(path, watch=watch)
+        except NoNode:
+            return None
+
+    async def topic_configs(self, topics: set[str]) -> dict[str, dict[str, str]]:
+        names = sorted(topics)
+        values = await asyncio.gather(*(self.zk.get_or_none(paths.topic_config(name)) for name in names))
+        configs = {}
+        for name, value in zip(names, values, strict=True):
+            try:
+                configs[name] = {} if value is None else data.decode_topic_config(name, value[0])
+            except data.ZNodeDataError as e:
+                log.warning("ignoring unreadable topic config: %s", e)
+                configs[name] = {}
+        return configs
+
+    async def partition_states(
+        self, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, LeadershipInfo]:
+        values = await asyncio.gather(
+            *(self.zk.get_or_none(paths.partition_state(tp.topic, tp.partition)) for tp in partitions)
+        )
+        states = {}
+        for tp, value in zip(partitions, values, strict=True):
+            if value is None:
+                continue
+            try:
+                states[tp] = data.decode_partition_state(str(tp), value[0], value[1].version)
+            except data.ZNodeDataError as e:
+                log.warning("ignoring unreadable partition state: %s", e)
+        return states
+
+    async def create_partition_states(
+        self, states: dict[TopicPartition, LeaderAndIsr], controller_epoch: int, epoch_zk_version: int
+    ) -> dict[TopicPartition, LeaderAndIsr | Exception]:
+        chunks = _chunks(sorted(states), _PARTITIONS_PER_MULTI)
+        results: dict[TopicPartition, LeaderAndIsr | Exception] = {}
+        for outcome in await asyncio.gather(
+            *(self._create_chunk(c, states, controller_epoch, epoch_zk_version) for c in chunks)
+        ):
+            results.update(outcome)
+        return results
+
+    async def _create_chunk(
+        self,
+        chunk: list[TopicPartition],
+        states: dict[TopicPartition, LeaderAndIsr],
+        controller_epoch: int,
+        epoch_zk_version: int,
+    ) -> dict[TopicPartition, LeaderAndIsr | Exception]:
+        # The common case (a new topic) is one multi-op for the whole chunk; anything
+        # already there fails it, and then each partition goes on its own.
+        ops = []
+        for topic in sorted({tp.topic for tp in chunk}):
+            ops.append(self.zk.create_op(paths.topic_partitions(topic)))
+        for tp in chunk:
+            ops.append(self.zk.create_op(paths.topic_partition(tp.topic, tp.partition)))
+            ops.append(
+                self.zk.create_op(
+                    paths.partition_state(tp.topic, tp.partition),
+                    data.encode_partition_state(states[tp], controller_epoch),
+                )
+            )
+        if not _failed(await self._fenced(ops, epoch_zk_version)):
+            return {tp: dataclasses.replace(states[tp], partition_epoch=0) for tp in chunk}
+        for topic in sorted({tp.topic for tp in chunk}):
+            await self._fenced_ignoring_exists(
+                self.zk.create_op(paths.topic_partitions(topic)), epoch_zk_version
+            )
+        outcomes = await asyncio.gather(
+            *(self._create_one(tp, states[tp], controller_epoch, epoch_zk_version) for tp in chunk)
+        )
+        return dict(zip(chunk, outcomes, strict=True))
+
+    async def _create_one(
+        self, tp: TopicPartition, state: LeaderAndIsr, controller_epoch: int, epoch_zk_version: int
+    ) -> LeaderAndIsr | Exception:
+        container_error = await self._fenced_ignoring_exists(
+            self.zk.create_op(paths.topic_partition(tp.topic, tp.partition)), epoch_zk_version
+        )
+        if container_error is not None:
+            return container_error
+        results = await self._fenced(
+            [
+                self.zk.create_op(
+                    paths.partition_state(tp.topic, tp.partition),
+                    data.encode_partition_state(state, controller_epoch),
+                )
+            ],
+            epoch_zk_version,
+        )
+        error = _failed(results)
+        return error if error is not None else dataclasses.replace(state, partition_epoch=0)
+
+    async def update_partition_states(
+        self, states: dict[TopicPartition, LeaderAndIsr], controller_epoch: int, epoch_zk_version: int
+    ) -> dict[TopicPartition, LeaderAndIsr | Exception]:
+        chunks = _chunks(sorted(states), _PARTITIONS_PER_MULTI)
+        results: dict[TopicPartition, LeaderAndIsr | Exception] = {}
+        for outcome in await asyncio.gather(
+            *(self._update_chunk(c, states, controller_epoch, epoch_zk_version) for c in chunks)
+        ):
+            results.update(outcome)
+        return results
+
+    def _set_state_op(self, tp: TopicPartition, state: LeaderAndIsr, controller_epoch: int) -> Any:
+        return self.zk.set_op(
+            paths.partition_state(tp.topic, tp.partition),
+            data.encode_partition_state(state, controller_epoch),
+            state.partition_epoch,
+        )
+
+    async def _update_chunk(
+        self,
+        chunk: list[TopicPartition],
+        states: dict[TopicPartition, LeaderAndIsr],
+        controller_epoch: int,
+        epoch_zk_version: int,
+    ) -> dict[TopicPartition, LeaderAndIsr | Exception]:
+        ops = [self._set_state_op(tp, states[tp], controller_epoch) for tp in chunk]
+        results = await self._fenced(ops, epoch_zk_version)
+        if _failed(results) is None:
+            return {
+                tp: dataclasses.replace(states[tp], partition_epoch=r.stat.version)
+                for tp, r in zip(chunk, results[1:], strict=True)
+            }
+        singles = await asyncio.gather(
+            *(
+                self._fenced([self._set_state_op(tp, states[tp], controller_epoch)], epoch_zk_version)
+                for tp in chunk
+            )
+        )
+        outcome: dict[TopicPartition, LeaderAndIsr | Exception] = {}
+        for tp, single in zip(chunk, singles, strict=True):
+            error = _failed(single)
+            if isinstance(error, BadVersion):
+                outcome[tp] = PartitionStateConflict(
+                    f"{tp}: partition epoch moved past {states[tp].partition_epoch}"
+                )
+            elif error is not None:
+                outcome[tp] = error
+            else:
+                outcome[tp] = dataclasses.replace(states[tp], partition_epoch=single[1].stat.version)
+        return outcome
+
+    async def _fenced(self, ops: list[Any], epoch_zk_version: int) -> list[Any]:
+        """Run ops in one multi-op behind the `/controller_epoch` version check (spec §2.4)."""
+        results = await self.zk.multi([self.zk.check_op(paths.CONTROLLER_EPOCH, epoch_zk_version), *ops])
+        # When another op fails, the check reports RolledBack; only its own failure fences.
+        if isinstance(results[0], Exception) and not isinstance(results[0], RolledBack):
+            raise ControllerMovedError(f"/controller_epoch is past version {epoch_zk_version}")
+        return results
+
+    async def _fenced_ignoring_exists(self, op: Any, epoch_zk_version: int) -> Exception | None:
+        error = _failed(await self._fenced([op], epoch_zk_version))
+        return None if error is None or isinstance(error, NodeExists) else error
+
+    # --- admin writes (AdminZkClient, spec §1) ---
+
+    async def create_topic(self, assignment: TopicAssignment, config: dict[str, str]) -> None:
+        """Write `/config/topics/<T>`, then create `/brokers/topics/<T>`, as Kafka's admin
+        code does; the controller picks the topic up from the children watch."""
+        config_path = paths.topic_config(assignment.topic)
+        try:
+            await self.zk.create(config_path, data.encode_topic_config(config))
+        except NodeExists:
+            await self.zk.set(config_path, data.encode_topic_config(config))
+        try:
+            await self.zk.create(paths.topic(assignment.topic), data.encode_topic(assignment))
+        except NodeExists:
+            raise TopicExistsError(f"topic {assignment.topic} already exists") from None
 
     # --- cluster set-up (spec §1) ---
 
@@ -222,3 +470,15 @@ class ZkClusterStore:
             value = await self.zk.get_or_none(paths.CLUSTER_ID)
             assert value is not None
         return data.decode_cluster_id(value[0])
+
+
+def _chunks(items: list[TopicPartition], size: int) -> list[list[TopicPartition]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def _failed(results: list[Any]) -> Exception | None:
+    """The error of the op that failed a multi-op (the others then report rollback)."""
+    errors = [r for r in results if isinstance(r, Exception)]
+    real = [e for e in errors if not isinstance(e, RolledBack | RuntimeInconsistency)]
+    candidates = real or errors
+    return candidates[0] if candidates else None

@@ -21,6 +21,13 @@ from actors.ports import (
     ControllerMovedError,
     ControllerView,
     EndPoint,
+    LeaderAndIsr,
+    LeadershipInfo,
+    PartitionStateConflict,
+    ReplicaAssignment,
+    TopicAssignment,
+    TopicExistsError,
+    TopicPartition,
 )
 from node.zk.client import ZooKeeperClient, split_connect
 from node.zk.store import ZkClusterStore
@@ -265,3 +272,110 @@ async def test_session_expiry_drops_ephemerals_and_tells_the_session_watcher(ens
     assert await observer.registered_brokers() == []
     new_epoch = await store.register_broker(info(4))
     assert new_epoch > old_epoch
+
+
+def assignment(topic: str, partitions: int = 2) -> TopicAssignment:
+    return TopicAssignment(topic, {p: ReplicaAssignment((1, 2, 3)) for p in range(partitions)})
+
+
+class ClusterRecorder(Recorder):
+    def brokers_changed(self) -> None:
+        self.events.append("brokers")
+
+    def broker_modified(self, broker_id: int) -> None:
+        self.events.append(f"broker {broker_id}")
+
+    def topics_changed(self) -> None:
+        self.events.append("topics")
+
+    def topic_modified(self, topic: str) -> None:
+        self.events.append(f"topic {topic}")
+
+
+async def test_topics_assignments_and_configs(ensemble: Ensemble) -> None:
+    store = await ensemble.store()
+    await store.create_topic(assignment("orders"), {"unclean.leader.election.enable": "true"})
+    await store.create_topic(assignment("audit", 1), {})
+    assert await store.topics() >= {"orders", "audit"}
+    found = await store.topic_assignments({"orders", "audit", "missing"})
+    assert found == {"orders": assignment("orders"), "audit": assignment("audit", 1)}
+    assert (await store.topic_configs({"orders", "audit"})) == {
+        "orders": {"unclean.leader.election.enable": "true"},
+        "audit": {},
+    }
+    with pytest.raises(TopicExistsError):
+        await store.create_topic(assignment("orders"), {})
+
+
+async def test_partition_states_are_created_fenced_and_per_partition(ensemble: Ensemble) -> None:
+    store = await ensemble.store()
+    await store.create_topic(assignment("t", 3), {})
+    fence = await store.register_controller_and_increment_epoch(1)
+    first = {TopicPartition("t", 0): LeaderAndIsr(1, 0, (1, 2))}
+    assert await store.create_partition_states(first, fence.epoch, fence.zk_version) == first
+    both = {**first, TopicPartition("t", 1): LeaderAndIsr(2, 0, (2, 1))}
+    results = await store.create_partition_states(both, fence.epoch, fence.zk_version)
+    assert isinstance(results[TopicPartition("t", 0)], Exception), "an existing state is not overwritten"
+    assert results[TopicPartition("t", 1)] == LeaderAndIsr(2, 0, (2, 1), partition_epoch=0)
+    read = await store.partition_states(
+        [TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("t", 2)]
+    )
+    assert read == {
+        TopicPartition("t", 0): LeadershipInfo(LeaderAndIsr(1, 0, (1, 2), 0), fence.epoch),
+        TopicPartition("t", 1): LeadershipInfo(LeaderAndIsr(2, 0, (2, 1), 0), fence.epoch),
+    }
+
+
+async def test_partition_state_updates_are_conditional_on_the_partition_epoch(ensemble: Ensemble) -> None:
+    store = await ensemble.store()
+    await store.create_topic(assignment("t", 3), {})
+    fence = await store.register_controller_and_increment_epoch(1)
+    tps = [TopicPartition("t", p) for p in range(3)]
+    await store.create_partition_states(
+        {tp: LeaderAndIsr(1, 0, (1, 2)) for tp in tps}, fence.epoch, fence.zk_version
+    )
+    updates = {
+        tps[0]: LeaderAndIsr(2, 1, (2,), partition_epoch=0),
+        tps[1]: LeaderAndIsr(2, 1, (2,), partition_epoch=7),  # stale expectation
+        tps[2]: LeaderAndIsr(2, 1, (2,), partition_epoch=0),
+    }
+    results = await store.update_partition_states(updates, fence.epoch, fence.zk_version)
+    assert results[tps[0]] == LeaderAndIsr(2, 1, (2,), partition_epoch=1)
+    assert isinstance(results[tps[1]], PartitionStateConflict)
+    assert results[tps[2]] == LeaderAndIsr(2, 1, (2,), partition_epoch=1)
+    read = await store.partition_states(tps)
+    assert read[tps[1]].leader_and_isr == LeaderAndIsr(1, 0, (1, 2), 0), "a conflicting write changes nothing"
+
+
+async def test_a_deposed_controller_writes_no_partition_state(ensemble: Ensemble) -> None:
+    old, new = await ensemble.store(), await ensemble.store()
+    await old.create_topic(assignment("t", 2), {})
+    fence = await old.register_controller_and_increment_epoch(1)
+    tp = TopicPartition("t", 0)
+    await old.create_partition_states({tp: LeaderAndIsr(1, 0, (1,))}, fence.epoch, fence.zk_version)
+    await old.delete_controller(fence.zk_version)
+    await new.register_controller_and_increment_epoch(2)
+    with pytest.raises(ControllerMovedError):
+        await old.update_partition_states({tp: LeaderAndIsr(3, 1, (3,), 0)}, fence.epoch, fence.zk_version)
+    with pytest.raises(ControllerMovedError):
+        await old.create_partition_states(
+            {TopicPartition("t", 1): LeaderAndIsr(1, 0, (1,))}, fence.epoch, fence.zk_version
+        )
+    assert (await new.partition_states([tp, TopicPartition("t", 1)])) == {
+        tp: LeadershipInfo(LeaderAndIsr(1, 0, (1,), 0), fence.epoch)
+    }
+
+
+async def test_cluster_watches_report_broker_and_topic_changes(ensemble: Ensemble) -> None:
+    controller, other = await ensemble.store(), await ensemble.store()
+    recorder = ClusterRecorder()
+    controller.watch_cluster(recorder)
+    await controller.registered_brokers(watch=True)
+    await other.register_broker(info(8))
+    await eventually(recorded(recorder, "brokers"), timeout=5, message="broker registration not reported")
+    await controller.topics(watch=True)
+    await other.create_topic(assignment("fresh"), {})
+    await eventually(
+        recorded(recorder, "brokers", "topics"), timeout=5, message="topic creation not reported"
+    )
+    assert recorder.events.count("topics") == 1, "a watch fires once per arming"
