@@ -10,7 +10,10 @@ in-memory fake implements it too, and both pass the contract suite in
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Protocol
+
+from wire.api import Request, Response
 
 
 class ControllerMovedError(Exception):
@@ -225,3 +228,24 @@ class ClusterStore(Protocol):
     def watch_controller(self, watcher: ControllerWatcher) -> None: ...
 
     def watch_session(self, watcher: SessionWatcher) -> None: ...
+
+
+ResponseCallback = Callable[[Response], None]
+
+
+class BrokerChannel(Protocol):
+    """The controller's requests to brokers (Kafka's ControllerChannelManager): one FIFO per
+    broker, one request in flight at a time, each retried until it is answered or the broker
+    is removed. Callbacks run when an answer arrives and must only enqueue."""
+
+    def add_broker(self, broker: RegisteredBroker) -> None: ...
+
+    def remove_broker(self, broker_id: int) -> None: ...
+
+    def send(self, broker_id: int, request: Request, on_response: ResponseCallback | None = None) -> None:
+        """Queue a request; one for a broker without a channel is dropped with a warning."""
+        ...
+
+    async def close(self) -> None:
+        """Stop every sender and drop what is queued."""
+        ...

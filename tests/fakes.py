@@ -24,11 +24,13 @@ from actors.ports import (
     LeadershipInfo,
     PartitionStateConflict,
     RegisteredBroker,
+    ResponseCallback,
     SessionWatcher,
     TopicAssignment,
     TopicExistsError,
     TopicPartition,
 )
+from wire.api import API_SPECS, Request
 
 
 @dataclasses.dataclass
@@ -285,3 +287,53 @@ class FakeClusterStore:
         for watcher in self.session_watchers:
             await watcher.before_new_session()
             watcher.after_new_session()
+
+
+class FakeBrokerChannel:
+    """Records what the controller sends; answers each request with its API's empty success
+    response on the next loop turn, as a healthy broker would."""
+
+    def __init__(self) -> None:
+        self.brokers: set[int] = set()
+        # Brokers that do not answer: their requests wait, in order, as the real retries do.
+        self.down: set[int] = set()
+        self._waiting: dict[int, list[tuple[Request, ResponseCallback | None]]] = {}
+        self.sent: list[tuple[int, Request]] = []
+        self.closed = False
+
+    def add_broker(self, broker: RegisteredBroker) -> None:
+        self.brokers.add(broker.info.broker_id)
+
+    def remove_broker(self, broker_id: int) -> None:
+        self.brokers.discard(broker_id)
+        self._waiting.pop(broker_id, None)
+
+    def send(self, broker_id: int, request: Request, on_response: ResponseCallback | None = None) -> None:
+        if broker_id not in self.brokers:
+            return
+        if broker_id in self.down:
+            self._waiting.setdefault(broker_id, []).append((request, on_response))
+            return
+        self._deliver(broker_id, request, on_response)
+
+    def bring_up(self, broker_id: int) -> None:
+        self.down.discard(broker_id)
+        for request, on_response in self._waiting.pop(broker_id, []):
+            self._deliver(broker_id, request, on_response)
+
+    def _deliver(self, broker_id: int, request: Request, on_response: ResponseCallback | None) -> None:
+        self.sent.append((broker_id, request))
+        if on_response is not None:
+            response = API_SPECS[request.API_KEY].response()
+            asyncio.get_running_loop().call_soon(on_response, response)
+
+    async def close(self) -> None:
+        self.closed = True
+        self.brokers.clear()
+
+    def received(self, broker_id: int) -> list[Request]:
+        return [request for b, request in self.sent if b == broker_id]
+
+    def take(self) -> list[tuple[int, Request]]:
+        sent, self.sent = self.sent, []
+        return sent

@@ -1,0 +1,124 @@
+"""ControllerChannelManager: the controller's senders, one per broker (spec §8.1).
+
+Each broker gets a FIFO and a task that sends one request at a time over its own RPC
+connection, waits for the answer, and on any failure closes the connection, backs off
+100 ms and retries the same request, until it is answered or the broker is removed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+
+from actors.ports import RegisteredBroker, ResponseCallback
+from wire.api import Request, Response
+from wire.client import RpcClient
+from wire.errors import WireError
+
+log = logging.getLogger(__name__)
+
+RETRY_BACKOFF_S = 0.1
+
+
+class _BrokerSender:
+    def __init__(self, broker: RegisteredBroker, *, client_id: str, timeout_s: float) -> None:
+        self.broker = broker
+        self._client_id = client_id
+        self._timeout_s = timeout_s
+        self._queue: collections.deque[tuple[Request, ResponseCallback | None]] = collections.deque()
+        self._ready = asyncio.Event()
+        self._client: RpcClient | None = None
+        self._task = asyncio.create_task(self._run(), name=f"controller-sender-{broker.info.broker_id}")
+
+    @property
+    def queue_size(self) -> int:
+        return len(self._queue)
+
+    def enqueue(self, request: Request, on_response: ResponseCallback | None) -> None:
+        self._queue.append((request, on_response))
+        self._ready.set()
+
+    async def stop(self) -> None:
+        self._queue.clear()
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        if self._client is not None:
+            await self._client.close()
+
+    async def _run(self) -> None:
+        while True:
+            while not self._queue:
+                self._ready.clear()
+                await self._ready.wait()
+            request, on_response = self._queue[0]
+            response = await self._send_until_answered(request)
+            self._queue.popleft()
+            if on_response is not None:
+                try:
+                    on_response(response)
+                except Exception:
+                    log.exception("response callback for broker %d failed", self.broker.info.broker_id)
+
+    async def _send_until_answered(self, request: Request) -> Response:
+        endpoint = self.broker.info.endpoints[0]
+        while True:
+            try:
+                if self._client is None or self._client.closed:
+                    self._client = await RpcClient.connect(
+                        endpoint.host,
+                        endpoint.port,
+                        client_id=self._client_id,
+                        request_timeout=self._timeout_s,
+                        connect_timeout=self._timeout_s,
+                    )
+                return await self._client.send(request)
+            except WireError as e:
+                log.warning(
+                    "%s to broker %d failed (%s); retrying",
+                    type(request).__name__,
+                    self.broker.info.broker_id,
+                    e.message,
+                )
+                if self._client is not None:
+                    await self._client.close()
+                    self._client = None
+                await asyncio.sleep(RETRY_BACKOFF_S)
+
+
+class ControllerChannelManager:
+    def __init__(self, controller_id: int, *, timeout_s: float = 30.0) -> None:
+        self._client_id = f"controller-{controller_id}"
+        self._timeout_s = timeout_s
+        self._senders: dict[int, _BrokerSender] = {}
+        self._stopping: set[asyncio.Task[None]] = set()
+
+    @property
+    def total_queue_size(self) -> int:
+        return sum(s.queue_size for s in self._senders.values())
+
+    def add_broker(self, broker: RegisteredBroker) -> None:
+        if broker.info.broker_id not in self._senders:
+            self._senders[broker.info.broker_id] = _BrokerSender(
+                broker, client_id=self._client_id, timeout_s=self._timeout_s
+            )
+
+    def remove_broker(self, broker_id: int) -> None:
+        sender = self._senders.pop(broker_id, None)
+        if sender is not None:
+            task = asyncio.create_task(sender.stop())
+            self._stopping.add(task)
+            task.add_done_callback(self._stopping.discard)
+
+    def send(self, broker_id: int, request: Request, on_response: ResponseCallback | None = None) -> None:
+        sender = self._senders.get(broker_id)
+        if sender is None:
+            log.warning("dropping %s for broker %d: no channel to it", type(request).__name__, broker_id)
+            return
+        sender.enqueue(request, on_response)
+
+    async def close(self) -> None:
+        senders, self._senders = list(self._senders.values()), {}
+        await asyncio.gather(*(s.stop() for s in senders), *self._stopping)

@@ -1,0 +1,143 @@
+"""The BrokerChannel contract, against the fake and the real channel manager (which talks to
+real RPC servers standing in for brokers)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Protocol
+
+import pytest
+
+from actors.ports import BrokerInfo, EndPoint, RegisteredBroker
+from node.channel_manager import ControllerChannelManager
+from node.zk.embedded import free_ports
+from tests.fakes import FakeBrokerChannel
+from tests.support import eventually
+from wire.api import ApiVersionsRequest, ApiVersionsResponse, Request, Response, StopReplicaRequest
+from wire.envelope import ParsedRequest
+from wire.server import RpcServer
+
+
+class Harness(Protocol):
+    channel: FakeBrokerChannel | ControllerChannelManager
+
+    async def broker(self, broker_id: int, *, running: bool = True) -> RegisteredBroker: ...
+
+    async def start(self, broker_id: int) -> None: ...
+
+    def received(self, broker_id: int) -> list[Request]: ...
+
+
+class FakeHarness:
+    def __init__(self) -> None:
+        self.channel = FakeBrokerChannel()
+
+    async def broker(self, broker_id: int, *, running: bool = True) -> RegisteredBroker:
+        if not running:
+            self.channel.down.add(broker_id)
+        return RegisteredBroker(BrokerInfo(broker_id, (EndPoint("PLAINTEXT", "PLAINTEXT", "fake", 1),)), 1)
+
+    async def start(self, broker_id: int) -> None:
+        self.channel.bring_up(broker_id)
+
+    def received(self, broker_id: int) -> list[Request]:
+        return self.channel.received(broker_id)
+
+
+class RealHarness:
+    def __init__(self) -> None:
+        self.channel = ControllerChannelManager(controller_id=1, timeout_s=2)
+        self.servers: dict[int, RpcServer] = {}
+        self.ports: dict[int, int] = {}
+        self.requests: dict[int, list[Request]] = {}
+
+    async def broker(self, broker_id: int, *, running: bool = True) -> RegisteredBroker:
+        self.ports[broker_id] = free_ports(1)[0]
+        self.requests[broker_id] = []
+        if running:
+            await self.start(broker_id)
+        endpoint = EndPoint("PLAINTEXT", "PLAINTEXT", "127.0.0.1", self.ports[broker_id])
+        return RegisteredBroker(BrokerInfo(broker_id, (endpoint,)), 1)
+
+    async def start(self, broker_id: int) -> None:
+        async def handle(request: ParsedRequest) -> Response:
+            self.requests[broker_id].append(request.body)
+            return request.spec.response()
+
+        server = RpcServer(handle, "127.0.0.1", self.ports[broker_id])
+        await server.start()
+        self.servers[broker_id] = server
+
+    def received(self, broker_id: int) -> list[Request]:
+        return self.requests.get(broker_id, [])
+
+    async def close(self) -> None:
+        await self.channel.close()
+        for server in self.servers.values():
+            await server.close()
+
+
+@pytest.fixture(params=["fake", "real"])
+async def harness(request: pytest.FixtureRequest) -> AsyncIterator[Harness]:
+    if request.param == "fake":
+        yield FakeHarness()
+        return
+    real = RealHarness()
+    yield real
+    await real.close()
+
+
+def stop_replica(number: int) -> StopReplicaRequest:
+    return StopReplicaRequest(controller_id=1, controller_epoch=number)
+
+
+async def test_requests_arrive_in_order_and_callbacks_get_the_answers(harness: Harness) -> None:
+    harness.channel.add_broker(await harness.broker(1))
+    answers: list[Response] = []
+    for number in range(5):
+        harness.channel.send(1, stop_replica(number), answers.append)
+    harness.channel.send(1, ApiVersionsRequest(), answers.append)
+
+    async def all_answered() -> bool:
+        return len(answers) == 6
+
+    await eventually(all_answered, timeout=5, message="not every request was answered")
+    assert harness.received(1) == [*(stop_replica(n) for n in range(5)), ApiVersionsRequest()]
+    assert isinstance(answers[-1], ApiVersionsResponse)
+
+
+async def test_a_request_for_a_broker_without_a_channel_is_dropped(harness: Harness) -> None:
+    harness.channel.add_broker(await harness.broker(1))
+    await harness.broker(2)
+    harness.channel.send(2, stop_replica(1))
+    harness.channel.send(1, stop_replica(2))
+
+    async def delivered() -> bool:
+        return harness.received(1) == [stop_replica(2)]
+
+    await eventually(delivered, timeout=5, message="the request to broker 1 was not delivered")
+    assert harness.received(2) == []
+
+
+async def test_a_request_is_retried_until_the_broker_answers(harness: Harness) -> None:
+    harness.channel.add_broker(await harness.broker(3, running=False))
+    harness.channel.send(3, stop_replica(7))
+    await asyncio.sleep(0.3)  # several retry intervals pass with nobody listening
+    await harness.start(3)
+
+    async def delivered() -> bool:
+        return harness.received(3) == [stop_replica(7)]
+
+    await eventually(delivered, timeout=5, message="the request was not retried until delivered")
+
+
+async def test_removing_a_broker_drops_its_queue(harness: Harness) -> None:
+    harness.channel.add_broker(await harness.broker(4, running=False))
+    harness.channel.send(4, stop_replica(1))
+    harness.channel.remove_broker(4)
+    await harness.start(4)
+    harness.channel.send(4, stop_replica(2))
+    # Nothing may arrive: give a wrong implementation a few retry intervals to deliver.
+    await asyncio.sleep(0.3)
+    assert harness.received(4) == []
