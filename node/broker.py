@@ -14,8 +14,10 @@ import logging
 from actors.broker.replica_manager import ReplicaManagerHandle
 from actors.clock import SystemClock
 from actors.controller import KafkaController
+from actors.controller.controller import ControllerConfig
 from actors.ports import BrokerInfo
 from node.apis import BrokerApis
+from node.channel_manager import ControllerChannelManager
 from node.config import BrokerConfig
 from node.zk.client import ZooKeeperClient
 from node.zk.store import ZkClusterStore
@@ -72,7 +74,17 @@ class KeelBroker:
             endpoints.append(self.config.endpoint(listener, server.port))
         self.info = BrokerInfo(self.broker_id, tuple(endpoints), self.config.rack)
         broker_epoch = await self.store.register_broker(self.info)
-        self._controller = KafkaController(self.info, self.store, self.clock)
+        self._controller = KafkaController(
+            self.info,
+            self.store,
+            self.clock,
+            ControllerChannelManager(
+                self.broker_id, timeout_s=self.config.get_int("controller.socket.timeout.ms") / 1000
+            ),
+            ControllerConfig(
+                unclean_leader_election_enable=self.config.get_bool("unclean.leader.election.enable")
+            ),
+        )
         self._controller.startup(broker_epoch)
         log.info(
             "broker %d started: cluster id %s, broker epoch %d, listening on %s",

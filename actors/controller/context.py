@@ -1,12 +1,38 @@
 """ControllerContext: what the active controller holds in memory (spec §4.3).
 
-It grows with each capability (brokers, topics, partition states); `reset` puts it back to
-the state of a broker that is not the controller.
+`reset` puts it back to the state of a broker that is not the controller.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
+from enum import IntEnum
+
+from actors.ports import LeadershipInfo, RegisteredBroker, ReplicaAssignment, TopicPartition
+
+
+class PartitionState(IntEnum):
+    NEW = 0
+    ONLINE = 1
+    OFFLINE = 2
+    NON_EXISTENT = 3
+
+
+class ReplicaState(IntEnum):
+    NEW = 1
+    ONLINE = 2
+    OFFLINE = 3
+    DELETION_STARTED = 4
+    DELETION_SUCCESSFUL = 5
+    DELETION_INELIGIBLE = 6
+    NON_EXISTENT = 7
+
+
+@dataclasses.dataclass(frozen=True)
+class PartitionReplica:
+    tp: TopicPartition
+    replica: int
 
 
 @dataclasses.dataclass
@@ -14,9 +40,102 @@ class ControllerContext:
     epoch: int = 0
     # The data version of /controller_epoch this controller wrote; fences all its writes.
     epoch_zk_version: int = 0
-    live_broker_epochs: dict[int, int] = dataclasses.field(default_factory=dict)
+    live_brokers: dict[int, RegisteredBroker] = dataclasses.field(default_factory=dict)
+    shutting_down: set[int] = dataclasses.field(default_factory=set)
+    all_topics: set[str] = dataclasses.field(default_factory=set)
+    assignments: dict[str, dict[int, ReplicaAssignment]] = dataclasses.field(default_factory=dict)
+    leadership: dict[TopicPartition, LeadershipInfo] = dataclasses.field(default_factory=dict)
+    partition_states: dict[TopicPartition, PartitionState] = dataclasses.field(default_factory=dict)
+    replica_states: dict[PartitionReplica, ReplicaState] = dataclasses.field(default_factory=dict)
 
     def reset(self) -> None:
-        self.epoch = 0
-        self.epoch_zk_version = 0
-        self.live_broker_epochs.clear()
+        fresh = ControllerContext()
+        for field in dataclasses.fields(self):
+            setattr(self, field.name, getattr(fresh, field.name))
+
+    # --- brokers ---
+
+    @property
+    def live_broker_epochs(self) -> dict[int, int]:
+        return {broker_id: b.broker_epoch for broker_id, b in self.live_brokers.items()}
+
+    def live_or_shutting_down_ids(self) -> set[int]:
+        return set(self.live_brokers)
+
+    def live_ids(self) -> set[int]:
+        """Live means registered and not in controlled shutdown."""
+        return set(self.live_brokers) - self.shutting_down
+
+    def broker_epoch(self, broker_id: int) -> int:
+        broker = self.live_brokers.get(broker_id)
+        return -1 if broker is None else broker.broker_epoch
+
+    def is_replica_online(self, broker_id: int) -> bool:
+        return broker_id in self.live_brokers and broker_id not in self.shutting_down
+
+    # --- topics and partitions ---
+
+    def set_assignment(self, tp: TopicPartition, assignment: ReplicaAssignment) -> None:
+        self.assignments.setdefault(tp.topic, {})[tp.partition] = assignment
+
+    def assignment(self, tp: TopicPartition) -> ReplicaAssignment:
+        return self.assignments.get(tp.topic, {}).get(tp.partition, ReplicaAssignment(()))
+
+    def replicas(self, tp: TopicPartition) -> tuple[int, ...]:
+        return self.assignment(tp).replicas
+
+    def all_partitions(self) -> list[TopicPartition]:
+        return [
+            TopicPartition(topic, partition)
+            for topic, partitions in self.assignments.items()
+            for partition in partitions
+        ]
+
+    def partitions_of(self, topics: Iterable[str]) -> list[TopicPartition]:
+        return [TopicPartition(t, p) for t in topics for p in self.assignments.get(t, {})]
+
+    def partitions_on_brokers(self, broker_ids: set[int]) -> list[TopicPartition]:
+        return [tp for tp in self.all_partitions() if broker_ids.intersection(self.replicas(tp))]
+
+    def replicas_on_brokers(self, broker_ids: set[int]) -> list[PartitionReplica]:
+        return [
+            PartitionReplica(tp, replica)
+            for tp in self.all_partitions()
+            for replica in self.replicas(tp)
+            if replica in broker_ids
+        ]
+
+    def all_replicas(self) -> list[PartitionReplica]:
+        return [PartitionReplica(tp, r) for tp in self.all_partitions() for r in self.replicas(tp)]
+
+    def partitions_with_offline_leader(self) -> list[TopicPartition]:
+        return [
+            tp
+            for tp, info in self.leadership.items()
+            if not self.is_replica_online(info.leader_and_isr.leader)
+        ]
+
+    def remove_topic(self, topic: str) -> None:
+        self.all_topics.discard(topic)
+        for partition in self.assignments.pop(topic, {}):
+            tp = TopicPartition(topic, partition)
+            self.leadership.pop(tp, None)
+            self.partition_states.pop(tp, None)
+        for key in [k for k in self.replica_states if k.tp.topic == topic]:
+            del self.replica_states[key]
+
+    # --- gauges (spec §13) ---
+
+    def offline_partition_count(self) -> int:
+        return sum(1 for state in self.partition_states.values() if state == PartitionState.OFFLINE)
+
+    def preferred_replica_imbalance_count(self) -> int:
+        count = 0
+        for tp, info in self.leadership.items():
+            replicas = self.replicas(tp)
+            if replicas and info.leader_and_isr.leader != replicas[0]:
+                count += 1
+        return count
+
+    def global_partition_count(self) -> int:
+        return len(self.leadership)

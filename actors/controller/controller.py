@@ -3,13 +3,15 @@
 Every broker runs one. ZooKeeper watches and session changes only enqueue events; `process`
 dispatches each to one `_on_<event>` method. Election follows spec §2.2: read `/controller`;
 if nobody holds it, create it and bump `/controller_epoch` in one multi-op conditional on
-the epoch's version. A
-ControllerMovedError anywhere means another broker won, so this one maybe-resigns; any other
-error while taking over makes it give the role up (triggerControllerMove).
+the epoch's version. A ControllerMovedError anywhere means another broker won, so this one
+maybe-resigns; any other error while taking over makes it give the role up
+(triggerControllerMove). Cluster events are acted on only by the active controller; the
+workflows they start live in `workflows.py`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import assert_never
 
@@ -17,39 +19,87 @@ from actors.clock import Clock
 from actors.controller.context import ControllerContext
 from actors.controller.event_manager import ControllerEventManager
 from actors.controller.events import (
+    BrokerChange,
+    BrokerModifications,
     ControllerChange,
     ControllerEvent,
     ControllerState,
     Event,
     Expire,
+    PartitionModifications,
     Reelect,
     RegisterBrokerAndReelect,
     ShutdownEventThread,
     Startup,
+    TopicChange,
 )
-from actors.ports import BrokerInfo, ClusterStore, ControllerEpoch, ControllerMovedError
+from actors.controller.metrics import ControllerMetrics
+from actors.controller.partition_state_machine import PartitionStateMachine
+from actors.controller.replica_state_machine import ReplicaStateMachine
+from actors.controller.request_batch import RequestBatch
+from actors.controller.workflows import Workflows
+from actors.ports import (
+    BrokerChannel,
+    BrokerInfo,
+    ClusterStore,
+    ControllerEpoch,
+    ControllerMovedError,
+    TopicPartition,
+)
 
 log = logging.getLogger(__name__)
 
 
+@dataclasses.dataclass(frozen=True)
+class ControllerConfig:
+    unclean_leader_election_enable: bool = False
+
+
 class KafkaController:
-    def __init__(self, broker_info: BrokerInfo, store: ClusterStore, clock: Clock) -> None:
+    def __init__(
+        self,
+        broker_info: BrokerInfo,
+        store: ClusterStore,
+        clock: Clock,
+        channel: BrokerChannel,
+        config: ControllerConfig | None = None,
+    ) -> None:
         self.broker_id = broker_info.broker_id
         self._broker_info = broker_info
         self._store = store
+        self._channel = channel
+        self.config = config or ControllerConfig()
         self.context = ControllerContext()
         self.event_manager = ControllerEventManager(self._process_event, clock)
+        self.metrics = ControllerMetrics(self, clock)
         self.active_controller_id = -1
         # The epoch of the active controller as last seen by this broker (any broker).
         self.known_controller_epoch = 0
         self.broker_epoch = -1
-        self._controller_watch = _ControllerWatch(self.event_manager)
+        self.partition_state_machine = PartitionStateMachine(
+            self.context,
+            store,
+            self._new_batch,
+            unclean_default=self.config.unclean_leader_election_enable,
+            on_unclean_election=self._count_unclean_election,
+        )
+        self.replica_state_machine = ReplicaStateMachine(self.context, store, self._new_batch)
+        self.workflows = Workflows(
+            context=self.context,
+            store=store,
+            channel=channel,
+            partitions=self.partition_state_machine,
+            replicas=self.replica_state_machine,
+            new_batch=self._new_batch,
+        )
+        self._watch = _Watch(self.event_manager)
 
     # --- public API: called by the broker; everything else happens on the event queue ---
 
     def startup(self, broker_epoch: int) -> None:
         self.broker_epoch = broker_epoch
-        self._store.watch_controller(self._controller_watch)
+        self._store.watch_controller(self._watch)
+        self._store.watch_cluster(self._watch)
         self._store.watch_session(self)
         self.event_manager.put(Startup())
         self.event_manager.start()
@@ -68,6 +118,12 @@ class KafkaController:
     def state(self) -> ControllerState:
         return self.event_manager.state
 
+    def _new_batch(self) -> RequestBatch:
+        return RequestBatch(self.context, self._channel, self.broker_id)
+
+    def _count_unclean_election(self, tp: TopicPartition) -> None:
+        self.metrics.unclean_leader_elections += 1
+
     # --- SessionWatcher (spec §2.5) ---
 
     async def before_new_session(self) -> None:
@@ -82,7 +138,8 @@ class KafkaController:
     async def _process_event(self, event: Event) -> None:
         assert isinstance(event, ControllerEvent)
         try:
-            await self._dispatch(event)
+            with self.metrics.timing(event.state):
+                await self._dispatch(event)
         except ControllerMovedError as e:
             log.info("controller moved to another broker while processing %s: %s", type(event).__name__, e)
             await self._maybe_resign()
@@ -90,25 +147,31 @@ class KafkaController:
     async def _dispatch(self, event: ControllerEvent) -> None:
         match event:
             case Startup():
-                await self._on_startup()
+                await self._elect(await self._read_active_controller())
             case ControllerChange():
                 await self._maybe_resign()
             case Reelect():
-                await self._on_reelect()
+                await self._elect(await self._maybe_resign())
             case Expire():
                 await self._on_expire()
             case RegisterBrokerAndReelect():
                 await self._on_register_broker_and_reelect()
             case ShutdownEventThread():
                 pass
+            case BrokerChange():
+                if self.is_active:
+                    await self.workflows.on_broker_change()
+            case BrokerModifications(broker_id=broker_id):
+                if self.is_active:
+                    await self.workflows.on_broker_modifications(broker_id)
+            case TopicChange():
+                if self.is_active:
+                    await self.workflows.on_topic_change()
+            case PartitionModifications(topic=topic):
+                if self.is_active:
+                    await self.workflows.on_partition_modifications(topic)
             case _:
                 assert_never(event)
-
-    async def _on_startup(self) -> None:
-        await self._elect(await self._read_active_controller())
-
-    async def _on_reelect(self) -> None:
-        await self._elect(await self._maybe_resign())
 
     async def _on_expire(self) -> None:
         # Resignation is idempotent, so it runs whether or not this broker was controller.
@@ -119,7 +182,7 @@ class KafkaController:
     async def _on_register_broker_and_reelect(self) -> None:
         self.broker_epoch = await self._store.register_broker(self._broker_info)
         log.info("broker %d registered again with broker epoch %d", self.broker_id, self.broker_epoch)
-        await self._on_reelect()
+        await self._elect(await self._maybe_resign())
 
     # --- election (spec §2.2) ---
 
@@ -149,11 +212,11 @@ class KafkaController:
         self.known_controller_epoch = won.epoch
         log.info("broker %d is controller at epoch %d", self.broker_id, won.epoch)
         try:
-            await self._on_controller_failover()
+            await self.workflows.on_failover()
         except ControllerMovedError:
             raise
         except Exception as e:
-            log.error("broker %d failed to take over as controller: %r", self.broker_id, e)
+            log.error("broker %d failed to take over as controller: %r", self.broker_id, e, exc_info=e)
             await self._trigger_controller_move()
 
     async def _maybe_resign(self) -> ControllerEpoch | None:
@@ -176,20 +239,15 @@ class KafkaController:
         except ControllerMovedError:
             log.info("broker %d: /controller already belongs to another broker", self.broker_id)
 
-    # --- failover and resignation (spec §4) ---
-
-    async def _on_controller_failover(self) -> None:
-        brokers = await self._store.registered_brokers()
-        self.context.live_broker_epochs = {b.info.broker_id: b.broker_epoch for b in brokers}
-
     async def _on_controller_resignation(self, *, log_line: bool = True) -> None:
         if log_line:
             log.info("broker %d resigned as controller", self.broker_id)
+        await self._channel.close()
         self.context.reset()
 
 
-class _ControllerWatch:
-    """`/controller` watch callbacks: they only enqueue (spec §2.2)."""
+class _Watch:
+    """ZooKeeper watch callbacks: they only enqueue (spec §2.2, §3.2)."""
 
     def __init__(self, event_manager: ControllerEventManager) -> None:
         self._event_manager = event_manager
@@ -199,3 +257,15 @@ class _ControllerWatch:
 
     def controller_deleted(self) -> None:
         self._event_manager.put(Reelect())
+
+    def brokers_changed(self) -> None:
+        self._event_manager.put(BrokerChange())
+
+    def broker_modified(self, broker_id: int) -> None:
+        self._event_manager.put(BrokerModifications(broker_id))
+
+    def topics_changed(self) -> None:
+        self._event_manager.put(TopicChange())
+
+    def topic_modified(self, topic: str) -> None:
+        self._event_manager.put(PartitionModifications(topic))

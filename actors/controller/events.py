@@ -97,6 +97,45 @@ class ShutdownEventThread(Event):
     state = ControllerState.CONTROLLER_SHUTDOWN
 
 
+@dataclasses.dataclass(frozen=True)
+class BrokerChange(Event):
+    """`/brokers/ids` children changed: brokers started, died or bounced."""
+
+    state = ControllerState.BROKER_CHANGE
+
+
+@dataclasses.dataclass(frozen=True)
+class BrokerModifications(Event):
+    """`/brokers/ids/<id>` data changed: the broker's endpoints or rack may differ."""
+
+    state = ControllerState.BROKER_CHANGE
+    broker_id: int
+
+
+@dataclasses.dataclass(frozen=True)
+class TopicChange(Event):
+    """`/brokers/topics` children changed: topics created or deleted."""
+
+    state = ControllerState.TOPIC_CHANGE
+
+
+@dataclasses.dataclass(frozen=True)
+class PartitionModifications(Event):
+    """`/brokers/topics/<T>` data changed: partitions may have been added."""
+
+    state = ControllerState.TOPIC_CHANGE
+    topic: str
+
+
 ControllerEvent = (
-    Startup | ControllerChange | Reelect | Expire | RegisterBrokerAndReelect | ShutdownEventThread
+    Startup
+    | ControllerChange
+    | Reelect
+    | Expire
+    | RegisterBrokerAndReelect
+    | ShutdownEventThread
+    | BrokerChange
+    | BrokerModifications
+    | TopicChange
+    | PartitionModifications
 )

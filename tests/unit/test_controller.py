@@ -9,7 +9,7 @@ import pytest
 
 from actors.controller import KafkaController
 from actors.ports import BrokerInfo, EndPoint
-from tests.fakes import FakeClusterStore, FakeZooKeeper
+from tests.fakes import FakeBrokerChannel, FakeClusterStore, FakeZooKeeper
 from tests.support import ManualClock, eventually
 
 
@@ -26,7 +26,7 @@ class Cluster:
     async def start(self, broker_id: int) -> KafkaController:
         store = FakeClusterStore(self.zk)
         epoch = await store.register_broker(info(broker_id))
-        controller = KafkaController(info(broker_id), store, ManualClock())
+        controller = KafkaController(info(broker_id), store, ManualClock(), FakeBrokerChannel())
         controller.startup(epoch)
         self.controllers[broker_id] = controller
         self.stores[broker_id] = store
@@ -122,7 +122,7 @@ async def test_failover_error_gives_the_role_up_with_a_fenced_delete(cluster: Cl
     store = FakeClusterStore(cluster.zk)
     epoch = await store.register_broker(info(1))
     store.fail_next_registered_brokers = RuntimeError("ZooKeeper read failed")
-    controller = KafkaController(info(1), store, ManualClock())
+    controller = KafkaController(info(1), store, ManualClock(), FakeBrokerChannel())
     cluster.controllers[1] = controller
     controller.startup(epoch)
     # The first failover fails and deletes /controller; the deletion makes it elect again.

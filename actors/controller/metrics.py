@@ -1,0 +1,79 @@
+"""The controller's metrics (spec §13), computed from its state when read.
+
+Gauges that only the active controller can know read 0 elsewhere, as Kafka's do.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from actors.clock import Clock
+from actors.controller.events import ControllerState
+
+if TYPE_CHECKING:
+    from actors.controller.controller import KafkaController
+
+_RECENT = 1024
+
+
+class Timer:
+    """Rate and time of one kind of event: count, total and recent durations in ms."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.total_ms = 0.0
+        self.recent: collections.deque[float] = collections.deque(maxlen=_RECENT)
+
+    def record(self, ms: float) -> None:
+        self.count += 1
+        self.total_ms += ms
+        self.recent.append(ms)
+
+    def percentile(self, q: float) -> float:
+        if not self.recent:
+            return 0.0
+        ordered = sorted(self.recent)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+class ControllerMetrics:
+    def __init__(self, controller: KafkaController, clock: Clock) -> None:
+        self._controller = controller
+        self._clock = clock
+        self.unclean_leader_elections = 0
+        self.timers: dict[ControllerState, Timer] = collections.defaultdict(Timer)
+
+    @contextlib.contextmanager
+    def timing(self, state: ControllerState) -> Iterator[None]:
+        started = self._clock.monotonic()
+        try:
+            yield
+        finally:
+            self.timers[state].record((self._clock.monotonic() - started) * 1000)
+
+    def snapshot(self) -> dict[str, float]:
+        controller = self._controller
+        context = controller.context
+        active = controller.is_active
+        elections = self.timers[ControllerState.BROKER_CHANGE]
+        queue_time = controller.event_manager.queue_time
+        return {
+            "ActiveControllerCount": 1 if active else 0,
+            "ControllerState": int(controller.state),
+            "OfflinePartitionsCount": context.offline_partition_count() if active else 0,
+            "PreferredReplicaImbalanceCount": context.preferred_replica_imbalance_count() if active else 0,
+            "GlobalTopicCount": len(context.all_topics) if active else 0,
+            "GlobalPartitionCount": context.global_partition_count() if active else 0,
+            "ActiveBrokerCount": len(context.live_brokers) if active else 0,
+            "UncleanLeaderElections": self.unclean_leader_elections,
+            "LeaderElectionRateAndTimeMs.count": elections.count,
+            "LeaderElectionRateAndTimeMs.p50": elections.percentile(0.5),
+            "LeaderElectionRateAndTimeMs.p99": elections.percentile(0.99),
+            "EventQueueSize": controller.event_manager.queue_size,
+            "EventQueueTimeMs.count": queue_time.count,
+            "EventQueueTimeMs.max": queue_time.max_ms,
+            "EventQueueTimeMs.p99": queue_time.percentile(0.99),
+        }

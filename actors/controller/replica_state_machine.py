@@ -1,0 +1,166 @@
+"""The replica state machine (spec §5.2), for the states partition leadership uses: New,
+Online and Offline. (The deletion states arrive with topic deletion.)
+
+Taking a replica Offline stops it (StopReplica without delete) and removes it from the ISR
+of every partition it is in: a leader that goes offline leaves leader -1, and the last ISR
+member stays in the ISR so that only it may lead later unless unclean election is on.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+
+from actors.controller.context import ControllerContext, PartitionReplica, ReplicaState
+from actors.controller.request_batch import RequestBatch
+from actors.ports import ClusterStore, LeaderAndIsr, LeadershipInfo, PartitionStateConflict, TopicPartition
+
+log = logging.getLogger(__name__)
+
+_VALID_FROM = {
+    ReplicaState.NEW: {ReplicaState.NON_EXISTENT},
+    ReplicaState.ONLINE: {
+        ReplicaState.NEW,
+        ReplicaState.ONLINE,
+        ReplicaState.OFFLINE,
+        ReplicaState.DELETION_INELIGIBLE,
+    },
+    ReplicaState.OFFLINE: {
+        ReplicaState.NEW,
+        ReplicaState.ONLINE,
+        ReplicaState.OFFLINE,
+        ReplicaState.DELETION_INELIGIBLE,
+    },
+}
+
+
+class ReplicaStateMachine:
+    def __init__(
+        self, context: ControllerContext, store: ClusterStore, new_batch: Callable[[], RequestBatch]
+    ) -> None:
+        self._context = context
+        self._store = store
+        self._new_batch = new_batch
+
+    def state(self, replica: PartitionReplica) -> ReplicaState:
+        return self._context.replica_states.get(replica, ReplicaState.NON_EXISTENT)
+
+    async def startup(self) -> None:
+        """Online replicas get LeaderAndIsr with the current state; offline ones leave the ISR."""
+        online, offline = [], []
+        for replica in self._context.all_replicas():
+            if self._context.is_replica_online(replica.replica):
+                self._context.replica_states[replica] = ReplicaState.ONLINE
+                online.append(replica)
+            else:
+                self._context.replica_states[replica] = ReplicaState.DELETION_INELIGIBLE
+                offline.append(replica)
+        await self.handle_state_changes(online, ReplicaState.ONLINE)
+        await self.handle_state_changes(offline, ReplicaState.OFFLINE)
+
+    async def handle_state_changes(self, replicas: Iterable[PartitionReplica], target: ReplicaState) -> None:
+        valid = []
+        for replica in replicas:
+            if self.state(replica) in _VALID_FROM[target]:
+                valid.append(replica)
+            else:
+                log.error(
+                    "invalid replica state change of %d for %s from %s to %s",
+                    replica.replica,
+                    replica.tp,
+                    self.state(replica).name,
+                    target.name,
+                )
+        if not valid:
+            return
+        batch = self._new_batch()
+        match target:
+            case ReplicaState.NEW:
+                self._to_new(batch, valid)
+            case ReplicaState.ONLINE:
+                self._to_online(batch, valid)
+            case ReplicaState.OFFLINE:
+                await self._to_offline(batch, valid)
+            case _:
+                raise ValueError(f"replica state {target.name} is not handled yet")
+        batch.send()
+
+    def _to_new(self, batch: RequestBatch, replicas: list[PartitionReplica]) -> None:
+        for replica in replicas:
+            info = self._context.leadership.get(replica.tp)
+            if info is not None:
+                if info.leader_and_isr.leader == replica.replica:
+                    log.error(
+                        "replica %d of %s cannot become New: it is the leader", replica.replica, replica.tp
+                    )
+                    continue
+                batch.add_leader_and_isr(
+                    [replica.replica], replica.tp, info, self._context.assignment(replica.tp), is_new=True
+                )
+            self._context.replica_states[replica] = ReplicaState.NEW
+
+    def _to_online(self, batch: RequestBatch, replicas: list[PartitionReplica]) -> None:
+        for replica in replicas:
+            info = self._context.leadership.get(replica.tp)
+            if self.state(replica) != ReplicaState.NEW and info is not None:
+                batch.add_leader_and_isr(
+                    [replica.replica], replica.tp, info, self._context.assignment(replica.tp)
+                )
+            self._context.replica_states[replica] = ReplicaState.ONLINE
+
+    async def _to_offline(self, batch: RequestBatch, replicas: list[PartitionReplica]) -> None:
+        by_broker: dict[int, list[TopicPartition]] = {}
+        for replica in replicas:
+            batch.add_stop_replica([replica.replica], replica.tp, delete=False)
+            by_broker.setdefault(replica.replica, []).append(replica.tp)
+        for broker, partitions in sorted(by_broker.items()):
+            with_leadership = [tp for tp in partitions if tp in self._context.leadership]
+            updated = await self.remove_from_isr(broker, with_leadership)
+            for tp, info in updated.items():
+                others = [r for r in self._context.replicas(tp) if r != broker]
+                batch.add_leader_and_isr(others, tp, info, self._context.assignment(tp))
+            without = [tp for tp in partitions if tp not in self._context.leadership]
+            batch.add_update_metadata(self._context.live_or_shutting_down_ids(), without)
+            for tp in partitions:
+                self._context.replica_states[PartitionReplica(tp, broker)] = ReplicaState.OFFLINE
+
+    async def remove_from_isr(
+        self, broker: int, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, LeadershipInfo]:
+        """Take `broker` out of these partitions' ISRs (leader -1 if it led), retrying
+        conflicts; returns the leadership of every partition that was processed."""
+        context = self._context
+        done: dict[TopicPartition, LeadershipInfo] = {}
+        remaining = partitions
+        while remaining:
+            current = await self._store.partition_states(remaining)
+            updates: dict[TopicPartition, LeaderAndIsr] = {}
+            for tp in remaining:
+                info = current.get(tp)
+                if info is None:
+                    log.warning("cannot remove replica %d from the ISR of %s: it has no state", broker, tp)
+                elif info.controller_epoch > context.epoch:
+                    log.warning("cannot remove replica %d from %s: written by a newer controller", broker, tp)
+                elif broker in info.leader_and_isr.isr:
+                    state = info.leader_and_isr
+                    leader = -1 if state.leader == broker else state.leader
+                    # The last ISR member stays: only it may lead later (no unclean election).
+                    isr = state.isr if len(state.isr) == 1 else tuple(r for r in state.isr if r != broker)
+                    updates[tp] = state.new_leader_and_isr(leader, isr)
+                else:
+                    context.leadership[tp] = info
+                    done[tp] = info
+            written = await self._store.update_partition_states(
+                updates, context.epoch, context.epoch_zk_version
+            )
+            remaining = []
+            for tp, result in written.items():
+                if isinstance(result, PartitionStateConflict):
+                    remaining.append(tp)
+                elif isinstance(result, Exception):
+                    log.warning("cannot remove replica %d from the ISR of %s: %s", broker, tp, result)
+                else:
+                    info = LeadershipInfo(result, context.epoch)
+                    context.leadership[tp] = info
+                    done[tp] = info
+        return done

@@ -1,0 +1,235 @@
+"""The requests of one controller event, batched per broker (spec §8.2).
+
+State changes add to the batch; `send` then emits, per broker, one LeaderAndIsr, one
+UpdateMetadata and one StopReplica, in that order, and only to brokers that are live or
+shutting down at send time. A LeaderAndIsr add also adds UpdateMetadata for the partition
+to every live-or-shutting-down broker; `is_new` and `delete` are sticky within a batch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterable
+
+from actors.controller.context import ControllerContext
+from actors.ports import BrokerChannel, LeadershipInfo, ReplicaAssignment, TopicPartition
+from wire.api import (
+    Endpoint,
+    LeaderAndIsrPartitionState,
+    LeaderAndIsrRequest,
+    LiveBroker,
+    LiveLeader,
+    Response,
+    StopReplicaPartition,
+    StopReplicaRequest,
+    UpdateMetadataPartitionState,
+    UpdateMetadataRequest,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class _LeaderAndIsrEntry:
+    leadership: LeadershipInfo
+    assignment: ReplicaAssignment
+    is_new: bool
+
+
+class RequestBatch:
+    def __init__(self, context: ControllerContext, channel: BrokerChannel, controller_id: int) -> None:
+        self._context = context
+        self._channel = channel
+        self._controller_id = controller_id
+        self._leader_and_isr: dict[int, dict[TopicPartition, _LeaderAndIsrEntry]] = {}
+        self._update_metadata_brokers: set[int] = set()
+        self._update_metadata_partitions: set[TopicPartition] = set()
+        self._stop_replica: dict[int, dict[TopicPartition, bool]] = {}
+
+    @property
+    def empty(self) -> bool:
+        return not (self._leader_and_isr or self._update_metadata_brokers or self._stop_replica)
+
+    def add_leader_and_isr(
+        self,
+        brokers: Iterable[int],
+        tp: TopicPartition,
+        leadership: LeadershipInfo,
+        assignment: ReplicaAssignment,
+        *,
+        is_new: bool = False,
+    ) -> None:
+        for broker in brokers:
+            if broker < 0:
+                continue
+            entries = self._leader_and_isr.setdefault(broker, {})
+            earlier = entries.get(tp)
+            entries[tp] = _LeaderAndIsrEntry(
+                leadership, assignment, is_new or (earlier is not None and earlier.is_new)
+            )
+        self.add_update_metadata(self._context.live_or_shutting_down_ids(), [tp])
+
+    def add_update_metadata(self, brokers: Iterable[int], partitions: Iterable[TopicPartition] = ()) -> None:
+        self._update_metadata_brokers.update(b for b in brokers if b >= 0)
+        self._update_metadata_partitions.update(partitions)
+
+    def add_stop_replica(self, brokers: Iterable[int], tp: TopicPartition, *, delete: bool) -> None:
+        for broker in brokers:
+            if broker < 0:
+                continue
+            entries = self._stop_replica.setdefault(broker, {})
+            entries[tp] = delete or entries.get(tp, False)
+
+    def send(self) -> None:
+        targets = self._context.live_or_shutting_down_ids()
+        epoch = self._context.epoch
+        for broker, entries in sorted(self._leader_and_isr.items()):
+            if broker in targets:
+                self._channel.send(
+                    broker, self._leader_and_isr_request(broker, entries, epoch), _log_errors(broker)
+                )
+        if self._update_metadata_brokers:
+            states = self._update_metadata_states()
+            live = self._live_brokers()
+            for broker in sorted(self._update_metadata_brokers & targets):
+                request = UpdateMetadataRequest(
+                    controller_id=self._controller_id,
+                    controller_epoch=epoch,
+                    broker_epoch=self._context.broker_epoch(broker),
+                    partition_states=states,
+                    live_brokers=live,
+                )
+                self._channel.send(broker, request, _log_errors(broker))
+        for broker, stops in sorted(self._stop_replica.items()):
+            if broker in targets:
+                self._channel.send(
+                    broker, self._stop_replica_request(broker, stops, epoch), _log_errors(broker)
+                )
+        self._leader_and_isr.clear()
+        self._update_metadata_brokers.clear()
+        self._update_metadata_partitions.clear()
+        self._stop_replica.clear()
+
+    def _leader_and_isr_request(
+        self, broker: int, entries: dict[TopicPartition, _LeaderAndIsrEntry], epoch: int
+    ) -> LeaderAndIsrRequest:
+        states = []
+        leaders = set()
+        for tp, entry in sorted(entries.items()):
+            state = entry.leadership.leader_and_isr
+            leaders.add(state.leader)
+            states.append(
+                LeaderAndIsrPartitionState(
+                    topic=tp.topic,
+                    partition=tp.partition,
+                    controller_epoch=entry.leadership.controller_epoch,
+                    leader=state.leader,
+                    leader_epoch=state.leader_epoch,
+                    isr=list(state.isr),
+                    partition_epoch=state.partition_epoch,
+                    replicas=list(entry.assignment.replicas),
+                    adding_replicas=list(entry.assignment.adding),
+                    removing_replicas=list(entry.assignment.removing),
+                    is_new=entry.is_new,
+                )
+            )
+        live_leaders = []
+        for leader in sorted(leaders):
+            registered = self._context.live_brokers.get(leader)
+            if registered is not None and registered.info.endpoints:
+                endpoint = registered.info.endpoints[0]
+                live_leaders.append(LiveLeader(broker_id=leader, host=endpoint.host, port=endpoint.port))
+        return LeaderAndIsrRequest(
+            controller_id=self._controller_id,
+            controller_epoch=epoch,
+            broker_epoch=self._context.broker_epoch(broker),
+            partition_states=states,
+            live_leaders=live_leaders,
+        )
+
+    def _update_metadata_states(self) -> list[UpdateMetadataPartitionState]:
+        states = []
+        for tp in sorted(self._update_metadata_partitions):
+            info = self._context.leadership.get(tp)
+            if info is None:
+                continue  # partitions without leadership are skipped, as Kafka does
+            replicas = self._context.replicas(tp)
+            state = info.leader_and_isr
+            states.append(
+                UpdateMetadataPartitionState(
+                    topic=tp.topic,
+                    partition=tp.partition,
+                    controller_epoch=info.controller_epoch,
+                    leader=state.leader,
+                    leader_epoch=state.leader_epoch,
+                    isr=list(state.isr),
+                    partition_epoch=state.partition_epoch,
+                    replicas=list(replicas),
+                    offline_replicas=[r for r in replicas if not self._context.is_replica_online(r)],
+                )
+            )
+        return states
+
+    def _live_brokers(self) -> list[LiveBroker]:
+        return [
+            LiveBroker(
+                broker_id=broker_id,
+                endpoints=[
+                    Endpoint(
+                        listener=e.listener, security_protocol=e.security_protocol, host=e.host, port=e.port
+                    )
+                    for e in registered.info.endpoints
+                ],
+                rack=registered.info.rack,
+            )
+            for broker_id, registered in sorted(self._context.live_brokers.items())
+        ]
+
+    def _stop_replica_request(
+        self, broker: int, stops: dict[TopicPartition, bool], epoch: int
+    ) -> StopReplicaRequest:
+        return StopReplicaRequest(
+            controller_id=self._controller_id,
+            controller_epoch=epoch,
+            broker_epoch=self._context.broker_epoch(broker),
+            partitions=[
+                StopReplicaPartition(
+                    topic=tp.topic,
+                    partition=tp.partition,
+                    leader_epoch=self._leader_epoch(tp),
+                    delete_partition=delete,
+                )
+                for tp, delete in sorted(stops.items())
+            ],
+        )
+
+    def _leader_epoch(self, tp: TopicPartition) -> int:
+        info = self._context.leadership.get(tp)
+        return -1 if info is None else info.leader_and_isr.leader_epoch
+
+
+def _log_errors(broker: int) -> _ErrorLogger:
+    return _ErrorLogger(broker)
+
+
+class _ErrorLogger:
+    """A response callback that only logs refusals (the controller acts on none yet)."""
+
+    def __init__(self, broker: int) -> None:
+        self._broker = broker
+
+    def __call__(self, response: Response) -> None:
+        if response.error_code:
+            log.warning("broker %d refused a controller request: %s", self._broker, response.error_message)
+        partition_errors = getattr(response, "partition_errors", [])
+        failed = [e for e in partition_errors if e.error_code]
+        if failed:
+            log.warning(
+                "broker %d refused %d partition(s), e.g. %s-%d with error %d",
+                self._broker,
+                len(failed),
+                failed[0].topic,
+                failed[0].partition,
+                failed[0].error_code,
+            )

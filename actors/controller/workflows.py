@@ -1,0 +1,195 @@
+"""What the active controller does for each cluster change (spec §4.1, §7.1 to §7.5):
+failover, broker startup and failure, new topics and partitions, broker modifications.
+
+Each workflow drives the state machines, which write ZooKeeper first, then memory, then send
+one request batch per state change. ZooKeeper reads that scale with partitions are pipelined.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from actors.controller.context import ControllerContext, PartitionReplica, PartitionState, ReplicaState
+from actors.controller.partition_state_machine import PartitionStateMachine, Strategy
+from actors.controller.replica_state_machine import ReplicaStateMachine
+from actors.controller.request_batch import RequestBatch
+from actors.ports import BrokerChannel, ClusterStore, LeaderAndIsr, RegisteredBroker, TopicPartition
+
+log = logging.getLogger(__name__)
+
+
+class Workflows:
+    def __init__(
+        self,
+        *,
+        context: ControllerContext,
+        store: ClusterStore,
+        channel: BrokerChannel,
+        partitions: PartitionStateMachine,
+        replicas: ReplicaStateMachine,
+        new_batch: Callable[[], RequestBatch],
+    ) -> None:
+        self._context = context
+        self._store = store
+        self._channel = channel
+        self._partitions = partitions
+        self._replicas = replicas
+        self._new_batch = new_batch
+
+    # --- failover (spec §4.1) ---
+
+    async def on_failover(self) -> None:
+        await self._initialize_context()
+        batch = self._new_batch()
+        batch.add_update_metadata(self._context.live_or_shutting_down_ids())
+        batch.send()
+        await self._replicas.startup()
+        self._partitions.startup()
+        await self._partitions.trigger_online_partition_state_change()
+
+    async def _initialize_context(self) -> None:
+        context = self._context
+        brokers, topics = await asyncio.gather(
+            self._store.registered_brokers(watch=True), self._store.topics(watch=True)
+        )
+        context.live_brokers = {b.info.broker_id: b for b in brokers}
+        context.all_topics = topics
+        assignments = await self._store.topic_assignments(topics, watch=True)
+        for topic, assignment in assignments.items():
+            for partition, replicas in assignment.partitions.items():
+                context.set_assignment(TopicPartition(topic, partition), replicas)
+        context.leadership = await self._store.partition_states(context.all_partitions())
+        await self._watch_brokers(list(context.live_brokers))
+        for broker in brokers:
+            self._channel.add_broker(broker)
+        log.info(
+            "controller context loaded: %d brokers, %d topics, %d partitions",
+            len(brokers),
+            len(topics),
+            len(context.leadership),
+        )
+
+    async def _watch_brokers(self, broker_ids: list[int]) -> None:
+        await asyncio.gather(*(self._store.registered_broker(b, watch=True) for b in broker_ids))
+
+    # --- brokers (spec §7.1, §7.2) ---
+
+    async def on_broker_change(self) -> None:
+        context = self._context
+        registered = {b.info.broker_id: b for b in await self._store.registered_brokers(watch=True)}
+        cached = context.live_brokers
+        new = sorted(set(registered) - set(cached))
+        dead = sorted(set(cached) - set(registered))
+        bounced = sorted(
+            b for b in set(registered) & set(cached) if registered[b].broker_epoch > cached[b].broker_epoch
+        )
+        if not (new or dead or bounced):
+            return
+        log.info("broker change: new %s, dead %s, bounced %s", new, dead, bounced)
+        for broker_id in new:
+            self._channel.add_broker(registered[broker_id])
+        for broker_id in bounced:
+            self._channel.remove_broker(broker_id)
+            self._channel.add_broker(registered[broker_id])
+        for broker_id in dead:
+            self._channel.remove_broker(broker_id)
+        if new:
+            context.live_brokers.update({b: registered[b] for b in new})
+            await self.on_broker_startup(new)
+        if bounced:
+            for broker_id in bounced:
+                del context.live_brokers[broker_id]
+            await self.on_broker_failure(bounced)
+            context.live_brokers.update({b: registered[b] for b in bounced})
+            await self.on_broker_startup(bounced)
+        if dead:
+            for broker_id in dead:
+                del context.live_brokers[broker_id]
+            await self.on_broker_failure(dead)
+
+    async def on_broker_startup(self, new: list[int]) -> None:
+        context = self._context
+        batch = self._new_batch()
+        batch.add_update_metadata(context.live_or_shutting_down_ids() - set(new))
+        batch.add_update_metadata(new, [tp for tp in context.leadership])
+        batch.send()
+        await self._replicas.handle_state_changes(context.replicas_on_brokers(set(new)), ReplicaState.ONLINE)
+        await self._partitions.trigger_online_partition_state_change()
+        await self._watch_brokers(new)
+
+    async def on_broker_failure(self, dead: list[int]) -> None:
+        self._context.shutting_down.difference_update(dead)
+        await self.on_replicas_become_offline(self._context.replicas_on_brokers(set(dead)))
+
+    async def on_replicas_become_offline(self, replicas: list[PartitionReplica]) -> None:
+        context = self._context
+        await self._partitions.handle_state_changes(
+            context.partitions_with_offline_leader(), PartitionState.OFFLINE
+        )
+        elected = await self._partitions.trigger_online_partition_state_change()
+        await self._replicas.handle_state_changes(replicas, ReplicaState.OFFLINE)
+        if not replicas and not any(isinstance(r, LeaderAndIsr) for r in elected.values()):
+            # Nothing else will tell the brokers that one of them is gone.
+            batch = self._new_batch()
+            batch.add_update_metadata(context.live_or_shutting_down_ids())
+            batch.send()
+
+    async def on_broker_modifications(self, broker_id: int) -> None:
+        context = self._context
+        current = await self._store.registered_broker(broker_id, watch=True)
+        cached = context.live_brokers.get(broker_id)
+        if current is None or cached is None or current.info == cached.info:
+            return
+        log.info("broker %d changed its registration: %s", broker_id, current.info)
+        context.live_brokers[broker_id] = RegisteredBroker(current.info, cached.broker_epoch)
+        batch = self._new_batch()
+        batch.add_update_metadata(context.live_or_shutting_down_ids())
+        batch.send()
+
+    # --- topics (spec §7.4, §7.5) ---
+
+    async def on_topic_change(self) -> None:
+        context = self._context
+        topics = await self._store.topics(watch=True)
+        new, deleted = topics - context.all_topics, context.all_topics - topics
+        context.all_topics = set(topics)
+        for topic in deleted:
+            context.remove_topic(topic)
+        if not new:
+            return
+        assignments = await self._store.topic_assignments(new, watch=True)
+        created = []
+        for topic, assignment in sorted(assignments.items()):
+            for partition, replicas in sorted(assignment.partitions.items()):
+                tp = TopicPartition(topic, partition)
+                context.set_assignment(tp, replicas)
+                created.append(tp)
+        log.info("new topics %s with %d partitions", sorted(assignments), len(created))
+        await self.on_new_partition_creation(created)
+
+    async def on_partition_modifications(self, topic: str) -> None:
+        context = self._context
+        if topic not in context.all_topics:
+            return
+        assignment = (await self._store.topic_assignments({topic}, watch=True)).get(topic)
+        if assignment is None:
+            return
+        known = context.assignments.get(topic, {})
+        added = []
+        for partition, replicas in sorted(assignment.partitions.items()):
+            if partition not in known:
+                tp = TopicPartition(topic, partition)
+                context.set_assignment(tp, replicas)
+                added.append(tp)
+        if added:
+            log.info("new partitions of %s: %s", topic, [tp.partition for tp in added])
+            await self.on_new_partition_creation(added)
+
+    async def on_new_partition_creation(self, partitions: list[TopicPartition]) -> None:
+        replicas = [PartitionReplica(tp, r) for tp in partitions for r in self._context.replicas(tp)]
+        await self._partitions.handle_state_changes(partitions, PartitionState.NEW)
+        await self._replicas.handle_state_changes(replicas, ReplicaState.NEW)
+        await self._partitions.handle_state_changes(partitions, PartitionState.ONLINE, Strategy.OFFLINE)
+        await self._replicas.handle_state_changes(replicas, ReplicaState.ONLINE)
