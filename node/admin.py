@@ -11,8 +11,13 @@ from types import TracebackType
 from wire.api import (
     ApiVersionsRequest,
     ApiVersionsResponse,
+    CreatableTopic,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
     DescribeClusterRequest,
     DescribeClusterResponse,
+    MetadataRequest,
+    MetadataResponse,
     ReelectControllerRequest,
     ReelectControllerResponse,
 )
@@ -75,6 +80,15 @@ class KeelAdminClient:
 
     async def describe_cluster(self) -> DescribeClusterResponse:
         return await (await self._connection()).call(DescribeClusterRequest(), DescribeClusterResponse)
+
+    async def create_topics(
+        self, topics: list[CreatableTopic], *, validate_only: bool = False
+    ) -> CreateTopicsResponse:
+        request = CreateTopicsRequest(topics=topics, validate_only=validate_only)
+        return await (await self._connection()).call(request, CreateTopicsResponse)
+
+    async def metadata(self, topics: list[str] | None = None) -> MetadataResponse:
+        return await (await self._connection()).call(MetadataRequest(topics=topics), MetadataResponse)
 
     async def reelect_controller(self) -> int:
         """Delete `/controller`; returns the id of the controller that was deposed (-1: none)."""

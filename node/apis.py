@@ -10,6 +10,7 @@ from wire.api import (
     ApiKey,
     ApiVersionRange,
     ApiVersionsResponse,
+    CreateTopicsRequest,
     DescribeClusterResponse,
     DescribedBroker,
     Endpoint,
@@ -54,6 +55,9 @@ class BrokerApis:
                 return await self._broker.replica_manager.update_metadata(
                     request.body, self._broker.broker_epoch
                 )
+            case ApiKey.CREATE_TOPICS:
+                assert isinstance(request.body, CreateTopicsRequest)
+                return await self._broker.admin.create_topics(request.body)
             case ApiKey.METADATA:
                 assert isinstance(request.body, MetadataRequest)
                 answer = await self._broker.replica_manager.metadata(request.body)

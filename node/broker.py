@@ -16,6 +16,7 @@ from actors.clock import SystemClock
 from actors.controller import KafkaController
 from actors.controller.controller import ControllerConfig
 from actors.ports import BrokerInfo
+from node.admin_manager import AdminManager
 from node.apis import BrokerApis
 from node.channel_manager import ControllerChannelManager
 from node.config import BrokerConfig
@@ -37,6 +38,11 @@ class KeelBroker:
             connection_timeout_s=config.connection_timeout_s,
         )
         self.store = ZkClusterStore(self.zk, self.clock)
+        self.admin = AdminManager(
+            self.store,
+            default_partitions=config.get_int("num.partitions"),
+            default_replication_factor=config.get_int("default.replication.factor"),
+        )
         self.apis = BrokerApis(self)
         self.servers: list[RpcServer] = []
         self.cluster_id = ""

@@ -3,6 +3,7 @@
     keel cluster describe        cluster id, controller, epoch and brokers
     keel controller show         the active controller
     keel controller reelect      delete /controller so the brokers elect anew
+    keel topic create|list|describe
 
 Every command takes `--bootstrap-server host:port[,host:port]` (default: the brokers of the
 local cluster under .keel-cluster, else 127.0.0.1:9092) and `--format table|json`.
@@ -17,6 +18,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from node import topic_commands
 from node.admin import KeelAdminClient
 from node.output import print_json, print_table
 from wire.api import DescribeClusterResponse
@@ -102,6 +104,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     common.add_argument("--timeout", type=float, default=10.0, help="seconds per request")
     parser = argparse.ArgumentParser(prog="keel", description="Talk to a Keel cluster over its RPC wire.")
     groups = parser.add_subparsers(dest="group", required=True)
+    topic_commands.add_arguments(
+        groups.add_parser("topic", help="create, list and describe topics").add_subparsers(
+            dest="command", required=True
+        ),
+        common,
+    )
     for group in sorted({g for g, _ in COMMANDS}):
         sub = groups.add_parser(group).add_subparsers(dest="command", required=True)
         for (g, command), handler in COMMANDS.items():
@@ -112,6 +120,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 async def run(args: argparse.Namespace) -> int:
     async with KeelAdminClient(args.bootstrap_server or default_bootstrap(), timeout=args.timeout) as admin:
+        if args.group == "topic":
+            return await topic_commands.COMMANDS[args.command](admin, args)
         return await COMMANDS[args.group, args.command](admin, args.format)
 
 

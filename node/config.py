@@ -72,6 +72,8 @@ DEFINITIONS: dict[str, _Def] = {
     "controller.socket.timeout.ms": _Def(_int(1), "30000"),
     "unclean.leader.election.enable": _Def(_bool, "false"),
     "shutdown.timeout.ms": _Def(_int(1), "15000"),
+    "num.partitions": _Def(_int(1), "1"),
+    "default.replication.factor": _Def(_int(1), "1"),
 }
 
 

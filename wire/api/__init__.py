@@ -2,6 +2,13 @@
 
 from wire.api.api_versions import ApiVersionRange, ApiVersionsRequest, ApiVersionsResponse
 from wire.api.base import ApiSpec, Request, Response
+from wire.api.create_topics import (
+    CreatableReplicaAssignment,
+    CreatableTopic,
+    CreatableTopicResult,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+)
 from wire.api.describe_cluster import (
     DescribeClusterRequest,
     DescribeClusterResponse,
@@ -40,6 +47,7 @@ API_SPECS: dict[int, ApiSpec] = {
         ApiSpec(ApiKey.STOP_REPLICA, 0, 0, StopReplicaRequest, StopReplicaResponse),
         ApiSpec(ApiKey.UPDATE_METADATA, 0, 0, UpdateMetadataRequest, UpdateMetadataResponse),
         ApiSpec(ApiKey.API_VERSIONS, 0, 0, ApiVersionsRequest, ApiVersionsResponse),
+        ApiSpec(ApiKey.CREATE_TOPICS, 0, 0, CreateTopicsRequest, CreateTopicsResponse),
         ApiSpec(ApiKey.DESCRIBE_CLUSTER, 0, 0, DescribeClusterRequest, DescribeClusterResponse),
         ApiSpec(ApiKey.REELECT_CONTROLLER, 0, 0, ReelectControllerRequest, ReelectControllerResponse),
     )
@@ -57,6 +65,11 @@ __all__ = [
     "ApiVersionRange",
     "ApiVersionsRequest",
     "ApiVersionsResponse",
+    "CreatableReplicaAssignment",
+    "CreatableTopic",
+    "CreatableTopicResult",
+    "CreateTopicsRequest",
+    "CreateTopicsResponse",
     "DescribeClusterRequest",
     "DescribeClusterResponse",
     "DescribedBroker",

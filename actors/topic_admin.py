@@ -1,0 +1,208 @@
+"""Topic creation decisions, without I/O: name and config validation and replica placement,
+as Kafka's AdminZkClient and AdminUtils.assignReplicasToBrokers make them.
+
+Placement spreads leaders round-robin from a random start, and puts followers at a shifting
+distance from the leader, so that partitions' replicas do not all land on the same brokers.
+When every broker has a rack, brokers are interleaved by rack and each partition gets
+replicas on as many racks as it can.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Mapping, Sequence
+
+from wire.errors import ErrorCode
+
+MAX_NAME_LENGTH = 249
+_LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
+
+
+class TopicError(Exception):
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def validate_name(name: str, existing: set[str]) -> None:
+    if not name or name in (".", ".."):
+        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic name {name!r} is illegal")
+    if len(name) > MAX_NAME_LENGTH:
+        raise TopicError(
+            ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic name is longer than {MAX_NAME_LENGTH} characters"
+        )
+    if not _LEGAL_NAME.match(name):
+        raise TopicError(
+            ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic name {name!r} has characters other than [a-zA-Z0-9._-]"
+        )
+    if name in existing:
+        raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+    # '.' and '_' collide in metric names, so Kafka refuses names that differ only by them.
+    collides = {t for t in existing if t.replace(".", "_") == name.replace(".", "_")}
+    if collides:
+        raise TopicError(
+            ErrorCode.INVALID_TOPIC_EXCEPTION,
+            f"topic {name!r} collides with existing {sorted(collides)[0]!r}",
+        )
+
+
+def _bool(value: str) -> bool:
+    if value.strip().lower() not in ("true", "false"):
+        raise ValueError("must be true or false")
+    return True
+
+
+def _int_at_least(minimum: int) -> object:
+    def check(value: str) -> bool:
+        if int(value) < minimum:
+            raise ValueError(f"must be at least {minimum}")
+        return True
+
+    return check
+
+
+def _policy(value: str) -> bool:
+    if not set(value.split(",")) <= {"delete", "compact"}:
+        raise ValueError("must be delete and/or compact")
+    return True
+
+
+# The topic configs Keel knows, with Kafka's names.
+TOPIC_CONFIGS = {
+    "unclean.leader.election.enable": _bool,
+    "min.insync.replicas": _int_at_least(1),
+    "retention.ms": _int_at_least(-1),
+    "retention.bytes": _int_at_least(-1),
+    "segment.bytes": _int_at_least(14),
+    "max.message.bytes": _int_at_least(0),
+    "flush.messages": _int_at_least(1),
+    "flush.ms": _int_at_least(0),
+    "cleanup.policy": _policy,
+}
+
+
+def validate_configs(configs: Mapping[str, str]) -> None:
+    for key, value in configs.items():
+        check = TOPIC_CONFIGS.get(key)
+        if check is None:
+            raise TopicError(ErrorCode.INVALID_CONFIG, f"unknown topic config {key}")
+        try:
+            check(value)  # type: ignore[operator]
+        except ValueError as e:
+            raise TopicError(ErrorCode.INVALID_CONFIG, f"invalid value {value!r} for {key}: {e}") from None
+
+
+def validate_assignment(assignment: Mapping[int, Sequence[int]], brokers: set[int]) -> None:
+    if not assignment:
+        raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "the replica assignment is empty")
+    if sorted(assignment) != list(range(len(assignment))):
+        raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "partitions must be numbered 0..n-1")
+    sizes = {len(replicas) for replicas in assignment.values()}
+    if len(sizes) != 1 or 0 in sizes:
+        raise TopicError(
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT, "every partition needs the same, non-zero, replica count"
+        )
+    for partition, replicas in sorted(assignment.items()):
+        if len(set(replicas)) != len(replicas):
+            raise TopicError(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"partition {partition} lists a broker twice"
+            )
+        unknown = set(replicas) - brokers
+        if unknown:
+            raise TopicError(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                f"partition {partition} names unknown brokers {sorted(unknown)}",
+            )
+
+
+def _replica_index(first: int, shift: int, index: int, count: int) -> int:
+    return (first + 1 + (shift + index) % (count - 1)) % count
+
+
+def assign_replicas(
+    partitions: int,
+    replication_factor: int,
+    brokers: Mapping[int, str | None],
+    *,
+    rng: random.Random | None = None,
+) -> dict[int, list[int]]:
+    """Kafka's assignReplicasToBrokers: broker id → rack (None when unknown)."""
+    if partitions < 1:
+        raise TopicError(ErrorCode.INVALID_PARTITIONS, "the number of partitions must be at least 1")
+    if replication_factor < 1:
+        raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR, "the replication factor must be at least 1")
+    if replication_factor > len(brokers):
+        raise TopicError(
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            f"replication factor {replication_factor} is larger than the {len(brokers)} available brokers",
+        )
+    rng = rng or random.Random()
+    racks = [rack for rack in brokers.values() if rack is not None]
+    if racks and len(racks) != len(brokers):
+        raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR, "not all brokers have rack information")
+    if racks:
+        return _rack_aware(
+            partitions, replication_factor, {b: r for b, r in brokers.items() if r is not None}, rng
+        )
+    ordered = sorted(brokers)
+    count = len(ordered)
+    start = rng.randrange(count)
+    shift = rng.randrange(count)
+    assignment = {}
+    for partition in range(partitions):
+        if partition > 0 and partition % count == 0:
+            shift += 1
+        first = (partition + start) % count
+        replicas = [ordered[first]]
+        replicas += [ordered[_replica_index(first, shift, j, count)] for j in range(replication_factor - 1)]
+        assignment[partition] = replicas
+    return assignment
+
+
+def rack_alternated(brokers: Mapping[int, str]) -> list[int]:
+    """Brokers interleaved by rack: one from each rack in turn, racks and brokers sorted."""
+    by_rack: dict[str, list[int]] = {}
+    for broker, rack in sorted(brokers.items()):
+        by_rack.setdefault(rack, []).append(broker)
+    result: list[int] = []
+    racks = sorted(by_rack)
+    index = 0
+    while len(result) < len(brokers):
+        remaining = by_rack[racks[index]]
+        if remaining:
+            result.append(remaining.pop(0))
+        index = (index + 1) % len(racks)
+    return result
+
+
+def _rack_aware(
+    partitions: int, replication_factor: int, brokers: Mapping[int, str], rng: random.Random
+) -> dict[int, list[int]]:
+    arranged = rack_alternated(brokers)
+    count, rack_count = len(arranged), len(set(brokers.values()))
+    start = rng.randrange(count)
+    shift = rng.randrange(count)
+    assignment = {}
+    for partition in range(partitions):
+        if partition > 0 and partition % count == 0:
+            shift += 1
+        first = (partition + start) % count
+        leader = arranged[first]
+        replicas, racks_used, brokers_used = [leader], {brokers[leader]}, {leader}
+        k = 0
+        for _ in range(replication_factor - 1):
+            while True:
+                broker = arranged[_replica_index(first, shift * rack_count, k, count)]
+                k += 1
+                rack = brokers[broker]
+                if (rack not in racks_used or len(racks_used) == rack_count) and (
+                    broker not in brokers_used or len(brokers_used) == count
+                ):
+                    replicas.append(broker)
+                    racks_used.add(rack)
+                    brokers_used.add(broker)
+                    break
+        assignment[partition] = replicas
+    return assignment
