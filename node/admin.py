@@ -16,6 +16,8 @@ from wire.api import (
     CreateTopicsResponse,
     DescribeClusterRequest,
     DescribeClusterResponse,
+    DescribeControllerRequest,
+    DescribeControllerResponse,
     MetadataRequest,
     MetadataResponse,
     ReelectControllerRequest,
@@ -89,6 +91,9 @@ class KeelAdminClient:
 
     async def metadata(self, topics: list[str] | None = None) -> MetadataResponse:
         return await (await self._connection()).call(MetadataRequest(topics=topics), MetadataResponse)
+
+    async def describe_controller(self) -> DescribeControllerResponse:
+        return await (await self._connection()).call(DescribeControllerRequest(), DescribeControllerResponse)
 
     async def reelect_controller(self) -> int:
         """Delete `/controller`; returns the id of the controller that was deposed (-1: none)."""

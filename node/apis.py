@@ -12,6 +12,7 @@ from wire.api import (
     ApiVersionsResponse,
     CreateTopicsRequest,
     DescribeClusterResponse,
+    DescribeControllerResponse,
     DescribedBroker,
     Endpoint,
     LeaderAndIsrRequest,
@@ -54,6 +55,14 @@ class BrokerApis:
                 assert isinstance(request.body, UpdateMetadataRequest)
                 return await self._broker.replica_manager.update_metadata(
                     request.body, self._broker.broker_epoch
+                )
+            case ApiKey.DESCRIBE_CONTROLLER:
+                controller = self._broker.controller
+                return DescribeControllerResponse(
+                    broker_id=self._broker.broker_id,
+                    controller_id=controller.active_controller_id,
+                    controller_epoch=controller.known_controller_epoch,
+                    metrics=controller.metrics.snapshot(),
                 )
             case ApiKey.CREATE_TOPICS:
                 assert isinstance(request.body, CreateTopicsRequest)

@@ -65,20 +65,33 @@ async def cluster_describe(admin: KeelAdminClient, fmt: str) -> int:
 
 
 async def controller_show(admin: KeelAdminClient, fmt: str) -> int:
+    """The active controller, with its metrics asked of the controller itself."""
     cluster = await admin.describe_cluster()
+    address = _controller_address(cluster)
+    metrics: dict[str, float] = {}
+    if address is not None:
+        async with KeelAdminClient(address, timeout=10) as controller:
+            metrics = (await controller.describe_controller()).metrics
     shown = {
         "controller_id": cluster.controller_id,
         "controller_epoch": cluster.controller_epoch,
-        "address": _controller_address(cluster),
+        "address": address,
+        "metrics": metrics,
     }
     if fmt == "json":
         print_json(shown)
     else:
         print_table(
-            ["CONTROLLER", "EPOCH", "ADDRESS"],
-            [[shown["controller_id"], shown["controller_epoch"], shown["address"]]],
+            ["CONTROLLER", "EPOCH", "ADDRESS"], [[cluster.controller_id, cluster.controller_epoch, address]]
         )
+        if metrics:
+            print()
+            print_table(["METRIC", "VALUE"], [[name, _number(value)] for name, value in metrics.items()])
     return 0 if cluster.controller_id != -1 else 1
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:.3f}"
 
 
 async def controller_reelect(admin: KeelAdminClient, fmt: str) -> int:

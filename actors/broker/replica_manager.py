@@ -137,7 +137,23 @@ class ReplicaManager(Actor[ReplicaMessage]):
                 partition_errors=[_error(s.topic, s.partition, refusal) for s in request.partition_states],
             )
         self.controller_epoch = request.controller_epoch
-        errors = [_error(s.topic, s.partition, self._apply(s)) for s in request.partition_states]
+        codes = [self._apply(s) for s in request.partition_states]
+        applied = [
+            s for s, code in zip(request.partition_states, codes, strict=True) if code == ErrorCode.NONE
+        ]
+        leading = sum(1 for s in applied if s.leader == self.broker_id)
+        log.info(
+            "LeaderAndIsr from controller %d at epoch %d: leader of %d, follower of %d, refused %d",
+            request.controller_id,
+            request.controller_epoch,
+            leading,
+            len(applied) - leading,
+            len(codes) - len(applied),
+        )
+        errors = [
+            _error(s.topic, s.partition, code)
+            for s, code in zip(request.partition_states, codes, strict=True)
+        ]
         return LeaderAndIsrResponse(partition_errors=errors)
 
     def _apply(self, state: LeaderAndIsrPartitionState) -> ErrorCode:

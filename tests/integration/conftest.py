@@ -47,6 +47,7 @@ class BrokerProcess:
         }
         self.properties.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
         self.process: subprocess.Popen[bytes] | None = None
+        self.paused = False
 
     def start(self) -> BrokerProcess:
         with self.log_path.open("ab") as log:
@@ -68,6 +69,8 @@ class BrokerProcess:
         assert self.process is not None
         if self.process.poll() is None:
             self.process.send_signal(sig)
+            if sig in (signal.SIGSTOP, signal.SIGCONT):
+                self.paused = sig == signal.SIGSTOP
 
     def wait(self, timeout: float) -> int:
         assert self.process is not None
@@ -114,7 +117,8 @@ class Brokers:
         return next(b for b in reversed(self.all) if b.broker_id == broker_id and b.running)
 
     def running(self) -> list[BrokerProcess]:
-        return [b for b in self.all if b.running]
+        """Brokers that can answer: alive and not paused."""
+        return [b for b in self.all if b.running and not b.paused]
 
     async def views(self) -> dict[int, DescribeClusterResponse | None]:
         running = self.running()

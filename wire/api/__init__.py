@@ -15,6 +15,7 @@ from wire.api.describe_cluster import (
     DescribedBroker,
     Endpoint,
 )
+from wire.api.describe_controller import DescribeControllerRequest, DescribeControllerResponse
 from wire.api.keys import ApiKey
 from wire.api.leader_and_isr import (
     LeaderAndIsrPartitionState,
@@ -50,6 +51,7 @@ API_SPECS: dict[int, ApiSpec] = {
         ApiSpec(ApiKey.CREATE_TOPICS, 0, 0, CreateTopicsRequest, CreateTopicsResponse),
         ApiSpec(ApiKey.DESCRIBE_CLUSTER, 0, 0, DescribeClusterRequest, DescribeClusterResponse),
         ApiSpec(ApiKey.REELECT_CONTROLLER, 0, 0, ReelectControllerRequest, ReelectControllerResponse),
+        ApiSpec(ApiKey.DESCRIBE_CONTROLLER, 0, 0, DescribeControllerRequest, DescribeControllerResponse),
     )
 }
 
@@ -72,6 +74,8 @@ __all__ = [
     "CreateTopicsResponse",
     "DescribeClusterRequest",
     "DescribeClusterResponse",
+    "DescribeControllerRequest",
+    "DescribeControllerResponse",
     "DescribedBroker",
     "Endpoint",
     "LeaderAndIsrPartitionState",

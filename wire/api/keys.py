@@ -17,3 +17,5 @@ class ApiKey(IntEnum):
     DESCRIBE_CLUSTER = 60
     # Keel's own: what `zookeeper-shell delete /controller` does, over the wire.
     REELECT_CONTROLLER = 1000
+    # Keel's own: the controller module's state and metrics.
+    DESCRIBE_CONTROLLER = 1001
