@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from wire.api import Request, Response
 
@@ -78,8 +78,10 @@ class SessionWatcher(Protocol):
     def after_new_session(self) -> None: ...
 
 
-@dataclasses.dataclass(frozen=True, order=True)
-class TopicPartition:
+class TopicPartition(NamedTuple):
+    """A NamedTuple rather than a dataclass: brokers build one per partition state in every
+    LeaderAndIsr, and a tuple is several times cheaper to create and hash."""
+
     topic: str
     partition: int
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 import sys
@@ -83,8 +84,18 @@ async def _close_quietly(broker: KeelBroker) -> None:
         await asyncio.wait_for(broker.shutdown(), 5)
 
 
+def tune_gc() -> None:
+    """Controller requests and ZooKeeper reads allocate hundreds of thousands of small maps
+    and lists; with CPython's default first-generation threshold (700) the cyclic collector
+    then runs thousands of times per request and dominates decoding (measured: 0.72 s to
+    0.25 s to unpack a 100k-partition LeaderAndIsr). Keel's objects are not cyclic, so a
+    much larger threshold costs little memory."""
+    gc.set_threshold(50_000, 20, 100)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    tune_gc()
     try:
         config = build_config(args)
     except ConfigError as e:

@@ -18,7 +18,7 @@ class Role(Enum):
     FOLLOWER = "follower"
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class Partition:
     tp: TopicPartition
     role: Role

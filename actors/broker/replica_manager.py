@@ -9,6 +9,7 @@ leader epoch. A refused order changes nothing.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 
@@ -80,7 +81,7 @@ class ReplicaManager(Actor[ReplicaMessage]):
     def snapshot(self) -> Snapshot:
         return Snapshot(
             self.controller_epoch,
-            {tp: dataclasses.replace(p) for tp, p in self.partitions.items()},
+            {tp: copy.copy(p) for tp, p in self.partitions.items()},
             dataclasses.replace(
                 self.metadata,
                 live_brokers=dict(self.metadata.live_brokers),
