@@ -212,9 +212,7 @@ class FakeClusterStore:
         for tp in partitions:
             if tp in self.zk.partition_states:
                 state, controller_epoch, version = self.zk.partition_states[tp]
-                found[tp] = LeadershipInfo(
-                    dataclasses.replace(state, partition_epoch=version), controller_epoch
-                )
+                found[tp] = LeadershipInfo(state._replace(partition_epoch=version), controller_epoch)
         return found
 
     def _check_fence(self, epoch_zk_version: int) -> None:
@@ -232,7 +230,7 @@ class FakeClusterStore:
                 results[tp] = FileExistsError(f"{tp} state exists")
                 continue
             self.zk.partition_states[tp] = (state, controller_epoch, 0)
-            results[tp] = dataclasses.replace(state, partition_epoch=0)
+            results[tp] = state._replace(partition_epoch=0)
         return results
 
     async def update_partition_states(
@@ -251,7 +249,7 @@ class FakeClusterStore:
                 )
             else:
                 self.zk.partition_states[tp] = (state, controller_epoch, current[2] + 1)
-                results[tp] = dataclasses.replace(state, partition_epoch=current[2] + 1)
+                results[tp] = state._replace(partition_epoch=current[2] + 1)
         return results
 
     async def create_topic(self, assignment: TopicAssignment, config: dict[str, str]) -> None:
@@ -315,6 +313,10 @@ class FakeBrokerChannel:
             self._waiting.setdefault(broker_id, []).append((request, on_response))
             return
         self._deliver(broker_id, request, on_response)
+
+    @property
+    def total_queue_size(self) -> int:
+        return sum(len(waiting) for waiting in self._waiting.values())
 
     def bring_up(self, broker_id: int) -> None:
         self.down.discard(broker_id)

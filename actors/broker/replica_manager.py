@@ -72,7 +72,9 @@ class ReplicaManager(Actor[ReplicaMessage]):
             case ControlRequest(request=UpdateMetadataRequest() as request, broker_epoch=epoch):
                 return self.update_metadata(request, epoch)
             case MetadataRequest(topics=topics):
-                return self.metadata.describe(topics)
+                return dataclasses.replace(
+                    self.metadata.describe(topics), controller_epoch=self.controller_epoch
+                )
             case None:
                 return self.snapshot()
             case _:
@@ -143,7 +145,8 @@ class ReplicaManager(Actor[ReplicaMessage]):
             s for s, code in zip(request.partition_states, codes, strict=True) if code == ErrorCode.NONE
         ]
         leading = sum(1 for s in applied if s.leader == self.broker_id)
-        log.info(
+        log.log(
+            logging.WARNING if len(applied) < len(codes) else logging.INFO,
             "LeaderAndIsr from controller %d at epoch %d: leader of %d, follower of %d, refused %d",
             request.controller_id,
             request.controller_epoch,
@@ -162,7 +165,9 @@ class ReplicaManager(Actor[ReplicaMessage]):
         current = self.partitions.get(tp)
         held_epoch = -1 if current is None else current.leader_epoch
         if state.leader_epoch <= held_epoch:
-            log.warning(
+            # Expected in bulk after a failover (Kafka resends every state); one summary line
+            # per request says how many were refused.
+            log.debug(
                 "ignoring LeaderAndIsr for %s: leader epoch %d is not newer than %d",
                 tp,
                 state.leader_epoch,
@@ -170,7 +175,7 @@ class ReplicaManager(Actor[ReplicaMessage]):
             )
             return ErrorCode.FENCED_LEADER_EPOCH
         if self.broker_id not in state.replicas:
-            log.warning(
+            log.debug(
                 "ignoring LeaderAndIsr for %s: broker %d is not among replicas %s",
                 tp,
                 self.broker_id,

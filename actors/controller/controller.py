@@ -67,7 +67,7 @@ class KafkaController:
         self.broker_id = broker_info.broker_id
         self._broker_info = broker_info
         self._store = store
-        self._channel = channel
+        self.channel = channel
         self.config = config or ControllerConfig()
         self.context = ControllerContext()
         self.event_manager = ControllerEventManager(self._process_event, clock)
@@ -91,6 +91,7 @@ class KafkaController:
             partitions=self.partition_state_machine,
             replicas=self.replica_state_machine,
             new_batch=self._new_batch,
+            clock=clock,
         )
         self._watch = _Watch(self.event_manager)
 
@@ -119,7 +120,7 @@ class KafkaController:
         return self.event_manager.state
 
     def _new_batch(self) -> RequestBatch:
-        return RequestBatch(self.context, self._channel, self.broker_id)
+        return RequestBatch(self.context, self.channel, self.broker_id)
 
     def _count_unclean_election(self, tp: TopicPartition) -> None:
         self.metrics.unclean_leader_elections += 1
@@ -242,7 +243,7 @@ class KafkaController:
     async def _on_controller_resignation(self, *, log_line: bool = True) -> None:
         if log_line:
             log.info("broker %d resigned as controller", self.broker_id)
-        await self._channel.close()
+        await self.channel.close()
         self.context.reset()
 
 

@@ -73,6 +73,7 @@ class ControllerMetrics:
             "LeaderElectionRateAndTimeMs.p50": elections.percentile(0.5),
             "LeaderElectionRateAndTimeMs.p99": elections.percentile(0.99),
             "EventQueueSize": controller.event_manager.queue_size,
+            "TotalQueueSize": controller.channel.total_queue_size if active else 0,
             "EventQueueTimeMs.count": queue_time.count,
             "EventQueueTimeMs.max": queue_time.max_ms,
             "EventQueueTimeMs.p99": queue_time.percentile(0.99),

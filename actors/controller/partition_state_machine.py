@@ -125,7 +125,7 @@ class PartitionStateMachine:
         else:
             for tp in valid:
                 self._context.partition_states[tp] = target
-        batch.send()
+        await batch.send()
         return results
 
     async def _initialize(
@@ -159,8 +159,8 @@ class PartitionStateMachine:
         context = self._context
         results: dict[TopicPartition, PartitionResult] = {}
         remaining = partitions
+        current = await self._cached_or_read(remaining)
         while remaining:
-            current = await self._store.partition_states(remaining)
             unclean = await self._unclean_allowed(remaining, current, strategy, allow_unclean)
             updates: dict[TopicPartition, LeaderAndIsr] = {}
             chosen: dict[TopicPartition, ElectionResult] = {}
@@ -200,7 +200,19 @@ class PartitionStateMachine:
                         )
                         self._on_unclean_election(tp)
                     results[tp] = result
+            if remaining:
+                current = await self._store.partition_states(remaining)
         return results
+
+    async def _cached_or_read(self, partitions: list[TopicPartition]) -> dict[TopicPartition, LeadershipInfo]:
+        """The controller's cached state, read from ZooKeeper only where it has none. Every
+        write is conditional on the cached partition epoch and fenced by the controller
+        epoch, so a stale cache costs a conflict and a re-read, never a wrong write."""
+        cached = {tp: self._context.leadership[tp] for tp in partitions if tp in self._context.leadership}
+        missing = [tp for tp in partitions if tp not in cached]
+        if missing:
+            cached.update(await self._store.partition_states(missing))
+        return cached
 
     async def _unclean_allowed(
         self,

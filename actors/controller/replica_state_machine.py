@@ -8,6 +8,7 @@ member stays in the ISR so that only it may lead later unless unclean election i
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Iterable
 
@@ -16,6 +17,9 @@ from actors.controller.request_batch import RequestBatch
 from actors.ports import ClusterStore, LeaderAndIsr, LeadershipInfo, PartitionStateConflict, TopicPartition
 
 log = logging.getLogger(__name__)
+
+# Replicas handled between two yields to the event loop during a large state change.
+_YIELD_EVERY = 500
 
 _VALID_FROM = {
     ReplicaState.NEW: {ReplicaState.NON_EXISTENT},
@@ -78,12 +82,12 @@ class ReplicaStateMachine:
             case ReplicaState.NEW:
                 self._to_new(batch, valid)
             case ReplicaState.ONLINE:
-                self._to_online(batch, valid)
+                await self._to_online(batch, valid)
             case ReplicaState.OFFLINE:
                 await self._to_offline(batch, valid)
             case _:
                 raise ValueError(f"replica state {target.name} is not handled yet")
-        batch.send()
+        await batch.send()
 
     def _to_new(self, batch: RequestBatch, replicas: list[PartitionReplica]) -> None:
         for replica in replicas:
@@ -99,8 +103,10 @@ class ReplicaStateMachine:
                 )
             self._context.replica_states[replica] = ReplicaState.NEW
 
-    def _to_online(self, batch: RequestBatch, replicas: list[PartitionReplica]) -> None:
-        for replica in replicas:
+    async def _to_online(self, batch: RequestBatch, replicas: list[PartitionReplica]) -> None:
+        for count, replica in enumerate(replicas, start=1):
+            if count % _YIELD_EVERY == 0:
+                await asyncio.sleep(0)  # let queued requests go out and heartbeats run
             info = self._context.leadership.get(replica.tp)
             if self.state(replica) != ReplicaState.NEW and info is not None:
                 batch.add_leader_and_isr(
@@ -132,8 +138,12 @@ class ReplicaStateMachine:
         context = self._context
         done: dict[TopicPartition, LeadershipInfo] = {}
         remaining = partitions
+        # Written from the cache; conflicts re-read (see PartitionStateMachine._cached_or_read).
+        current = {tp: context.leadership[tp] for tp in remaining if tp in context.leadership}
+        missing = [tp for tp in remaining if tp not in current]
+        if missing:
+            current.update(await self._store.partition_states(missing))
         while remaining:
-            current = await self._store.partition_states(remaining)
             updates: dict[TopicPartition, LeaderAndIsr] = {}
             for tp in remaining:
                 info = current.get(tp)
@@ -163,4 +173,6 @@ class ReplicaStateMachine:
                     info = LeadershipInfo(result, context.epoch)
                     context.leadership[tp] = info
                     done[tp] = info
+            if remaining:
+                current = await self._store.partition_states(remaining)
         return done

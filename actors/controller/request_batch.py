@@ -8,6 +8,7 @@ to every live-or-shutting-down broker; `is_new` and `delete` are sticky within a
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 from collections.abc import Iterable
@@ -81,14 +82,17 @@ class RequestBatch:
             entries = self._stop_replica.setdefault(broker, {})
             entries[tp] = delete or entries.get(tp, False)
 
-    def send(self) -> None:
+    async def send(self) -> None:
+        """Hand the batch to the channel. Building a request for 100k partitions takes a
+        while, so it yields between requests: senders deliver what is already queued (the
+        failover's first UpdateMetadata above all) and ZooKeeper heartbeats keep going."""
         targets = self._context.live_or_shutting_down_ids()
         epoch = self._context.epoch
         for broker, entries in sorted(self._leader_and_isr.items()):
             if broker in targets:
-                self._channel.send(
-                    broker, self._leader_and_isr_request(broker, entries, epoch), _log_errors(broker)
-                )
+                order = self._leader_and_isr_request(broker, entries, epoch)
+                self._channel.send(broker, order, _log_errors(broker))
+                await asyncio.sleep(0)
         if self._update_metadata_brokers:
             states = self._update_metadata_states()
             live = self._live_brokers()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 from typing import Any
 
@@ -303,15 +302,13 @@ class ZkClusterStore:
     async def partition_states(
         self, partitions: list[TopicPartition]
     ) -> dict[TopicPartition, LeadershipInfo]:
-        values = await asyncio.gather(
-            *(self.zk.get_or_none(paths.partition_state(tp.topic, tp.partition)) for tp in partitions)
-        )
+        values = await self.zk.get_many([paths.partition_state(tp.topic, tp.partition) for tp in partitions])
         states = {}
         for tp, value in zip(partitions, values, strict=True):
             if value is None:
                 continue
             try:
-                states[tp] = data.decode_partition_state(str(tp), value[0], value[1].version)
+                states[tp] = data.decode_partition_state(tp, value[0], value[1].version)
             except data.ZNodeDataError as e:
                 log.warning("ignoring unreadable partition state: %s", e)
         return states
@@ -348,7 +345,7 @@ class ZkClusterStore:
                 )
             )
         if not _failed(await self._fenced(ops, epoch_zk_version)):
-            return {tp: dataclasses.replace(states[tp], partition_epoch=0) for tp in chunk}
+            return {tp: states[tp]._replace(partition_epoch=0) for tp in chunk}
         for topic in sorted({tp.topic for tp in chunk}):
             await self._fenced_ignoring_exists(
                 self.zk.create_op(paths.topic_partitions(topic)), epoch_zk_version
@@ -376,7 +373,7 @@ class ZkClusterStore:
             epoch_zk_version,
         )
         error = _failed(results)
-        return error if error is not None else dataclasses.replace(state, partition_epoch=0)
+        return error if error is not None else state._replace(partition_epoch=0)
 
     async def update_partition_states(
         self, states: dict[TopicPartition, LeaderAndIsr], controller_epoch: int, epoch_zk_version: int
@@ -407,7 +404,7 @@ class ZkClusterStore:
         results = await self._fenced(ops, epoch_zk_version)
         if _failed(results) is None:
             return {
-                tp: dataclasses.replace(states[tp], partition_epoch=r.stat.version)
+                tp: states[tp]._replace(partition_epoch=r.stat.version)
                 for tp, r in zip(chunk, results[1:], strict=True)
             }
         singles = await asyncio.gather(
@@ -426,7 +423,7 @@ class ZkClusterStore:
             elif error is not None:
                 outcome[tp] = error
             else:
-                outcome[tp] = dataclasses.replace(states[tp], partition_epoch=single[1].stat.version)
+                outcome[tp] = states[tp]._replace(partition_epoch=single[1].stat.version)
         return outcome
 
     async def _fenced(self, ops: list[Any], epoch_zk_version: int) -> list[Any]:

@@ -73,3 +73,51 @@ def test_connect_string_chroot() -> None:
     assert split_connect("a:1,b:2/kafka/prod") == ("a:1,b:2", "/kafka/prod")
     assert split_connect("a:1") == ("a:1", None)
     assert split_connect("a:1/") == ("a:1", None)
+
+
+def test_partition_state_json() -> None:
+    state = data.LeaderAndIsr(2, 4, (2, 3), 9)
+    raw = data.encode_partition_state(state, 7)
+    assert orjson.loads(raw) == {
+        "version": 1,
+        "leader": 2,
+        "leader_epoch": 4,
+        "controller_epoch": 7,
+        "isr": [2, 3],
+    }
+    assert data.decode_partition_state("t-0", raw, 9) == data.LeadershipInfo(state, 7)
+    recovering = data.encode_partition_state(state._replace(recovering=True), 7)
+    assert orjson.loads(recovering)["leader_recovery_state"] == 1
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"",
+        b"[]",
+        b'{"leader":1}',
+        b'{"leader":"1","leader_epoch":0,"controller_epoch":1,"isr":[1]}',
+        b'{"leader":1,"leader_epoch":0,"controller_epoch":1,"isr":["1"]}',
+    ],
+)
+def test_unreadable_partition_state(raw: bytes) -> None:
+    with pytest.raises(data.ZNodeDataError, match="t-0 state"):
+        data.decode_partition_state("t-0", raw, 0)
+
+
+def test_topic_json_round_trip() -> None:
+    assignment = data.TopicAssignment(
+        "t", {0: data.ReplicaAssignment((1, 2, 3)), 1: data.ReplicaAssignment((2, 3, 4), (4,), (1,))}, "abc"
+    )
+    raw = data.encode_topic(assignment)
+    assert orjson.loads(raw) == {
+        "version": 3,
+        "partitions": {"0": [1, 2, 3], "1": [2, 3, 4]},
+        "adding_replicas": {"1": [4]},
+        "removing_replicas": {"1": [1]},
+        "topic_id": "abc",
+    }
+    assert data.decode_topic("t", raw) == assignment
+    assert data.decode_topic("t", b'{"version":1,"partitions":{"0":[1]}}').partitions == {
+        0: data.ReplicaAssignment((1,))
+    }

@@ -51,5 +51,7 @@ class MetadataTopic(Struct):
 class MetadataResponse(Response):
     cluster_id: str = ""
     controller_id: int = -1
+    # Keel's addition: the epoch of the newest controller whose orders this broker accepted.
+    controller_epoch: int = 0
     brokers: list[MetadataBroker] = dataclasses.field(default_factory=list)
     topics: list[MetadataTopic] = dataclasses.field(default_factory=list)

@@ -1,0 +1,172 @@
+"""Broker failure at scale: 30k partitions, replication factor 3, 3 brokers, so the victim
+leads 10k of them.
+
+Each run starts from a fresh cluster (topics and states written straight into ZooKeeper),
+kills -9 a broker that is not the controller, and times from its znode's disappearance (as
+seen by an independent ZooKeeper client's watch) until the controller has finished the
+broker change and every LeaderAndIsr and UpdateMetadata it sent has been answered by the
+surviving brokers (its channel queue is empty). It then checks in ZooKeeper that none of the
+victim's partitions still names it as leader.
+
+In the same run, the baseline: the same ZooKeeper work by one bare client on scratch znodes,
+reading 40k partition states with multiRead (the 10k elections and the 30k ISR shrinks
+each re-read state) and writing 30k in fenced multi-ops of 500.
+
+    .venv/bin/python -m bench.broker_failure [--partitions 30000] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+import uvloop
+
+from bench.election import cpu_model
+from bench.failover import BROKERS, PER_TOPIC, controller_idle, populate, topic_names, wait_for
+from node.admin import KeelAdminClient
+from node.main import tune_gc
+from node.zk.client import DELETED, ZooKeeperClient
+from node.zk.embedded import EmbeddedZooKeeper, free_ports
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def start_brokers(connect: str, home: Path) -> tuple[dict[int, subprocess.Popen[bytes]], dict[int, int]]:
+    ports = dict(zip(BROKERS, free_ports(3), strict=True))
+    processes = {}
+    for broker_id, port in ports.items():
+        properties = home / f"broker-{broker_id}.properties"
+        properties.write_text(
+            f"broker.id={broker_id}\nlisteners=PLAINTEXT://127.0.0.1:{port}\n"
+            f"zookeeper.connect={connect}\nzookeeper.session.timeout.ms=4000\n"
+        )
+        log = (home / f"broker-{broker_id}.log").open("wb")
+        processes[broker_id] = subprocess.Popen(
+            [sys.executable, "-m", "node.main", str(properties)], stdout=log, stderr=log, cwd=ROOT
+        )
+    return processes, ports
+
+
+async def elections_done(port: int) -> float:
+    async with KeelAdminClient(f"127.0.0.1:{port}", timeout=5) as admin:
+        return (await admin.describe_controller()).metrics["LeaderElectionRateAndTimeMs.count"]
+
+
+async def measure(
+    connect: str, processes: dict[int, subprocess.Popen[bytes]], ports: dict[int, int], partitions: int
+) -> float:
+    controller, _ = await wait_for(lambda: controller_idle(list(ports.values())), timeout=300, interval=0.2)
+    victim = next(b for b in BROKERS if b != controller)
+    before = await elections_done(ports[controller])
+    watcher = ZooKeeperClient(connect, session_timeout_s=30, connection_timeout_s=10)
+    await watcher.start()
+    gone = asyncio.get_running_loop().create_future()
+    watcher.add_watch(
+        DELETED, f"/brokers/ids/{victim}", lambda _: gone.done() or gone.set_result(time.perf_counter())
+    )
+    assert await watcher.exists(f"/brokers/ids/{victim}", watch=True) is not None
+    os.kill(processes[victim].pid, signal.SIGKILL)
+    disappeared = await asyncio.wait_for(gone, 30)
+
+    async def finished() -> bool:
+        async with KeelAdminClient(f"127.0.0.1:{ports[controller]}", timeout=5) as admin:
+            m = (await admin.describe_controller()).metrics
+        return (
+            m["LeaderElectionRateAndTimeMs.count"] > before
+            and m["EventQueueSize"] == 0
+            and m["ControllerState"] == 0
+            and m["TotalQueueSize"] == 0
+        )
+
+    await wait_for(finished, timeout=120, interval=0.01)
+    elapsed = time.perf_counter() - disappeared
+    paths = [
+        f"/brokers/topics/{t}/partitions/{p}/state" for t in topic_names(partitions) for p in range(PER_TOPIC)
+    ]
+    states = await watcher.get_many(paths[:partitions])
+    still_led = sum(1 for s in states if s is not None and orjson.loads(s[0] or b"{}")["leader"] == victim)
+    assert still_led == 0, f"{still_led} partitions still name the dead broker as leader"
+    await watcher.close()
+    return elapsed
+
+
+async def baseline(connect: str, partitions: int) -> float:
+    """Bare-client ZooKeeper work of the same size, on scratch znodes."""
+    client = ZooKeeperClient(connect, session_timeout_s=30, connection_timeout_s=10)
+    await client.start()
+    await client.create_all_if_missing(["/baseline"])
+    state = orjson.dumps(
+        {"version": 1, "leader": 1, "leader_epoch": 0, "controller_epoch": 1, "isr": [1, 2, 3]}
+    )
+    paths = [f"/baseline/p{i}" for i in range(partitions)]
+    existing = await client.get_many(paths[:1])
+    if existing[0] is None:
+        for i in range(0, partitions, 500):
+            await client.multi([client.create_op(p, state) for p in paths[i : i + 500]])
+    epoch = (await client.get("/controller_epoch"))[1].version
+    started = time.perf_counter()
+    await client.get_many(paths + paths[: partitions // 3])
+    chunks = [paths[i : i + 500] for i in range(0, partitions, 500)]
+    await asyncio.gather(
+        *(
+            client.multi([client.check_op("/controller_epoch", epoch), *(client.set_op(p, state) for p in c)])
+            for c in chunks
+        )
+    )
+    elapsed = time.perf_counter() - started
+    await client.close()
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--partitions", type=int, default=30_000)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    tune_gc()
+    print(
+        f"machine: {cpu_model()}, python {sys.version.split()[0]}, "
+        f"{args.partitions} partitions, RF 3, 3 brokers"
+    )
+    keel, raw = [], []
+    with tempfile.TemporaryDirectory(prefix="keel-broker-failure-") as tmp:
+        zookeeper = EmbeddedZooKeeper(Path(tmp) / "zk")
+        zookeeper.start()
+        try:
+            for run in range(1, args.runs + 1):
+                connect = f"{zookeeper.connect_string}/run{run}"
+                uvloop.run(populate(connect, args.partitions))
+                home = Path(tmp) / f"run{run}"
+                home.mkdir()
+                processes, ports = start_brokers(connect, home)
+                try:
+                    elapsed = uvloop.run(measure(connect, processes, ports, args.partitions))
+                finally:
+                    for process in processes.values():
+                        process.kill()
+                        process.wait(30)
+                ceiling = uvloop.run(baseline(connect, args.partitions))
+                keel.append(elapsed)
+                raw.append(ceiling)
+                print(
+                    f"run {run}: {args.partitions // 3} leaders moved and acknowledged in {elapsed:.2f} s"
+                    f" | raw ZooKeeper work {ceiling:.2f} s"
+                )
+        finally:
+            zookeeper.stop()
+    k, r = statistics.median(keel), statistics.median(raw)
+    print(f"median of {args.runs}: {k:.2f} s; raw ZooKeeper work {r:.2f} s; ratio {k / r:.1f}x")
+
+
+if __name__ == "__main__":
+    main()

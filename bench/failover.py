@@ -1,0 +1,233 @@
+"""Controller failover at scale: 100k partitions, replication factor 3, 3 brokers.
+
+Setup writes the topics and partition states straight into ZooKeeper (as a long-running
+cluster would have them), starts 3 brokers and lets the first controller settle. Each run
+deletes `/controller` and times:
+  - until every broker has accepted an order from the new controller: it loaded its
+    context and its UpdateMetadata reached every broker (the issue's figure);
+  - until the new controller is idle again: every LeaderAndIsr and UpdateMetadata of the
+    failover has been built and queued.
+In the same run, the baseline: the same ZooKeeper reads (brokers, topics, assignments, every
+partition state) by one bare aiozk client, with pipelined single reads and with multiRead.
+
+    .venv/bin/python -m bench.failover [--partitions 100000] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+import uvloop
+from aiozk import protocol
+
+from bench.election import cpu_model, zk_client
+from node.admin import KeelAdminClient
+from node.main import tune_gc
+from node.zk.client import ZooKeeperClient
+from node.zk.embedded import EmbeddedZooKeeper, free_ports
+
+ROOT = Path(__file__).resolve().parents[1]
+PER_TOPIC = 1000
+BROKERS = (1, 2, 3)
+
+
+def topic_names(partitions: int) -> list[str]:
+    return [f"topic-{i:04d}" for i in range((partitions + PER_TOPIC - 1) // PER_TOPIC)]
+
+
+async def populate(connect: str, partitions: int) -> None:
+    """Topics and partition states as Kafka's controller would have left them."""
+    zk = zk_client(connect)
+    await zk.start()
+    for path in ("/brokers", "/brokers/topics", "/brokers/ids", "/config", "/config/topics"):
+        await zk.ensure_path(path)
+
+    def create(path: str, data: bytes | None) -> protocol.Request:
+        request = protocol.Create2Request(
+            path=zk.normalize_path(path), data=data, acl=[protocol.UNRESTRICTED_ACCESS]
+        )
+        request.set_flags(False, False, False)
+        return request
+
+    async def write_topic(index: int, topic: str) -> None:
+        count = min(PER_TOPIC, partitions - index * PER_TOPIC)
+        assignment = {str(p): [BROKERS[(p + k) % 3] for k in range(3)] for p in range(count)}
+        await zk.create(f"/brokers/topics/{topic}", orjson.dumps({"version": 3, "partitions": assignment}))
+        await zk.create(f"/brokers/topics/{topic}/partitions")
+        for start in range(0, count, 250):
+            request = protocol.TransactionRequest()
+            for p in range(start, min(count, start + 250)):
+                replicas = assignment[str(p)]
+                state = {
+                    "version": 1,
+                    "leader": replicas[0],
+                    "leader_epoch": 0,
+                    "controller_epoch": 1,
+                    "isr": replicas,
+                }
+                request.add(create(f"/brokers/topics/{topic}/partitions/{p}", None))
+                request.add(create(f"/brokers/topics/{topic}/partitions/{p}/state", orjson.dumps(state)))
+            await zk.session.send(request)
+
+    topics = topic_names(partitions)
+    for i in range(0, len(topics), 10):
+        await asyncio.gather(*(write_topic(j, topics[j]) for j in range(i, min(len(topics), i + 10))))
+    await zk.close()
+
+
+async def raw_reads(connect: str, partitions: int, *, multi_read: bool) -> float:
+    """The failover's ZooKeeper reads by one bare client; seconds."""
+    client = ZooKeeperClient(connect, session_timeout_s=30, connection_timeout_s=10)
+    await client.start()
+    started = time.perf_counter()
+    ids = await client.children("/brokers/ids")
+    await asyncio.gather(*(client.get_or_none(f"/brokers/ids/{i}") for i in ids))
+    topics = await client.children("/brokers/topics")
+    await asyncio.gather(*(client.get_or_none(f"/brokers/topics/{t}") for t in topics))
+    state_paths = [f"/brokers/topics/{t}/partitions/{p}/state" for t in topics for p in range(PER_TOPIC)][
+        :partitions
+    ]
+    if multi_read:
+        await client.get_many(state_paths)
+    else:
+        await asyncio.gather(*(client.get_or_none(p) for p in state_paths))
+    elapsed = time.perf_counter() - started
+    await client.close()
+    return elapsed
+
+
+async def controller_epochs(ports: list[int]) -> list[int]:
+    async def one(port: int) -> int:
+        try:
+            async with KeelAdminClient(f"127.0.0.1:{port}", timeout=5) as admin:
+                return (await admin.metadata([])).controller_epoch
+        except Exception:
+            return -1
+
+    return list(await asyncio.gather(*(one(p) for p in ports)))
+
+
+async def controller_idle(ports: list[int]) -> tuple[int, int] | None:
+    """(controller id, epoch) once one broker is the controller with nothing queued, running,
+    or waiting for a broker's answer: the cluster is quiet."""
+    for port in ports:
+        try:
+            async with KeelAdminClient(f"127.0.0.1:{port}", timeout=5) as admin:
+                answer = await admin.describe_controller()
+        except Exception:
+            continue
+        m = answer.metrics
+        if (
+            m.get("ActiveControllerCount") == 1
+            and m.get("EventQueueSize") == 0
+            and m.get("ControllerState") == 0
+        ):
+            return answer.controller_id, answer.controller_epoch
+    return None
+
+
+async def wait_for(probe, timeout: float, interval: float = 0.02):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = await probe()
+        if value:
+            return value
+        await asyncio.sleep(interval)
+    raise RuntimeError("timed out")
+
+
+async def one_failover(connect: str, ports: list[int]) -> tuple[float, float]:
+    _, epoch = await wait_for(lambda: controller_idle(ports), timeout=300, interval=0.2)
+    zk = zk_client(connect)
+    await zk.start()
+    started = time.perf_counter()
+    await zk.delete("/controller", force=True)
+    await zk.close()
+
+    async def all_obey_new() -> bool:
+        return all(e >= epoch + 1 for e in await controller_epochs(ports))
+
+    await wait_for(all_obey_new, timeout=120)
+    update_metadata_s = time.perf_counter() - started
+
+    async def new_idle() -> bool:
+        idle = await controller_idle(ports)
+        return idle is not None and idle[1] >= epoch + 1
+
+    await wait_for(new_idle, timeout=300, interval=0.05)
+    return update_metadata_s, time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--partitions", type=int, default=100_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--keep-logs", action="store_true", help="keep broker logs in a directory it prints")
+    args = parser.parse_args()
+    tune_gc()
+    print(f"machine: {cpu_model()}, python {sys.version.split()[0]}, {args.partitions} partitions")
+    with tempfile.TemporaryDirectory(prefix="keel-failover-") as scratch:
+        tmp = tempfile.mkdtemp(prefix="keel-failover-") if args.keep_logs else scratch
+        if args.keep_logs:
+            print(f"logs kept in {tmp}")
+        zookeeper = EmbeddedZooKeeper(Path(tmp) / "zk")
+        zookeeper.start()
+        connect = zookeeper.connect_string + "/failover"
+        processes = []
+        try:
+            started = time.perf_counter()
+            uvloop.run(populate(connect, args.partitions))
+            print(f"setup: wrote {args.partitions} partitions in {time.perf_counter() - started:.1f} s")
+            ports = free_ports(3)
+            for broker_id, port in zip(BROKERS, ports, strict=True):
+                properties = Path(tmp) / f"broker-{broker_id}.properties"
+                properties.write_text(
+                    f"broker.id={broker_id}\nlisteners=PLAINTEXT://127.0.0.1:{port}\n"
+                    f"zookeeper.connect={connect}\nzookeeper.session.timeout.ms=30000\n"
+                )
+                log = (Path(tmp) / f"broker-{broker_id}.log").open("wb")
+                processes.append(
+                    subprocess.Popen(
+                        [sys.executable, "-m", "node.main", str(properties)], stdout=log, stderr=log, cwd=ROOT
+                    )
+                )
+            keel, raw_single, raw_multi = [], [], []
+            for run in range(1, args.runs + 1):
+                to_update, to_idle = uvloop.run(one_failover(connect, ports))
+                single = uvloop.run(raw_reads(connect, args.partitions, multi_read=False))
+                multi = uvloop.run(raw_reads(connect, args.partitions, multi_read=True))
+                keel.append((to_update, to_idle))
+                raw_single.append(single)
+                raw_multi.append(multi)
+                print(
+                    f"run {run}: UpdateMetadata at every broker {to_update:.2f} s, "
+                    f"controller idle {to_idle:.2f} s | "
+                    f"raw reads: single {single:.2f} s, multiRead {multi:.2f} s"
+                )
+            med_update = statistics.median(k[0] for k in keel)
+            med_idle = statistics.median(k[1] for k in keel)
+            med_multi = statistics.median(raw_multi)
+            med_single = statistics.median(raw_single)
+            print(
+                f"median of {args.runs}: UpdateMetadata at every broker {med_update:.2f} s, controller idle "
+                f"{med_idle:.2f} s; raw reads single {med_single:.2f} s, multiRead {med_multi:.2f} s; "
+                f"ratio keel/raw multiRead {med_update / med_multi:.1f}x"
+            )
+        finally:
+            for process in processes:
+                process.terminate()
+            for process in processes:
+                process.wait(30)
+            zookeeper.stop()
+
+
+if __name__ == "__main__":
+    main()
