@@ -22,7 +22,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import orjson
 import uvloop
@@ -35,6 +37,7 @@ from node.zk.client import ZooKeeperClient
 from node.zk.embedded import EmbeddedZooKeeper, free_ports
 
 ROOT = Path(__file__).resolve().parents[1]
+T = TypeVar("T")
 PER_TOPIC = 1000
 BROKERS = (1, 2, 3)
 
@@ -47,7 +50,7 @@ async def populate(connect: str, partitions: int) -> None:
     """Topics and partition states as Kafka's controller would have left them."""
     zk = zk_client(connect)
     await zk.start()
-    for path in ("/brokers", "/brokers/topics", "/brokers/ids", "/config", "/config/topics"):
+    for path in ("/brokers", "/brokers/topics", "/brokers/ids", "/config", "/config/topics", "/admin"):
         await zk.ensure_path(path)
 
     def create(path: str, data: bytes | None) -> protocol.Request:
@@ -81,6 +84,40 @@ async def populate(connect: str, partitions: int) -> None:
     for i in range(0, len(topics), 10):
         await asyncio.gather(*(write_topic(j, topics[j]) for j in range(i, min(len(topics), i + 10))))
     await zk.close()
+
+
+class ControllerHold:
+    """Holds `/controller` (naming a broker that does not exist) with the benchmark's own
+    session, so that no broker becomes controller before all of them have registered: a
+    controller that starts alone would rightly take the others out of every ISR, and
+    nothing puts them back until followers fetch."""
+
+    def __init__(self, connect: str) -> None:
+        self._zk = zk_client(connect)
+
+    async def take(self) -> None:
+        await self._zk.start()
+        await self._zk.create(
+            "/controller", orjson.dumps({"version": 2, "brokerid": 999, "timestamp": "0"}), ephemeral=True
+        )
+
+    @classmethod
+    async def start_together(cls, connect: str, start: Callable[[], T]) -> T:
+        """Run `start` (which launches the brokers) while holding `/controller`, and let go
+        once every broker has registered: all in one event loop, as the session needs."""
+        hold = cls(connect)
+        await hold.take()
+        started = start()
+        await hold.release_when_registered(len(BROKERS))
+        return started
+
+    async def release_when_registered(self, count: int, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while len(await self._zk.get_children("/brokers/ids")) < count:
+            if time.monotonic() > deadline:
+                raise RuntimeError("brokers did not register")
+            await asyncio.sleep(0.05)
+        await self._zk.close()  # the ephemeral /controller goes with the session
 
 
 async def raw_reads(connect: str, partitions: int, *, multi_read: bool) -> float:
@@ -178,7 +215,7 @@ def main() -> None:
         tmp = tempfile.mkdtemp(prefix="keel-failover-") if args.keep_logs else scratch
         if args.keep_logs:
             print(f"logs kept in {tmp}")
-        zookeeper = EmbeddedZooKeeper(Path(tmp) / "zk")
+        zookeeper = EmbeddedZooKeeper(Path(tmp) / "zk", heap_mb=2048)
         zookeeper.start()
         connect = zookeeper.connect_string + "/failover"
         processes = []
@@ -187,18 +224,25 @@ def main() -> None:
             uvloop.run(populate(connect, args.partitions))
             print(f"setup: wrote {args.partitions} partitions in {time.perf_counter() - started:.1f} s")
             ports = free_ports(3)
-            for broker_id, port in zip(BROKERS, ports, strict=True):
-                properties = Path(tmp) / f"broker-{broker_id}.properties"
-                properties.write_text(
-                    f"broker.id={broker_id}\nlisteners=PLAINTEXT://127.0.0.1:{port}\n"
-                    f"zookeeper.connect={connect}\nzookeeper.session.timeout.ms=30000\n"
-                )
-                log = (Path(tmp) / f"broker-{broker_id}.log").open("wb")
-                processes.append(
-                    subprocess.Popen(
-                        [sys.executable, "-m", "node.main", str(properties)], stdout=log, stderr=log, cwd=ROOT
+
+            def launch() -> None:
+                for broker_id, port in zip(BROKERS, ports, strict=True):
+                    properties = Path(tmp) / f"broker-{broker_id}.properties"
+                    properties.write_text(
+                        f"broker.id={broker_id}\nlisteners=PLAINTEXT://127.0.0.1:{port}\n"
+                        f"zookeeper.connect={connect}\nzookeeper.session.timeout.ms=30000\n"
                     )
-                )
+                    log = (Path(tmp) / f"broker-{broker_id}.log").open("wb")
+                    processes.append(
+                        subprocess.Popen(
+                            [sys.executable, "-m", "node.main", str(properties)],
+                            stdout=log,
+                            stderr=log,
+                            cwd=ROOT,
+                        )
+                    )
+
+            uvloop.run(ControllerHold.start_together(connect, launch))
             keel, raw_single, raw_multi = [], [], []
             for run in range(1, args.runs + 1):
                 to_update, to_idle = uvloop.run(one_failover(connect, ports))

@@ -134,7 +134,7 @@ class ReplicaStateMachine:
         self, broker: int, partitions: list[TopicPartition]
     ) -> dict[TopicPartition, LeadershipInfo]:
         """Take `broker` out of these partitions' ISRs (leader -1 if it led), retrying
-        conflicts; returns the leadership of every partition that was processed."""
+        conflicts; returns the new leadership of every partition whose state changed."""
         context = self._context
         done: dict[TopicPartition, LeadershipInfo] = {}
         remaining = partitions
@@ -158,8 +158,10 @@ class ReplicaStateMachine:
                     isr = state.isr if len(state.isr) == 1 else tuple(r for r in state.isr if r != broker)
                     updates[tp] = state.new_leader_and_isr(leader, isr)
                 else:
+                    # Not in the ISR: nothing to write, and nothing new to tell. (Kafka resends
+                    # the unchanged state; after an election in the same event every broker
+                    # would refuse it at an unchanged leader epoch, so Keel skips it.)
                     context.leadership[tp] = info
-                    done[tp] = info
             written = await self._store.update_partition_states(
                 updates, context.epoch, context.epoch_zk_version
             )

@@ -123,9 +123,18 @@ class EmbeddedZooKeeper:
     """Start with `start()`, stop with `stop()`; `connect_string` is host:port,... ."""
 
     def __init__(
-        self, data_dir: Path, *, servers: int = 1, tick_ms: int = 200, ports: list[int] | None = None
+        self,
+        data_dir: Path,
+        *,
+        servers: int = 1,
+        tick_ms: int = 200,
+        ports: list[int] | None = None,
+        heap_mb: int = 256,
     ) -> None:
-        """`ports` (client, peer, election per server) reuses an earlier run's; default: free ones."""
+        """`ports` (client, peer, election per server) reuses an earlier run's; default: free ones.
+        ZooKeeper keeps every znode in memory: give it `heap_mb` to match (benchmarks with
+        hundreds of thousands of partitions need far more than a test does)."""
+        self.heap_mb = heap_mb
         if servers not in (1, 3):
             raise ValueError("an embedded ZooKeeper has 1 or 3 servers")
         self.data_dir = Path(data_dir)
@@ -172,7 +181,7 @@ class EmbeddedZooKeeper:
         return [
             java_binary(),
             "-Xms32m",
-            "-Xmx256m",
+            f"-Xmx{self.heap_mb}m",
             "-XX:+UseSerialGC",
             "-XX:TieredStopAtLevel=1",
             f"-Dlog4j2.configurationFile={server.data_dir / 'log4j2.properties'}",
