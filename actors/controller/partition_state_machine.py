@@ -36,6 +36,19 @@ _VALID_FROM = {
 }
 
 
+async def cached_or_read(
+    context: ControllerContext, store: ClusterStore, partitions: list[TopicPartition]
+) -> dict[TopicPartition, LeadershipInfo]:
+    """The controller's cached state, read from ZooKeeper only where it has none. Every write
+    is conditional on the cached partition epoch and fenced by the controller epoch, so a
+    stale cache costs a conflict and a re-read, never a wrong write."""
+    cached = {tp: context.leadership[tp] for tp in partitions if tp in context.leadership}
+    missing = [tp for tp in partitions if tp not in cached]
+    if missing:
+        cached.update(await store.partition_states(missing))
+    return cached
+
+
 class StateChangeFailed(Exception):
     pass
 
@@ -159,7 +172,7 @@ class PartitionStateMachine:
         context = self._context
         results: dict[TopicPartition, PartitionResult] = {}
         remaining = partitions
-        current = await self._cached_or_read(remaining)
+        current = await cached_or_read(self._context, self._store, remaining)
         while remaining:
             unclean = await self._unclean_allowed(remaining, current, strategy, allow_unclean)
             updates: dict[TopicPartition, LeaderAndIsr] = {}
@@ -203,16 +216,6 @@ class PartitionStateMachine:
             if remaining:
                 current = await self._store.partition_states(remaining)
         return results
-
-    async def _cached_or_read(self, partitions: list[TopicPartition]) -> dict[TopicPartition, LeadershipInfo]:
-        """The controller's cached state, read from ZooKeeper only where it has none. Every
-        write is conditional on the cached partition epoch and fenced by the controller
-        epoch, so a stale cache costs a conflict and a re-read, never a wrong write."""
-        cached = {tp: self._context.leadership[tp] for tp in partitions if tp in self._context.leadership}
-        missing = [tp for tp in partitions if tp not in cached]
-        if missing:
-            cached.update(await self._store.partition_states(missing))
-        return cached
 
     async def _unclean_allowed(
         self,

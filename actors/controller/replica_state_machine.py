@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Iterable
 
 from actors.controller.context import ControllerContext, PartitionReplica, ReplicaState
+from actors.controller.partition_state_machine import cached_or_read
 from actors.controller.request_batch import RequestBatch
 from actors.ports import ClusterStore, LeaderAndIsr, LeadershipInfo, PartitionStateConflict, TopicPartition
 
@@ -138,11 +139,7 @@ class ReplicaStateMachine:
         context = self._context
         done: dict[TopicPartition, LeadershipInfo] = {}
         remaining = partitions
-        # Written from the cache; conflicts re-read (see PartitionStateMachine._cached_or_read).
-        current = {tp: context.leadership[tp] for tp in remaining if tp in context.leadership}
-        missing = [tp for tp in remaining if tp not in current]
-        if missing:
-            current.update(await self._store.partition_states(missing))
+        current = await cached_or_read(context, self._store, remaining)
         while remaining:
             updates: dict[TopicPartition, LeaderAndIsr] = {}
             for tp in remaining:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiozk.protocol.stat import Stat
@@ -316,13 +317,7 @@ class ZkClusterStore:
     async def create_partition_states(
         self, states: dict[TopicPartition, LeaderAndIsr], controller_epoch: int, epoch_zk_version: int
     ) -> dict[TopicPartition, LeaderAndIsr | Exception]:
-        chunks = _chunks(sorted(states), _PARTITIONS_PER_MULTI)
-        results: dict[TopicPartition, LeaderAndIsr | Exception] = {}
-        for outcome in await asyncio.gather(
-            *(self._create_chunk(c, states, controller_epoch, epoch_zk_version) for c in chunks)
-        ):
-            results.update(outcome)
-        return results
+        return await _per_chunk(states, controller_epoch, epoch_zk_version, self._create_chunk)
 
     async def _create_chunk(
         self,
@@ -378,13 +373,7 @@ class ZkClusterStore:
     async def update_partition_states(
         self, states: dict[TopicPartition, LeaderAndIsr], controller_epoch: int, epoch_zk_version: int
     ) -> dict[TopicPartition, LeaderAndIsr | Exception]:
-        chunks = _chunks(sorted(states), _PARTITIONS_PER_MULTI)
-        results: dict[TopicPartition, LeaderAndIsr | Exception] = {}
-        for outcome in await asyncio.gather(
-            *(self._update_chunk(c, states, controller_epoch, epoch_zk_version) for c in chunks)
-        ):
-            results.update(outcome)
-        return results
+        return await _per_chunk(states, controller_epoch, epoch_zk_version, self._update_chunk)
 
     def _set_state_op(self, tp: TopicPartition, state: LeaderAndIsr, controller_epoch: int) -> Any:
         return self.zk.set_op(
@@ -469,8 +458,27 @@ class ZkClusterStore:
         return data.decode_cluster_id(value[0])
 
 
-def _chunks(items: list[TopicPartition], size: int) -> list[list[TopicPartition]]:
-    return [items[i : i + size] for i in range(0, len(items), size)]
+StateResults = dict[TopicPartition, LeaderAndIsr | Exception]
+ChunkWriter = Callable[
+    [list[TopicPartition], dict[TopicPartition, LeaderAndIsr], int, int], Awaitable[StateResults]
+]
+
+
+async def _per_chunk(
+    states: dict[TopicPartition, LeaderAndIsr],
+    controller_epoch: int,
+    epoch_zk_version: int,
+    write: ChunkWriter,
+) -> StateResults:
+    """Split a write into multi-ops of _PARTITIONS_PER_MULTI partitions, sent pipelined."""
+    ordered = sorted(states)
+    chunks = [ordered[i : i + _PARTITIONS_PER_MULTI] for i in range(0, len(ordered), _PARTITIONS_PER_MULTI)]
+    results: StateResults = {}
+    for outcome in await asyncio.gather(
+        *(write(c, states, controller_epoch, epoch_zk_version) for c in chunks)
+    ):
+        results.update(outcome)
+    return results
 
 
 def _failed(results: list[Any]) -> Exception | None:
