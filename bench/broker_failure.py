@@ -109,6 +109,9 @@ async def measure(
 
     await wait_for(finished, timeout=120, interval=0.01)
     elapsed = time.perf_counter() - disappeared
+    async with KeelAdminClient(f"127.0.0.1:{ports[controller]}", timeout=5) as admin:
+        processing = (await admin.describe_controller()).metrics["LeaderElectionRateAndTimeMs.last"]
+    print(f"  the controller spent {processing / 1000:.2f} s on the broker change itself")
     paths = [
         f"/brokers/topics/{t}/partitions/{p}/state" for t in topic_names(partitions) for p in range(PER_TOPIC)
     ]

@@ -29,6 +29,9 @@ class ReplicaState(IntEnum):
     NON_EXISTENT = 7
 
 
+_NO_REPLICAS = ReplicaAssignment(())
+
+
 @dataclasses.dataclass(frozen=True)
 class PartitionReplica:
     tp: TopicPartition
@@ -79,7 +82,9 @@ class ControllerContext:
         self.assignments.setdefault(tp.topic, {})[tp.partition] = assignment
 
     def assignment(self, tp: TopicPartition) -> ReplicaAssignment:
-        return self.assignments.get(tp.topic, {}).get(tp.partition, ReplicaAssignment(()))
+        partitions = self.assignments.get(tp.topic)
+        found = None if partitions is None else partitions.get(tp.partition)
+        return _NO_REPLICAS if found is None else found
 
     def replicas(self, tp: TopicPartition) -> tuple[int, ...]:
         return self.assignment(tp).replicas

@@ -72,6 +72,7 @@ class ControllerMetrics:
             "LeaderElectionRateAndTimeMs.count": elections.count,
             "LeaderElectionRateAndTimeMs.p50": elections.percentile(0.5),
             "LeaderElectionRateAndTimeMs.p99": elections.percentile(0.99),
+            "LeaderElectionRateAndTimeMs.last": elections.recent[-1] if elections.recent else 0.0,
             "EventQueueSize": controller.event_manager.queue_size,
             "TotalQueueSize": controller.channel.total_queue_size if active else 0,
             "EventQueueTimeMs.count": queue_time.count,

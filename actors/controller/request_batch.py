@@ -45,12 +45,18 @@ class RequestBatch:
         self._controller_id = controller_id
         self._leader_and_isr: dict[int, dict[TopicPartition, _LeaderAndIsrEntry]] = {}
         self._update_metadata_brokers: set[int] = set()
+        self._update_metadata_to_all = False
         self._update_metadata_partitions: set[TopicPartition] = set()
         self._stop_replica: dict[int, dict[TopicPartition, bool]] = {}
 
     @property
     def empty(self) -> bool:
-        return not (self._leader_and_isr or self._update_metadata_brokers or self._stop_replica)
+        return not (
+            self._leader_and_isr
+            or self._update_metadata_brokers
+            or self._update_metadata_to_all
+            or self._stop_replica
+        )
 
     def add_leader_and_isr(
         self,
@@ -69,7 +75,10 @@ class RequestBatch:
             entries[tp] = _LeaderAndIsrEntry(
                 leadership, assignment, is_new or (earlier is not None and earlier.is_new)
             )
-        self.add_update_metadata(self._context.live_or_shutting_down_ids(), [tp])
+        # UpdateMetadata for the partition to every live-or-shutting-down broker, resolved at
+        # send time (which filters to those brokers anyway) instead of once per partition.
+        self._update_metadata_to_all = True
+        self._update_metadata_partitions.add(tp)
 
     def add_update_metadata(self, brokers: Iterable[int], partitions: Iterable[TopicPartition] = ()) -> None:
         self._update_metadata_brokers.update(b for b in brokers if b >= 0)
@@ -93,6 +102,8 @@ class RequestBatch:
                 order = self._leader_and_isr_request(broker, entries, epoch)
                 self._channel.send(broker, order, _log_errors(broker))
                 await asyncio.sleep(0)
+        if self._update_metadata_to_all:
+            self._update_metadata_brokers |= targets
         if self._update_metadata_brokers:
             states = self._update_metadata_states()
             live = self._live_brokers()
@@ -112,6 +123,7 @@ class RequestBatch:
                 )
         self._leader_and_isr.clear()
         self._update_metadata_brokers.clear()
+        self._update_metadata_to_all = False
         self._update_metadata_partitions.clear()
         self._stop_replica.clear()
 
@@ -154,6 +166,7 @@ class RequestBatch:
 
     def _update_metadata_states(self) -> list[UpdateMetadataPartitionState]:
         states = []
+        online = self._context.live_ids()
         for tp in sorted(self._update_metadata_partitions):
             info = self._context.leadership.get(tp)
             if info is None:
@@ -170,7 +183,7 @@ class RequestBatch:
                     isr=list(state.isr),
                     partition_epoch=state.partition_epoch,
                     replicas=list(replicas),
-                    offline_replicas=[r for r in replicas if not self._context.is_replica_online(r)],
+                    offline_replicas=[r for r in replicas if r not in online],
                 )
             )
         return states
