@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
 from enum import IntEnum
 
 from actors.ports import LeadershipInfo, RegisteredBroker, ReplicaAssignment, TopicPartition
@@ -95,12 +94,6 @@ class ControllerContext:
             for topic, partitions in self.assignments.items()
             for partition in partitions
         ]
-
-    def partitions_of(self, topics: Iterable[str]) -> list[TopicPartition]:
-        return [TopicPartition(t, p) for t in topics for p in self.assignments.get(t, {})]
-
-    def partitions_on_brokers(self, broker_ids: set[int]) -> list[TopicPartition]:
-        return [tp for tp in self.all_partitions() if broker_ids.intersection(self.replicas(tp))]
 
     def replicas_on_brokers(self, broker_ids: set[int]) -> list[PartitionReplica]:
         return [

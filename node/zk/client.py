@@ -221,10 +221,6 @@ class ZooKeeperClient:
         """Register a callback for a watch event; arming it is a read with watch=True."""
         self._zk.session.add_watch_callback(event_type, self.path(path), callback)
 
-    def remove_watch(self, event_type: int, path: str, callback: Callable[[str], None]) -> None:
-        with contextlib.suppress(KeyError):
-            self._zk.session.remove_watch_callback(event_type, self.path(path), callback)
-
     async def wait_for_deletion(self, path: str, timeout: float) -> bool:
         """Wait until `path` is gone; False if it still exists after `timeout` seconds."""
         deleted = self._zk.wait_for_events([DELETED], path)
