@@ -46,8 +46,9 @@ def topic_names(partitions: int) -> list[str]:
     return [f"topic-{i:04d}" for i in range((partitions + PER_TOPIC - 1) // PER_TOPIC)]
 
 
-async def populate(connect: str, partitions: int) -> None:
-    """Topics and partition states as Kafka's controller would have left them."""
+async def populate(connect: str, partitions: int, extra: dict[str, int] | None = None) -> None:
+    """Topics and partition states as Kafka's controller would have left them: `partitions`
+    spread over topics of PER_TOPIC, plus the `extra` topics with their partition counts."""
     zk = zk_client(connect)
     await zk.start()
     for path in ("/brokers", "/brokers/topics", "/brokers/ids", "/config", "/config/topics", "/admin"):
@@ -60,8 +61,7 @@ async def populate(connect: str, partitions: int) -> None:
         request.set_flags(False, False, False)
         return request
 
-    async def write_topic(index: int, topic: str) -> None:
-        count = min(PER_TOPIC, partitions - index * PER_TOPIC)
+    async def write_topic(topic: str, count: int) -> None:
         assignment = {str(p): [BROKERS[(p + k) % 3] for k in range(3)] for p in range(count)}
         await zk.create(f"/brokers/topics/{topic}", orjson.dumps({"version": 3, "partitions": assignment}))
         await zk.create(f"/brokers/topics/{topic}/partitions")
@@ -80,9 +80,10 @@ async def populate(connect: str, partitions: int) -> None:
                 request.add(create(f"/brokers/topics/{topic}/partitions/{p}/state", orjson.dumps(state)))
             await zk.session.send(request)
 
-    topics = topic_names(partitions)
+    counts = {t: min(PER_TOPIC, partitions - i * PER_TOPIC) for i, t in enumerate(topic_names(partitions))}
+    topics = [*counts.items(), *(extra or {}).items()]
     for i in range(0, len(topics), 10):
-        await asyncio.gather(*(write_topic(j, topics[j]) for j in range(i, min(len(topics), i + 10))))
+        await asyncio.gather(*(write_topic(*t) for t in topics[i : i + 10]))
     await zk.close()
 
 

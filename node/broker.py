@@ -85,7 +85,9 @@ class KeelBroker:
             self.store,
             self.clock,
             ControllerChannelManager(
-                self.broker_id, timeout_s=self.config.get_int("controller.socket.timeout.ms") / 1000
+                self.broker_id,
+                timeout_s=self.config.get_int("controller.socket.timeout.ms") / 1000,
+                local=self.apis.handle,
             ),
             ControllerConfig(
                 unclean_leader_election_enable=self.config.get_bool("unclean.leader.election.enable")

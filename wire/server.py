@@ -100,11 +100,16 @@ class RpcServer:
                 return None
             log.warning("bad request from %s: %s: %s", peer, e.code.name, e.message)
             return encode_response(e.correlation_id, error_response(e))
-        try:
-            response = await self._handler(request)
-        except WireError as e:
-            response = error_response(e)
-        except Exception as e:
-            log.exception("%s from %s failed", request.spec.key.name, peer)
-            response = error_response(UnknownServerError(f"{type(e).__name__}: {e}"))
+        response = await call_handler(self._handler, request, peer)
         return encode_response(request.header.correlation_id, response)
+
+
+async def call_handler(handler: Handler, request: ParsedRequest, peer: object) -> Response:
+    """The handler's answer, with a failure turned into the error response a peer would get."""
+    try:
+        return await handler(request)
+    except WireError as e:
+        return error_response(e)
+    except Exception as e:
+        log.exception("%s from %s failed", request.spec.key.name, peer)
+        return error_response(UnknownServerError(f"{type(e).__name__}: {e}"))

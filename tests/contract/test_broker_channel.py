@@ -16,6 +16,7 @@ from tests.fakes import FakeBrokerChannel
 from tests.support import eventually
 from wire.api import ApiVersionsRequest, ApiVersionsResponse, Request, Response, StopReplicaRequest
 from wire.envelope import ParsedRequest
+from wire.errors import ErrorCode, StaleControllerEpoch
 from wire.server import RpcServer
 
 
@@ -141,3 +142,31 @@ async def test_removing_a_broker_drops_its_queue(harness: Harness) -> None:
     # Nothing may arrive: give a wrong implementation a few retry intervals to deliver.
     await asyncio.sleep(0.3)
     assert harness.received(4) == []
+
+
+async def test_the_controllers_own_broker_is_served_in_process_in_order() -> None:
+    served: list[Request] = []
+
+    async def local(request: ParsedRequest) -> Response:
+        served.append(request.body)
+        if request.body == stop_replica(2):
+            raise StaleControllerEpoch("epoch 2 is stale")
+        return request.spec.response()
+
+    channel = ControllerChannelManager(controller_id=1, timeout_s=2, local=local)
+    # An endpoint nobody listens on: an attempt to connect would fail and retry forever.
+    unreachable = EndPoint("PLAINTEXT", "PLAINTEXT", "127.0.0.1", free_ports(1)[0])
+    channel.add_broker(RegisteredBroker(BrokerInfo(1, (unreachable,)), 1))
+    answers: list[Response] = []
+    try:
+        for number in range(4):
+            channel.send(1, stop_replica(number), answers.append)
+
+        async def all_answered() -> bool:
+            return len(answers) == 4
+
+        await eventually(all_answered, timeout=5, message="the local broker did not answer every request")
+    finally:
+        await channel.close()
+    assert served == [stop_replica(n) for n in range(4)]
+    assert [a.error_code for a in answers] == [0, 0, ErrorCode.STALE_CONTROLLER_EPOCH, 0]
