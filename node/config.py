@@ -21,6 +21,7 @@ class ConfigError(Exception):
         self.key = key
 
 
+_LONG_MAX = 2**63 - 1
 _LISTENER = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)://(?P<host>\[[^\]]*\]|[^:]*):(?P<port>\d+)$")
 
 
@@ -74,6 +75,24 @@ DEFINITIONS: dict[str, _Def] = {
     "shutdown.timeout.ms": _Def(_int(1), "15000"),
     "num.partitions": _Def(_int(1), "1"),
     "default.replication.factor": _Def(_int(1), "1"),
+    # The replicated log: broker-wide defaults of the topic configs, and replication.
+    "log.segment.bytes": _Def(_int(14), "1073741824"),
+    "log.index.interval.bytes": _Def(_int(0), "4096"),
+    "log.retention.ms": _Def(_int(-1, _LONG_MAX), "604800000"),
+    "log.retention.bytes": _Def(_int(-1, _LONG_MAX), "-1"),
+    "log.retention.check.interval.ms": _Def(_int(1, _LONG_MAX), "300000"),
+    "log.flush.interval.messages": _Def(_int(1, _LONG_MAX), str(_LONG_MAX)),
+    "log.flush.interval.ms": _Def(_int(0, _LONG_MAX), str(_LONG_MAX)),
+    "log.flush.scheduler.interval.ms": _Def(_int(1, _LONG_MAX), "1000"),
+    "message.max.bytes": _Def(_int(0), "1048588"),
+    "min.insync.replicas": _Def(_int(1), "1"),
+    "replica.lag.time.max.ms": _Def(_int(1, _LONG_MAX), "30000"),
+    "replica.high.watermark.checkpoint.interval.ms": _Def(_int(1, _LONG_MAX), "5000"),
+    "replica.fetch.max.bytes": _Def(_int(0), "1048576"),
+    "replica.fetch.response.max.bytes": _Def(_int(0), "10485760"),
+    "replica.fetch.wait.max.ms": _Def(_int(0), "500"),
+    "replica.fetch.min.bytes": _Def(_int(1), "1"),
+    "replica.fetch.backoff.ms": _Def(_int(0), "1000"),
 }
 
 

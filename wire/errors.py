@@ -38,10 +38,14 @@ class ErrorCode(IntEnum):
     INVALID_CONFIG = 40
     NOT_CONTROLLER = 41
     INVALID_REQUEST = 42
+    OPERATION_NOT_ATTEMPTED = 55
     KAFKA_STORAGE_ERROR = 56
     FENCED_LEADER_EPOCH = 74
+    UNKNOWN_LEADER_EPOCH = 75
     STALE_BROKER_EPOCH = 77
+    INVALID_UPDATE_VERSION = 95
     BROKER_ID_NOT_REGISTERED = 102
+    INELIGIBLE_REPLICA = 107
 
 
 class WireError(Exception):
@@ -104,6 +108,42 @@ class StaleBrokerEpoch(WireError):
 
 class BrokerNotAvailable(WireError):
     code = ErrorCode.BROKER_NOT_AVAILABLE
+
+
+class OffsetOutOfRange(WireError):
+    code = ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+class UnknownTopicOrPartition(WireError):
+    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+class NotLeaderOrFollower(WireError):
+    code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+class MessageTooLarge(WireError):
+    code = ErrorCode.MESSAGE_TOO_LARGE
+
+
+class NotEnoughReplicas(WireError):
+    code = ErrorCode.NOT_ENOUGH_REPLICAS
+
+
+class NotEnoughReplicasAfterAppend(WireError):
+    code = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+
+
+class FencedLeaderEpoch(WireError):
+    code = ErrorCode.FENCED_LEADER_EPOCH
+
+
+class UnknownLeaderEpoch(WireError):
+    code = ErrorCode.UNKNOWN_LEADER_EPOCH
+
+
+class KafkaStorageError(WireError):
+    code = ErrorCode.KAFKA_STORAGE_ERROR
 
 
 class FrameError(CorruptMessage):

@@ -1,5 +1,13 @@
 """Every API Keel speaks, declared once: key, versions, request and response bodies."""
 
+from wire.api.alter_partition import (
+    AlterPartitionItem,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    AlterPartitionResult,
+    AlterPartitionTopic,
+    AlterPartitionTopicResult,
+)
 from wire.api.api_versions import ApiVersionRange, ApiVersionsRequest, ApiVersionsResponse
 from wire.api.base import ApiSpec, Request, Response
 from wire.api.create_topics import (
@@ -16,6 +24,14 @@ from wire.api.describe_cluster import (
     Endpoint,
 )
 from wire.api.describe_controller import DescribeControllerRequest, DescribeControllerResponse
+from wire.api.fetch import (
+    FetchableTopicResponse,
+    FetchPartition,
+    FetchPartitionData,
+    FetchRequest,
+    FetchResponse,
+    FetchTopic,
+)
 from wire.api.keys import ApiKey
 from wire.api.leader_and_isr import (
     LeaderAndIsrPartitionState,
@@ -24,12 +40,38 @@ from wire.api.leader_and_isr import (
     LiveLeader,
     PartitionError,
 )
+from wire.api.list_offsets import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    ListOffsetsPartition,
+    ListOffsetsPartitionResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ListOffsetsTopic,
+    ListOffsetsTopicResponse,
+)
 from wire.api.metadata import (
     MetadataBroker,
     MetadataPartition,
     MetadataRequest,
     MetadataResponse,
     MetadataTopic,
+)
+from wire.api.offsets_for_leader_epoch import (
+    EpochEndOffset,
+    OffsetForLeaderPartition,
+    OffsetForLeaderTopic,
+    OffsetForLeaderTopicResult,
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
+)
+from wire.api.produce import (
+    ProducePartitionData,
+    ProducePartitionResponse,
+    ProduceRequest,
+    ProduceResponse,
+    ProduceTopicData,
+    ProduceTopicResponse,
 )
 from wire.api.reelect_controller import ReelectControllerRequest, ReelectControllerResponse
 from wire.api.stop_replica import StopReplicaPartition, StopReplicaRequest, StopReplicaResponse
@@ -43,12 +85,19 @@ from wire.api.update_metadata import (
 API_SPECS: dict[int, ApiSpec] = {
     spec.key: spec
     for spec in (
+        ApiSpec(ApiKey.PRODUCE, 0, 0, ProduceRequest, ProduceResponse),
+        ApiSpec(ApiKey.FETCH, 0, 0, FetchRequest, FetchResponse),
+        ApiSpec(ApiKey.LIST_OFFSETS, 0, 0, ListOffsetsRequest, ListOffsetsResponse),
         ApiSpec(ApiKey.METADATA, 0, 0, MetadataRequest, MetadataResponse),
         ApiSpec(ApiKey.LEADER_AND_ISR, 0, 0, LeaderAndIsrRequest, LeaderAndIsrResponse),
         ApiSpec(ApiKey.STOP_REPLICA, 0, 0, StopReplicaRequest, StopReplicaResponse),
         ApiSpec(ApiKey.UPDATE_METADATA, 0, 0, UpdateMetadataRequest, UpdateMetadataResponse),
         ApiSpec(ApiKey.API_VERSIONS, 0, 0, ApiVersionsRequest, ApiVersionsResponse),
         ApiSpec(ApiKey.CREATE_TOPICS, 0, 0, CreateTopicsRequest, CreateTopicsResponse),
+        ApiSpec(
+            ApiKey.OFFSET_FOR_LEADER_EPOCH, 0, 0, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse
+        ),
+        ApiSpec(ApiKey.ALTER_PARTITION, 0, 0, AlterPartitionRequest, AlterPartitionResponse),
         ApiSpec(ApiKey.DESCRIBE_CLUSTER, 0, 0, DescribeClusterRequest, DescribeClusterResponse),
         ApiSpec(ApiKey.REELECT_CONTROLLER, 0, 0, ReelectControllerRequest, ReelectControllerResponse),
         ApiSpec(ApiKey.DESCRIBE_CONTROLLER, 0, 0, DescribeControllerRequest, DescribeControllerResponse),
@@ -62,6 +111,14 @@ def spec_for(request: type[Request]) -> ApiSpec:
 
 __all__ = [
     "API_SPECS",
+    "EARLIEST_TIMESTAMP",
+    "LATEST_TIMESTAMP",
+    "AlterPartitionItem",
+    "AlterPartitionRequest",
+    "AlterPartitionResponse",
+    "AlterPartitionResult",
+    "AlterPartitionTopic",
+    "AlterPartitionTopicResult",
     "ApiKey",
     "ApiSpec",
     "ApiVersionRange",
@@ -78,9 +135,22 @@ __all__ = [
     "DescribeControllerResponse",
     "DescribedBroker",
     "Endpoint",
+    "EpochEndOffset",
+    "FetchPartition",
+    "FetchPartitionData",
+    "FetchRequest",
+    "FetchResponse",
+    "FetchTopic",
+    "FetchableTopicResponse",
     "LeaderAndIsrPartitionState",
     "LeaderAndIsrRequest",
     "LeaderAndIsrResponse",
+    "ListOffsetsPartition",
+    "ListOffsetsPartitionResponse",
+    "ListOffsetsRequest",
+    "ListOffsetsResponse",
+    "ListOffsetsTopic",
+    "ListOffsetsTopicResponse",
     "LiveBroker",
     "LiveLeader",
     "MetadataBroker",
@@ -88,7 +158,18 @@ __all__ = [
     "MetadataRequest",
     "MetadataResponse",
     "MetadataTopic",
+    "OffsetForLeaderPartition",
+    "OffsetForLeaderTopic",
+    "OffsetForLeaderTopicResult",
+    "OffsetsForLeaderEpochRequest",
+    "OffsetsForLeaderEpochResponse",
     "PartitionError",
+    "ProducePartitionData",
+    "ProducePartitionResponse",
+    "ProduceRequest",
+    "ProduceResponse",
+    "ProduceTopicData",
+    "ProduceTopicResponse",
     "ReelectControllerRequest",
     "ReelectControllerResponse",
     "Request",

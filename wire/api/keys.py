@@ -13,6 +13,8 @@ class ApiKey(IntEnum):
     UPDATE_METADATA = 6
     CONTROLLED_SHUTDOWN = 7
     API_VERSIONS = 18
+    OFFSET_FOR_LEADER_EPOCH = 23
+    ALTER_PARTITION = 56
     CREATE_TOPICS = 19
     DESCRIBE_CLUSTER = 60
     # Keel's own: what `zookeeper-shell delete /controller` does, over the wire.

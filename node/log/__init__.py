@@ -1,0 +1,1 @@
+"""The replicated log's storage: segments, indexes, checkpoints, one Log per partition."""

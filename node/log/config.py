@@ -1,0 +1,44 @@
+"""A partition's log settings: the broker's defaults (`log.*`) overridden per topic."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import ClassVar
+
+_LONG_MAX = 2**63 - 1
+
+
+@dataclasses.dataclass(frozen=True)
+class LogConfig:
+    segment_bytes: int = 1 << 30
+    index_interval_bytes: int = 4096
+    retention_ms: int = 7 * 24 * 3600 * 1000
+    retention_bytes: int = -1
+    flush_messages: int = _LONG_MAX
+    flush_ms: int = _LONG_MAX
+    max_message_bytes: int = 1048588
+    min_insync_replicas: int = 1
+
+    # Topic config name → field.
+    TOPIC_KEYS: ClassVar[dict[str, str]] = {
+        "segment.bytes": "segment_bytes",
+        "retention.ms": "retention_ms",
+        "retention.bytes": "retention_bytes",
+        "flush.messages": "flush_messages",
+        "flush.ms": "flush_ms",
+        "max.message.bytes": "max_message_bytes",
+        "min.insync.replicas": "min_insync_replicas",
+    }
+
+    def with_topic_configs(self, configs: Mapping[str, str]) -> LogConfig:
+        """These settings with a topic's overrides. The values were validated when the topic
+        was created; one that does not parse keeps the broker's default."""
+        changes = {}
+        for key, field in self.TOPIC_KEYS.items():
+            if key in configs:
+                try:
+                    changes[field] = int(configs[key])
+                except ValueError:
+                    continue
+        return dataclasses.replace(self, **changes)

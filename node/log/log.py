@@ -1,0 +1,267 @@
+"""One partition's log (Kafka's UnifiedLog): segments in offset order, the leader-epoch cache,
+appends as leader or follower, reads, truncation, recovery, retention and flushing.
+
+Offsets: `log_start_offset` is the first offset still held, `log_end_offset` (LEO) the next
+offset to be written. Appends validate every batch (magic, framing, CRC) before writing any,
+so a bad batch appends nothing.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import shutil
+import time
+from pathlib import Path
+
+from actors.ports import TopicPartition
+from node.log.config import LogConfig
+from node.log.epoch_cache import LeaderEpochCache
+from node.log.segment import LogSegment
+from wire import records
+from wire.errors import CorruptMessage, MessageTooLarge, OffsetOutOfRange
+
+log = logging.getLogger(__name__)
+
+
+def directory_name(tp: TopicPartition) -> str:
+    return f"{tp.topic}-{tp.partition}"
+
+
+class Log:
+    def __init__(self, directory: Path, tp: TopicPartition, config: LogConfig) -> None:
+        self.directory = directory
+        self.tp = tp
+        self.config = config
+        directory.mkdir(parents=True, exist_ok=True)
+        self.epochs = LeaderEpochCache(directory)
+        self._segments: list[LogSegment] = []
+        self._bases: list[int] = []
+        self._unflushed = 0
+        self._last_flush = time.monotonic()
+        self._load()
+
+    # --- loading and recovery ---
+
+    def _load(self) -> None:
+        bases = sorted(int(p.stem) for p in self.directory.glob("*.log") if p.stem.isdigit())
+        for base in bases:
+            self._segments.append(LogSegment(self.directory, base, self.config.index_interval_bytes))
+        self._bases = bases
+        if not self._segments:
+            self._roll(0)
+            return
+        for segment in self._segments[:-1]:
+            segment.load_index()
+        # A crash can only have torn the active segment's tail: check it batch by batch.
+        cut = self._segments[-1].recover()
+        if cut:
+            log.warning(
+                "%s: recovered to offset %d, %d torn bytes dropped", self.tp, self.log_end_offset, cut
+            )
+        self.epochs.truncate_from_end(self.log_end_offset)
+        self.epochs.truncate_from_start(self.log_start_offset)
+
+    # --- offsets ---
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._segments[0].base_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._segments[-1].next_offset
+
+    @property
+    def size(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    # --- appends ---
+
+    def append_as_leader(self, data: bytes, leader_epoch: int) -> tuple[int, int]:
+        """Stamp offsets and `leader_epoch` on every batch, append, and return the first and
+        last offsets given."""
+        buffer = bytearray(data)
+        headers = self._validate(buffer)
+        offset = self.log_end_offset
+        first = offset
+        for position, header in headers:
+            records.stamp(buffer, position, offset, leader_epoch)
+            offset += header.last_offset_delta + 1
+        if self.epochs.latest_epoch != leader_epoch:
+            self.epochs.assign(leader_epoch, first)
+        self._write(buffer, records.read_header(buffer, 0), records.read_header(buffer, headers[-1][0]))
+        return first, offset - 1
+
+    def append_as_follower(self, data: bytes | memoryview) -> int:
+        """Append batches copied from the leader, offsets and epochs as the leader gave them.
+        Returns the number of batches appended."""
+        headers = self._validate(data)
+        expected = self.log_end_offset
+        for _, header in headers:
+            if header.base_offset != expected:
+                raise CorruptMessage(
+                    f"{self.tp}: batch at offset {header.base_offset} does not follow the log end {expected}"
+                )
+            expected = header.next_offset
+            if header.partition_leader_epoch > self.epochs.latest_epoch:
+                self.epochs.assign(header.partition_leader_epoch, header.base_offset)
+        self._write(data, headers[0][1], headers[-1][1])
+        return len(headers)
+
+    def _validate(self, data: bytes | bytearray | memoryview) -> list[tuple[int, records.BatchHeader]]:
+        if not data:
+            raise CorruptMessage("no record batch")
+        headers = list(records.batches(data))
+        for _, header in headers:
+            if header.size > self.config.max_message_bytes:
+                limit = self.config.max_message_bytes
+                raise MessageTooLarge(f"a batch of {header.size} bytes exceeds max.message.bytes {limit}")
+        return headers
+
+    def _write(
+        self, data: bytes | bytearray | memoryview, first: records.BatchHeader, last: records.BatchHeader
+    ) -> None:
+        active = self._segments[-1]
+        if active.size and active.size + len(data) > self.config.segment_bytes:
+            self._roll(self.log_end_offset)
+            active = self._segments[-1]
+        active.append(data, first, last)
+        self._unflushed += last.next_offset - first.base_offset
+        if self._unflushed >= self.config.flush_messages:
+            self.flush()
+
+    def _roll(self, base_offset: int) -> None:
+        if self._segments:
+            log.debug("%s: rolling a new segment at offset %d", self.tp, base_offset)
+        segment = LogSegment(self.directory, base_offset, self.config.index_interval_bytes)
+        segment.next_offset = base_offset
+        self._segments.append(segment)
+        self._bases.append(base_offset)
+
+    # --- reads ---
+
+    def read(self, offset: int, max_bytes: int, max_offset: int | None = None) -> bytes:
+        """Whole batches from the one holding `offset`, up to `max_bytes` (the first batch is
+        returned whole even when larger, so a big batch cannot stall a reader) and only
+        batches that end before `max_offset` (the high watermark, for consumers)."""
+        if offset < self.log_start_offset or offset > self.log_end_offset:
+            raise OffsetOutOfRange(
+                f"{self.tp}: offset {offset} is outside {self.log_start_offset}..{self.log_end_offset}"
+            )
+        limit = self.log_end_offset if max_offset is None else max_offset
+        if offset >= limit:
+            return b""
+        slot = bisect.bisect_right(self._bases, offset) - 1
+        out = bytearray()
+        while slot < len(self._segments) and len(out) < max_bytes:
+            segment = self._segments[slot]
+            position = segment.position_of(offset)
+            if position is not None:
+                chunk = self._read_batches(segment, position, max_bytes - len(out), limit, first=not out)
+                out += chunk
+                if position + len(chunk) < segment.size:
+                    break
+            slot += 1
+            if slot < len(self._segments):
+                offset = self._segments[slot].base_offset
+        return bytes(out)
+
+    @staticmethod
+    def _read_batches(segment: LogSegment, position: int, budget: int, limit: int, *, first: bool) -> bytes:
+        end = position
+        while end < segment.size:
+            header = records.read_header(segment.read(end, records.HEADER_SIZE))
+            if header.last_offset >= limit:
+                break
+            if end + header.size - position > budget and not (first and end == position):
+                break
+            end += header.size
+        return segment.read(position, end - position) if end > position else b""
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int, int] | None:
+        """(offset, timestamp, leader epoch) of the first batch with a timestamp at or after
+        `timestamp`, or None."""
+        for segment in self._segments:
+            if segment.max_timestamp != records.NO_TIMESTAMP and segment.max_timestamp < timestamp:
+                continue
+            header = segment.first_batch_at_or_after_timestamp(timestamp)
+            if header is not None:
+                return header.base_offset, header.max_timestamp, header.partition_leader_epoch
+        return None
+
+    # --- truncation ---
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop everything at or after `offset` (a follower whose log diverged)."""
+        if offset >= self.log_end_offset:
+            return
+        if offset <= self.log_start_offset:
+            self.truncate_fully_and_start_at(offset if offset >= 0 else self.log_start_offset)
+            return
+        log.info("%s: truncating from %d to %d", self.tp, self.log_end_offset, offset)
+        while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
+            self._segments.pop().delete()
+            self._bases.pop()
+        self._segments[-1].truncate_to(offset)
+        self.epochs.truncate_from_end(self.log_end_offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        log.info("%s: emptying the log to start at offset %d", self.tp, offset)
+        for segment in self._segments:
+            segment.delete()
+        self._segments, self._bases = [], []
+        self._roll(offset)
+        self.epochs.clear()
+
+    # --- retention and flushing ---
+
+    def delete_old_segments(self, now_ms: int, high_watermark: int) -> int:
+        """Delete closed segments past `retention.ms` or beyond `retention.bytes`, never
+        one that holds an offset at or after the high watermark. Returns how many went."""
+        deleted = 0
+        size = self.size
+        while len(self._segments) > 1:
+            segment, following = self._segments[0], self._segments[1]
+            if following.base_offset > high_watermark:
+                break
+            expired = (
+                self.config.retention_ms >= 0
+                and segment.max_timestamp != records.NO_TIMESTAMP
+                and now_ms - segment.max_timestamp > self.config.retention_ms
+            )
+            oversized = (
+                self.config.retention_bytes >= 0 and size - segment.size >= self.config.retention_bytes
+            )
+            if not (expired or oversized):
+                break
+            size -= segment.size
+            self._segments.pop(0).delete()
+            self._bases.pop(0)
+            deleted += 1
+        if deleted:
+            self.epochs.truncate_from_start(self.log_start_offset)
+            log.info(
+                "%s: retention deleted %d segment(s); the log starts at %d",
+                self.tp,
+                deleted,
+                self.log_start_offset,
+            )
+        return deleted
+
+    def maybe_flush(self) -> None:
+        if self._unflushed and (time.monotonic() - self._last_flush) * 1000 >= self.config.flush_ms:
+            self.flush()
+
+    def flush(self) -> None:
+        self._segments[-1].flush()
+        self._unflushed = 0
+        self._last_flush = time.monotonic()
+
+    def close(self) -> None:
+        for segment in self._segments:
+            segment.close()
+
+    def delete(self) -> None:
+        self.close()
+        shutil.rmtree(self.directory, ignore_errors=True)

@@ -1,0 +1,106 @@
+"""LogManager: every partition log under `log.dirs`, and the high-watermark checkpoint.
+
+On start it opens (and so recovers) every partition directory it finds. New logs go to the
+directory holding the fewest. Each directory has a `replication-offset-checkpoint` with the
+high watermark of each partition in it, written periodically and on shutdown.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from actors.ports import TopicPartition
+from node.log.checkpoint import CheckpointError, read_checkpoint, write_checkpoint
+from node.log.config import LogConfig
+from node.log.log import Log, directory_name
+
+log = logging.getLogger(__name__)
+
+HIGH_WATERMARK_FILE = "replication-offset-checkpoint"
+
+
+def _parse_directory(name: str) -> TopicPartition | None:
+    topic, sep, partition = name.rpartition("-")
+    if not sep or not topic or not partition.isdigit():
+        return None
+    return TopicPartition(topic, int(partition))
+
+
+class LogManager:
+    def __init__(self, log_dirs: list[Path], defaults: LogConfig) -> None:
+        self.log_dirs = log_dirs
+        self.defaults = defaults
+        self._logs: dict[TopicPartition, Log] = {}
+        self._high_watermarks: dict[TopicPartition, int] = {}
+
+    def load(self) -> None:
+        started = time.monotonic()
+        for directory in self.log_dirs:
+            directory.mkdir(parents=True, exist_ok=True)
+            try:
+                for topic, partition, offset in read_checkpoint(directory / HIGH_WATERMARK_FILE):
+                    self._high_watermarks[TopicPartition(topic, int(partition))] = int(offset)
+            except (CheckpointError, ValueError) as e:
+                log.warning("ignoring a damaged high-watermark checkpoint: %s", e)
+            for child in sorted(directory.iterdir()):
+                tp = _parse_directory(child.name)
+                if tp is not None and child.is_dir():
+                    self._logs[tp] = Log(child, tp, self.defaults)
+        log.info("loaded %d logs in %.0f ms", len(self._logs), (time.monotonic() - started) * 1000)
+
+    @property
+    def logs(self) -> dict[TopicPartition, Log]:
+        return self._logs
+
+    def get(self, tp: TopicPartition) -> Log | None:
+        return self._logs.get(tp)
+
+    def get_or_create(self, tp: TopicPartition, topic_configs: Mapping[str, str]) -> Log:
+        config = self.defaults.with_topic_configs(topic_configs)
+        existing = self._logs.get(tp)
+        if existing is not None:
+            existing.config = config
+            return existing
+        counts = {d: 0 for d in self.log_dirs}
+        for other in self._logs.values():
+            counts[other.directory.parent] = counts.get(other.directory.parent, 0) + 1
+        directory = min(self.log_dirs, key=lambda d: counts.get(d, 0))
+        created = Log(directory / directory_name(tp), tp, config)
+        self._logs[tp] = created
+        return created
+
+    def delete(self, tp: TopicPartition) -> None:
+        removed = self._logs.pop(tp, None)
+        self._high_watermarks.pop(tp, None)
+        if removed is not None:
+            removed.delete()
+
+    def checkpointed_high_watermark(self, tp: TopicPartition) -> int:
+        return self._high_watermarks.get(tp, 0)
+
+    def checkpoint_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
+        self._high_watermarks.update(high_watermarks)
+        for directory in self.log_dirs:
+            entries = [
+                f"{tp.topic} {tp.partition} {self._high_watermarks.get(tp, 0)}"
+                for tp, partition_log in sorted(self._logs.items())
+                if partition_log.directory.parent == directory
+            ]
+            write_checkpoint(directory / HIGH_WATERMARK_FILE, entries)
+
+    def cleanup(self, now_ms: int) -> None:
+        """Retention for every log, below its checkpointed high watermark."""
+        for tp, partition_log in list(self._logs.items()):
+            partition_log.delete_old_segments(now_ms, self._high_watermarks.get(tp, 0))
+
+    def flush_due(self) -> None:
+        for partition_log in self._logs.values():
+            partition_log.maybe_flush()
+
+    def close(self) -> None:
+        for partition_log in self._logs.values():
+            partition_log.flush()
+            partition_log.close()

@@ -1,0 +1,181 @@
+"""One log segment: `<base offset>.log` holding whole record batches back to back, and
+`<base offset>.index`, a sparse offset index (one entry every `index.interval.bytes`).
+
+The index is kept in memory and appended to its file as it grows; a segment whose index file
+is missing or damaged rebuilds it by scanning batch headers.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import struct
+from pathlib import Path
+
+from wire import records
+from wire.errors import CorruptMessage
+
+log = logging.getLogger(__name__)
+
+_INDEX_ENTRY = struct.Struct(">II")  # offset relative to the base, position
+
+
+def segment_name(base_offset: int, suffix: str) -> str:
+    return f"{base_offset:020d}{suffix}"
+
+
+class LogSegment:
+    def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int) -> None:
+        self.base_offset = base_offset
+        self.path = directory / segment_name(base_offset, ".log")
+        self.index_path = directory / segment_name(base_offset, ".index")
+        self._interval = index_interval_bytes
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self.size = os.fstat(self._fd).st_size
+        self._index_offsets: list[int] = []
+        self._index_positions: list[int] = []
+        self._index_fd = os.open(self.index_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self._bytes_since_index = 0
+        self.max_timestamp = records.NO_TIMESTAMP
+        # The offset after the last batch; known once recovered or appended to.
+        self.next_offset = base_offset
+
+    # --- loading ---
+
+    def load_index(self) -> None:
+        """Trust the index file when it is whole; otherwise rebuild it from batch headers."""
+        raw = os.pread(self._index_fd, os.fstat(self._index_fd).st_size, 0)
+        if len(raw) % _INDEX_ENTRY.size == 0 and (raw or self.size == 0):
+            positions = []
+            for relative, position in _INDEX_ENTRY.iter_unpack(raw):
+                self._index_offsets.append(self.base_offset + relative)
+                positions.append(position)
+            self._index_positions = positions
+            if all(p < self.size for p in positions):
+                self.next_offset = self._scan_last_offset()
+                return
+        self.recover(check_crc=False)
+
+    def _scan_last_offset(self) -> int:
+        position = self._index_positions[-1] if self._index_positions else 0
+        next_offset = self.base_offset
+        while position < self.size:
+            header = records.read_header(self.read(position, records.HEADER_SIZE))
+            next_offset = header.next_offset
+            self.max_timestamp = max(self.max_timestamp, header.max_timestamp)
+            position += header.size
+        return next_offset
+
+    def recover(self, *, check_crc: bool = True) -> int:
+        """Scan every batch, rebuild the index, and cut the file after the last good batch.
+        Returns how many bytes were cut."""
+        self._index_offsets, self._index_positions = [], []
+        os.ftruncate(self._index_fd, 0)
+        self._bytes_since_index = 0
+        self.next_offset = self.base_offset
+        self.max_timestamp = records.NO_TIMESTAMP
+        position = 0
+        data = os.pread(self._fd, self.size, 0)
+        while position < len(data):
+            try:
+                if check_crc:
+                    header = records.validate(data, position)
+                else:
+                    header = records.read_header(data, position)
+                    if position + header.size > len(data):
+                        raise CorruptMessage("batch cut short")
+            except CorruptMessage as e:
+                log.warning(
+                    "%s: truncating %d bytes at position %d after the last good batch: %s",
+                    self.path,
+                    len(data) - position,
+                    position,
+                    e.message,
+                )
+                break
+            self._maybe_index(header.base_offset, position, header.size)
+            self.next_offset = header.next_offset
+            self.max_timestamp = max(self.max_timestamp, header.max_timestamp)
+            position += header.size
+        cut = self.size - position
+        if cut:
+            os.ftruncate(self._fd, position)
+            self.size = position
+        return cut
+
+    # --- writing ---
+
+    def append(
+        self, data: bytes | bytearray | memoryview, first: records.BatchHeader, last: records.BatchHeader
+    ) -> None:
+        """Append whole batches; `first` and `last` are the first and last batch's headers."""
+        position = self.size
+        os.write(self._fd, data)
+        self.size += len(data)
+        self._maybe_index(first.base_offset, position, len(data))
+        self.next_offset = last.next_offset
+        self.max_timestamp = max(self.max_timestamp, last.max_timestamp, first.max_timestamp)
+
+    def _maybe_index(self, offset: int, position: int, size: int) -> None:
+        if not self._index_offsets or self._bytes_since_index >= self._interval:
+            self._index_offsets.append(offset)
+            self._index_positions.append(position)
+            os.write(self._index_fd, _INDEX_ENTRY.pack(offset - self.base_offset, position))
+            self._bytes_since_index = 0
+        self._bytes_since_index += size
+
+    def truncate_to(self, offset: int) -> None:
+        """Keep only the batches wholly before `offset` (a batch holding it goes too)."""
+        position = self.position_of(offset)
+        if position is None:
+            return
+        os.ftruncate(self._fd, position)
+        self.size = position
+        keep = bisect.bisect_left(self._index_positions, position)
+        del self._index_offsets[keep:], self._index_positions[keep:]
+        os.ftruncate(self._index_fd, keep * _INDEX_ENTRY.size)
+        self._bytes_since_index = self._interval  # index the next append
+        self.max_timestamp = records.NO_TIMESTAMP
+        self.next_offset = self._scan_last_offset()
+
+    # --- reading ---
+
+    def read(self, position: int, size: int) -> bytes:
+        return os.pread(self._fd, size, position)
+
+    def position_of(self, offset: int) -> int | None:
+        """The position of the batch holding `offset` (or the first after it), or None when
+        the segment ends before it."""
+        slot = bisect.bisect_right(self._index_offsets, offset) - 1
+        position = self._index_positions[slot] if slot >= 0 else 0
+        while position < self.size:
+            header = records.read_header(self.read(position, records.HEADER_SIZE))
+            if header.last_offset >= offset:
+                return position
+            position += header.size
+        return None
+
+    def first_batch_at_or_after_timestamp(self, timestamp: int) -> records.BatchHeader | None:
+        position = 0
+        while position < self.size:
+            header = records.read_header(self.read(position, records.HEADER_SIZE))
+            if header.max_timestamp >= timestamp:
+                return header
+            position += header.size
+        return None
+
+    # --- lifecycle ---
+
+    def flush(self) -> None:
+        os.fsync(self._fd)
+        os.fsync(self._index_fd)
+
+    def close(self) -> None:
+        os.close(self._fd)
+        os.close(self._index_fd)
+
+    def delete(self) -> None:
+        self.close()
+        self.path.unlink(missing_ok=True)
+        self.index_path.unlink(missing_ok=True)

@@ -1,0 +1,199 @@
+"""The partition log on real files: appends, reads, segments, recovery, truncation, retention,
+and the leader-epoch cache."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from actors.ports import TopicPartition
+from node.log.checkpoint import read_checkpoint
+from node.log.config import LogConfig
+from node.log.epoch_cache import LeaderEpochCache
+from node.log.log import Log
+from wire import records
+from wire.errors import CorruptMessage, MessageTooLarge, OffsetOutOfRange
+
+TP = TopicPartition("orders", 0)
+
+
+def batch(*values: bytes, timestamp: int = 1_000) -> bytes:
+    return records.build_batch([(None, v) for v in values], timestamp=timestamp)
+
+
+def values(data: bytes) -> list[bytes | None]:
+    return [r.value for r in records.records(data)]
+
+
+def open_log(path: Path, **config: int) -> Log:
+    return Log(path / "orders-0", TP, LogConfig(**config))
+
+
+def test_the_leader_gives_consecutive_offsets_and_reads_return_them(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    assert log.append_as_leader(batch(b"a", b"b"), leader_epoch=0) == (0, 1)
+    assert log.append_as_leader(batch(b"c"), leader_epoch=0) == (2, 2)
+    assert log.log_end_offset == 3
+    assert [r.offset for r in records.records(log.read(0, 1 << 20))] == [0, 1, 2]
+    assert values(log.read(2, 1 << 20)) == [b"c"]
+    assert values(log.read(1, 1 << 20)) == [b"a", b"b", b"c"]  # whole batches
+    assert log.read(3, 1 << 20) == b""
+
+
+def test_reads_stop_at_the_high_watermark_and_the_byte_budget_but_return_one_batch(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    for i in range(5):
+        log.append_as_leader(batch(bytes([i]) * 100), leader_epoch=0)
+    assert values(log.read(0, 1 << 20, max_offset=2)) == [b"\x00" * 100, b"\x01" * 100]
+    assert len(values(log.read(0, 10))) == 1  # larger than the budget, still returned
+    assert len(values(log.read(0, 400))) == 2
+
+
+def test_offsets_outside_the_log_are_out_of_range(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append_as_leader(batch(b"a"), leader_epoch=0)
+    with pytest.raises(OffsetOutOfRange):
+        log.read(2, 100)
+    with pytest.raises(OffsetOutOfRange):
+        log.read(-1, 100)
+
+
+def test_a_bad_batch_appends_nothing(tmp_path: Path) -> None:
+    log = open_log(tmp_path, max_message_bytes=500)
+    good = batch(b"a")
+    corrupt = bytearray(batch(b"b"))
+    corrupt[-1] ^= 1
+    with pytest.raises(CorruptMessage):
+        log.append_as_leader(good + bytes(corrupt), leader_epoch=0)
+    with pytest.raises(MessageTooLarge):
+        log.append_as_leader(batch(b"x" * 600), leader_epoch=0)
+    with pytest.raises(CorruptMessage):
+        log.append_as_leader(b"", leader_epoch=0)
+    assert log.log_end_offset == 0
+    assert log.size == 0
+
+
+def test_segments_roll_by_size_and_reads_cross_them(tmp_path: Path) -> None:
+    log = open_log(tmp_path, segment_bytes=300)
+    for i in range(10):
+        log.append_as_leader(batch(bytes([65 + i]) * 100), leader_epoch=0)
+    assert len(list((tmp_path / "orders-0").glob("*.log"))) == 10
+    assert values(log.read(3, 1 << 20)) == [bytes([65 + i]) * 100 for i in range(3, 10)]
+
+
+def test_reopening_keeps_every_batch_and_the_offsets(tmp_path: Path) -> None:
+    log = open_log(tmp_path, segment_bytes=1000, index_interval_bytes=100)
+    for i in range(30):
+        log.append_as_leader(batch(str(i).encode() * 20), leader_epoch=i // 10)
+    log.close()
+    again = open_log(tmp_path, segment_bytes=1000, index_interval_bytes=100)
+    assert (again.log_start_offset, again.log_end_offset) == (0, 30)
+    assert values(again.read(17, 1 << 20))[0] == b"17" * 20
+    assert again.epochs.entries == [(0, 0), (1, 10), (2, 20)]
+
+
+def test_a_torn_tail_is_cut_back_to_the_last_good_batch(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    log = open_log(tmp_path)
+    for i in range(3):
+        log.append_as_leader(batch(bytes([i]) * 50), leader_epoch=0)
+    log.close()
+    segment = tmp_path / "orders-0" / f"{0:020d}.log"
+    segment.write_bytes(segment.read_bytes()[:-20])  # the last batch is cut mid-way
+    with caplog.at_level(logging.WARNING):
+        again = open_log(tmp_path)
+    assert again.log_end_offset == 2
+    assert values(again.read(0, 1 << 20)) == [b"\x00" * 50, b"\x01" * 50]
+    assert "torn bytes dropped" in caplog.text
+    assert again.append_as_leader(batch(b"next"), leader_epoch=0) == (2, 2)
+
+
+def test_a_tail_batch_failing_its_crc_is_dropped_on_recovery(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append_as_leader(batch(b"kept"), leader_epoch=0)
+    log.append_as_leader(batch(b"damaged"), leader_epoch=0)
+    log.close()
+    segment = tmp_path / "orders-0" / f"{0:020d}.log"
+    data = bytearray(segment.read_bytes())
+    data[-2] ^= 0xFF
+    segment.write_bytes(bytes(data))
+    again = open_log(tmp_path)
+    assert values(again.read(0, 1 << 20)) == [b"kept"]
+
+
+def test_a_follower_appends_the_leaders_offsets_and_refuses_gaps(tmp_path: Path) -> None:
+    leader = open_log(tmp_path / "leader")
+    follower = open_log(tmp_path / "follower")
+    leader.append_as_leader(batch(b"a", b"b"), leader_epoch=3)
+    leader.append_as_leader(batch(b"c"), leader_epoch=4)
+    assert follower.append_as_follower(leader.read(0, 1 << 20)) == 2
+    assert follower.log_end_offset == 3
+    assert follower.epochs.entries == [(3, 0), (4, 2)]
+    with pytest.raises(CorruptMessage, match="does not follow"):
+        follower.append_as_follower(leader.read(2, 1 << 20))
+
+
+def test_truncation_drops_later_batches_and_their_epochs(tmp_path: Path) -> None:
+    log = open_log(tmp_path, segment_bytes=200)
+    for epoch in range(4):
+        log.append_as_leader(batch(bytes([epoch]) * 80), leader_epoch=epoch)
+    log.truncate_to(2)
+    assert log.log_end_offset == 2
+    assert log.epochs.entries == [(0, 0), (1, 1)]
+    assert log.append_as_leader(batch(b"new"), leader_epoch=5) == (2, 2)
+    assert values(log.read(0, 1 << 20))[-1] == b"new"
+
+
+def test_retention_deletes_old_closed_segments_below_the_high_watermark(tmp_path: Path) -> None:
+    log = open_log(tmp_path, segment_bytes=200, retention_bytes=400)
+    for i in range(6):
+        log.append_as_leader(batch(bytes([i]) * 100, timestamp=1_000 + i), leader_epoch=0)
+    assert log.delete_old_segments(now_ms=2_000, high_watermark=0) == 0  # the HW protects them
+    assert log.delete_old_segments(now_ms=2_000, high_watermark=6) > 0
+    assert log.size <= 400 + 200
+    assert log.log_start_offset > 0
+    with pytest.raises(OffsetOutOfRange):
+        log.read(0, 100)
+
+
+def test_retention_by_time(tmp_path: Path) -> None:
+    log = open_log(tmp_path, segment_bytes=200, retention_ms=1_000)
+    for i in range(4):
+        log.append_as_leader(batch(bytes([i]) * 100, timestamp=1_000 * i), leader_epoch=0)
+    log.delete_old_segments(now_ms=3_500, high_watermark=4)
+    assert log.log_start_offset == 3  # segments whose newest record is over a second old
+
+
+def test_offset_for_timestamp_finds_the_first_batch_at_or_after_it(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    for i in range(3):
+        log.append_as_leader(batch(b"x", timestamp=100 * (i + 1)), leader_epoch=0)
+    assert log.offset_for_timestamp(150) == (1, 200, 0)
+    assert log.offset_for_timestamp(400) is None
+
+
+def test_the_epoch_cache_answers_where_an_epoch_ends(tmp_path: Path) -> None:
+    cache = LeaderEpochCache(tmp_path)
+    cache.assign(1, 0)
+    cache.assign(3, 10)
+    cache.assign(4, 25)
+    assert cache.end_offset_for(4, log_end_offset=40) == (4, 40)  # the latest: the log end
+    assert cache.end_offset_for(3, log_end_offset=40) == (3, 25)
+    assert cache.end_offset_for(2, log_end_offset=40) == (1, 10)  # unknown: the one below
+    assert cache.end_offset_for(0, log_end_offset=40) == (0, 0)  # older than any
+    assert cache.end_offset_for(9, log_end_offset=40) == (-1, -1)
+    assert read_checkpoint(tmp_path / "leader-epoch-checkpoint") == [["1", "0"], ["3", "10"], ["4", "25"]]
+    assert LeaderEpochCache(tmp_path).entries == [(1, 0), (3, 10), (4, 25)]
+
+
+def test_the_epoch_cache_drops_entries_a_new_assignment_contradicts() -> None:
+    cache = LeaderEpochCache(None)
+    cache.assign(2, 0)
+    cache.assign(5, 10)
+    cache.assign(4, 8)  # an older epoch at a lower offset: the later entries cannot stand
+    assert cache.entries == [(2, 0), (4, 8)]
+    cache.truncate_from_start(9)
+    assert cache.entries == [(4, 9)]

@@ -1,0 +1,226 @@
+"""Record batches: how records travel in Produce and Fetch and lie in log segments.
+
+The layout is Kafka's record batch v2. A 61-byte header:
+
+    base_offset int64 | batch_length int32 | partition_leader_epoch int32 | magic int8 (2)
+    | crc uint32 | attributes int16 | last_offset_delta int32 | base_timestamp int64
+    | max_timestamp int64 | producer_id int64 | producer_epoch int16 | base_sequence int32
+    | records_count int32
+
+then the records, each with Kafka's varint framing. `batch_length` counts the bytes after
+its own field. The CRC covers everything from `attributes` to the end, so the leader can
+stamp `base_offset` and `partition_leader_epoch` without touching the records or the CRC:
+the broker never re-encodes a record. Keel's CRC is CRC-32 (zlib), not Kafka's CRC-32C.
+
+Sans-I/O: bytes in, bytes or values out; every malformed input raises CorruptMessage.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple
+
+from wire.errors import CorruptMessage
+
+MAGIC = 2
+HEADER_SIZE = 61
+# base_offset and batch_length: what precedes the part `batch_length` counts.
+LOG_OVERHEAD = 12
+_CRC_START = 21
+NO_TIMESTAMP = -1
+
+Buffer = bytes | bytearray | memoryview
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_PREFIX = struct.Struct(">qi")
+_STAMP = struct.Struct(">q")
+_EPOCH = struct.Struct(">i")
+
+
+class BatchHeader(NamedTuple):
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @property
+    def size(self) -> int:
+        return LOG_OVERHEAD + self.batch_length
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1
+
+
+class Record(NamedTuple):
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
+# --- varints (zigzag, as Kafka's ByteUtils) ---
+
+
+def _put_varint(out: bytearray, value: int) -> None:
+    n = (value << 1) ^ (value >> 63)
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+
+
+def _get_varint(buffer: Buffer, position: int) -> tuple[int, int]:
+    shift = 0
+    n = 0
+    while True:
+        if position >= len(buffer):
+            raise CorruptMessage("record ends inside a varint")
+        byte = buffer[position]
+        position += 1
+        n |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return (n >> 1) ^ -(n & 1), position
+        shift += 7
+        if shift > 63:
+            raise CorruptMessage("varint longer than 10 bytes")
+
+
+def _put_bytes(out: bytearray, value: bytes | None) -> None:
+    if value is None:
+        _put_varint(out, -1)
+    else:
+        _put_varint(out, len(value))
+        out += value
+
+
+def _get_bytes(buffer: Buffer, position: int) -> tuple[bytes | None, int]:
+    length, position = _get_varint(buffer, position)
+    if length < 0:
+        return None, position
+    end = position + length
+    if end > len(buffer):
+        raise CorruptMessage("record field runs past the end of the batch")
+    return bytes(buffer[position:end]), end
+
+
+# --- building (producers) ---
+
+
+def build_batch(
+    records: Iterable[tuple[bytes | None, bytes | None]], *, timestamp: int, base_offset: int = 0
+) -> bytes:
+    """One batch of (key, value) records, all stamped `timestamp` (ms)."""
+    body = bytearray()
+    count = 0
+    for delta, (key, value) in enumerate(records):
+        record = bytearray(b"\x00")  # attributes
+        _put_varint(record, 0)  # timestamp delta
+        _put_varint(record, delta)
+        _put_bytes(record, key)
+        _put_bytes(record, value)
+        _put_varint(record, 0)  # headers
+        _put_varint(body, len(record))
+        body += record
+        count += 1
+    if count == 0:
+        raise ValueError("a batch needs at least one record")
+    tail = struct.pack(">hiqqqhii", 0, count - 1, timestamp, timestamp, -1, -1, -1, count) + bytes(body)
+    crc = zlib.crc32(tail)
+    length = len(tail) + 4 + 1 + 4  # leader epoch, magic, crc
+    return _PREFIX.pack(base_offset, length) + struct.pack(">ibI", -1, MAGIC, crc) + tail
+
+
+# --- reading and checking ---
+
+
+def read_header(buffer: Buffer, position: int = 0) -> BatchHeader:
+    if len(buffer) - position < HEADER_SIZE:
+        raise CorruptMessage(f"a batch header needs {HEADER_SIZE} bytes, {len(buffer) - position} left")
+    header = BatchHeader(*_HEADER.unpack_from(buffer, position))
+    if header.magic != MAGIC:
+        raise CorruptMessage(f"unsupported batch magic {header.magic}")
+    if header.batch_length < HEADER_SIZE - LOG_OVERHEAD:
+        raise CorruptMessage(f"batch length {header.batch_length} is shorter than a header")
+    if header.records_count < 1 or header.last_offset_delta != header.records_count - 1:
+        raise CorruptMessage(
+            f"batch of {header.records_count} records with last offset delta {header.last_offset_delta}"
+        )
+    return header
+
+
+def validate(buffer: Buffer, position: int = 0) -> BatchHeader:
+    """The header of the whole, CRC-checked batch at `position`."""
+    header = read_header(buffer, position)
+    end = position + header.size
+    if end > len(buffer):
+        raise CorruptMessage(f"batch of {header.size} bytes, {len(buffer) - position} present")
+    crc = zlib.crc32(memoryview(buffer)[position + _CRC_START : end])
+    if crc != header.crc:
+        raise CorruptMessage(f"batch at offset {header.base_offset} fails its CRC")
+    return header
+
+
+def batches(buffer: Buffer, *, check_crc: bool = True) -> Iterator[tuple[int, BatchHeader]]:
+    """(position, header) of each whole batch in `buffer`, which must hold whole batches."""
+    position = 0
+    while position < len(buffer):
+        header = validate(buffer, position) if check_crc else read_header(buffer, position)
+        if position + header.size > len(buffer):
+            raise CorruptMessage("the last batch is cut short")
+        yield position, header
+        position += header.size
+
+
+def stamp(batch: bytearray | memoryview, position: int, base_offset: int, leader_epoch: int) -> None:
+    """Write the offset and leader epoch the leader gives a batch (outside the CRC)."""
+    _STAMP.pack_into(batch, position, base_offset)
+    _EPOCH.pack_into(batch, position + LOG_OVERHEAD, leader_epoch)
+
+
+def records(buffer: Buffer) -> Iterator[Record]:
+    """Every record of the whole batches in `buffer`, CRC-checked (consumers)."""
+    view = memoryview(buffer)
+    for position, header in batches(view):
+        cursor = position + HEADER_SIZE
+        end = position + header.size
+        for _ in range(header.records_count):
+            length, cursor = _get_varint(view, cursor)
+            record_end = cursor + length
+            if length < 0 or record_end > end:
+                raise CorruptMessage("record runs past the end of its batch")
+            cursor += 1  # attributes
+            timestamp_delta, cursor = _get_varint(view, cursor)
+            offset_delta, cursor = _get_varint(view, cursor)
+            key, cursor = _get_bytes(view, cursor)
+            value, cursor = _get_bytes(view, cursor)
+            header_count, cursor = _get_varint(view, cursor)
+            headers = []
+            for _ in range(max(header_count, 0)):
+                name, cursor = _get_bytes(view, cursor)
+                header_value, cursor = _get_bytes(view, cursor)
+                headers.append(((name or b"").decode("utf-8", "replace"), header_value))
+            if cursor != record_end:
+                raise CorruptMessage("record length does not match its fields")
+            yield Record(
+                header.base_offset + offset_delta,
+                header.base_timestamp + timestamp_delta,
+                key,
+                value,
+                tuple(headers),
+            )
