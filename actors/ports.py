@@ -13,7 +13,16 @@ import dataclasses
 from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
-from wire.api import Request, Response
+from wire.api import (
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    FetchRequest,
+    FetchResponse,
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
+    Request,
+    Response,
+)
 
 
 class ControllerMovedError(Exception):
@@ -255,4 +264,71 @@ class BrokerChannel(Protocol):
 
     async def close(self) -> None:
         """Stop every sender and drop what is queued."""
+        ...
+
+
+# --- the replicated log (ports the replica manager reaches storage and other brokers by) ---
+
+
+class PartitionLog(Protocol):
+    """One partition's log; `node.log.log.Log` implements it on files. Appends raise
+    CorruptMessage or MessageTooLarge and append nothing; reads raise OffsetOutOfRange."""
+
+    @property
+    def log_start_offset(self) -> int: ...
+
+    @property
+    def log_end_offset(self) -> int: ...
+
+    @property
+    def latest_epoch(self) -> int: ...
+
+    @property
+    def min_insync_replicas(self) -> int: ...
+
+    def append_as_leader(self, data: bytes, leader_epoch: int) -> tuple[int, int]:
+        """Stamp offsets and the epoch, append; the first and last offsets given."""
+        ...
+
+    def append_as_follower(self, data: bytes) -> int: ...
+
+    def read(self, offset: int, max_bytes: int, max_offset: int | None = None) -> bytes: ...
+
+    def truncate_to(self, offset: int) -> None: ...
+
+    def truncate_fully_and_start_at(self, offset: int) -> None: ...
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """(epoch, end offset) per Kafka's OffsetsForLeaderEpoch; (-1, -1) when unknown."""
+        ...
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int, int] | None: ...
+
+
+class LogStore(Protocol):
+    """Every log on this broker and the high-watermark checkpoint (Kafka's LogManager)."""
+
+    def get(self, tp: TopicPartition) -> PartitionLog | None: ...
+
+    def get_or_create(self, tp: TopicPartition, topic_configs: dict[str, str]) -> PartitionLog: ...
+
+    def delete(self, tp: TopicPartition) -> None: ...
+
+    def checkpointed_high_watermark(self, tp: TopicPartition) -> int: ...
+
+    def checkpoint_high_watermarks(self, high_watermarks: dict[TopicPartition, int]) -> None: ...
+
+
+class ReplicaLink(Protocol):
+    """A follower's requests to a partition leader, and a leader's to the controller. Each
+    raises a WireError (NETWORK_EXCEPTION, REQUEST_TIMED_OUT...) when no answer comes."""
+
+    async def fetch(self, leader: EndPoint, request: FetchRequest) -> FetchResponse: ...
+
+    async def offsets_for_leader_epoch(
+        self, leader: EndPoint, request: OffsetsForLeaderEpochRequest
+    ) -> OffsetsForLeaderEpochResponse: ...
+
+    async def alter_partition(self, request: AlterPartitionRequest) -> AlterPartitionResponse:
+        """To the active controller, wherever it is."""
         ...

@@ -59,6 +59,7 @@ def start_brokers(connect: str, count: int, home: Path) -> tuple[list[subprocess
         properties.write_text(
             f"broker.id={broker_id}\nlisteners=PLAINTEXT://127.0.0.1:{port}\n"
             f"zookeeper.connect={connect}\nzookeeper.session.timeout.ms=6000\n"
+            f"log.dirs={home / f'data-{broker_id}'}\n"
         )
         log = (home / f"broker-{broker_id}.log").open("ab")
         processes.append(

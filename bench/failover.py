@@ -232,6 +232,7 @@ def main() -> None:
                     properties.write_text(
                         f"broker.id={broker_id}\nlisteners=PLAINTEXT://127.0.0.1:{port}\n"
                         f"zookeeper.connect={connect}\nzookeeper.session.timeout.ms=30000\n"
+                        f"log.dirs={Path(tmp) / f'data-{broker_id}'}\n"
                     )
                     log = (Path(tmp) / f"broker-{broker_id}.log").open("wb")
                     processes.append(

@@ -25,6 +25,8 @@ import uvloop
 from actors.broker.replica_manager import ReplicaManager
 from bench.election import cpu_model
 from node.admin import KeelAdminClient
+from node.log.config import LogConfig
+from node.log.manager import LogManager
 from node.main import tune_gc
 from node.zk.embedded import EmbeddedZooKeeper, free_ports
 from wire.api import LeaderAndIsrPartitionState, LeaderAndIsrRequest, LeaderAndIsrResponse
@@ -52,7 +54,9 @@ def request(partitions: int, epoch: int, topic_prefix: str) -> LeaderAndIsrReque
 
 
 def in_process(partitions: int, runs: int) -> list[float]:
-    manager = ReplicaManager(BROKER)
+    # Logs are created on first use, so this directory stays empty.
+    scratch = tempfile.mkdtemp(prefix="keel-leader-and-isr-")
+    manager = ReplicaManager(BROKER, LogManager([Path(scratch)], LogConfig()))
     rates = []
     for run in range(1, runs + 1):
         order = request(partitions, run, "t")
@@ -111,6 +115,7 @@ def main() -> None:
         properties = Path(tmp) / "server.properties"
         properties.write_text(
             f"broker.id={BROKER}\nlisteners=PLAINTEXT://127.0.0.1:{port}\nzookeeper.connect={zk.connect_string}\n"
+            f"log.dirs={Path(tmp) / 'data'}\n"
         )
         with (Path(tmp) / "broker.log").open("wb") as log:
             broker = subprocess.Popen(

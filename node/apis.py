@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from wire.api import (
     API_SPECS,
+    AlterPartitionRequest,
     ApiKey,
     ApiVersionRange,
     ApiVersionsResponse,
@@ -15,8 +16,12 @@ from wire.api import (
     DescribeControllerResponse,
     DescribedBroker,
     Endpoint,
+    FetchRequest,
     LeaderAndIsrRequest,
+    ListOffsetsRequest,
     MetadataRequest,
+    OffsetsForLeaderEpochRequest,
+    ProduceRequest,
     ReelectControllerResponse,
     Response,
     StopReplicaRequest,
@@ -32,6 +37,7 @@ if TYPE_CHECKING:
 class BrokerApis:
     def __init__(self, broker: KeelBroker) -> None:
         self._broker = broker
+        self._known_topic_configs: dict[str, dict[str, str]] = {}
 
     async def handle(self, request: ParsedRequest) -> Response:
         match request.spec.key:
@@ -44,8 +50,23 @@ class BrokerApis:
             case ApiKey.LEADER_AND_ISR:
                 assert isinstance(request.body, LeaderAndIsrRequest)
                 return await self._broker.replica_manager.leader_and_isr(
-                    request.body, self._broker.broker_epoch
+                    request.body, self._broker.broker_epoch, await self._topic_configs(request.body)
                 )
+            case ApiKey.PRODUCE:
+                assert isinstance(request.body, ProduceRequest)
+                return await self._broker.replica_manager.produce(request.body)
+            case ApiKey.FETCH:
+                assert isinstance(request.body, FetchRequest)
+                return await self._broker.replica_manager.fetch(request.body)
+            case ApiKey.LIST_OFFSETS:
+                assert isinstance(request.body, ListOffsetsRequest)
+                return await self._broker.replica_manager.list_offsets(request.body)
+            case ApiKey.OFFSET_FOR_LEADER_EPOCH:
+                assert isinstance(request.body, OffsetsForLeaderEpochRequest)
+                return await self._broker.replica_manager.offsets_for_leader_epoch(request.body)
+            case ApiKey.ALTER_PARTITION:
+                assert isinstance(request.body, AlterPartitionRequest)
+                return await self._broker.controller.alter_partition(request.body)
             case ApiKey.STOP_REPLICA:
                 assert isinstance(request.body, StopReplicaRequest)
                 return await self._broker.replica_manager.stop_replica(
@@ -72,6 +93,16 @@ class BrokerApis:
                 answer = await self._broker.replica_manager.metadata(request.body)
                 return dataclasses.replace(answer, cluster_id=self._broker.cluster_id)
         raise InvalidRequest(f"{request.spec.key.name} is not served by brokers")
+
+    async def _topic_configs(self, request: LeaderAndIsrRequest) -> dict[str, dict[str, str]]:
+        """The configs of topics this broker has not seen yet, for the logs it may create."""
+        known = self._known_topic_configs
+        new = {s.topic for s in request.partition_states} - known.keys()
+        if new:
+            known.update(await self._broker.store.topic_configs(new))
+            for topic in new:
+                known.setdefault(topic, {})
+        return {t: known[t] for t in new}
 
     def _api_versions(self) -> ApiVersionsResponse:
         return ApiVersionsResponse(

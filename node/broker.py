@@ -9,9 +9,13 @@ ZooKeeper session removes the ephemerals at once.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
 
-from actors.broker.replica_manager import ReplicaManagerHandle
+from actors.broker.handle import ReplicaManagerHandle
+from actors.broker.replication import ReplicationConfig
 from actors.clock import SystemClock
 from actors.controller import KafkaController
 from actors.controller.controller import ControllerConfig
@@ -20,11 +24,39 @@ from node.admin_manager import AdminManager
 from node.apis import BrokerApis
 from node.channel_manager import ControllerChannelManager
 from node.config import BrokerConfig
+from node.log.config import LogConfig
+from node.log.manager import LogManager
+from node.replica_link import RpcReplicaLink
 from node.zk.client import ZooKeeperClient
 from node.zk.store import ZkClusterStore
 from wire.server import RpcServer
 
 log = logging.getLogger(__name__)
+
+
+def log_config(config: BrokerConfig) -> LogConfig:
+    """The broker's defaults for every log, before per-topic overrides."""
+    return LogConfig(
+        segment_bytes=config.get_int("log.segment.bytes"),
+        index_interval_bytes=config.get_int("log.index.interval.bytes"),
+        retention_ms=config.get_int("log.retention.ms"),
+        retention_bytes=config.get_int("log.retention.bytes"),
+        flush_messages=config.get_int("log.flush.interval.messages"),
+        flush_ms=config.get_int("log.flush.interval.ms"),
+        max_message_bytes=config.get_int("message.max.bytes"),
+        min_insync_replicas=config.get_int("min.insync.replicas"),
+    )
+
+
+def replication_config(config: BrokerConfig) -> ReplicationConfig:
+    return ReplicationConfig(
+        lag_time_max_ms=config.get_int("replica.lag.time.max.ms"),
+        fetch_wait_max_ms=config.get_int("replica.fetch.wait.max.ms"),
+        fetch_min_bytes=config.get_int("replica.fetch.min.bytes"),
+        fetch_max_bytes=config.get_int("replica.fetch.max.bytes"),
+        fetch_response_max_bytes=config.get_int("replica.fetch.response.max.bytes"),
+        fetch_backoff_ms=config.get_int("replica.fetch.backoff.ms"),
+    )
 
 
 class KeelBroker:
@@ -48,7 +80,25 @@ class KeelBroker:
         self.cluster_id = ""
         self.info: BrokerInfo | None = None
         self._controller: KafkaController | None = None
-        self.replica_manager = ReplicaManagerHandle(self.broker_id)
+        self.logs = LogManager(
+            [Path(d.strip()) for d in str(config.get_str("log.dirs")).split(",") if d.strip()],
+            log_config(config),
+        )
+        self.replica_link = RpcReplicaLink(
+            self.broker_id,
+            controller_id=lambda: -1 if self._controller is None else self._controller.active_controller_id,
+            registered_broker=self.store.registered_broker,
+            timeout_s=config.get_int("request.timeout.ms") / 1000,
+        )
+        self.replica_manager = ReplicaManagerHandle(
+            self.broker_id,
+            self.logs,
+            link=self.replica_link,
+            config=replication_config(config),
+            clock=self.clock,
+            broker_epoch=lambda: self.broker_epoch,
+        )
+        self._periodic: list[asyncio.Task[None]] = []
 
     @property
     def broker_epoch(self) -> int:
@@ -66,7 +116,9 @@ class KeelBroker:
         await self.zk.start()
         await self.store.ensure_persistent_paths()
         self.cluster_id = await self.store.get_or_create_cluster_id()
+        self.logs.load()
         self.replica_manager.start()
+        self._start_periodic_tasks()
         endpoints = []
         for listener in self.config.listeners:
             server = RpcServer(
@@ -102,12 +154,51 @@ class KeelBroker:
             ", ".join(str(e) for e in endpoints),
         )
 
+    def _start_periodic_tasks(self) -> None:
+        """Kafka's scheduler: ISR expiration every half replica.lag.time.max.ms, the
+        high-watermark checkpoint, retention, and time-based flushes."""
+        config = self.config
+
+        async def every(interval_ms: int, work: Callable[[], Awaitable[None]]) -> None:
+            while True:
+                await asyncio.sleep(interval_ms / 1000)
+                try:
+                    await work()
+                except Exception:
+                    log.exception("periodic %s failed", getattr(work, "__name__", "task"))
+
+        async def isr_expiration() -> None:
+            await self.replica_manager.maintain(shrink=True)
+
+        async def checkpoint_high_watermarks() -> None:
+            await self.replica_manager.maintain(checkpoint=True, shrink=False)
+
+        async def retention() -> None:
+            self.logs.cleanup(self.clock.wall_ms())
+
+        async def flush() -> None:
+            self.logs.flush_due()
+
+        for interval_ms, work in (
+            (max(1, config.get_int("replica.lag.time.max.ms") // 2), isr_expiration),
+            (config.get_int("replica.high.watermark.checkpoint.interval.ms"), checkpoint_high_watermarks),
+            (config.get_int("log.retention.check.interval.ms"), retention),
+            (config.get_int("log.flush.scheduler.interval.ms"), flush),
+        ):
+            self._periodic.append(asyncio.create_task(every(interval_ms, work), name=work.__name__))
+
     async def shutdown(self) -> None:
         log.info("broker %d shutting down", self.broker_id)
         if self._controller is not None:
             await self._controller.shutdown()
         for server in self.servers:
             await server.close()
+        for task in self._periodic:
+            task.cancel()
+        await asyncio.gather(*self._periodic, return_exceptions=True)
+        await self.replica_manager.maintain(checkpoint=True, shrink=False)
         await self.replica_manager.stop()
+        await self.replica_link.close()
+        self.logs.close()
         await self.zk.close()
         log.info("broker %d shut down", self.broker_id)

@@ -1,6 +1,8 @@
-"""What a broker holds for one partition it hosts (Kafka's Partition), as set by LeaderAndIsr.
+"""What a broker holds for one partition it hosts (Kafka's Partition): the state LeaderAndIsr
+set, the log, the high watermark, and on the leader each follower's progress.
 
-Fetchers and the high watermark arrive with the replicated log.
+The rules for the ISR and the high watermark (spec §9.5) are methods here, without I/O: the
+replica manager calls them and acts on the answers.
 """
 
 from __future__ import annotations
@@ -8,9 +10,9 @@ from __future__ import annotations
 import dataclasses
 from enum import Enum
 
-from actors.ports import TopicPartition
+from actors.ports import EndPoint, PartitionLog, TopicPartition
 
-__all__ = ["Partition", "Role", "TopicPartition"]
+__all__ = ["FollowerState", "Partition", "PendingIsr", "Role", "TopicPartition"]
 
 
 class Role(Enum):
@@ -19,15 +21,119 @@ class Role(Enum):
 
 
 @dataclasses.dataclass(slots=True)
+class FollowerState:
+    """The leader's view of one follower (Kafka's Replica)."""
+
+    # -1 until the follower fetches under this leadership.
+    log_end_offset: int = -1
+    last_caught_up_ms: int = 0
+    last_fetch_leader_log_end_offset: int = -1
+    last_fetch_ms: int = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PendingIsr:
+    """An ISR change sent to the controller and not yet answered: one at a time."""
+
+    new_isr: tuple[int, ...]
+    leader_epoch: int
+    partition_epoch: int
+
+
+@dataclasses.dataclass(slots=True)
 class Partition:
     tp: TopicPartition
     role: Role
     leader: int
     leader_epoch: int
-    # Kept as the controller sent it; only the leader maintains the ISR.
+    # The ISR as last committed (by the controller's LeaderAndIsr or an AlterPartition answer).
     isr: tuple[int, ...]
     partition_epoch: int
     replicas: tuple[int, ...]
     adding_replicas: tuple[int, ...] = ()
     removing_replicas: tuple[int, ...] = ()
     controller_epoch: int = 0
+    log: PartitionLog | None = None
+    high_watermark: int = 0
+    # The log end offset when this broker became leader at this epoch (spec §9.1).
+    leader_epoch_start_offset: int = 0
+    followers: dict[int, FollowerState] = dataclasses.field(default_factory=dict)
+    pending_isr: PendingIsr | None = None
+    # Follower side: where the leader listens, and whether the log must first be truncated
+    # to where it agrees with the leader's (a new leader epoch).
+    leader_endpoint: EndPoint | None = None
+    needs_truncation: bool = False
+    # StopReplica without delete: the partition stays, its fetching stops.
+    stopped: bool = False
+
+    # --- the leader's rules ---
+
+    @property
+    def log_end_offset(self) -> int:
+        """The log's end; 0 while no log exists yet (logs are created on first use)."""
+        return 0 if self.log is None else self.log.log_end_offset
+
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        """The ISR counted for the high watermark: a pending expansion counts at once, a
+        pending shrink only once committed (Kafka's maximalIsr)."""
+        if self.pending_isr is None:
+            return self.isr
+        return tuple(dict.fromkeys((*self.isr, *self.pending_isr.new_isr)))
+
+    def reset_followers(self, now_ms: int) -> None:
+        self.followers = {
+            r: FollowerState(last_caught_up_ms=now_ms if r in self.isr else 0)
+            for r in self.replicas
+            if r != self.leader
+        }
+
+    def update_follower_fetch(self, replica: int, fetch_offset: int, now_ms: int) -> None:
+        """A follower fetched from `fetch_offset`: its log ends there. It is caught up when it
+        reached the leader's log end now, or the one the leader had at its previous fetch."""
+        state = self.followers.setdefault(replica, FollowerState())
+        leader_end = self.log_end_offset
+        if fetch_offset >= leader_end:
+            state.last_caught_up_ms = now_ms
+        elif fetch_offset >= state.last_fetch_leader_log_end_offset >= 0:
+            state.last_caught_up_ms = state.last_fetch_ms
+        state.log_end_offset = fetch_offset
+        state.last_fetch_leader_log_end_offset = leader_end
+        state.last_fetch_ms = now_ms
+
+    def maybe_advance_high_watermark(self) -> bool:
+        """Raise the high watermark to the smallest log end in the maximal ISR."""
+        ends = [self.log_end_offset]
+        for replica in self.maximal_isr:
+            if replica != self.leader:
+                state = self.followers.get(replica)
+                ends.append(-1 if state is None else state.log_end_offset)
+        candidate = min(ends)
+        if candidate > self.high_watermark:
+            self.high_watermark = candidate
+            return True
+        return False
+
+    def out_of_sync_replicas(self, now_ms: int, lag_ms: int) -> set[int]:
+        """ISR followers that are behind and have not caught up for `lag_ms`."""
+        leader_end = self.log_end_offset
+        out = set()
+        for replica in self.isr:
+            if replica == self.leader:
+                continue
+            state = self.followers.get(replica, FollowerState())
+            if state.log_end_offset != leader_end and now_ms - state.last_caught_up_ms > lag_ms:
+                out.add(replica)
+        return out
+
+    def may_join_isr(self, replica: int) -> bool:
+        """A follower outside the ISR that has reached the high watermark and this leader
+        epoch's start offset (spec §9.5)."""
+        if replica in self.maximal_isr or replica not in self.replicas:
+            return False
+        state = self.followers.get(replica)
+        return (
+            state is not None
+            and state.log_end_offset >= self.high_watermark
+            and state.log_end_offset >= self.leader_epoch_start_offset
+        )

@@ -11,14 +11,17 @@ workflows they start live in `workflows.py`.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 from typing import assert_never
 
 from actors.clock import Clock
+from actors.controller.alter_partition import alter_partition
 from actors.controller.context import ControllerContext
 from actors.controller.event_manager import ControllerEventManager
 from actors.controller.events import (
+    AlterPartitionReceived,
     BrokerChange,
     BrokerModifications,
     ControllerChange,
@@ -46,6 +49,8 @@ from actors.ports import (
     ControllerMovedError,
     TopicPartition,
 )
+from wire.api import AlterPartitionRequest, AlterPartitionResponse
+from wire.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +109,14 @@ class KafkaController:
         self._store.watch_session(self)
         self.event_manager.put(Startup())
         self.event_manager.start()
+
+    async def alter_partition(self, request: AlterPartitionRequest) -> AlterPartitionResponse:
+        """Queue a leader's ISR change and wait for the answer."""
+        reply: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        self.event_manager.put(AlterPartitionReceived(reply, request=request))
+        answer = await reply
+        assert isinstance(answer, AlterPartitionResponse)
+        return answer
 
     async def shutdown(self) -> None:
         await self.event_manager.close()
@@ -171,6 +184,16 @@ class KafkaController:
             case PartitionModifications(topic=topic):
                 if self.is_active:
                     await self.workflows.on_partition_modifications(topic)
+            case AlterPartitionReceived(request=request, reply=reply):
+                if not self.is_active:
+                    answer = AlterPartitionResponse(
+                        error_code=ErrorCode.NOT_CONTROLLER,
+                        error_message=f"broker {self.broker_id} is not the controller",
+                    )
+                else:
+                    answer = await alter_partition(self.context, self._store, self._new_batch, request)
+                if not reply.done():
+                    reply.set_result(answer)
             case _:
                 assert_never(event)
 

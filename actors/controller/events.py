@@ -12,6 +12,7 @@ import dataclasses
 from enum import IntEnum
 from typing import ClassVar
 
+from wire.api import AlterPartitionRequest
 from wire.errors import NotController
 
 
@@ -127,6 +128,14 @@ class PartitionModifications(Event):
     topic: str
 
 
+@dataclasses.dataclass(frozen=True)
+class AlterPartitionReceived(CallbackEvent):
+    """A partition leader's ISR change (spec §7.10); answered through `reply`."""
+
+    state = ControllerState.ISR_CHANGE
+    request: AlterPartitionRequest = dataclasses.field(kw_only=True)
+
+
 ControllerEvent = (
     Startup
     | ControllerChange
@@ -138,4 +147,5 @@ ControllerEvent = (
     | BrokerModifications
     | TopicChange
     | PartitionModifications
+    | AlterPartitionReceived
 )

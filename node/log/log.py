@@ -73,6 +73,17 @@ class Log:
         return self._segments[-1].next_offset
 
     @property
+    def latest_epoch(self) -> int:
+        return self.epochs.latest_epoch
+
+    @property
+    def min_insync_replicas(self) -> int:
+        return self.config.min_insync_replicas
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        return self.epochs.end_offset_for(epoch, self.log_end_offset)
+
+    @property
     def size(self) -> int:
         return sum(s.size for s in self._segments)
 

@@ -3,10 +3,15 @@ order changes nothing."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from actors.broker.handle import ReplicaManagerHandle
 from actors.broker.partition import Role, TopicPartition
-from actors.broker.replica_manager import ReplicaManager, ReplicaManagerHandle
+from actors.broker.replica_manager import ReplicaManager
+from node.log.config import LogConfig
+from node.log.manager import LogManager
 from wire.api import (
     Endpoint,
     LeaderAndIsrPartitionState,
@@ -54,8 +59,8 @@ def codes(response: object) -> list[int]:
 
 
 @pytest.fixture
-def manager() -> ReplicaManager:
-    return ReplicaManager(ME)
+def manager(tmp_path: Path) -> ReplicaManager:
+    return ReplicaManager(ME, LogManager([tmp_path], LogConfig()))
 
 
 def test_becomes_leader_or_follower_by_the_leader_field(manager: ReplicaManager) -> None:
@@ -238,8 +243,8 @@ def test_stale_update_metadata_changes_nothing(manager: ReplicaManager) -> None:
     assert manager.snapshot() == before
 
 
-async def test_the_handle_applies_requests_on_the_actor() -> None:
-    handle = ReplicaManagerHandle(ME)
+async def test_the_handle_applies_requests_on_the_actor(tmp_path: Path) -> None:
+    handle = ReplicaManagerHandle(ME, LogManager([tmp_path], LogConfig()))
     handle.start()
     response = await handle.leader_and_isr(leader_and_isr(state(0)), MY_EPOCH)
     assert codes(response) == [0]

@@ -1,0 +1,100 @@
+"""The leader's ISR changes on their way to the controller (Kafka's AlterPartitionManager):
+pending changes are batched into one AlterPartition, one request in flight, retried after
+a top-level error or a lost answer. Each partition's answer goes back to the replica manager.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from actors.broker.partition import PendingIsr
+from actors.ports import ReplicaLink, TopicPartition
+from wire.api import (
+    AlterPartitionItem,
+    AlterPartitionRequest,
+    AlterPartitionResult,
+    AlterPartitionTopic,
+)
+from wire.errors import ErrorCode, WireError
+
+log = logging.getLogger(__name__)
+
+Answer = Callable[[TopicPartition, PendingIsr, AlterPartitionResult], Awaitable[None]]
+
+
+class AlterPartitionManager:
+    def __init__(
+        self,
+        broker_id: int,
+        broker_epoch: Callable[[], int],
+        link: ReplicaLink,
+        answer: Answer,
+        *,
+        retry_backoff_s: float = 0.1,
+    ) -> None:
+        self._broker_id = broker_id
+        self._broker_epoch = broker_epoch
+        self._link = link
+        self._answer = answer
+        self._backoff_s = retry_backoff_s
+        self._pending: dict[TopicPartition, PendingIsr] = {}
+        self._wake = asyncio.Event()
+        self._task = asyncio.create_task(self._run(), name=f"alter-partition-{broker_id}")
+
+    def submit(self, tp: TopicPartition, proposal: PendingIsr) -> None:
+        self._pending[tp] = proposal
+        self._wake.set()
+
+    async def stop(self) -> None:
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            batch, self._pending = self._pending, {}
+            if not batch:
+                continue
+            by_topic: dict[str, list[AlterPartitionItem]] = {}
+            for tp, proposal in sorted(batch.items()):
+                by_topic.setdefault(tp.topic, []).append(
+                    AlterPartitionItem(
+                        partition_index=tp.partition,
+                        leader_epoch=proposal.leader_epoch,
+                        new_isr=list(proposal.new_isr),
+                        partition_epoch=proposal.partition_epoch,
+                    )
+                )
+            request = AlterPartitionRequest(
+                broker_id=self._broker_id,
+                broker_epoch=self._broker_epoch(),
+                topics=[AlterPartitionTopic(topic_name=t, partitions=items) for t, items in by_topic.items()],
+            )
+            try:
+                response = await self._link.alter_partition(request)
+                if response.error_code != ErrorCode.NONE:
+                    raise WireError(f"{ErrorCode(response.error_code).name}: {response.error_message}")
+            except WireError as e:
+                log.warning("AlterPartition for %d partition(s) failed, retrying: %s", len(batch), e.message)
+                for tp, proposal in batch.items():
+                    self._pending.setdefault(tp, proposal)
+                await asyncio.sleep(self._backoff_s)
+                self._wake.set()
+                continue
+            answered = set()
+            for topic in response.topics:
+                for result in topic.partitions:
+                    tp = TopicPartition(topic.topic_name, result.partition_index)
+                    if tp in batch:
+                        answered.add(tp)
+                        await self._answer(tp, batch[tp], result)
+            unanswered = set(batch) - answered
+            for tp in unanswered:
+                self._pending.setdefault(tp, batch[tp])
+            if unanswered:
+                await asyncio.sleep(self._backoff_s)
+            if self._pending:
+                self._wake.set()

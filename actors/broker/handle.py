@@ -1,0 +1,213 @@
+"""The replica manager's handle: typed entry points, and the tasks around the actor that do
+the waiting and the I/O (fetchers, the AlterPartition sender) so that the actor never does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from actors.broker.alter_partition_manager import AlterPartitionManager
+from actors.broker.fetcher import ReplicaFetcher
+from actors.broker.partition import PendingIsr
+from actors.broker.replica_manager import (
+    ControlRequest,
+    EpochEndsFetched,
+    Fetched,
+    IsrChangeAnswered,
+    Maintain,
+    PlanFetch,
+    Read,
+    ReplicaManager,
+    ReplicaMessage,
+    Snapshot,
+)
+from actors.broker.replication import FetchPlan, ProduceOutcome, ReadOutcome, ReplicationConfig
+from actors.clock import Clock
+from actors.ports import LogStore, ReplicaLink, TopicPartition
+from actors.runtime import ActorHandle
+from wire.api import (
+    AlterPartitionResult,
+    FetchRequest,
+    FetchResponse,
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    MetadataRequest,
+    MetadataResponse,
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
+    ProducePartitionResponse,
+    ProduceRequest,
+    ProduceResponse,
+    ProduceTopicResponse,
+    StopReplicaRequest,
+    StopReplicaResponse,
+    UpdateMetadataRequest,
+    UpdateMetadataResponse,
+)
+from wire.errors import ErrorCode
+
+
+class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
+    """Each request is applied whole, one at a time, on the actor's task. Without a `link`
+    the broker does not replicate: no fetchers, no ISR changes sent (tests, benchmarks of
+    the control path)."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        logs: LogStore,
+        *,
+        link: ReplicaLink | None = None,
+        config: ReplicationConfig | None = None,
+        clock: Clock | None = None,
+        broker_epoch: Callable[[], int] = lambda: -1,
+    ) -> None:
+        actor = ReplicaManager(broker_id, logs, config=config, clock=clock)
+        super().__init__(actor, name=f"replica-manager-{broker_id}")
+        self.broker_id = broker_id
+        self._config = actor.config
+        self._link = link
+        self._broker_epoch = broker_epoch
+        self._fetchers: dict[int, ReplicaFetcher] = {}
+        self._alter_partition: AlterPartitionManager | None = None
+        if link is not None:
+            actor.start_fetcher = self._ensure_fetcher
+            actor.propose_isr = self._propose_isr
+
+    async def stop(self) -> None:
+        tasks = [f.stop() for f in self._fetchers.values()]
+        if self._alter_partition is not None:
+            tasks.append(self._alter_partition.stop())
+        await asyncio.gather(*tasks)
+        self._fetchers.clear()
+        await super().stop()
+
+    # --- controller requests ---
+
+    async def leader_and_isr(
+        self,
+        request: LeaderAndIsrRequest,
+        broker_epoch: int,
+        topic_configs: dict[str, dict[str, str]] | None = None,
+    ) -> LeaderAndIsrResponse:
+        response = await self.ask(ControlRequest(request, broker_epoch, topic_configs or {}))
+        assert isinstance(response, LeaderAndIsrResponse)
+        return response
+
+    async def stop_replica(self, request: StopReplicaRequest, broker_epoch: int) -> StopReplicaResponse:
+        response = await self.ask(ControlRequest(request, broker_epoch))
+        assert isinstance(response, StopReplicaResponse)
+        return response
+
+    async def update_metadata(
+        self, request: UpdateMetadataRequest, broker_epoch: int
+    ) -> UpdateMetadataResponse:
+        response = await self.ask(ControlRequest(request, broker_epoch))
+        assert isinstance(response, UpdateMetadataResponse)
+        return response
+
+    async def metadata(self, request: MetadataRequest) -> MetadataResponse:
+        response = await self.ask(request)
+        assert isinstance(response, MetadataResponse)
+        return response
+
+    async def snapshot(self) -> Snapshot:
+        snapshot = await self.ask(None)
+        assert isinstance(snapshot, Snapshot)
+        return snapshot
+
+    # --- clients ---
+
+    async def produce(self, request: ProduceRequest) -> ProduceResponse:
+        outcome = await self.ask(request)
+        assert isinstance(outcome, ProduceOutcome)
+        answers = dict(outcome.answers)
+        if outcome.waiting:
+            waiters = list(outcome.waiting.values())
+            await asyncio.wait(waiters, timeout=max(request.timeout_ms, 0) / 1000)
+            for tp, waiter in outcome.waiting.items():
+                if waiter.done():
+                    code = waiter.result()
+                else:
+                    waiter.cancel()
+                    code = ErrorCode.REQUEST_TIMED_OUT
+                if code:
+                    answers[tp] = ProducePartitionResponse(
+                        index=tp.partition, error_code=code, base_offset=answers[tp].base_offset
+                    )
+        by_topic: dict[str, list[ProducePartitionResponse]] = {}
+        for tp, answer in answers.items():
+            by_topic.setdefault(tp.topic, []).append(answer)
+        return ProduceResponse(
+            responses=[ProduceTopicResponse(name=t, partition_responses=a) for t, a in by_topic.items()]
+        )
+
+    async def fetch(self, request: FetchRequest) -> FetchResponse:
+        outcome = await self.ask(Read(request, wait=request.max_wait_ms > 0))
+        assert isinstance(outcome, ReadOutcome)
+        if outcome.waiter is None:
+            return outcome.response
+        try:
+            await asyncio.wait_for(outcome.waiter, request.max_wait_ms / 1000)
+        except TimeoutError:
+            return outcome.response
+        again = await self.ask(Read(request, wait=False))
+        assert isinstance(again, ReadOutcome)
+        return again.response
+
+    async def list_offsets(self, request: ListOffsetsRequest) -> ListOffsetsResponse:
+        response = await self.ask(request)
+        assert isinstance(response, ListOffsetsResponse)
+        return response
+
+    async def offsets_for_leader_epoch(
+        self, request: OffsetsForLeaderEpochRequest
+    ) -> OffsetsForLeaderEpochResponse:
+        response = await self.ask(request)
+        assert isinstance(response, OffsetsForLeaderEpochResponse)
+        return response
+
+    async def maintain(self, *, checkpoint: bool = False, shrink: bool = True) -> None:
+        await self.ask(Maintain(checkpoint=checkpoint, shrink=shrink))
+
+    # --- fetchers (FetchTarget) ---
+
+    def _ensure_fetcher(self, source: int) -> None:
+        fetcher = self._fetchers.get(source)
+        if fetcher is None or not fetcher.running:
+            assert self._link is not None
+            self._fetchers[source] = ReplicaFetcher(
+                source, self, self._link, backoff_s=self._config.fetch_backoff_ms / 1000
+            )
+
+    async def plan_fetch(self, source: int) -> FetchPlan | None:
+        plan = await self.ask(PlanFetch(source))
+        assert plan is None or isinstance(plan, FetchPlan)
+        return plan
+
+    async def fetched(self, source: int, plan: FetchPlan, response: FetchResponse) -> bool:
+        return bool(await self.ask(Fetched(source, plan, response)))
+
+    async def epoch_ends_fetched(
+        self, source: int, plan: FetchPlan, response: OffsetsForLeaderEpochResponse
+    ) -> bool:
+        return bool(await self.ask(EpochEndsFetched(source, plan, response)))
+
+    # --- ISR changes ---
+
+    def _propose_isr(self, tp: TopicPartition, proposal: PendingIsr) -> None:
+        if self._alter_partition is None:
+            assert self._link is not None
+            self._alter_partition = AlterPartitionManager(
+                self.broker_id, self._broker_epoch, self._link, self._isr_change_answered
+            )
+        self._alter_partition.submit(tp, proposal)
+
+    async def _isr_change_answered(
+        self, tp: TopicPartition, proposal: PendingIsr, result: AlterPartitionResult
+    ) -> None:
+        if self.running:
+            await self.tell(IsrChangeAnswered(tp, proposal, result))

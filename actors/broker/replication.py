@@ -1,0 +1,53 @@
+"""Values the replica manager hands out for replication: its settings, what to fetch next,
+and the outcomes of a produce or a read that the handle may have to wait on."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+from actors.ports import EndPoint, TopicPartition
+from wire.api import FetchRequest, FetchResponse, OffsetsForLeaderEpochRequest, ProducePartitionResponse
+from wire.errors import ErrorCode
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplicationConfig:
+    """Kafka's `replica.*` settings (milliseconds and bytes)."""
+
+    lag_time_max_ms: int = 30_000
+    fetch_wait_max_ms: int = 500
+    fetch_min_bytes: int = 1
+    fetch_max_bytes: int = 1_048_576
+    fetch_response_max_bytes: int = 10_485_760
+    fetch_backoff_ms: int = 1_000
+
+
+@dataclasses.dataclass(frozen=True)
+class FetchPlan:
+    """One request a fetcher is to send to a leader, and the leader epoch of each partition
+    when it was built: an answer for a partition whose epoch has moved on is dropped."""
+
+    endpoint: EndPoint
+    leader_epochs: dict[TopicPartition, int]
+    fetch_request: FetchRequest | None = None
+    epoch_request: OffsetsForLeaderEpochRequest | None = None
+
+
+@dataclasses.dataclass
+class ProduceOutcome:
+    """Per-partition answers in request order; acks=all appends wait on `waiting`."""
+
+    answers: dict[TopicPartition, ProducePartitionResponse] = dataclasses.field(default_factory=dict)
+    waiting: dict[TopicPartition, asyncio.Future[ErrorCode]] = dataclasses.field(default_factory=dict)
+
+    def add(self, tp: TopicPartition, answer: ProducePartitionResponse) -> None:
+        self.answers[tp] = answer
+
+
+@dataclasses.dataclass
+class ReadOutcome:
+    response: FetchResponse
+    bytes_read: int
+    # Set when the read found less than min_bytes: fires when one of its partitions changes.
+    waiter: asyncio.Future[None] | None = None

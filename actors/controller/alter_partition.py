@@ -1,0 +1,107 @@
+"""AlterPartition on the controller (spec §7.10): a leader's ISR change, checked against the
+cached state in Kafka's order, written fenced by the controller epoch and conditional on the
+partition epoch the leader saw, then announced with UpdateMetadata to every broker."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from actors.controller.context import ControllerContext
+from actors.controller.request_batch import RequestBatch
+from actors.ports import ClusterStore, LeaderAndIsr, LeadershipInfo, PartitionStateConflict, TopicPartition
+from wire.api import (
+    AlterPartitionItem,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    AlterPartitionResult,
+    AlterPartitionTopicResult,
+)
+from wire.errors import ErrorCode
+
+log = logging.getLogger(__name__)
+
+
+def check(
+    context: ControllerContext, broker_id: int, tp: TopicPartition, item: AlterPartitionItem
+) -> ErrorCode | LeaderAndIsr | None:
+    """An error, or the state to write, or None when the request only echoes the current
+    state (idempotent success)."""
+    info = context.leadership.get(tp)
+    if info is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    current = info.leader_and_isr
+    if item.partition_epoch > current.partition_epoch or item.leader_epoch > current.leader_epoch:
+        return ErrorCode.NOT_CONTROLLER
+    if item.leader_epoch < current.leader_epoch:
+        return ErrorCode.FENCED_LEADER_EPOCH
+    proposed = LeaderAndIsr(broker_id, item.leader_epoch, tuple(item.new_isr), item.partition_epoch)
+    if (
+        current.leader == broker_id
+        and tuple(current.isr) == proposed.isr
+        and item.partition_epoch <= current.partition_epoch
+    ):
+        return None
+    if item.partition_epoch < current.partition_epoch:
+        return ErrorCode.INVALID_UPDATE_VERSION
+    live = context.live_ids() - context.shutting_down
+    if any(r not in live for r in proposed.isr):
+        return ErrorCode.INELIGIBLE_REPLICA
+    return proposed
+
+
+async def alter_partition(
+    context: ControllerContext,
+    store: ClusterStore,
+    new_batch: Callable[[], RequestBatch],
+    request: AlterPartitionRequest,
+) -> AlterPartitionResponse:
+    registered = context.live_brokers.get(request.broker_id)
+    if registered is None or registered.broker_epoch != request.broker_epoch:
+        return AlterPartitionResponse(
+            error_code=ErrorCode.STALE_BROKER_EPOCH,
+            error_message=f"broker {request.broker_id} at epoch {request.broker_epoch} is not registered so",
+        )
+    outcomes: dict[TopicPartition, ErrorCode | LeaderAndIsr] = {}
+    writes: dict[TopicPartition, LeaderAndIsr] = {}
+    for topic in request.topics:
+        for item in topic.partitions:
+            tp = TopicPartition(topic.topic_name, item.partition_index)
+            checked = check(context, request.broker_id, tp, item)
+            if checked is None:
+                outcomes[tp] = context.leadership[tp].leader_and_isr
+            elif isinstance(checked, LeaderAndIsr):
+                writes[tp] = checked
+            else:
+                outcomes[tp] = checked
+    if writes:
+        written = await store.update_partition_states(writes, context.epoch, context.epoch_zk_version)
+        for tp, state in written.items():
+            if isinstance(state, PartitionStateConflict):
+                outcomes[tp] = ErrorCode.INVALID_UPDATE_VERSION
+            elif isinstance(state, Exception):
+                log.warning("AlterPartition for %s failed: %s", tp, state)
+                outcomes[tp] = ErrorCode.UNKNOWN_SERVER_ERROR
+            else:
+                log.info("ISR of %s changed to %s by its leader %d", tp, list(state.isr), request.broker_id)
+                context.leadership[tp] = LeadershipInfo(state, context.epoch)
+                outcomes[tp] = state
+    batch = new_batch()
+    batch.add_update_metadata(context.live_or_shutting_down_ids(), list(outcomes))
+    await batch.send()
+    by_topic: dict[str, list[AlterPartitionResult]] = {}
+    for tp, outcome in outcomes.items():
+        if isinstance(outcome, LeaderAndIsr):
+            result = AlterPartitionResult(
+                partition_index=tp.partition,
+                leader_id=outcome.leader,
+                leader_epoch=outcome.leader_epoch,
+                isr=list(outcome.isr),
+                partition_epoch=outcome.partition_epoch,
+            )
+        else:
+            result = AlterPartitionResult(partition_index=tp.partition, error_code=outcome)
+        by_topic.setdefault(tp.topic, []).append(result)
+    return AlterPartitionResponse(
+        topics=[AlterPartitionTopicResult(topic_name=t, partitions=r) for t, r in by_topic.items()]
+    )
