@@ -4,6 +4,8 @@
     keel controller show         the active controller
     keel controller reelect      delete /controller so the brokers elect anew
     keel topic create|list|describe
+    keel produce --topic T       stdin lines as records (Kafka's console producer)
+    keel consume --topic T       records to stdout (Kafka's console consumer)
 
 Every command takes `--bootstrap-server host:port[,host:port]` (default: the brokers of the
 local cluster under .keel-cluster, else 127.0.0.1:9092) and `--format table|json`.
@@ -18,7 +20,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from node import topic_commands
+from node import console_commands, topic_commands
 from node.admin import KeelAdminClient
 from node.output import print_json, print_table
 from wire.api import DescribeClusterResponse
@@ -114,7 +116,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--bootstrap-server", default=None, help="host:port[,host:port...]")
     common.add_argument("--format", choices=["table", "json"], default="table")
-    common.add_argument("--timeout", type=float, default=10.0, help="seconds per request")
+    common.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
     parser = argparse.ArgumentParser(prog="keel", description="Talk to a Keel cluster over its RPC wire.")
     groups = parser.add_subparsers(dest="group", required=True)
     topic_commands.add_arguments(
@@ -123,6 +125,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         ),
         common,
     )
+    console_commands.add_arguments(groups, common)
     for group in sorted({g for g, _ in COMMANDS}):
         sub = groups.add_parser(group).add_subparsers(dest="command", required=True)
         for (g, command), handler in COMMANDS.items():
@@ -132,6 +135,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 async def run(args: argparse.Namespace) -> int:
+    if args.group in console_commands.COMMANDS:
+        return await console_commands.COMMANDS[args.group](args.bootstrap_server or default_bootstrap(), args)
     async with KeelAdminClient(args.bootstrap_server or default_bootstrap(), timeout=args.timeout) as admin:
         if args.group == "topic":
             return await topic_commands.COMMANDS[args.command](admin, args)

@@ -1,0 +1,193 @@
+"""KeelConsumer: reads partitions from their leaders, up to the high watermark, as Kafka's
+consumer does with manual assignment (no groups, no committed offsets).
+
+Starting offsets come from ListOffsets (earliest with `from_beginning`, else latest). A
+moved leader or a lost connection refreshes metadata and the fetch goes on; an offset out
+of range restarts from the earliest offset still held.
+
+    async with KeelConsumer("127.0.0.1:9092", "orders", from_beginning=True) as consumer:
+        for record in await consumer.poll():
+            ...
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+from types import TracebackType
+
+from node.cluster_client import ClusterClient
+from wire import records
+from wire.api import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    FetchPartition,
+    FetchRequest,
+    FetchResponse,
+    FetchTopic,
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ListOffsetsTopic,
+)
+from wire.errors import ErrorCode, WireError
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class ConsumedRecord:
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+
+
+class KeelConsumer:
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        *,
+        partitions: list[int] | None = None,
+        from_beginning: bool = False,
+        max_wait_ms: int = 500,
+        timeout: float = 30.0,
+        client_id: str = "keel-consumer",
+    ) -> None:
+        self.topic = topic
+        self._wanted = partitions
+        self._from_beginning = from_beginning
+        self._max_wait_ms = max_wait_ms
+        self._cluster = ClusterClient(bootstrap, timeout=timeout, client_id=client_id)
+        # Next offset to read per partition; None until positioned.
+        self.positions: dict[int, int | None] = {}
+        self.high_watermarks: dict[int, int] = {}
+
+    async def __aenter__(self) -> KeelConsumer:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._cluster.close()
+
+    async def _assign(self) -> None:
+        count = await self._cluster.wait_for_leaders(self.topic, self._cluster.timeout)
+        chosen = self._wanted if self._wanted is not None else list(range(count))
+        for p in chosen:
+            if not 0 <= p < count:
+                raise ValueError(f"{self.topic} has no partition {p}")
+            self.positions.setdefault(p, None)
+
+    async def _position(self, reset_to: int) -> None:
+        unpositioned = [p for p, offset in self.positions.items() if offset is None]
+        for p in unpositioned:
+            leader = self._cluster.leaders.get((self.topic, p), (-1, -1))[0]
+            request = ListOffsetsRequest(
+                topics=[
+                    ListOffsetsTopic(
+                        name=self.topic,
+                        partitions=[ListOffsetsPartition(partition_index=p, timestamp=reset_to)],
+                    )
+                ]
+            )
+            response = await self._cluster.send_to(leader, request)
+            assert isinstance(response, ListOffsetsResponse)
+            answer = response.topics[0].partitions[0]
+            if answer.error_code:
+                raise WireError(f"ListOffsets for {self.topic}-{p}: {ErrorCode(answer.error_code).name}")
+            self.positions[p] = answer.offset
+
+    async def poll(self) -> list[ConsumedRecord]:
+        """The next records of every assigned partition (waiting up to max_wait_ms)."""
+        try:
+            if not self.positions:
+                await self._assign()
+            await self._position(EARLIEST_TIMESTAMP if self._from_beginning else LATEST_TIMESTAMP)
+            return await self._fetch_round()
+        except WireError as e:
+            log.debug("poll failed, refreshing metadata: %s", e.message)
+            await asyncio.sleep(0.1)
+            with contextlib.suppress(WireError):
+                await self._cluster.refresh([self.topic])
+            return []
+
+    async def _fetch_round(self) -> list[ConsumedRecord]:
+        by_leader: dict[int, list[int]] = {}
+        for p in self.positions:
+            leader = self._cluster.leaders.get((self.topic, p), (-1, -1))[0]
+            by_leader.setdefault(leader, []).append(p)
+        if -1 in by_leader:
+            await self._cluster.refresh([self.topic])
+            by_leader.pop(-1)
+        rounds = await asyncio.gather(
+            *(self._fetch_from(leader, ps) for leader, ps in by_leader.items()), return_exceptions=True
+        )
+        out: list[ConsumedRecord] = []
+        for result in rounds:
+            if isinstance(result, BaseException):
+                if not isinstance(result, WireError):
+                    raise result
+                await self._cluster.refresh([self.topic])
+                continue
+            out.extend(result)
+        return out
+
+    async def _fetch_from(self, leader: int, partitions: list[int]) -> list[ConsumedRecord]:
+        request = FetchRequest(
+            max_wait_ms=self._max_wait_ms,
+            topics=[
+                FetchTopic(
+                    topic=self.topic,
+                    partitions=[
+                        FetchPartition(
+                            partition=p,
+                            fetch_offset=self.positions[p] or 0,
+                            current_leader_epoch=self._cluster.leaders[(self.topic, p)][1],
+                        )
+                        for p in partitions
+                    ],
+                )
+            ],
+        )
+        response = await self._cluster.send_to(
+            leader, request, self._cluster.timeout + self._max_wait_ms / 1000
+        )
+        assert isinstance(response, FetchResponse)
+        out = []
+        refresh = False
+        for topic in response.responses:
+            for data in topic.partitions:
+                p = data.partition_index
+                code = ErrorCode(data.error_code)
+                if code == ErrorCode.OFFSET_OUT_OF_RANGE:
+                    log.warning(
+                        "%s-%d: offset %s out of range; restarting from the earliest",
+                        self.topic,
+                        p,
+                        self.positions[p],
+                    )
+                    self.positions[p] = None
+                    self._from_beginning = True
+                    continue
+                if code != ErrorCode.NONE:
+                    refresh = True
+                    continue
+                self.high_watermarks[p] = data.high_watermark
+                position = self.positions[p] or 0
+                for record in records.records(data.records):
+                    if record.offset >= position:
+                        out.append(
+                            ConsumedRecord(p, record.offset, record.timestamp, record.key, record.value)
+                        )
+                        self.positions[p] = record.offset + 1
+        if refresh:
+            await self._cluster.refresh([self.topic])
+        return out

@@ -1,0 +1,204 @@
+"""KeelProducer: appends records to partition leaders, as Kafka's producer does.
+
+Records are grouped per partition into record batches and sent in one Produce per leader.
+Keyed records go to `murmur2(key) % partitions` (Kafka's default partitioner); records
+without a key go round-robin. A send that fails with a retriable error (a moved leader, a
+lost connection, a timeout) refreshes metadata and retries until `delivery_timeout` runs out.
+There is no idempotence: a retry after a lost answer may append a record twice.
+
+    async with KeelProducer("127.0.0.1:9092", acks=-1) as producer:
+        offsets = await producer.send_many("orders", [(None, b"hello")])
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+import logging
+import time
+from types import TracebackType
+
+from node.cluster_client import ClusterClient
+from wire import records
+from wire.api import ProducePartitionData, ProduceRequest, ProduceResponse, ProduceTopicData
+from wire.errors import ErrorCode, WireError, for_code
+
+log = logging.getLogger(__name__)
+
+RETRIABLE = {
+    ErrorCode.NOT_LEADER_OR_FOLLOWER,
+    ErrorCode.LEADER_NOT_AVAILABLE,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ErrorCode.REQUEST_TIMED_OUT,
+    ErrorCode.NOT_ENOUGH_REPLICAS,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+    ErrorCode.NETWORK_EXCEPTION,
+    ErrorCode.FENCED_LEADER_EPOCH,
+    ErrorCode.UNKNOWN_LEADER_EPOCH,
+}
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's Utils.murmur2, as a signed 32-bit int."""
+    length = len(data)
+    seed, m, r = 0x9747B28C, 0x5BD1E995, 24
+    h = (seed ^ length) & 0xFFFFFFFF
+    for i in range(0, length - length % 4, 4):
+        k = int.from_bytes(data[i : i + 4], "little")
+        k = (k * m) & 0xFFFFFFFF
+        k ^= k >> r
+        k = (k * m) & 0xFFFFFFFF
+        h = (h * m) & 0xFFFFFFFF
+        h ^= k
+    tail = length % 4
+    base = length - tail
+    if tail == 3:
+        h ^= data[base + 2] << 16
+    if tail >= 2:
+        h ^= data[base + 1] << 8
+    if tail >= 1:
+        h ^= data[base]
+        h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 15
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def partition_for(key: bytes, partitions: int) -> int:
+    return (murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+@dataclasses.dataclass(frozen=True)
+class Delivered:
+    partition: int
+    base_offset: int
+    count: int
+
+
+class ProduceFailed(Exception):
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(f"{code.name}: {message}")
+        self.code = code
+
+
+class KeelProducer:
+    def __init__(
+        self,
+        bootstrap: str,
+        *,
+        acks: int = -1,
+        request_timeout: float = 30.0,
+        delivery_timeout: float = 120.0,
+        client_id: str = "keel-producer",
+    ) -> None:
+        if acks not in (-1, 0, 1):
+            raise ValueError(f"acks must be -1 (all), 0 or 1, not {acks}")
+        self.acks = acks
+        self._request_timeout = request_timeout
+        self._delivery_timeout = delivery_timeout
+        self._cluster = ClusterClient(bootstrap, timeout=request_timeout, client_id=client_id)
+        self._round_robin = itertools.count()
+
+    async def __aenter__(self) -> KeelProducer:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._cluster.close()
+
+    async def send_many(
+        self, topic: str, items: list[tuple[bytes | None, bytes | None]], *, partition: int | None = None
+    ) -> list[Delivered]:
+        """Append `items` ((key, value) pairs); one batch per partition. Returns where each
+        batch landed; raises ProduceFailed when a batch cannot be delivered in time."""
+        if topic not in self._cluster.partition_counts:
+            await self._cluster.wait_for_leaders(topic, self._delivery_timeout)
+        count = self._cluster.partition_counts[topic]
+        by_partition: dict[int, list[tuple[bytes | None, bytes | None]]] = {}
+        for key, value in items:
+            if partition is not None:
+                target = partition
+            elif key is not None:
+                target = partition_for(key, count)
+            else:
+                target = next(self._round_robin) % count
+            by_partition.setdefault(target, []).append((key, value))
+        now_ms = int(time.time() * 1000)
+        batches = {p: records.build_batch(b, timestamp=now_ms) for p, b in by_partition.items()}
+        return await self.send_batches(topic, batches)
+
+    async def send_batches(self, topic: str, batches: dict[int, bytes]) -> list[Delivered]:
+        """Send ready-made record batches, one per partition, retrying what fails."""
+        if topic not in self._cluster.partition_counts:
+            await self._cluster.wait_for_leaders(topic, self._delivery_timeout)
+        deadline = time.monotonic() + self._delivery_timeout
+        pending = dict(batches)
+        delivered: list[Delivered] = []
+        backoff = 0.05
+        while pending:
+            failures = await self._send_round(topic, pending, delivered)
+            if not failures:
+                break
+            if time.monotonic() > deadline:
+                code, message = next(iter(failures.values()))
+                raise ProduceFailed(code, message)
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, 1.0)
+            try:
+                await self._cluster.refresh([topic])
+            except WireError as e:
+                log.debug("metadata refresh failed: %s", e.message)
+            pending = {p: pending[p] for p in failures}
+        return delivered
+
+    async def _send_round(
+        self, topic: str, pending: dict[int, bytes], delivered: list[Delivered]
+    ) -> dict[int, tuple[ErrorCode, str]]:
+        by_leader: dict[int, list[int]] = {}
+        failures: dict[int, tuple[ErrorCode, str]] = {}
+        for p in pending:
+            leader = self._cluster.leaders.get((topic, p), (-1, -1))[0]
+            if leader < 0:
+                failures[p] = (ErrorCode.LEADER_NOT_AVAILABLE, f"{topic}-{p} has no leader")
+            else:
+                by_leader.setdefault(leader, []).append(p)
+
+        async def to_leader(leader: int, partitions: list[int]) -> None:
+            request = ProduceRequest(
+                acks=self.acks,
+                timeout_ms=int(self._request_timeout * 1000),
+                topic_data=[
+                    ProduceTopicData(
+                        name=topic,
+                        partition_data=[
+                            ProducePartitionData(index=p, records=pending[p]) for p in partitions
+                        ],
+                    )
+                ],
+            )
+            try:
+                response = await self._cluster.send_to(leader, request, self._request_timeout + 5)
+            except WireError as e:
+                for p in partitions:
+                    failures[p] = (e.code, e.message)
+                return
+            assert isinstance(response, ProduceResponse)
+            for topic_response in response.responses:
+                for answer in topic_response.partition_responses:
+                    code = ErrorCode(answer.error_code)
+                    if code == ErrorCode.NONE:
+                        header = records.read_header(pending[answer.index])
+                        delivered.append(Delivered(answer.index, answer.base_offset, header.records_count))
+                    elif code in RETRIABLE:
+                        failures[answer.index] = (code, answer.error_message or code.name)
+                    else:
+                        raise ProduceFailed(code, answer.error_message or for_code(code).message)
+
+        await asyncio.gather(*(to_leader(leader, ps) for leader, ps in by_leader.items()))
+        return failures
