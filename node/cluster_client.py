@@ -66,7 +66,9 @@ class ClusterClient:
                 client = await self._client(address)
                 response = await client.send(MetadataRequest(topics=topics))
             except WireError as e:
-                self._clients.pop(address, None)
+                stale = self._clients.pop(address, None)
+                if stale is not None:
+                    await stale.close()
                 errors.append(f"{address[0]}:{address[1]}: {e.message}")
                 continue
             assert isinstance(response, MetadataResponse)

@@ -126,6 +126,9 @@ class RpcClient:
             self._writer.close()
         except (ConnectionError, OSError) as e:
             self._fail_pending(NetworkException(f"connection to {self.address} lost: {e}"))
+        finally:
+            # A connection the peer ended is closed here too, so nobody has to remember to.
+            self._writer.close()
 
     def _fail_pending(self, error: NetworkException) -> None:
         if self._closed is None:
