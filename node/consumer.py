@@ -66,6 +66,7 @@ class KeelConsumer:
         # Next offset to read per partition; None until positioned.
         self.positions: dict[int, int | None] = {}
         self.high_watermarks: dict[int, int] = {}
+        self._in_flight: dict[int, asyncio.Task[list[ConsumedRecord]]] = {}
 
     async def __aenter__(self) -> KeelConsumer:
         return self
@@ -76,6 +77,10 @@ class KeelConsumer:
         await self.close()
 
     async def close(self) -> None:
+        for task in self._in_flight.values():
+            task.cancel()
+        await asyncio.gather(*self._in_flight.values(), return_exceptions=True)
+        self._in_flight.clear()
         await self._cluster.close()
 
     async def _assign(self) -> None:
@@ -120,6 +125,8 @@ class KeelConsumer:
             return []
 
     async def _fetch_round(self) -> list[ConsumedRecord]:
+        """One fetch in flight per leader, each on its own schedule (as Kafka's consumer):
+        return what the first answers bring instead of waiting for every leader's long poll."""
         by_leader: dict[int, list[int]] = {}
         for p in self.positions:
             leader = self._cluster.leaders.get((self.topic, p), (-1, -1))[0]
@@ -127,17 +134,24 @@ class KeelConsumer:
         if -1 in by_leader:
             await self._cluster.refresh([self.topic])
             by_leader.pop(-1)
-        rounds = await asyncio.gather(
-            *(self._fetch_from(leader, ps) for leader, ps in by_leader.items()), return_exceptions=True
-        )
+        for leader, partitions in by_leader.items():
+            if leader not in self._in_flight:
+                self._in_flight[leader] = asyncio.create_task(self._fetch_from(leader, partitions))
+        if not self._in_flight:
+            return []
+        await asyncio.wait(self._in_flight.values(), return_when=asyncio.FIRST_COMPLETED)
         out: list[ConsumedRecord] = []
-        for result in rounds:
-            if isinstance(result, BaseException):
-                if not isinstance(result, WireError):
-                    raise result
-                await self._cluster.refresh([self.topic])
+        for leader, task in list(self._in_flight.items()):
+            if not task.done():
                 continue
-            out.extend(result)
+            del self._in_flight[leader]
+            error = task.exception()
+            if error is None:
+                out.extend(task.result())
+            elif isinstance(error, WireError):
+                await self._cluster.refresh([self.topic])
+            else:
+                raise error
         return out
 
     async def _fetch_from(self, leader: int, partitions: list[int]) -> list[ConsumedRecord]:
@@ -183,6 +197,8 @@ class KeelConsumer:
                 self.high_watermarks[p] = data.high_watermark
                 position = self.positions[p] or 0
                 for record in records.records(data.records):
+                    # A fetch sent before a leader change may overlap a newer one: skip
+                    # what was already returned.
                     if record.offset >= position:
                         out.append(
                             ConsumedRecord(p, record.offset, record.timestamp, record.key, record.value)
