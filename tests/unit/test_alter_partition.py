@@ -1,0 +1,125 @@
+"""AlterPartition on the controller (spec §7.10), run by KafkaControllers on the in-memory
+ClusterStore: each check in Kafka's order, the fenced conditional write, idempotence."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from actors.ports import LeaderAndIsr
+from tests.support import eventually
+from tests.unit.test_partition_leadership import Cluster, settled, started
+from wire.api import (
+    AlterPartitionItem,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    AlterPartitionTopic,
+    UpdateMetadataRequest,
+)
+from wire.errors import ErrorCode
+
+
+@pytest.fixture
+async def cluster() -> AsyncIterator[Cluster]:
+    cluster = Cluster()
+    await started(cluster, 1, 2, 3)
+    await cluster.create_topic("t", {0: (1, 2, 3)})
+    await eventually(
+        settled(cluster, lambda: len(cluster.zk.partition_states) == 1), timeout=2, message="no topic"
+    )
+    yield cluster
+    await cluster.stop()
+
+
+def request(
+    isr: list[int],
+    *,
+    broker: int = 1,
+    broker_epoch: int | None = None,
+    leader_epoch: int = 0,
+    partition_epoch: int = 0,
+) -> AlterPartitionRequest:
+    return AlterPartitionRequest(
+        broker_id=broker,
+        broker_epoch=-99 if broker_epoch is None else broker_epoch,
+        topics=[
+            AlterPartitionTopic(
+                topic_name="t",
+                partitions=[
+                    AlterPartitionItem(
+                        partition_index=0,
+                        leader_epoch=leader_epoch,
+                        new_isr=isr,
+                        partition_epoch=partition_epoch,
+                    )
+                ],
+            )
+        ],
+    )
+
+
+async def send(cluster: Cluster, req: AlterPartitionRequest) -> AlterPartitionResponse:
+    controller = cluster.controller
+    if req.broker_epoch == -99:
+        epoch = controller.context.live_brokers[req.broker_id].broker_epoch
+        req = AlterPartitionRequest(broker_id=req.broker_id, broker_epoch=epoch, topics=req.topics)
+    return await controller.alter_partition(req)
+
+
+def code(response: AlterPartitionResponse) -> int:
+    return response.topics[0].partitions[0].error_code
+
+
+async def test_a_shrink_is_written_with_a_new_partition_epoch_and_announced(cluster: Cluster) -> None:
+    response = await send(cluster, request([1, 2]))
+    result = response.topics[0].partitions[0]
+    assert (result.error_code, result.leader_id, result.leader_epoch, result.isr) == (0, 1, 0, [1, 2])
+    assert result.partition_epoch == 1
+    assert cluster.state("t", 0) == LeaderAndIsr(1, 0, (1, 2), 1), "the leader epoch stays; the version moves"
+    announced = [r for r in cluster.channel.received(3) if isinstance(r, UpdateMetadataRequest)][-1]
+    assert announced.partition_states[0].isr == [1, 2], "every broker hears of it through UpdateMetadata"
+
+
+async def test_resending_the_same_change_is_an_idempotent_success(cluster: Cluster) -> None:
+    await send(cluster, request([1]))
+    for partition_epoch in (0, 1):
+        again = (await send(cluster, request([1], partition_epoch=partition_epoch))).topics[0].partitions[0]
+        assert (again.error_code, again.isr, again.partition_epoch) == (0, [1], 1)
+    assert cluster.state("t", 0).partition_epoch == 1, "no second write"
+
+
+async def test_each_check_in_kafkas_order(cluster: Cluster) -> None:
+    assert code(await send(cluster, request([1, 2], partition_epoch=5))) == ErrorCode.NOT_CONTROLLER
+    assert code(await send(cluster, request([1, 2], leader_epoch=3))) == ErrorCode.NOT_CONTROLLER
+    await send(cluster, request([1, 2]))  # partition epoch 1 now
+    assert code(await send(cluster, request([1, 3], partition_epoch=0))) == ErrorCode.INVALID_UPDATE_VERSION
+    assert code(await send(cluster, request([1, 2, 9], partition_epoch=1))) == ErrorCode.INELIGIBLE_REPLICA
+    assert cluster.state("t", 0) == LeaderAndIsr(1, 0, (1, 2), 1), "a refused change writes nothing"
+
+
+async def test_an_older_leader_epoch_is_fenced(cluster: Cluster) -> None:
+    await cluster.kill(2)  # not the leader: a shrink by the controller raises the leader epoch
+    await eventually(
+        settled(cluster, lambda: cluster.state("t", 0).leader_epoch == 1), timeout=2, message="no shrink"
+    )
+    state = cluster.state("t", 0)
+    response = await send(cluster, request([1, 3], leader_epoch=0, partition_epoch=state.partition_epoch))
+    assert code(response) == ErrorCode.FENCED_LEADER_EPOCH
+
+
+async def test_an_unknown_partition_and_a_stale_broker_epoch(cluster: Cluster) -> None:
+    unknown = AlterPartitionRequest(
+        broker_id=1,
+        broker_epoch=cluster.controller.context.live_brokers[1].broker_epoch,
+        topics=[AlterPartitionTopic(topic_name="nope", partitions=request([1]).topics[0].partitions)],
+    )
+    assert code(await cluster.controller.alter_partition(unknown)) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    stale = await cluster.controller.alter_partition(request([1], broker_epoch=1))
+    assert stale.error_code == ErrorCode.STALE_BROKER_EPOCH
+
+
+async def test_a_broker_that_is_not_the_controller_answers_not_controller(cluster: Cluster) -> None:
+    other = next(c for c in cluster.controllers.values() if not c.is_active)
+    response = await other.alter_partition(request([1], broker_epoch=0))
+    assert response.error_code == ErrorCode.NOT_CONTROLLER

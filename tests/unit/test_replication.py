@@ -1,0 +1,306 @@
+"""The replicated log on the replica manager, on real log files: appends on the leader,
+acks=all waiting for the high watermark, reads, epoch checks, truncation by leader epoch on a
+follower, and ISR shrink and expansion proposals (spec §9.1, §9.5)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from actors.broker.partition import FollowerState, Partition, PendingIsr, Role, TopicPartition
+from actors.broker.replica_manager import ReplicaManager
+from node.log.config import LogConfig
+from node.log.manager import LogManager
+from tests.support import ManualClock
+from wire import records
+from wire.api import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    AlterPartitionResult,
+    FetchPartition,
+    FetchRequest,
+    FetchTopic,
+    LeaderAndIsrPartitionState,
+    LeaderAndIsrRequest,
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsTopic,
+    LiveBroker,
+    LiveLeader,
+    OffsetForLeaderPartition,
+    OffsetForLeaderTopic,
+    OffsetsForLeaderEpochRequest,
+    ProducePartitionData,
+    ProduceRequest,
+    ProduceTopicData,
+    UpdateMetadataRequest,
+)
+from wire.errors import ErrorCode
+
+TP = TopicPartition("t", 0)
+
+
+def order(leader: int, epoch: int, isr: list[int], *, partition_epoch: int = 0) -> LeaderAndIsrRequest:
+    return LeaderAndIsrRequest(
+        controller_id=9,
+        controller_epoch=1,
+        partition_states=[
+            LeaderAndIsrPartitionState(
+                topic="t",
+                partition=0,
+                controller_epoch=1,
+                leader=leader,
+                leader_epoch=epoch,
+                isr=isr,
+                partition_epoch=partition_epoch,
+                replicas=[1, 2, 3],
+            )
+        ],
+        live_leaders=[LiveLeader(broker_id=b, host="127.0.0.1", port=9000 + b) for b in (1, 2, 3)],
+    )
+
+
+def produce(values: list[bytes], *, acks: int = -1) -> ProduceRequest:
+    batch = records.build_batch([(None, v) for v in values], timestamp=1_000)
+    return ProduceRequest(
+        acks=acks,
+        topic_data=[
+            ProduceTopicData(name="t", partition_data=[ProducePartitionData(index=0, records=batch)])
+        ],
+    )
+
+
+def fetch(offset: int, *, replica: int = -1, epoch: int = -1) -> FetchRequest:
+    return FetchRequest(
+        replica_id=replica,
+        max_wait_ms=0,
+        topics=[
+            FetchTopic(
+                topic="t",
+                partitions=[FetchPartition(partition=0, fetch_offset=offset, current_leader_epoch=epoch)],
+            )
+        ],
+    )
+
+
+class Brokers:
+    def __init__(self, tmp_path: Path) -> None:
+        self.clock = ManualClock()
+        self.managers = {
+            b: ReplicaManager(
+                b, LogManager([tmp_path / str(b)], LogConfig(min_insync_replicas=2)), clock=self.clock
+            )
+            for b in (1, 2, 3)
+        }
+        self.proposals: list[tuple[int, PendingIsr]] = []
+        for broker_id, manager in self.managers.items():
+            manager.propose_isr = lambda tp, proposal, b=broker_id: self.proposals.append((b, proposal))
+            manager.update_metadata(
+                UpdateMetadataRequest(
+                    controller_id=9,
+                    controller_epoch=1,
+                    live_brokers=[LiveBroker(broker_id=b, endpoints=[]) for b in (1, 2, 3)],
+                ),
+                -1,
+            )
+
+    def __getitem__(self, broker_id: int) -> ReplicaManager:
+        return self.managers[broker_id]
+
+    def lead(self, leader: int, epoch: int, isr: list[int]) -> None:
+        for manager in self.managers.values():
+            manager.become_leader_or_follower(order(leader, epoch, isr), -1)
+
+    def replicate(self, follower: int, leader: int) -> None:
+        """One fetcher round: truncate first if needed, else fetch and append."""
+        plan = self[follower].plan_fetch(leader)
+        assert plan is not None
+        if plan.epoch_request is not None:
+            self[follower].truncate_to_epoch_ends(
+                leader, plan, self[leader].offsets_for_leader_epoch(plan.epoch_request)
+            )
+            return
+        assert plan.fetch_request is not None
+        self[follower].process_fetched(
+            leader, plan, self[leader].read(plan.fetch_request, wait=False).response
+        )
+
+
+@pytest.fixture
+def brokers(tmp_path: Path) -> Brokers:
+    return Brokers(tmp_path)
+
+
+def partition(manager: ReplicaManager) -> Partition:
+    return manager.partitions[TP]
+
+
+def values(manager: ReplicaManager, offset: int = 0) -> list[bytes | None]:
+    log = partition(manager).log
+    return [] if log is None else [r.value for r in records.records(log.read(offset, 1 << 20))]
+
+
+async def test_acks_all_waits_until_every_isr_member_has_the_batch(brokers: Brokers) -> None:
+    brokers.lead(1, 0, [1, 2, 3])
+    outcome = brokers[1].append_records(produce([b"a", b"b"]))
+    assert outcome.answers[TP].base_offset == 0
+    waiter = outcome.waiting[TP]
+    brokers.replicate(2, 1)
+    brokers.replicate(2, 1)  # the second fetch reports the follower's new log end
+    assert not waiter.done(), "one follower is not enough while the ISR has three"
+    brokers.replicate(3, 1)
+    brokers.replicate(3, 1)
+    assert waiter.done() and waiter.result() == ErrorCode.NONE
+    assert partition(brokers[1]).high_watermark == 2
+    assert values(brokers[3]) == [b"a", b"b"] and partition(brokers[3]).high_watermark == 2
+
+
+async def test_produce_refusals_append_nothing(brokers: Brokers) -> None:
+    brokers.lead(1, 0, [1])
+    assert brokers[1].append_records(produce([b"x"])).answers[TP].error_code == ErrorCode.NOT_ENOUGH_REPLICAS
+    assert (
+        brokers[2].append_records(produce([b"x"])).answers[TP].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    )
+    corrupt = bytearray(records.build_batch([(None, b"y")], timestamp=1))
+    corrupt[-1] ^= 1
+    bad = ProduceRequest(
+        acks=1,
+        topic_data=[
+            ProduceTopicData(name="t", partition_data=[ProducePartitionData(index=0, records=bytes(corrupt))])
+        ],
+    )
+    assert brokers[1].append_records(bad).answers[TP].error_code == ErrorCode.CORRUPT_MESSAGE
+    unknown = ProduceRequest(
+        topic_data=[
+            ProduceTopicData(name="nope", partition_data=[ProducePartitionData(index=0, records=b"")])
+        ]
+    )
+    assert brokers[1].append_records(unknown).answers[TopicPartition("nope", 0)].error_code == (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    )
+    assert partition(brokers[1]).log_end_offset == 0
+
+
+async def test_consumers_read_up_to_the_high_watermark_followers_to_the_log_end(brokers: Brokers) -> None:
+    brokers.lead(1, 0, [1, 2])
+    brokers[1].append_records(produce([b"a"], acks=1))
+    consumer = brokers[1].read(fetch(0), wait=False).response.responses[0].partitions[0]
+    assert (consumer.records, consumer.high_watermark) == (b"", 0), "nothing is committed yet"
+    follower = brokers[1].read(fetch(0, replica=2, epoch=0), wait=False).response.responses[0].partitions[0]
+    assert [r.value for r in records.records(follower.records)] == [b"a"]
+
+
+async def test_fetch_epoch_checks_and_offsets_out_of_range(brokers: Brokers) -> None:
+    brokers.lead(1, 3, [1, 2, 3])
+
+    def code(request: FetchRequest) -> int:
+        return brokers[1].read(request, wait=False).response.responses[0].partitions[0].error_code
+
+    assert code(fetch(0, replica=2, epoch=2)) == ErrorCode.FENCED_LEADER_EPOCH
+    assert code(fetch(0, replica=2, epoch=4)) == ErrorCode.UNKNOWN_LEADER_EPOCH
+    brokers[1].append_records(produce([b"a"], acks=1))
+    assert code(fetch(5, replica=2, epoch=3)) == ErrorCode.OFFSET_OUT_OF_RANGE
+    assert code(fetch(0, epoch=3)) == ErrorCode.NONE
+
+
+async def test_a_long_poll_wakes_when_data_arrives(brokers: Brokers) -> None:
+    brokers.lead(1, 0, [1, 2])
+    request = FetchRequest(replica_id=2, max_wait_ms=500, topics=fetch(0, replica=2).topics)
+    outcome = brokers[1].read(request, wait=True)
+    assert outcome.waiter is not None and not outcome.waiter.done()
+    brokers[1].append_records(produce([b"a"], acks=1))
+    await asyncio.wait_for(outcome.waiter, 1)
+
+
+async def test_list_offsets_and_epoch_end_offsets(brokers: Brokers) -> None:
+    brokers.lead(1, 0, [1])
+    brokers[1].append_records(produce([b"a", b"b"], acks=1))
+    brokers.lead(1, 2, [1])
+    brokers[1].append_records(produce([b"c"], acks=1))
+
+    def offset(timestamp: int) -> int:
+        request = ListOffsetsRequest(
+            topics=[
+                ListOffsetsTopic(
+                    name="t", partitions=[ListOffsetsPartition(partition_index=0, timestamp=timestamp)]
+                )
+            ]
+        )
+        return brokers[1].list_offsets(request).topics[0].partitions[0].offset
+
+    assert (offset(EARLIEST_TIMESTAMP), offset(LATEST_TIMESTAMP), offset(1_000)) == (0, 3, 0)
+
+    def epoch_end(epoch: int) -> tuple[int, int]:
+        request = OffsetsForLeaderEpochRequest(
+            topics=[
+                OffsetForLeaderTopic(
+                    topic="t", partitions=[OffsetForLeaderPartition(partition=0, leader_epoch=epoch)]
+                )
+            ]
+        )
+        answer = brokers[1].offsets_for_leader_epoch(request).topics[0].partitions[0]
+        return answer.leader_epoch, answer.end_offset
+
+    assert epoch_end(0) == (0, 2)
+    assert epoch_end(1) == (0, 2), "an epoch the leader never had ends where the next begins"
+    assert epoch_end(2) == (2, 3)
+
+
+async def test_a_follower_truncates_what_the_new_leader_never_had(brokers: Brokers) -> None:
+    brokers.lead(1, 0, [1, 2, 3])
+    brokers[1].append_records(produce([b"a"], acks=1))
+    for follower in (2, 3):
+        brokers.replicate(follower, 1)
+    brokers[1].append_records(produce([b"only-on-2"], acks=1))
+    brokers.replicate(2, 1)  # 3 never gets the second batch
+    brokers.lead(3, 1, [3, 2])  # 3 leads now; 2 holds a batch 3 never had
+    brokers[3].append_records(produce([b"new"], acks=1))
+    brokers.replicate(2, 3)  # OffsetsForLeaderEpoch, then truncation
+    assert values(brokers[2]) == [b"a"]
+    brokers.replicate(2, 3)
+    assert values(brokers[2]) == [b"a", b"new"] == values(brokers[3])
+
+
+async def test_a_follower_that_stops_catching_up_is_proposed_out_of_the_isr(brokers: Brokers) -> None:
+    brokers.lead(1, 0, [1, 2, 3])
+    brokers[1].append_records(produce([b"a"], acks=1))
+    brokers.replicate(2, 1)
+    brokers.replicate(2, 1)  # reports its log end: level with the leader's
+    brokers.clock.advance(31)
+    brokers[1].maybe_shrink_isr()
+    assert brokers.proposals == [(1, PendingIsr((1, 2), 0, 0))], "3 never caught up; 2 is at the log end"
+    brokers[1].maybe_shrink_isr()
+    assert len(brokers.proposals) == 1, "one change in flight at a time"
+    result = AlterPartitionResult(
+        partition_index=0, leader_id=1, leader_epoch=0, isr=[1, 2], partition_epoch=1
+    )
+    brokers[1].isr_change_answered(TP, PendingIsr((1, 2), 0, 0), result)
+    assert (partition(brokers[1]).isr, partition(brokers[1]).partition_epoch) == ((1, 2), 1)
+
+
+async def test_a_follower_that_reaches_the_high_watermark_is_proposed_back_in(brokers: Brokers) -> None:
+    brokers.lead(1, 0, [1, 2])
+    brokers[1].append_records(produce([b"a"], acks=1))
+    brokers.replicate(2, 1)
+    brokers.replicate(2, 1)
+    assert partition(brokers[1]).high_watermark == 1
+    brokers.replicate(3, 1)
+    assert not brokers.proposals, "3 fetched from offset 0: behind the high watermark"
+    brokers.replicate(3, 1)
+    assert brokers.proposals == [(1, PendingIsr((1, 2, 3), 0, 0))]
+    refused = AlterPartitionResult(partition_index=0, error_code=ErrorCode.INELIGIBLE_REPLICA)
+    brokers[1].isr_change_answered(TP, brokers.proposals[0][1], refused)
+    assert partition(brokers[1]).pending_isr is None and partition(brokers[1]).isr == (1, 2)
+
+
+def test_caught_up_time_follows_kafkas_rule() -> None:
+    state = Partition(TP, Role.LEADER, 1, 0, (1, 2), 0, (1, 2))
+    follower = FollowerState(
+        log_end_offset=5, last_caught_up_ms=0, last_fetch_leader_log_end_offset=10, last_fetch_ms=100
+    )
+    state.followers[2] = follower
+    # No log yet: the leader's log end is 0, so any fetch from 0 is caught up now.
+    state.update_follower_fetch(2, 0, now_ms=200)
+    assert follower.last_caught_up_ms == 200
