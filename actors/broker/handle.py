@@ -154,7 +154,7 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
             await asyncio.wait_for(outcome.waiter, request.max_wait_ms / 1000)
         except TimeoutError:
             return outcome.response
-        again = await self.ask(Read(request, wait=False))
+        again = await self.ask(Read(request, wait=False, reread=outcome.session_id))
         assert isinstance(again, ReadOutcome)
         return again.response
 

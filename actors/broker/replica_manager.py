@@ -22,6 +22,7 @@ import dataclasses
 import logging
 from collections.abc import Callable
 
+from actors.broker.fetch_session import FULL_EPOCH, FetchSession, FetchSessionCache, FetchSessionClient
 from actors.broker.metadata_cache import MetadataCache
 from actors.broker.partition import Partition, PendingIsr, Role, TopicPartition
 from actors.broker.replication import (
@@ -102,10 +103,13 @@ class Snapshot:
 
 @dataclasses.dataclass(frozen=True)
 class Read:
-    """A Fetch; `wait` registers a future that fires when one of its partitions changes."""
+    """A Fetch; `wait` registers a future that fires when one of its partitions changes.
+    `reread` names the fetch session of a long poll that woke up: only what changed since
+    is answered, without a new session epoch."""
 
     request: FetchRequest
     wait: bool
+    reread: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -182,6 +186,9 @@ class ReplicaManager(Actor[ReplicaMessage]):
         self._produce_waiters: dict[TopicPartition, list[tuple[int, asyncio.Future[ErrorCode]]]] = {}
         # Long-poll fetches waiting for any change to one of their partitions.
         self._read_waiters: dict[TopicPartition, list[asyncio.Future[None]]] = {}
+        self.fetch_sessions = FetchSessionCache()
+        # This broker's sessions as a follower, one per leader it fetches from.
+        self._session_clients: dict[int, FetchSessionClient] = {}
 
     async def receive(self, message: ReplicaMessage) -> object:
         match message:
@@ -198,8 +205,8 @@ class ReplicaManager(Actor[ReplicaMessage]):
                 )
             case ProduceRequest():
                 return self.append_records(message)
-            case Read(request=request, wait=wait):
-                return self.read(request, wait=wait)
+            case Read(request=request, wait=wait, reread=reread):
+                return self.read(request, wait=wait, reread=reread)
             case ListOffsetsRequest():
                 return self.list_offsets(message)
             case OffsetsForLeaderEpochRequest():
@@ -535,41 +542,86 @@ class ReplicaManager(Actor[ReplicaMessage]):
                 waiter.set_result(code)
 
     def _wake_readers(self, tp: TopicPartition) -> None:
+        self.fetch_sessions.mark_dirty(tp)
         for waiter in self._read_waiters.pop(tp, []):
             if not waiter.done():
                 waiter.set_result(None)
 
     # --- Fetch: consumers and followers read from the leader ---
 
-    def read(self, request: FetchRequest, *, wait: bool) -> ReadOutcome:
+    def read(self, request: FetchRequest, *, wait: bool, reread: int = 0) -> ReadOutcome:
+        if reread:
+            session = self.fetch_sessions.get(reread)
+            if session is None:
+                return ReadOutcome(FetchResponse(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND), 0)
+            wanted = self.fetch_sessions.take_dirty(session)
+        else:
+            session, error, wanted = self.fetch_sessions.open_or_update(request)
+            if error:
+                log.info("fetch from replica %d: %s", request.replica_id, error.name)
+                return ReadOutcome(FetchResponse(error_code=error), 0)
         now_ms = self._now_ms()
-        follower = request.replica_id >= 0
+        replica = request.replica_id if request.replica_id >= 0 else None
         budget = request.max_bytes
-        topics = []
+        by_topic: dict[str, list[FetchPartitionData]] = {}
         total = 0
         errors = False
-        for topic in request.topics:
-            answers = []
-            for item in topic.partitions:
-                tp = TopicPartition(topic.topic, item.partition)
-                answer = self._read_partition(
-                    tp, item, request.replica_id if follower else None, budget, now_ms
-                )
-                budget -= len(answer.records)
-                total += len(answer.records)
-                errors = errors or answer.error_code != ErrorCode.NONE
-                answers.append(answer)
-            topics.append(FetchableTopicResponse(topic=topic.topic, partitions=answers))
-        outcome = ReadOutcome(FetchResponse(responses=topics), total)
-        if wait and total < request.min_bytes and not errors:
+        for tp, item in wanted:
+            answer = self._read_partition(tp, item, replica, budget, now_ms)
+            if session is not None and not self._worth_answering(
+                session, tp, item, answer, full=not reread and request.session_epoch == FULL_EPOCH
+            ):
+                continue
+            budget -= len(answer.records)
+            total += len(answer.records)
+            errors = errors or answer.error_code != ErrorCode.NONE
+            by_topic.setdefault(tp.topic, []).append(answer)
+        response = FetchResponse(
+            session_id=0 if session is None else session.session_id,
+            responses=[FetchableTopicResponse(topic=t, partitions=a) for t, a in by_topic.items()],
+        )
+        outcome = ReadOutcome(response, total)
+        if not wait:
+            return outcome
+        if session is not None:
+            if not by_topic and request.session_epoch != FULL_EPOCH:
+                outcome.waiter = session.waiter = asyncio.get_running_loop().create_future()
+                outcome.session_id = session.session_id
+        elif total < request.min_bytes and not errors:
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            for topic in request.topics:
-                for item in topic.partitions:
-                    self._read_waiters.setdefault(TopicPartition(topic.topic, item.partition), []).append(
-                        waiter
-                    )
+            for tp, _ in wanted:
+                self._read_waiters.setdefault(tp, []).append(waiter)
             outcome.waiter = waiter
         return outcome
+
+    def _worth_answering(
+        self,
+        session: FetchSession,
+        tp: TopicPartition,
+        item: FetchPartition,
+        answer: FetchPartitionData,
+        *,
+        full: bool,
+    ) -> bool:
+        """In a session, a partition is answered when it brings records, an error, or a new
+        high watermark or log start (all of them in the fetch that opens the session)."""
+        cached = session.partitions.get(tp)
+        if cached is None:
+            return True
+        changed = (
+            full
+            or answer.records
+            or answer.error_code != ErrorCode.NONE
+            or answer.high_watermark != cached.sent_high_watermark
+            or answer.log_start_offset != cached.sent_log_start_offset
+        )
+        if changed:
+            cached.sent_high_watermark = answer.high_watermark
+            cached.sent_log_start_offset = answer.log_start_offset
+        partition = self.partitions.get(tp)
+        if not answer.records and partition is not None and partition.log_end_offset > item.fetch_offset:
+            session.dirty.add(tp)  # the byte budget ran out before this one: next time
+        return bool(changed)
 
     def _read_partition(
         self, tp: TopicPartition, item: FetchPartition, replica: int | None, budget: int, now_ms: int
@@ -695,6 +747,7 @@ class ReplicaManager(Actor[ReplicaMessage]):
         stops)."""
         followed = self._followed(source)
         if not followed:
+            self._session_clients.pop(source, None)
             return None
         endpoint = followed[0].leader_endpoint
         assert endpoint is not None
@@ -715,11 +768,17 @@ class ReplicaManager(Actor[ReplicaMessage]):
                 topics=[OffsetForLeaderTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
             )
             return FetchPlan(endpoint, epochs, epoch_request=epoch_request)
+        client = self._session_clients.setdefault(source, FetchSessionClient())
+        by_tp = {p.tp: p for p in followed}
+        session_id, session_epoch, changed, forgotten = client.build(
+            {p.tp: (p.log_end_offset, p.leader_epoch) for p in followed}
+        )
         fetches: dict[str, list[FetchPartition]] = {}
-        for p in followed:
-            fetches.setdefault(p.tp.topic, []).append(
+        for tp in changed:
+            p = by_tp[tp]
+            fetches.setdefault(tp.topic, []).append(
                 FetchPartition(
-                    partition=p.tp.partition,
+                    partition=tp.partition,
                     fetch_offset=p.log_end_offset,
                     current_leader_epoch=p.leader_epoch,
                     partition_max_bytes=self.config.fetch_max_bytes,
@@ -730,7 +789,10 @@ class ReplicaManager(Actor[ReplicaMessage]):
             max_wait_ms=self.config.fetch_wait_max_ms,
             min_bytes=self.config.fetch_min_bytes,
             max_bytes=self.config.fetch_response_max_bytes,
+            session_id=session_id,
+            session_epoch=session_epoch,
             topics=[FetchTopic(topic=t, partitions=ps) for t, ps in fetches.items()],
+            forgotten_topics_data=client.forgotten_topics(forgotten),
         )
         return FetchPlan(endpoint, epochs, fetch_request=request)
 
@@ -747,8 +809,17 @@ class ReplicaManager(Actor[ReplicaMessage]):
         return partition
 
     def process_fetched(self, source: int, plan: FetchPlan, response: FetchResponse) -> bool:
-        """Append what the leader sent; returns whether anything failed (the fetcher backs off)."""
-        failed = response.error_code != ErrorCode.NONE
+        """Append what the leader sent; returns whether the fetcher should back off: a
+        top-level error, or only failures."""
+        client = self._session_clients.get(source)
+        if client is not None:
+            client.answered(response.error_code, response.session_id)
+        if response.error_code in (
+            ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
+            ErrorCode.INVALID_FETCH_SESSION_EPOCH,
+        ):
+            return False  # the next fetch opens a new session at once
+        failures = successes = 0
         for topic in response.responses:
             for data in topic.partitions:
                 partition = self._still_following(
@@ -756,8 +827,11 @@ class ReplicaManager(Actor[ReplicaMessage]):
                 )
                 if partition is None:
                     continue
-                failed = self._apply_fetched(partition, data) or failed
-        return failed
+                if self._apply_fetched(partition, data):
+                    failures += 1
+                else:
+                    successes += 1
+        return response.error_code != ErrorCode.NONE or (failures > 0 and successes == 0)
 
     def _apply_fetched(self, partition: Partition, data: FetchPartitionData) -> bool:
         if data.error_code == ErrorCode.NONE and not data.records and partition.log is None:

@@ -51,3 +51,5 @@ class ReadOutcome:
     bytes_read: int
     # Set when the read found less than min_bytes: fires when one of its partitions changes.
     waiter: asyncio.Future[None] | None = None
+    # The fetch session to reread when the waiter fires (0: reread the request itself).
+    session_id: int = 0

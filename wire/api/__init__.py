@@ -31,6 +31,7 @@ from wire.api.fetch import (
     FetchRequest,
     FetchResponse,
     FetchTopic,
+    ForgottenTopic,
 )
 from wire.api.keys import ApiKey
 from wire.api.leader_and_isr import (
@@ -142,6 +143,7 @@ __all__ = [
     "FetchResponse",
     "FetchTopic",
     "FetchableTopicResponse",
+    "ForgottenTopic",
     "LeaderAndIsrPartitionState",
     "LeaderAndIsrRequest",
     "LeaderAndIsrResponse",

@@ -32,6 +32,12 @@ class FetchTopic(Struct):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class ForgottenTopic(Struct):
+    topic: str
+    partitions: list[int] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class FetchRequest(Request):
     API_KEY = ApiKey.FETCH
 
@@ -41,7 +47,12 @@ class FetchRequest(Request):
     max_wait_ms: int = 500
     min_bytes: int = 1
     max_bytes: int = 52428800
+    # Incremental fetch sessions (KIP-227): epoch -1 fetches without one; session 0 with
+    # epoch 0 opens one; then the session's id with epochs 1, 2, ...
+    session_id: int = 0
+    session_epoch: int = -1
     topics: list[FetchTopic] = dataclasses.field(default_factory=list)
+    forgotten_topics_data: list[ForgottenTopic] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -61,4 +72,5 @@ class FetchableTopicResponse(Struct):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class FetchResponse(Response):
+    session_id: int = 0
     responses: list[FetchableTopicResponse] = dataclasses.field(default_factory=list)

@@ -1,0 +1,208 @@
+"""Incremental fetch sessions (Kafka's KIP-227), so that an idle follower of many partitions
+does not send, and its leader does not answer, every partition twice a second.
+
+The follower's first Fetch to a leader is full (session id 0, epoch 0) and opens a session on
+the leader, which remembers each partition's fetch offset and leader epoch. Later fetches
+(epoch 1, 2, ...) carry only the partitions whose offset or epoch changed, and the ones to
+forget. The leader answers only partitions that have records, an error, or a new high
+watermark or log start: it tracks which partitions changed since the last answer (`dirty`)
+instead of looking at all of them. A follower whose session the leader does not know, or whose
+epoch is off, starts again with a full fetch. Consumers (epoch -1) fetch without sessions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+
+from actors.ports import TopicPartition
+from wire.api import FetchPartition, FetchRequest, ForgottenTopic
+from wire.errors import ErrorCode
+
+FULL_EPOCH = 0
+NO_SESSION_EPOCH = -1
+# Sessions a leader keeps; each follower has at most one (a new full fetch replaces it).
+MAX_SESSIONS = 1000
+
+
+@dataclasses.dataclass(slots=True)
+class CachedPartition:
+    fetch_offset: int
+    leader_epoch: int
+    max_bytes: int
+    # What the follower was last told, to answer only changes.
+    sent_high_watermark: int = -1
+    sent_log_start_offset: int = -1
+
+
+@dataclasses.dataclass
+class FetchSession:
+    session_id: int
+    replica: int
+    next_epoch: int
+    partitions: dict[TopicPartition, CachedPartition]
+    dirty: set[TopicPartition] = dataclasses.field(default_factory=set)
+    waiter: asyncio.Future[None] | None = None
+
+
+class FetchSessionCache:
+    """The leader's sessions."""
+
+    def __init__(self) -> None:
+        self._sessions: dict[int, FetchSession] = {}
+        self._by_replica: dict[int, int] = {}
+        self._by_partition: dict[TopicPartition, set[int]] = {}
+        self._ids = itertools.count(1)
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def open_or_update(
+        self, request: FetchRequest
+    ) -> tuple[FetchSession | None, ErrorCode, list[tuple[TopicPartition, FetchPartition]]]:
+        """(session, error, partitions to answer now). Without a session: every partition
+        of the request."""
+        asked = [
+            (TopicPartition(topic.topic, item.partition), item)
+            for topic in request.topics
+            for item in topic.partitions
+        ]
+        if request.session_epoch == NO_SESSION_EPOCH or request.replica_id < 0:
+            return None, ErrorCode.NONE, asked
+        if request.session_id == 0:
+            opened = self._open(request.replica_id)
+            self._update(opened, asked, [])
+            return opened, ErrorCode.NONE, asked
+        session = self._sessions.get(request.session_id)
+        if session is None or session.replica != request.replica_id:
+            return None, ErrorCode.FETCH_SESSION_ID_NOT_FOUND, []
+        if request.session_epoch != session.next_epoch:
+            return None, ErrorCode.INVALID_FETCH_SESSION_EPOCH, []
+        session.next_epoch += 1
+        forgotten = [TopicPartition(t.topic, p) for t in request.forgotten_topics_data for p in t.partitions]
+        self._update(session, asked, forgotten)
+        wanted = dict(asked)
+        for tp, item in self.take_dirty(session):
+            wanted.setdefault(tp, item)
+        return session, ErrorCode.NONE, list(wanted.items())
+
+    def _open(self, replica: int) -> FetchSession:
+        previous = self._by_replica.pop(replica, None)
+        if previous is not None:
+            self._close(previous)
+        if len(self._sessions) >= MAX_SESSIONS:
+            self._close(next(iter(self._sessions)))
+        session = FetchSession(next(self._ids), replica, 1, {})
+        self._sessions[session.session_id] = session
+        self._by_replica[replica] = session.session_id
+        return session
+
+    def _close(self, session_id: int) -> None:
+        session = self._sessions.pop(session_id, None)
+        if session is None:
+            return
+        for tp in session.partitions:
+            self._by_partition.get(tp, set()).discard(session_id)
+        if self._by_replica.get(session.replica) == session_id:
+            del self._by_replica[session.replica]
+        if session.waiter is not None and not session.waiter.done():
+            session.waiter.set_result(None)
+
+    def _update(
+        self,
+        session: FetchSession,
+        asked: list[tuple[TopicPartition, FetchPartition]],
+        forgotten: list[TopicPartition],
+    ) -> None:
+        for tp in forgotten:
+            if session.partitions.pop(tp, None) is not None:
+                self._by_partition.get(tp, set()).discard(session.session_id)
+        for tp, item in asked:
+            cached = session.partitions.get(tp)
+            if cached is None:
+                session.partitions[tp] = CachedPartition(
+                    item.fetch_offset, item.current_leader_epoch, item.partition_max_bytes
+                )
+                self._by_partition.setdefault(tp, set()).add(session.session_id)
+            else:
+                cached.fetch_offset = item.fetch_offset
+                cached.leader_epoch = item.current_leader_epoch
+                cached.max_bytes = item.partition_max_bytes
+
+    def get(self, session_id: int) -> FetchSession | None:
+        return self._sessions.get(session_id)
+
+    def take_dirty(self, session: FetchSession) -> list[tuple[TopicPartition, FetchPartition]]:
+        """The partitions of `session` that changed since its last answer (a long poll woke)."""
+        wanted = []
+        for tp in session.dirty:
+            cached = session.partitions.get(tp)
+            if cached is not None:
+                wanted.append((tp, _cached_request(tp, cached)))
+        session.dirty.clear()
+        return wanted
+
+    def mark_dirty(self, tp: TopicPartition) -> None:
+        """Something followers should hear about changed for `tp`: wake their long polls."""
+        for session_id in self._by_partition.get(tp, ()):
+            session = self._sessions[session_id]
+            session.dirty.add(tp)
+            if session.waiter is not None and not session.waiter.done():
+                session.waiter.set_result(None)
+
+
+@dataclasses.dataclass
+class FetchSessionClient:
+    """The follower's side of its session with one leader."""
+
+    session_id: int = 0
+    next_epoch: int = FULL_EPOCH
+    sent: dict[TopicPartition, tuple[int, int]] = dataclasses.field(default_factory=dict)
+    in_flight: bool = False
+
+    def reset(self) -> None:
+        self.session_id, self.next_epoch, self.sent, self.in_flight = 0, FULL_EPOCH, {}, False
+
+    def build(
+        self, partitions: dict[TopicPartition, tuple[int, int]]
+    ) -> tuple[int, int, list[TopicPartition], dict[str, list[int]]]:
+        """(session id, epoch, partitions to send, forgotten by topic) for the next fetch,
+        given each followed partition's (fetch offset, leader epoch)."""
+        if self.in_flight:
+            self.reset()  # the last fetch got no answer: the leader's view is unknown
+        if self.session_id == 0:
+            changed = list(partitions)
+            forgotten: dict[str, list[int]] = {}
+        else:
+            changed = [tp for tp, state in partitions.items() if self.sent.get(tp) != state]
+            forgotten = {}
+            for tp in self.sent.keys() - partitions.keys():
+                forgotten.setdefault(tp.topic, []).append(tp.partition)
+        self.sent = dict(partitions)
+        self.in_flight = True
+        return self.session_id, self.next_epoch, changed, forgotten
+
+    def answered(self, error_code: int, session_id: int) -> None:
+        self.in_flight = False
+        if error_code in (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH):
+            self.reset()
+            return
+        if session_id == 0:
+            self.reset()  # the leader keeps no session: every fetch is full
+            return
+        self.session_id = session_id
+        self.next_epoch += 1
+
+    @staticmethod
+    def forgotten_topics(forgotten: dict[str, list[int]]) -> list[ForgottenTopic]:
+        return [ForgottenTopic(topic=t, partitions=sorted(ps)) for t, ps in sorted(forgotten.items())]
+
+
+def _cached_request(tp: TopicPartition, cached: CachedPartition) -> FetchPartition:
+    return FetchPartition(
+        partition=tp.partition,
+        fetch_offset=cached.fetch_offset,
+        current_leader_epoch=cached.leader_epoch,
+        partition_max_bytes=cached.max_bytes,
+    )

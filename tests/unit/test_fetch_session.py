@@ -1,0 +1,125 @@
+"""Incremental fetch sessions (KIP-227): the leader's cache and the follower's client, and an
+idle follower of many partitions on a real replica manager."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from actors.broker.fetch_session import FetchSessionCache, FetchSessionClient
+from actors.broker.replica_manager import ReplicaManager
+from actors.ports import TopicPartition
+from node.log.config import LogConfig
+from node.log.manager import LogManager
+from wire import records
+from wire.api import (
+    FetchPartition,
+    FetchRequest,
+    FetchTopic,
+    ForgottenTopic,
+    LeaderAndIsrPartitionState,
+    LeaderAndIsrRequest,
+    ProducePartitionData,
+    ProduceRequest,
+    ProduceTopicData,
+)
+from wire.errors import ErrorCode
+
+
+def fetch(
+    partitions: dict[int, int], *, session_id: int, epoch: int, forget: list[int] | None = None
+) -> FetchRequest:
+    return FetchRequest(
+        replica_id=2,
+        session_id=session_id,
+        session_epoch=epoch,
+        topics=[
+            FetchTopic(
+                topic="t",
+                partitions=[FetchPartition(partition=p, fetch_offset=o) for p, o in partitions.items()],
+            )
+        ]
+        if partitions
+        else [],
+        forgotten_topics_data=[ForgottenTopic(topic="t", partitions=forget)] if forget else [],
+    )
+
+
+def test_a_full_fetch_opens_a_session_and_later_ones_carry_only_changes() -> None:
+    cache = FetchSessionCache()
+    session, error, wanted = cache.open_or_update(fetch({0: 0, 1: 0, 2: 0}, session_id=0, epoch=0))
+    assert session is not None and error == ErrorCode.NONE and len(wanted) == 3
+    session, error, wanted = cache.open_or_update(fetch({1: 5}, session_id=session.session_id, epoch=1))
+    assert session is not None and [tp.partition for tp, _ in wanted] == [1]
+    assert session.partitions[TopicPartition("t", 1)].fetch_offset == 5
+    cache.mark_dirty(TopicPartition("t", 2))
+    _, _, wanted = cache.open_or_update(fetch({}, session_id=session.session_id, epoch=2))
+    assert [(tp.partition, item.fetch_offset) for tp, item in wanted] == [(2, 0)], (
+        "a changed partition is answered"
+    )
+    _, _, wanted = cache.open_or_update(fetch({}, session_id=session.session_id, epoch=3, forget=[0]))
+    assert wanted == [] and TopicPartition("t", 0) not in session.partitions
+
+
+def test_unknown_sessions_and_wrong_epochs_are_refused() -> None:
+    cache = FetchSessionCache()
+    session, _, _ = cache.open_or_update(fetch({0: 0}, session_id=0, epoch=0))
+    assert session is not None
+    assert cache.open_or_update(fetch({}, session_id=99, epoch=1))[1] == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+    assert cache.open_or_update(fetch({}, session_id=session.session_id, epoch=5))[1] == (
+        ErrorCode.INVALID_FETCH_SESSION_EPOCH
+    )
+    again, _, _ = cache.open_or_update(fetch({0: 0}, session_id=0, epoch=0))
+    assert again is not None and len(cache) == 1, "a follower's new full fetch replaces its old session"
+
+
+def test_the_client_sends_changes_and_starts_over_after_a_lost_answer() -> None:
+    client = FetchSessionClient()
+    a, b = TopicPartition("t", 0), TopicPartition("t", 1)
+    assert client.build({a: (0, 0), b: (0, 0)}) == (0, 0, [a, b], {})
+    client.answered(ErrorCode.NONE, session_id=7)
+    assert client.build({a: (3, 0), b: (0, 0)}) == (7, 1, [a], {})
+    client.answered(ErrorCode.NONE, session_id=7)
+    assert client.build({a: (3, 0)}) == (7, 2, [], {"t": [1]})
+    # No answer to that one: the leader's view is unknown, so the next fetch is full.
+    assert client.build({a: (3, 0)}) == (0, 0, [a], {})
+    client.answered(ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id=0)
+    assert client.build({a: (3, 0)})[:2] == (0, 0)
+
+
+async def test_an_idle_session_answers_nothing_and_a_produce_wakes_it(tmp_path: Path) -> None:
+    leader = ReplicaManager(1, LogManager([tmp_path], LogConfig()))
+    states = [
+        LeaderAndIsrPartitionState(
+            topic="t",
+            partition=p,
+            controller_epoch=1,
+            leader=1,
+            leader_epoch=0,
+            isr=[1, 2],
+            partition_epoch=0,
+            replicas=[1, 2],
+        )
+        for p in range(1000)
+    ]
+    leader.become_leader_or_follower(
+        LeaderAndIsrRequest(controller_id=9, controller_epoch=1, partition_states=states), -1
+    )
+    full = leader.read(fetch({p: 0 for p in range(1000)}, session_id=0, epoch=0), wait=True)
+    assert len(full.response.responses[0].partitions) == 1000 and full.waiter is None
+    session_id = full.response.session_id
+    idle = leader.read(fetch({}, session_id=session_id, epoch=1), wait=True)
+    assert idle.response.responses == [] and idle.waiter is not None, "nothing changed: nothing to say"
+    batch = records.build_batch([(None, b"x")], timestamp=1)
+    leader.append_records(
+        ProduceRequest(
+            acks=1,
+            topic_data=[
+                ProduceTopicData(name="t", partition_data=[ProducePartitionData(index=7, records=batch)])
+            ],
+        )
+    )
+    assert idle.waiter.done(), "an append wakes the session's long poll"
+    woken = leader.read(fetch({}, session_id=session_id, epoch=1), wait=False, reread=session_id)
+    (answer,) = woken.response.responses[0].partitions
+    assert answer.partition_index == 7
+    assert [r.value for r in records.records(answer.records)] == [b"x"]
