@@ -67,7 +67,7 @@ def start_brokers(connect: str, home: Path) -> tuple[dict[int, subprocess.Popen[
         properties = home / f"broker-{broker_id}.properties"
         properties.write_text(
             f"broker.id={broker_id}\nlisteners=PLAINTEXT://127.0.0.1:{port}\n"
-            f"zookeeper.connect={connect}\nzookeeper.session.timeout.ms=4000\n"
+            f"zookeeper.connect={connect}\nzookeeper.session.timeout.ms=10000\n"
             f"log.dirs={home / f'data-{broker_id}'}\n"
         )
         log = (home / f"broker-{broker_id}.log").open("wb")

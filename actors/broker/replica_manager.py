@@ -382,6 +382,8 @@ class ReplicaManager(Actor[ReplicaMessage]):
     def _make_leader(self, partition: Partition, now_ms: int) -> None:
         partition.leader_epoch_start_offset = 0 if partition.log is None else partition.log.log_end_offset
         partition.reset_followers(now_ms)
+        # Fetch sessions opened before this order answered an error for it: answer again.
+        self._wake_readers(partition.tp)
         if partition.log is not None:
             self._advance_high_watermark(partition)
 
@@ -834,6 +836,14 @@ class ReplicaManager(Actor[ReplicaMessage]):
         return response.error_code != ErrorCode.NONE or (failures > 0 and successes == 0)
 
     def _apply_fetched(self, partition: Partition, data: FetchPartitionData) -> bool:
+        if data.error_code not in (ErrorCode.NONE, ErrorCode.OFFSET_OUT_OF_RANGE):
+            log.debug(
+                "fetch of %s from %d failed: %s",
+                partition.tp,
+                partition.leader,
+                ErrorCode(data.error_code).name,
+            )
+            return True
         if data.error_code == ErrorCode.NONE and not data.records and partition.log is None:
             return False  # nothing on either side yet: no log to create
         partition_log = self._log(partition)
@@ -844,14 +854,6 @@ class ReplicaManager(Actor[ReplicaMessage]):
             else:
                 partition.needs_truncation = True
             return False
-        if data.error_code != ErrorCode.NONE:
-            log.debug(
-                "fetch of %s from %d failed: %s",
-                partition.tp,
-                partition.leader,
-                ErrorCode(data.error_code).name,
-            )
-            return True
         if data.records:
             try:
                 partition_log.append_as_follower(data.records)

@@ -9,13 +9,17 @@ from pathlib import Path
 import orjson
 from kazoo.client import KazooClient
 
+from node.producer import partition_for
 from tests.integration.conftest import ROOT, Brokers
 from tests.support import eventually, eventually_sync
 
 
-def run(module: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run(
+    module: str, *args: str, timeout: float = 120, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", module, *args],
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -121,3 +125,66 @@ def test_keel_cluster_on_a_three_server_zookeeper_ensemble(tmp_path: Path) -> No
         assert sum(1 for row in status["brokers"] if row["controller"]) == 1
     finally:
         assert run("node.cluster", "stop", *directory).returncode == 0
+
+
+async def test_keel_produce_and_consume_like_kafkas_console_tools(
+    brokers: Brokers, kazoo: KazooClient
+) -> None:
+    brokers.start(1, 2, 3)
+    await eventually(brokers.agreed_controller, timeout=20, message="no controller")
+    bootstrap = ",".join(f"127.0.0.1:{b.port}" for b in brokers.all)
+    created = run(
+        "node.cli",
+        "topic",
+        "create",
+        "--topic",
+        "lines",
+        "--partitions",
+        "3",
+        "--replication-factor",
+        "3",
+        "--bootstrap-server",
+        bootstrap,
+    )
+    assert created.returncode == 0, created.stderr
+    lines = "".join(f"user-{i % 7}:event {i}\n" for i in range(300))
+    produced = run(
+        "node.cli",
+        "produce",
+        "--topic",
+        "lines",
+        "--key-separator",
+        ":",
+        "--bootstrap-server",
+        bootstrap,
+        stdin=lines,
+    )
+    assert produced.returncode == 0, produced.stderr
+    assert "sent 300 records" in produced.stderr
+    consumed = run(
+        "node.cli",
+        "consume",
+        "--topic",
+        "lines",
+        "--from-beginning",
+        "--max-messages",
+        "300",
+        "--format",
+        "json",
+        "--bootstrap-server",
+        bootstrap,
+    )
+    assert consumed.returncode == 0, consumed.stderr
+    got = [orjson.loads(line) for line in consumed.stdout.splitlines()]
+    assert sorted(r["value"] for r in got) == sorted(f"event {i}" for i in range(300))
+    partitions_of = {}
+    for record in got:
+        partitions_of.setdefault(record["key"], set()).add(record["partition"])
+        assert record["key"] == f"user-{int(record['value'].split()[1]) % 7}"
+    assert all(len(p) == 1 for p in partitions_of.values()), "one key, one partition"
+    for key, (partition,) in partitions_of.items():
+        assert partition == partition_for(key.encode(), 3), "Kafka's murmur2 partitioner"
+    per_partition = {}
+    for record in got:
+        per_partition.setdefault(record["partition"], []).append(int(record["value"].split()[1]))
+    assert all(v == sorted(v) for v in per_partition.values()), "in order within each partition"

@@ -19,8 +19,11 @@ from wire.api import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     AlterPartitionResult,
+    FetchableTopicResponse,
     FetchPartition,
+    FetchPartitionData,
     FetchRequest,
+    FetchResponse,
     FetchTopic,
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
@@ -304,3 +307,21 @@ def test_caught_up_time_follows_kafkas_rule() -> None:
     # No log yet: the leader's log end is 0, so any fetch from 0 is caught up now.
     state.update_follower_fetch(2, 0, now_ms=200)
     assert follower.last_caught_up_ms == 200
+
+
+async def test_a_fetch_answered_with_errors_creates_no_log(brokers: Brokers) -> None:
+    brokers.lead(1, 0, [1, 2, 3])
+    plan = brokers[2].plan_fetch(1)
+    assert plan is not None
+    refused = FetchResponse(
+        responses=[
+            FetchableTopicResponse(
+                topic="t",
+                partitions=[
+                    FetchPartitionData(partition_index=0, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER)
+                ],
+            )
+        ]
+    )
+    assert brokers[2].process_fetched(1, plan, refused), "nothing succeeded: the fetcher backs off"
+    assert partition(brokers[2]).log is None, "an error is no reason to create a log on disk"
