@@ -164,22 +164,31 @@ class FetchSessionClient:
     def reset(self) -> None:
         self.session_id, self.next_epoch, self.sent, self.in_flight = 0, FULL_EPOCH, {}, False
 
-    def build(
+    @property
+    def needs_full_fetch(self) -> bool:
+        """No session yet, or the last fetch got no answer (the leader's view is unknown)."""
+        return self.session_id == 0 or self.in_flight
+
+    def build_full(
         self, partitions: dict[TopicPartition, tuple[int, int]]
-    ) -> tuple[int, int, list[TopicPartition], dict[str, list[int]]]:
-        """(session id, epoch, partitions to send, forgotten by topic) for the next fetch,
-        given each followed partition's (fetch offset, leader epoch)."""
-        if self.in_flight:
-            self.reset()  # the last fetch got no answer: the leader's view is unknown
-        if self.session_id == 0:
-            changed = list(partitions)
-            forgotten: dict[str, list[int]] = {}
-        else:
-            changed = [tp for tp, state in partitions.items() if self.sent.get(tp) != state]
-            forgotten = {}
-            for tp in self.sent.keys() - partitions.keys():
-                forgotten.setdefault(tp.topic, []).append(tp.partition)
+    ) -> tuple[int, int, list[TopicPartition]]:
+        """(session id 0, epoch 0, every partition): the fetch that opens a session, given
+        each followed partition's (fetch offset, leader epoch)."""
+        self.reset()
         self.sent = dict(partitions)
+        self.in_flight = True
+        return 0, FULL_EPOCH, list(partitions)
+
+    def build_incremental(
+        self, updates: dict[TopicPartition, tuple[int, int]], removed: set[TopicPartition]
+    ) -> tuple[int, int, list[TopicPartition], dict[str, list[int]]]:
+        """(session id, epoch, partitions to send, forgotten by topic): only what moved."""
+        changed = [tp for tp, state in updates.items() if self.sent.get(tp) != state]
+        self.sent.update(updates)
+        forgotten: dict[str, list[int]] = {}
+        for tp in removed:
+            if self.sent.pop(tp, None) is not None:
+                forgotten.setdefault(tp.topic, []).append(tp.partition)
         self.in_flight = True
         return self.session_id, self.next_epoch, changed, forgotten
 

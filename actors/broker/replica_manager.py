@@ -22,7 +22,8 @@ import dataclasses
 import logging
 from collections.abc import Callable
 
-from actors.broker.fetch_session import FULL_EPOCH, FetchSession, FetchSessionCache, FetchSessionClient
+from actors.broker.fetch_session import FULL_EPOCH, FetchSession, FetchSessionCache
+from actors.broker.fetch_targets import FetchTargets
 from actors.broker.metadata_cache import MetadataCache
 from actors.broker.partition import Partition, PendingIsr, Role, TopicPartition
 from actors.broker.replication import (
@@ -187,8 +188,8 @@ class ReplicaManager(Actor[ReplicaMessage]):
         # Long-poll fetches waiting for any change to one of their partitions.
         self._read_waiters: dict[TopicPartition, list[asyncio.Future[None]]] = {}
         self.fetch_sessions = FetchSessionCache()
-        # This broker's sessions as a follower, one per leader it fetches from.
-        self._session_clients: dict[int, FetchSessionClient] = {}
+        # What this broker fetches as a follower, per leader.
+        self.fetch_targets = FetchTargets()
 
     async def receive(self, message: ReplicaMessage) -> object:
         match message:
@@ -351,6 +352,8 @@ class ReplicaManager(Actor[ReplicaMessage]):
             # Kafka's makeLeader/makeFollower skip an older partition epoch but answer NONE.
             return ErrorCode.NONE
         role = Role.LEADER if state.leader == self.broker_id else Role.FOLLOWER
+        if current is not None and current.role is Role.FOLLOWER:
+            self.fetch_targets.unfollow(current.leader, tp)
         existing_log = current.log if current is not None else self.logs.get(tp)
         if current is not None:
             high_watermark = current.high_watermark
@@ -393,6 +396,10 @@ class ReplicaManager(Actor[ReplicaMessage]):
         if partition.log is not None and not partition.needs_truncation:
             # No epochs to compare: only what is committed is known to agree.
             partition.log.truncate_to(partition.high_watermark)
+        if leader is not None:
+            self.fetch_targets.follow(
+                partition.leader, leader, partition.tp, truncate_first=partition.needs_truncation
+            )
         self._fail_produce_waiters(partition.tp, ErrorCode.NOT_LEADER_OR_FOLLOWER)
         self._wake_readers(partition.tp)
 
@@ -430,6 +437,8 @@ class ReplicaManager(Actor[ReplicaMessage]):
                 continue
             if hosted is not None:
                 hosted.stopped = True
+                if hosted.role is Role.FOLLOWER:
+                    self.fetch_targets.unfollow(hosted.leader, tp)
             self._fail_produce_waiters(tp, ErrorCode.NOT_LEADER_OR_FOLLOWER)
             self._wake_readers(tp)
             if item.delete_partition:
@@ -733,29 +742,20 @@ class ReplicaManager(Actor[ReplicaMessage]):
 
     # --- the follower side: what to fetch, and what came back (Kafka's fetcher thread) ---
 
-    def _followed(self, source: int) -> list[Partition]:
-        return [
-            p
-            for p in self.partitions.values()
-            if p.role is Role.FOLLOWER
-            and p.leader == source
-            and not p.stopped
-            and p.leader_endpoint is not None
-        ]
+    def _fetch_state(self, tp: TopicPartition) -> tuple[int, int]:
+        partition = self.partitions[tp]
+        return partition.log_end_offset, partition.leader_epoch
 
     def plan_fetch(self, source: int) -> FetchPlan | None:
         """The next request to the leader `source`: epoch end offsets for partitions that must
-        truncate first, else a fetch of the rest. None when nothing follows it (the fetcher
-        stops)."""
-        followed = self._followed(source)
-        if not followed:
-            self._session_clients.pop(source, None)
+        truncate first, else a fetch in the session with it. None when nothing follows it
+        (the fetcher stops)."""
+        state = self.fetch_targets.get(source)
+        if state is None or not state.followed:
+            self.fetch_targets.drop(source)
             return None
-        endpoint = followed[0].leader_endpoint
-        assert endpoint is not None
-        epochs = {p.tp: p.leader_epoch for p in followed}
-        truncating = [p for p in followed if p.needs_truncation]
-        if truncating:
+        if state.truncating:
+            truncating = [self.partitions[tp] for tp in sorted(state.truncating)]
             by_topic: dict[str, list[OffsetForLeaderPartition]] = {}
             for p in truncating:
                 by_topic.setdefault(p.tp.topic, []).append(
@@ -769,20 +769,28 @@ class ReplicaManager(Actor[ReplicaMessage]):
                 replica_id=self.broker_id,
                 topics=[OffsetForLeaderTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
             )
-            return FetchPlan(endpoint, epochs, epoch_request=epoch_request)
-        client = self._session_clients.setdefault(source, FetchSessionClient())
-        by_tp = {p.tp: p for p in followed}
-        session_id, session_epoch, changed, forgotten = client.build(
-            {p.tp: (p.log_end_offset, p.leader_epoch) for p in followed}
-        )
+            epochs = {p.tp: p.leader_epoch for p in truncating}
+            return FetchPlan(state.endpoint, epochs, epoch_request=epoch_request)
+        session = state.session
+        if session.needs_full_fetch:
+            session_id, session_epoch, changed = session.build_full(
+                {tp: self._fetch_state(tp) for tp in state.followed}
+            )
+            forgotten: dict[str, list[int]] = {}
+        else:
+            session_id, session_epoch, changed, forgotten = session.build_incremental(
+                {tp: self._fetch_state(tp) for tp in state.updates}, state.removed
+            )
+        state.updates.clear()
+        state.removed.clear()
         fetches: dict[str, list[FetchPartition]] = {}
         for tp in changed:
-            p = by_tp[tp]
+            offset, epoch = session.sent[tp]
             fetches.setdefault(tp.topic, []).append(
                 FetchPartition(
                     partition=tp.partition,
-                    fetch_offset=p.log_end_offset,
-                    current_leader_epoch=p.leader_epoch,
+                    fetch_offset=offset,
+                    current_leader_epoch=epoch,
                     partition_max_bytes=self.config.fetch_max_bytes,
                 )
             )
@@ -794,18 +802,19 @@ class ReplicaManager(Actor[ReplicaMessage]):
             session_id=session_id,
             session_epoch=session_epoch,
             topics=[FetchTopic(topic=t, partitions=ps) for t, ps in fetches.items()],
-            forgotten_topics_data=client.forgotten_topics(forgotten),
+            forgotten_topics_data=session.forgotten_topics(forgotten),
         )
-        return FetchPlan(endpoint, epochs, fetch_request=request)
+        return FetchPlan(state.endpoint, {}, fetch_request=request)
 
-    def _still_following(self, tp: TopicPartition, source: int, plan: FetchPlan) -> Partition | None:
+    def _still_following(self, tp: TopicPartition, source: int, leader_epoch: int | None) -> Partition | None:
+        """The partition, if it still follows `source` at the leader epoch an answer is for."""
         partition = self.partitions.get(tp)
         if (
             partition is None
             or partition.stopped
             or partition.role is not Role.FOLLOWER
             or partition.leader != source
-            or plan.leader_epochs.get(tp) != partition.leader_epoch
+            or leader_epoch != partition.leader_epoch
         ):
             return None
         return partition
@@ -813,9 +822,13 @@ class ReplicaManager(Actor[ReplicaMessage]):
     def process_fetched(self, source: int, plan: FetchPlan, response: FetchResponse) -> bool:
         """Append what the leader sent; returns whether the fetcher should back off: a
         top-level error, or only failures."""
-        client = self._session_clients.get(source)
-        if client is not None:
-            client.answered(response.error_code, response.session_id)
+        state = self.fetch_targets.get(source)
+        if state is None:
+            return False
+        session = state.session
+        # What this answer is for: `answered` may reset the session, which replaces the map.
+        sent = session.sent
+        session.answered(response.error_code, response.session_id)
         if response.error_code in (
             ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
             ErrorCode.INVALID_FETCH_SESSION_EPOCH,
@@ -824,9 +837,8 @@ class ReplicaManager(Actor[ReplicaMessage]):
         failures = successes = 0
         for topic in response.responses:
             for data in topic.partitions:
-                partition = self._still_following(
-                    TopicPartition(topic.topic, data.partition_index), source, plan
-                )
+                tp = TopicPartition(topic.topic, data.partition_index)
+                partition = self._still_following(tp, source, sent.get(tp, (-1, None))[1])
                 if partition is None:
                     continue
                 if self._apply_fetched(partition, data):
@@ -851,8 +863,10 @@ class ReplicaManager(Actor[ReplicaMessage]):
             if partition_log.log_end_offset < data.log_start_offset:
                 partition_log.truncate_fully_and_start_at(data.log_start_offset)
                 partition.high_watermark = data.log_start_offset
+                self.fetch_targets.moved(partition.leader, partition.tp)
             else:
                 partition.needs_truncation = True
+                self.fetch_targets.must_truncate(partition.leader, partition.tp)
             return False
         if data.records:
             try:
@@ -862,6 +876,7 @@ class ReplicaManager(Actor[ReplicaMessage]):
                 # nothing was appended; the next fetch starts from the log end again.
                 log.warning("dropping fetched data for %s: %s", partition.tp, e.message)
                 return True
+            self.fetch_targets.moved(partition.leader, partition.tp)
         partition.high_watermark = min(data.high_watermark, partition_log.log_end_offset)
         self._wake_readers(partition.tp)
         return False
@@ -874,7 +889,8 @@ class ReplicaManager(Actor[ReplicaMessage]):
         failed = response.error_code != ErrorCode.NONE
         for topic in response.topics:
             for item in topic.partitions:
-                partition = self._still_following(TopicPartition(topic.topic, item.partition), source, plan)
+                tp = TopicPartition(topic.topic, item.partition)
+                partition = self._still_following(tp, source, plan.leader_epochs.get(tp))
                 if partition is None or not partition.needs_truncation:
                     continue
                 if item.error_code != ErrorCode.NONE:
@@ -899,6 +915,7 @@ class ReplicaManager(Actor[ReplicaMessage]):
                     partition_log.truncate_to(offset)
                 partition.high_watermark = min(partition.high_watermark, partition_log.log_end_offset)
                 partition.needs_truncation = False
+                self.fetch_targets.truncated(source, tp)
         return failed
 
     # --- ISR maintenance on the leader (spec §9.5) ---

@@ -25,8 +25,9 @@ class ReplicationConfig:
 
 @dataclasses.dataclass(frozen=True)
 class FetchPlan:
-    """One request a fetcher is to send to a leader, and the leader epoch of each partition
-    when it was built: an answer for a partition whose epoch has moved on is dropped."""
+    """One request a fetcher is to send to a leader. For epoch end offsets, the leader epoch of
+    each partition asked about: an answer for one whose epoch has moved on is dropped. (Fetch
+    answers are matched against the fetch session instead.)"""
 
     endpoint: EndPoint
     leader_epochs: dict[TopicPartition, int]

@@ -75,15 +75,18 @@ def test_unknown_sessions_and_wrong_epochs_are_refused() -> None:
 def test_the_client_sends_changes_and_starts_over_after_a_lost_answer() -> None:
     client = FetchSessionClient()
     a, b = TopicPartition("t", 0), TopicPartition("t", 1)
-    assert client.build({a: (0, 0), b: (0, 0)}) == (0, 0, [a, b], {})
+    assert client.needs_full_fetch
+    assert client.build_full({a: (0, 0), b: (0, 0)}) == (0, 0, [a, b])
     client.answered(ErrorCode.NONE, session_id=7)
-    assert client.build({a: (3, 0), b: (0, 0)}) == (7, 1, [a], {})
+    assert not client.needs_full_fetch
+    assert client.build_incremental({a: (3, 0)}, set()) == (7, 1, [a], {})
     client.answered(ErrorCode.NONE, session_id=7)
-    assert client.build({a: (3, 0)}) == (7, 2, [], {"t": [1]})
+    assert client.build_incremental({a: (3, 0)}, {b}) == (7, 2, [], {"t": [1]}), "unchanged: not resent"
+    assert client.sent == {a: (3, 0)}
     # No answer to that one: the leader's view is unknown, so the next fetch is full.
-    assert client.build({a: (3, 0)}) == (0, 0, [a], {})
+    assert client.needs_full_fetch
     client.answered(ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id=0)
-    assert client.build({a: (3, 0)})[:2] == (0, 0)
+    assert client.needs_full_fetch and client.session_id == 0
 
 
 async def test_an_idle_session_answers_nothing_and_a_produce_wakes_it(tmp_path: Path) -> None:
