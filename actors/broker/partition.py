@@ -57,7 +57,9 @@ class Partition:
     high_watermark: int = 0
     # The log end offset when this broker became leader at this epoch (spec §9.1).
     leader_epoch_start_offset: int = 0
+    # Created on a follower's first fetch under this leadership (see `follower`).
     followers: dict[int, FollowerState] = dataclasses.field(default_factory=dict)
+    leader_since_ms: int = 0
     pending_isr: PendingIsr | None = None
     # Follower side: where the leader listens, and whether the log must first be truncated
     # to where it agrees with the leader's (a new leader epoch).
@@ -82,16 +84,23 @@ class Partition:
         return tuple(dict.fromkeys((*self.isr, *self.pending_isr.new_isr)))
 
     def reset_followers(self, now_ms: int) -> None:
-        self.followers = {
-            r: FollowerState(last_caught_up_ms=now_ms if r in self.isr else 0)
-            for r in self.replicas
-            if r != self.leader
-        }
+        """A new leadership: every follower's position is unknown; those in the ISR count as
+        caught up now (spec §9.1)."""
+        self.followers = {}
+        self.leader_since_ms = now_ms
+
+    def follower(self, replica: int) -> FollowerState:
+        """The leader's view of `replica`, as reset_followers left it until it fetches."""
+        state = self.followers.get(replica)
+        if state is None:
+            caught_up = self.leader_since_ms if replica in self.isr else 0
+            state = self.followers[replica] = FollowerState(last_caught_up_ms=caught_up)
+        return state
 
     def update_follower_fetch(self, replica: int, fetch_offset: int, now_ms: int) -> None:
         """A follower fetched from `fetch_offset`: its log ends there. It is caught up when it
         reached the leader's log end now, or the one the leader had at its previous fetch."""
-        state = self.followers.setdefault(replica, FollowerState())
+        state = self.follower(replica)
         leader_end = self.log_end_offset
         if fetch_offset >= leader_end:
             state.last_caught_up_ms = now_ms
@@ -121,7 +130,7 @@ class Partition:
         for replica in self.isr:
             if replica == self.leader:
                 continue
-            state = self.followers.get(replica, FollowerState())
+            state = self.follower(replica)
             if state.log_end_offset != leader_end and now_ms - state.last_caught_up_ms > lag_ms:
                 out.add(replica)
         return out

@@ -360,18 +360,18 @@ class ReplicaManager(Actor[ReplicaMessage]):
         else:
             high_watermark = self.logs.checkpointed_high_watermark(tp)
         partition = Partition(
-            tp=tp,
-            role=role,
-            leader=state.leader,
-            leader_epoch=state.leader_epoch,
-            isr=tuple(state.isr),
-            partition_epoch=state.partition_epoch,
-            replicas=tuple(state.replicas),
-            adding_replicas=tuple(state.adding_replicas),
-            removing_replicas=tuple(state.removing_replicas),
-            controller_epoch=state.controller_epoch,
-            log=existing_log,
-            high_watermark=high_watermark,
+            tp,
+            role,
+            state.leader,
+            state.leader_epoch,
+            tuple(state.isr),
+            state.partition_epoch,
+            tuple(state.replicas),
+            tuple(state.adding_replicas) if state.adding_replicas else (),
+            tuple(state.removing_replicas) if state.removing_replicas else (),
+            state.controller_epoch,
+            existing_log,
+            high_watermark,
         )
         if existing_log is not None:
             partition.high_watermark = min(high_watermark, existing_log.log_end_offset)
@@ -392,10 +392,11 @@ class ReplicaManager(Actor[ReplicaMessage]):
 
     def _make_follower(self, partition: Partition, leader: EndPoint | None) -> None:
         partition.leader_endpoint = leader
-        partition.needs_truncation = partition.log is not None and partition.log.latest_epoch >= 0
-        if partition.log is not None and not partition.needs_truncation:
-            # No epochs to compare: only what is committed is known to agree.
-            partition.log.truncate_to(partition.high_watermark)
+        if partition.log is not None:
+            partition.needs_truncation = partition.log.latest_epoch >= 0
+            if not partition.needs_truncation:
+                # No epochs to compare: only what is committed is known to agree.
+                partition.log.truncate_to(partition.high_watermark)
         if leader is not None:
             self.fetch_targets.follow(
                 partition.leader, leader, partition.tp, truncate_first=partition.needs_truncation
@@ -548,12 +549,17 @@ class ReplicaManager(Actor[ReplicaMessage]):
         self._produce_waiters[partition.tp] = remaining
 
     def _fail_produce_waiters(self, tp: TopicPartition, code: ErrorCode) -> None:
+        if not self._produce_waiters:
+            return
         for _, waiter in self._produce_waiters.pop(tp, []):
             if not waiter.done():
                 waiter.set_result(code)
 
     def _wake_readers(self, tp: TopicPartition) -> None:
-        self.fetch_sessions.mark_dirty(tp)
+        if self.fetch_sessions:
+            self.fetch_sessions.mark_dirty(tp)
+        if not self._read_waiters:
+            return
         for waiter in self._read_waiters.pop(tp, []):
             if not waiter.done():
                 waiter.set_result(None)
@@ -984,5 +990,9 @@ def _epoch_error(requested: int, current: int) -> ErrorCode | None:
     return ErrorCode.FENCED_LEADER_EPOCH if requested < current else ErrorCode.UNKNOWN_LEADER_EPOCH
 
 
+_make_partition_error = PartitionError.make
+
+
 def _error(topic: str, partition: int, code: ErrorCode) -> PartitionError:
-    return PartitionError(topic=topic, partition=partition, error_code=int(code))
+    # One per partition of a LeaderAndIsr of up to 100k: built without the dataclass constructor.
+    return _make_partition_error(topic, partition, int(code))

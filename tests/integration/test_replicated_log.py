@@ -206,8 +206,8 @@ async def test_below_min_insync_replicas_acks_all_is_refused_and_nothing_is_appe
     await settled_to(brokers, kazoo, "strict", lambda s: len(s[0][2]) == 3, "topic never agreed")
     committed = [f"c{i}".encode() for i in range(100)]
     await produce_acknowledged(brokers, "strict", committed)
-    for broker_id in (2, 3):
-        brokers.by_id(broker_id).signal(signal.SIGKILL)
+    for victim in [brokers.by_id(2), brokers.by_id(3)]:
+        victim.signal(signal.SIGKILL)
     await settled_to(
         brokers, kazoo, "strict", lambda s: s[0][2] == [1], "the ISR did not shrink to the leader"
     )
@@ -254,9 +254,9 @@ async def test_unclean_election_loses_what_the_new_leader_never_had(
     await settled_to(brokers, kazoo, "lossy", lambda s: 3 not in s[0][2], "broker 3 stayed in the ISR")
     late = [f"late-{i}".encode() for i in range(50)]
     await produce_acknowledged(brokers, "lossy", late)  # acknowledged by 1 and 2 only
-    for broker_id in (1, 2):
-        brokers.by_id(broker_id).signal(signal.SIGKILL)
-        brokers.by_id(broker_id).wait(10)
+    for victim in [brokers.by_id(1), brokers.by_id(2)]:
+        victim.signal(signal.SIGKILL)
+        victim.wait(10)
     laggard.start()
     state = await settled_to(
         brokers, kazoo, "lossy", lambda s: s[0][0] == 3, "broker 3 was not elected uncleanly"

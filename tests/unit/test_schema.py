@@ -59,3 +59,11 @@ def test_wrong_types_name_the_field(wire: dict[str, object], message: str) -> No
 def test_not_a_map_is_refused() -> None:
     with pytest.raises(InvalidRequest, match="Outer: expected map, got list"):
         Outer.from_wire([])
+
+
+def test_make_builds_the_same_value_as_the_constructor_without_checks() -> None:
+    from wire.api import PartitionError
+
+    made = PartitionError.make("t", 3, 74)
+    assert made == PartitionError(topic="t", partition=3, error_code=74)
+    assert made.to_wire() == {"topic": "t", "partition": 3, "error_code": 74}
