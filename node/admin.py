@@ -6,8 +6,7 @@ async with KeelAdminClient("127.0.0.1:9092") as admin:
 
 from __future__ import annotations
 
-from types import TracebackType
-
+from node.closing import AsyncClosing
 from wire.api import (
     ApiVersionsRequest,
     ApiVersionsResponse,
@@ -39,20 +38,12 @@ def parse_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
     return servers
 
 
-class KeelAdminClient:
+class KeelAdminClient(AsyncClosing):
     def __init__(self, bootstrap: str, *, timeout: float = 10.0, client_id: str = "keel-admin") -> None:
         self._servers = parse_bootstrap(bootstrap)
         self._timeout = timeout
         self._client_id = client_id
         self._client: RpcClient | None = None
-
-    async def __aenter__(self) -> KeelAdminClient:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
 
     async def close(self) -> None:
         if self._client is not None:

@@ -16,8 +16,8 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from types import TracebackType
 
+from node.closing import AsyncClosing
 from node.cluster_client import ClusterClient
 from wire import records
 from wire.api import (
@@ -46,7 +46,7 @@ class ConsumedRecord:
     value: bytes | None
 
 
-class KeelConsumer:
+class KeelConsumer(AsyncClosing):
     def __init__(
         self,
         bootstrap: str,
@@ -67,14 +67,6 @@ class KeelConsumer:
         self.positions: dict[int, int | None] = {}
         self.high_watermarks: dict[int, int] = {}
         self._in_flight: dict[int, asyncio.Task[list[ConsumedRecord]]] = {}
-
-    async def __aenter__(self) -> KeelConsumer:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
 
     async def close(self) -> None:
         for task in self._in_flight.values():

@@ -17,8 +17,8 @@ import dataclasses
 import itertools
 import logging
 import time
-from types import TracebackType
 
+from node.closing import AsyncClosing
 from node.cluster_client import ClusterClient
 from wire import records
 from wire.api import ProducePartitionData, ProduceRequest, ProduceResponse, ProduceTopicData
@@ -83,7 +83,7 @@ class ProduceFailed(Exception):
         self.code = code
 
 
-class KeelProducer:
+class KeelProducer(AsyncClosing):
     def __init__(
         self,
         bootstrap: str,
@@ -100,14 +100,6 @@ class KeelProducer:
         self._delivery_timeout = delivery_timeout
         self._cluster = ClusterClient(bootstrap, timeout=request_timeout, client_id=client_id)
         self._round_robin = itertools.count()
-
-    async def __aenter__(self) -> KeelProducer:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
 
     async def close(self) -> None:
         await self._cluster.close()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from enum import Enum
 
-from actors.ports import EndPoint, PartitionLog, TopicPartition
+from actors.ports import PartitionLog, TopicPartition
 
 __all__ = ["FollowerState", "Partition", "PendingIsr", "Role", "TopicPartition"]
 
@@ -61,9 +61,8 @@ class Partition:
     followers: dict[int, FollowerState] = dataclasses.field(default_factory=dict)
     leader_since_ms: int = 0
     pending_isr: PendingIsr | None = None
-    # Follower side: where the leader listens, and whether the log must first be truncated
-    # to where it agrees with the leader's (a new leader epoch).
-    leader_endpoint: EndPoint | None = None
+    # Follower side: whether the log must first be truncated to where it agrees with the
+    # leader's (a new leader epoch).
     needs_truncation: bool = False
     # StopReplica without delete: the partition stays, its fetching stops.
     stopped: bool = False

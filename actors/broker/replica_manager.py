@@ -391,7 +391,6 @@ class ReplicaManager(Actor[ReplicaMessage]):
             self._advance_high_watermark(partition)
 
     def _make_follower(self, partition: Partition, leader: EndPoint | None) -> None:
-        partition.leader_endpoint = leader
         if partition.log is not None:
             partition.needs_truncation = partition.log.latest_epoch >= 0
             if not partition.needs_truncation:

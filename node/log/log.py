@@ -181,13 +181,12 @@ class Log:
     @staticmethod
     def _read_batches(segment: LogSegment, position: int, budget: int, limit: int, *, first: bool) -> bytes:
         end = position
-        while end < segment.size:
-            header = records.read_header(segment.read(end, records.HEADER_SIZE))
+        for at, header in segment.headers(position):
             if header.last_offset >= limit:
                 break
-            if end + header.size - position > budget and not (first and end == position):
+            if at + header.size - position > budget and not (first and at == position):
                 break
-            end += header.size
+            end = at + header.size
         return segment.read(position, end - position) if end > position else b""
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int, int] | None:

@@ -11,6 +11,7 @@ import bisect
 import logging
 import os
 import struct
+from collections.abc import Iterator
 from pathlib import Path
 
 from wire import records
@@ -58,13 +59,10 @@ class LogSegment:
         self.recover(check_crc=False)
 
     def _scan_last_offset(self) -> int:
-        position = self._index_positions[-1] if self._index_positions else 0
         next_offset = self.base_offset
-        while position < self.size:
-            header = records.read_header(self.read(position, records.HEADER_SIZE))
+        for _, header in self.headers(self._index_positions[-1] if self._index_positions else 0):
             next_offset = header.next_offset
             self.max_timestamp = max(self.max_timestamp, header.max_timestamp)
-            position += header.size
         return next_offset
 
     def recover(self, *, check_crc: bool = True) -> int:
@@ -144,26 +142,22 @@ class LogSegment:
     def read(self, position: int, size: int) -> bytes:
         return os.pread(self._fd, size, position)
 
+    def headers(self, position: int = 0) -> Iterator[tuple[int, records.BatchHeader]]:
+        """(position, header) of each batch from `position` on, reading headers only."""
+        while position < self.size:
+            header = records.read_header(self.read(position, records.HEADER_SIZE))
+            yield position, header
+            position += header.size
+
     def position_of(self, offset: int) -> int | None:
         """The position of the batch holding `offset` (or the first after it), or None when
         the segment ends before it."""
         slot = bisect.bisect_right(self._index_offsets, offset) - 1
-        position = self._index_positions[slot] if slot >= 0 else 0
-        while position < self.size:
-            header = records.read_header(self.read(position, records.HEADER_SIZE))
-            if header.last_offset >= offset:
-                return position
-            position += header.size
-        return None
+        start = self._index_positions[slot] if slot >= 0 else 0
+        return next((p for p, header in self.headers(start) if header.last_offset >= offset), None)
 
     def first_batch_at_or_after_timestamp(self, timestamp: int) -> records.BatchHeader | None:
-        position = 0
-        while position < self.size:
-            header = records.read_header(self.read(position, records.HEADER_SIZE))
-            if header.max_timestamp >= timestamp:
-                return header
-            position += header.size
-        return None
+        return next((header for _, header in self.headers() if header.max_timestamp >= timestamp), None)
 
     # --- lifecycle ---
 

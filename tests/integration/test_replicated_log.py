@@ -91,10 +91,17 @@ async def produce_through(
     return await producing
 
 
-async def start_replicated_topic(brokers: Brokers, kazoo: KazooClient, topic: str) -> None:
-    brokers.start(1, 2, 3)
+async def start_replicated_topic(
+    brokers: Brokers, kazoo: KazooClient, topic: str, *, start: bool = True, **configs: str
+) -> None:
+    """Brokers 1, 2, 3 (unless started already) and a topic of one partition on [1, 2, 3] with
+    a full ISR; min.insync.replicas 2 unless `configs` say otherwise."""
+    if start:
+        brokers.start(1, 2, 3)
     controller = await controller_of(brokers)
-    await create_topic(brokers.by_id(controller), topic, partitions=1, rf=3, min_insync_replicas="2")
+    await create_topic(
+        brokers.by_id(controller), topic, assignment={0: [1, 2, 3]}, **{"min_insync_replicas": "2", **configs}
+    )
     await settled_to(brokers, kazoo, topic, lambda s: len(s[0][2]) == 3, "topic never agreed")
 
 
@@ -173,9 +180,7 @@ async def test_a_paused_follower_leaves_the_isr_and_rejoins_after_it_resumes(
     settings = {"replica_lag_time_max_ms": "1500", "zookeeper_session_timeout_ms": "10000"}
     for broker_id in (1, 2, 3):
         brokers.new(broker_id, **settings).start()
-    controller = await controller_of(brokers)
-    await create_topic(brokers.by_id(controller), "audit", assignment={0: [1, 2, 3]})
-    await settled_to(brokers, kazoo, "audit", lambda s: len(s[0][2]) == 3, "topic never agreed")
+    await start_replicated_topic(brokers, kazoo, "audit", start=False)
     follower = brokers.by_id(3)
     follower.signal(signal.SIGSTOP)
     stop = asyncio.Event()
@@ -198,12 +203,7 @@ async def test_a_paused_follower_leaves_the_isr_and_rejoins_after_it_resumes(
 async def test_below_min_insync_replicas_acks_all_is_refused_and_nothing_is_appended(
     brokers: Brokers, kazoo: KazooClient
 ) -> None:
-    brokers.start(1, 2, 3)
-    controller = await controller_of(brokers)
-    await create_topic(
-        brokers.by_id(controller), "strict", assignment={0: [1, 2, 3]}, min_insync_replicas="2"
-    )
-    await settled_to(brokers, kazoo, "strict", lambda s: len(s[0][2]) == 3, "topic never agreed")
+    await start_replicated_topic(brokers, kazoo, "strict")
     committed = [f"c{i}".encode() for i in range(100)]
     await produce_acknowledged(brokers, "strict", committed)
     for victim in [brokers.by_id(2), brokers.by_id(3)]:
@@ -240,12 +240,9 @@ async def test_below_min_insync_replicas_acks_all_is_refused_and_nothing_is_appe
 async def test_unclean_election_loses_what_the_new_leader_never_had(
     brokers: Brokers, kazoo: KazooClient
 ) -> None:
-    brokers.start(1, 2, 3)
-    controller = await controller_of(brokers)
-    await create_topic(
-        brokers.by_id(controller), "lossy", assignment={0: [1, 2, 3]}, unclean_leader_election_enable="true"
+    await start_replicated_topic(
+        brokers, kazoo, "lossy", min_insync_replicas="1", unclean_leader_election_enable="true"
     )
-    await settled_to(brokers, kazoo, "lossy", lambda s: len(s[0][2]) == 3, "topic never agreed")
     early = [f"early-{i}".encode() for i in range(50)]
     await produce_acknowledged(brokers, "lossy", early)
     laggard = brokers.by_id(3)
@@ -277,10 +274,7 @@ async def test_unclean_election_loses_what_the_new_leader_never_had(
 async def test_a_log_cut_mid_batch_recovers_and_catches_up_by_fetching(
     brokers: Brokers, kazoo: KazooClient
 ) -> None:
-    brokers.start(1, 2, 3)
-    controller = await controller_of(brokers)
-    await create_topic(brokers.by_id(controller), "journal", assignment={0: [1, 2, 3]})
-    await settled_to(brokers, kazoo, "journal", lambda s: len(s[0][2]) == 3, "topic never agreed")
+    await start_replicated_topic(brokers, kazoo, "journal")
     first = [f"a{i}".encode() for i in range(200)]
     for start in range(0, 200, 50):  # several batches, so recovery keeps the good ones
         await produce_acknowledged(brokers, "journal", first[start : start + 50])
