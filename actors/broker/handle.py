@@ -10,7 +10,8 @@ from collections.abc import Callable
 from actors.broker.alter_partition_manager import AlterPartitionManager
 from actors.broker.fetcher import ReplicaFetcher
 from actors.broker.partition import PendingIsr
-from actors.broker.replica_manager import (
+from actors.broker.replica_manager import ReplicaManager
+from actors.broker.replica_messages import (
     ControlRequest,
     EpochEndsFetched,
     Fetched,
@@ -18,7 +19,6 @@ from actors.broker.replica_manager import (
     Maintain,
     PlanFetch,
     Read,
-    ReplicaManager,
     ReplicaMessage,
     Snapshot,
 )

@@ -126,3 +126,26 @@ async def test_an_idle_session_answers_nothing_and_a_produce_wakes_it(tmp_path: 
     (answer,) = woken.response.responses[0].partitions
     assert answer.partition_index == 7
     assert [r.value for r in records.records(answer.records)] == [b"x"]
+
+
+async def test_newly_followed_empty_partitions_are_not_answered(tmp_path: Path) -> None:
+    leader = ReplicaManager(1, LogManager([tmp_path], LogConfig()))
+    states = [
+        LeaderAndIsrPartitionState(
+            topic="t",
+            partition=p,
+            controller_epoch=1,
+            leader=1,
+            leader_epoch=0,
+            isr=[1, 2],
+            partition_epoch=0,
+            replicas=[1, 2],
+        )
+        for p in range(3)
+    ]
+    leader.become_leader_or_follower(
+        LeaderAndIsrRequest(controller_id=9, controller_epoch=1, partition_states=states), -1
+    )
+    opened = leader.read(fetch({0: 0}, session_id=0, epoch=0), wait=False).response
+    added = leader.read(fetch({1: 0, 2: 0}, session_id=opened.session_id, epoch=1), wait=False).response
+    assert added.responses == [], "two more empty partitions: nothing to tell"

@@ -1,0 +1,205 @@
+"""The follower's side of the replicated log (Kafka's fetcher thread, run on the replica
+manager): what to fetch from each leader, appending what comes back, and truncating by leader
+epoch after a leader change."""
+
+from __future__ import annotations
+
+import logging
+
+from actors.broker.partition import Partition, Role, TopicPartition
+from actors.broker.replica_state import ReplicaState
+from actors.broker.replication import FetchPlan
+from wire.api import (
+    FetchPartition,
+    FetchPartitionData,
+    FetchRequest,
+    FetchResponse,
+    FetchTopic,
+    OffsetForLeaderPartition,
+    OffsetForLeaderTopic,
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
+)
+from wire.errors import ErrorCode, WireError
+
+log = logging.getLogger(__name__)
+
+
+class FollowerPath(ReplicaState):
+    # --- the follower side: what to fetch, and what came back (Kafka's fetcher thread) ---
+
+    def _fetch_state(self, tp: TopicPartition) -> tuple[int, int]:
+        partition = self.partitions[tp]
+        return partition.log_end_offset, partition.leader_epoch
+
+    def plan_fetch(self, source: int) -> FetchPlan | None:
+        """The next request to the leader `source`: epoch end offsets for partitions that must
+        truncate first, else a fetch in the session with it. None when nothing follows it
+        (the fetcher stops)."""
+        state = self.fetch_targets.get(source)
+        if state is None or not state.followed:
+            self.fetch_targets.drop(source)
+            return None
+        if state.truncating:
+            truncating = [self.partitions[tp] for tp in sorted(state.truncating)]
+            by_topic: dict[str, list[OffsetForLeaderPartition]] = {}
+            for p in truncating:
+                by_topic.setdefault(p.tp.topic, []).append(
+                    OffsetForLeaderPartition(
+                        partition=p.tp.partition,
+                        current_leader_epoch=p.leader_epoch,
+                        leader_epoch=self._log(p).latest_epoch,
+                    )
+                )
+            epoch_request = OffsetsForLeaderEpochRequest(
+                replica_id=self.broker_id,
+                topics=[OffsetForLeaderTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
+            )
+            epochs = {p.tp: p.leader_epoch for p in truncating}
+            return FetchPlan(state.endpoint, epochs, epoch_request=epoch_request)
+        session = state.session
+        if session.needs_full_fetch:
+            session_id, session_epoch, changed = session.build_full(
+                {tp: self._fetch_state(tp) for tp in state.followed}
+            )
+            forgotten: dict[str, list[int]] = {}
+        else:
+            session_id, session_epoch, changed, forgotten = session.build_incremental(
+                {tp: self._fetch_state(tp) for tp in state.updates}, state.removed
+            )
+        state.updates.clear()
+        state.removed.clear()
+        fetches: dict[str, list[FetchPartition]] = {}
+        for tp in changed:
+            offset, epoch = session.sent[tp]
+            fetches.setdefault(tp.topic, []).append(
+                FetchPartition(
+                    partition=tp.partition,
+                    fetch_offset=offset,
+                    current_leader_epoch=epoch,
+                    partition_max_bytes=self.config.fetch_max_bytes,
+                )
+            )
+        request = FetchRequest(
+            replica_id=self.broker_id,
+            max_wait_ms=self.config.fetch_wait_max_ms,
+            min_bytes=self.config.fetch_min_bytes,
+            max_bytes=self.config.fetch_response_max_bytes,
+            session_id=session_id,
+            session_epoch=session_epoch,
+            topics=[FetchTopic(topic=t, partitions=ps) for t, ps in fetches.items()],
+            forgotten_topics_data=session.forgotten_topics(forgotten),
+        )
+        return FetchPlan(state.endpoint, {}, fetch_request=request)
+
+    def _still_following(self, tp: TopicPartition, source: int, leader_epoch: int | None) -> Partition | None:
+        """The partition, if it still follows `source` at the leader epoch an answer is for."""
+        partition = self.partitions.get(tp)
+        if (
+            partition is None
+            or partition.stopped
+            or partition.role is not Role.FOLLOWER
+            or partition.leader != source
+            or leader_epoch != partition.leader_epoch
+        ):
+            return None
+        return partition
+
+    def process_fetched(self, source: int, plan: FetchPlan, response: FetchResponse) -> bool:
+        """Append what the leader sent; returns whether the fetcher should back off: a
+        top-level error, or only failures."""
+        state = self.fetch_targets.get(source)
+        if state is None:
+            return False
+        session = state.session
+        # What this answer is for: `answered` may reset the session, which replaces the map.
+        sent = session.sent
+        session.answered(response.error_code, response.session_id)
+        if response.error_code in (
+            ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
+            ErrorCode.INVALID_FETCH_SESSION_EPOCH,
+        ):
+            return False  # the next fetch opens a new session at once
+        failures = successes = 0
+        for topic in response.responses:
+            for data in topic.partitions:
+                tp = TopicPartition(topic.topic, data.partition_index)
+                partition = self._still_following(tp, source, sent.get(tp, (-1, None))[1])
+                if partition is None:
+                    continue
+                if self._apply_fetched(partition, data):
+                    failures += 1
+                else:
+                    successes += 1
+        return response.error_code != ErrorCode.NONE or (failures > 0 and successes == 0)
+
+    def _apply_fetched(self, partition: Partition, data: FetchPartitionData) -> bool:
+        if data.error_code not in (ErrorCode.NONE, ErrorCode.OFFSET_OUT_OF_RANGE):
+            log.debug(
+                "fetch of %s from %d failed: %s",
+                partition.tp,
+                partition.leader,
+                ErrorCode(data.error_code).name,
+            )
+            return True
+        if data.error_code == ErrorCode.NONE and not data.records and partition.log is None:
+            return False  # nothing on either side yet: no log to create
+        partition_log = self._log(partition)
+        if data.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
+            if partition_log.log_end_offset < data.log_start_offset:
+                partition_log.truncate_fully_and_start_at(data.log_start_offset)
+                partition.high_watermark = data.log_start_offset
+                self.fetch_targets.moved(partition.leader, partition.tp)
+            else:
+                partition.needs_truncation = True
+                self.fetch_targets.must_truncate(partition.leader, partition.tp)
+            return False
+        if data.records:
+            try:
+                partition_log.append_as_follower(data.records)
+            except WireError as e:
+                # A stale answer (the log moved since the request was built) or a corrupt one:
+                # nothing was appended; the next fetch starts from the log end again.
+                log.warning("dropping fetched data for %s: %s", partition.tp, e.message)
+                return True
+            self.fetch_targets.moved(partition.leader, partition.tp)
+        partition.high_watermark = min(data.high_watermark, partition_log.log_end_offset)
+        self._wake_readers(partition.tp)
+        return False
+
+    def truncate_to_epoch_ends(
+        self, source: int, plan: FetchPlan, response: OffsetsForLeaderEpochResponse
+    ) -> bool:
+        """Truncate each follower log to where it agrees with the leader's (Kafka's
+        truncation by leader epoch, KIP-101/279); returns whether anything failed."""
+        failed = response.error_code != ErrorCode.NONE
+        for topic in response.topics:
+            for item in topic.partitions:
+                tp = TopicPartition(topic.topic, item.partition)
+                partition = self._still_following(tp, source, plan.leader_epochs.get(tp))
+                if partition is None or not partition.needs_truncation:
+                    continue
+                if item.error_code != ErrorCode.NONE:
+                    failed = True
+                    continue
+                partition_log = self._log(partition)
+                if item.leader_epoch < 0 or item.end_offset < 0:
+                    offset = partition.high_watermark
+                else:
+                    _, own_end = partition_log.end_offset_for_epoch(item.leader_epoch)
+                    if own_end < 0:
+                        own_end = partition_log.log_end_offset
+                    offset = min(item.end_offset, own_end, partition_log.log_end_offset)
+                if offset < partition_log.log_end_offset:
+                    log.info(
+                        "%s: truncating to offset %d, where the log agrees with leader %d at epoch %d",
+                        partition.tp,
+                        offset,
+                        source,
+                        item.leader_epoch,
+                    )
+                    partition_log.truncate_to(offset)
+                partition.high_watermark = min(partition.high_watermark, partition_log.log_end_offset)
+                partition.needs_truncation = False
+                self.fetch_targets.truncated(source, tp)
+        return failed

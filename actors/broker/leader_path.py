@@ -1,0 +1,334 @@
+"""The leader's side of the replicated log (spec §9.5): appends, reads for consumers and
+followers (with fetch sessions), ListOffsets and OffsetsForLeaderEpoch, and the ISR changes it
+proposes to the controller."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from actors.broker.fetch_session import FULL_EPOCH, FetchSession
+from actors.broker.partition import Partition, PendingIsr, Role, TopicPartition
+from actors.broker.replica_state import ReplicaState, epoch_error
+from actors.broker.replication import ProduceOutcome, ReadOutcome
+from wire.api import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    AlterPartitionResult,
+    EpochEndOffset,
+    FetchableTopicResponse,
+    FetchPartition,
+    FetchPartitionData,
+    FetchRequest,
+    FetchResponse,
+    ListOffsetsPartitionResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ListOffsetsTopicResponse,
+    OffsetForLeaderTopicResult,
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
+    ProducePartitionResponse,
+    ProduceRequest,
+)
+from wire.errors import ErrorCode, OffsetOutOfRange, WireError
+
+log = logging.getLogger(__name__)
+
+# Answers to an ISR change that leave it pending until the next LeaderAndIsr (spec §9.5).
+_WAIT_FOR_LEADER_AND_ISR = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ErrorCode.FENCED_LEADER_EPOCH,
+    ErrorCode.INVALID_UPDATE_VERSION,
+    ErrorCode.INVALID_REQUEST,
+    ErrorCode.NOT_CONTROLLER,
+}
+
+
+class LeaderPath(ReplicaState):
+    # --- Produce: appends on the leader ---
+
+    def append_records(self, request: ProduceRequest) -> ProduceOutcome:
+        outcome = ProduceOutcome()
+        for topic in request.topic_data:
+            for data in topic.partition_data:
+                tp = TopicPartition(topic.name, data.index)
+                outcome.add(tp, self._append(tp, data.records, request.acks, outcome))
+        return outcome
+
+    def _append(
+        self, tp: TopicPartition, records: bytes, acks: int, outcome: ProduceOutcome
+    ) -> ProducePartitionResponse:
+        partition, code = self._leader_partition(tp)
+        if partition is None:
+            return ProducePartitionResponse(index=tp.partition, error_code=code)
+        partition_log = self._log(partition)
+        if acks == -1 and len(partition.isr) < partition_log.min_insync_replicas:
+            return ProducePartitionResponse(
+                index=tp.partition,
+                error_code=ErrorCode.NOT_ENOUGH_REPLICAS,
+                error_message=f"the ISR {list(partition.isr)} is smaller than min.insync.replicas "
+                f"{partition_log.min_insync_replicas}",
+            )
+        try:
+            first, last = partition_log.append_as_leader(records, partition.leader_epoch)
+        except WireError as e:
+            log.warning("refused a produce to %s: %s", tp, e.message)
+            return ProducePartitionResponse(index=tp.partition, error_code=e.code, error_message=e.message)
+        self._advance_high_watermark(partition)
+        self._wake_readers(tp)
+        if acks == -1:
+            reached = self._enough_replicas_reached(partition, last + 1)
+            if reached is None:
+                waiter: asyncio.Future[ErrorCode] = asyncio.get_running_loop().create_future()
+                self._produce_waiters.setdefault(tp, []).append((last + 1, waiter))
+                outcome.waiting[tp] = waiter
+            elif reached:
+                return ProducePartitionResponse(index=tp.partition, error_code=reached, base_offset=first)
+        return ProducePartitionResponse(
+            index=tp.partition, base_offset=first, log_start_offset=partition_log.log_start_offset
+        )
+
+    # --- Fetch: consumers and followers read from the leader ---
+
+    def read(self, request: FetchRequest, *, wait: bool, reread: int = 0) -> ReadOutcome:
+        if reread:
+            session = self.fetch_sessions.get(reread)
+            if session is None:
+                return ReadOutcome(FetchResponse(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND), 0)
+            wanted = self.fetch_sessions.take_dirty(session)
+        else:
+            session, error, wanted = self.fetch_sessions.open_or_update(request)
+            if error:
+                log.info("fetch from replica %d: %s", request.replica_id, error.name)
+                return ReadOutcome(FetchResponse(error_code=error), 0)
+        now_ms = self._now_ms()
+        replica = request.replica_id if request.replica_id >= 0 else None
+        budget = request.max_bytes
+        by_topic: dict[str, list[FetchPartitionData]] = {}
+        total = 0
+        errors = False
+        for tp, item in wanted:
+            answer = self._read_partition(tp, item, replica, budget, now_ms)
+            if session is not None and not self._worth_answering(
+                session, tp, item, answer, full=not reread and request.session_epoch == FULL_EPOCH
+            ):
+                continue
+            budget -= len(answer.records)
+            total += len(answer.records)
+            errors = errors or answer.error_code != ErrorCode.NONE
+            by_topic.setdefault(tp.topic, []).append(answer)
+        response = FetchResponse(
+            session_id=0 if session is None else session.session_id,
+            responses=[FetchableTopicResponse(topic=t, partitions=a) for t, a in by_topic.items()],
+        )
+        outcome = ReadOutcome(response, total)
+        if not wait:
+            return outcome
+        if session is not None:
+            if not by_topic and request.session_epoch != FULL_EPOCH:
+                outcome.waiter = session.waiter = asyncio.get_running_loop().create_future()
+                outcome.session_id = session.session_id
+        elif total < request.min_bytes and not errors:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            for tp, _ in wanted:
+                self._read_waiters.setdefault(tp, []).append(waiter)
+            outcome.waiter = waiter
+        return outcome
+
+    def _worth_answering(
+        self,
+        session: FetchSession,
+        tp: TopicPartition,
+        item: FetchPartition,
+        answer: FetchPartitionData,
+        *,
+        full: bool,
+    ) -> bool:
+        """In a session, a partition is answered when it brings records, an error, or a new
+        high watermark or log start (all of them in the fetch that opens the session). An
+        empty partition (high watermark, log start and fetch offset all 0) tells the follower
+        nothing it does not know: a broker that starts following thousands of empty
+        partitions is not answered thousands of times."""
+        cached = session.partitions.get(tp)
+        if cached is None:
+            return True
+        nothing_new = answer.high_watermark == answer.log_start_offset == item.fetch_offset == 0
+        changed = (
+            full
+            or answer.records
+            or answer.error_code != ErrorCode.NONE
+            or (
+                (
+                    answer.high_watermark != cached.sent_high_watermark
+                    or answer.log_start_offset != cached.sent_log_start_offset
+                )
+                and not nothing_new
+            )
+        )
+        if changed:
+            cached.sent_high_watermark = answer.high_watermark
+            cached.sent_log_start_offset = answer.log_start_offset
+        partition = self.partitions.get(tp)
+        if not answer.records and partition is not None and partition.log_end_offset > item.fetch_offset:
+            session.dirty.add(tp)  # the byte budget ran out before this one: next time
+        return bool(changed)
+
+    def _read_partition(
+        self, tp: TopicPartition, item: FetchPartition, replica: int | None, budget: int, now_ms: int
+    ) -> FetchPartitionData:
+        partition, code = self._leader_partition(tp)
+        if partition is None:
+            return FetchPartitionData(partition_index=item.partition, error_code=code)
+        refused = epoch_error(item.current_leader_epoch, partition.leader_epoch)
+        if refused is not None:
+            return FetchPartitionData(partition_index=item.partition, error_code=refused)
+        if (
+            replica is not None
+            and replica in partition.replicas
+            and item.fetch_offset <= partition.log_end_offset
+        ):
+            partition.update_follower_fetch(replica, item.fetch_offset, now_ms)
+            self._maybe_expand_isr(partition, replica)
+            self._advance_high_watermark(partition)
+        limit = None if replica is not None else partition.high_watermark
+        partition_log = partition.log
+        if partition_log is None:
+            # Nothing was ever written: an empty log, without creating one on disk.
+            code = ErrorCode.NONE if item.fetch_offset == 0 else ErrorCode.OFFSET_OUT_OF_RANGE
+            return FetchPartitionData(
+                partition_index=item.partition, error_code=code, high_watermark=0, log_start_offset=0
+            )
+        try:
+            data = partition_log.read(item.fetch_offset, max(0, min(item.partition_max_bytes, budget)), limit)
+        except OffsetOutOfRange:
+            return FetchPartitionData(
+                partition_index=item.partition,
+                error_code=ErrorCode.OFFSET_OUT_OF_RANGE,
+                high_watermark=partition.high_watermark,
+                log_start_offset=partition_log.log_start_offset,
+            )
+        return FetchPartitionData(
+            partition_index=item.partition,
+            high_watermark=partition.high_watermark,
+            log_start_offset=partition_log.log_start_offset,
+            records=data,
+        )
+
+    # --- ListOffsets and OffsetsForLeaderEpoch, on the leader ---
+
+    def list_offsets(self, request: ListOffsetsRequest) -> ListOffsetsResponse:
+        topics = []
+        for topic in request.topics:
+            answers = []
+            for item in topic.partitions:
+                partition, code = self._leader_partition(TopicPartition(topic.name, item.partition_index))
+                refused = (
+                    None
+                    if partition is None
+                    else epoch_error(item.current_leader_epoch, partition.leader_epoch)
+                )
+                if partition is None or refused is not None:
+                    answers.append(
+                        ListOffsetsPartitionResponse(
+                            partition_index=item.partition_index, error_code=refused or code
+                        )
+                    )
+                    continue
+                answers.append(
+                    self._offset_for(partition, item.partition_index, item.timestamp, request.replica_id)
+                )
+            topics.append(ListOffsetsTopicResponse(name=topic.name, partitions=answers))
+        return ListOffsetsResponse(topics=topics)
+
+    def _offset_for(
+        self, partition: Partition, index: int, timestamp: int, replica: int
+    ) -> ListOffsetsPartitionResponse:
+        partition_log = self._log(partition)
+        latest = partition_log.log_end_offset if replica >= 0 else partition.high_watermark
+        if timestamp == EARLIEST_TIMESTAMP:
+            offset = partition_log.log_start_offset
+        elif timestamp == LATEST_TIMESTAMP:
+            offset = latest
+        else:
+            found = partition_log.offset_for_timestamp(timestamp)
+            if found is None or found[0] >= latest:
+                return ListOffsetsPartitionResponse(partition_index=index, timestamp=-1, offset=-1)
+            offset, stamp, epoch = found
+            return ListOffsetsPartitionResponse(
+                partition_index=index, timestamp=stamp, offset=offset, leader_epoch=epoch
+            )
+        return ListOffsetsPartitionResponse(
+            partition_index=index, timestamp=-1, offset=offset, leader_epoch=partition.leader_epoch
+        )
+
+    def offsets_for_leader_epoch(
+        self, request: OffsetsForLeaderEpochRequest
+    ) -> OffsetsForLeaderEpochResponse:
+        topics = []
+        for topic in request.topics:
+            answers = []
+            for item in topic.partitions:
+                partition, code = self._leader_partition(TopicPartition(topic.topic, item.partition))
+                if partition is not None:
+                    code = epoch_error(item.current_leader_epoch, partition.leader_epoch) or ErrorCode.NONE
+                if partition is None or code:
+                    answers.append(EpochEndOffset(partition=item.partition, error_code=code))
+                    continue
+                epoch, end = self._log(partition).end_offset_for_epoch(item.leader_epoch)
+                answers.append(EpochEndOffset(partition=item.partition, leader_epoch=epoch, end_offset=end))
+            topics.append(OffsetForLeaderTopicResult(topic=topic.topic, partitions=answers))
+        return OffsetsForLeaderEpochResponse(topics=topics)
+
+    # --- ISR maintenance on the leader (spec §9.5) ---
+
+    def _maybe_expand_isr(self, partition: Partition, replica: int) -> None:
+        if partition.pending_isr is not None or replica not in self.metadata.live_brokers:
+            return
+        if partition.may_join_isr(replica):
+            self._propose(partition, (*partition.isr, replica))
+
+    def maybe_shrink_isr(self) -> None:
+        now_ms = self._now_ms()
+        for partition in self.partitions.values():
+            if partition.role is not Role.LEADER or partition.stopped or partition.pending_isr is not None:
+                continue
+            out = partition.out_of_sync_replicas(now_ms, self.config.lag_time_max_ms)
+            if out:
+                log.info(
+                    "%s: shrinking the ISR %s: %s out of sync", partition.tp, list(partition.isr), sorted(out)
+                )
+                self._propose(partition, tuple(r for r in partition.isr if r not in out))
+
+    def _propose(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
+        proposal = PendingIsr(new_isr, partition.leader_epoch, partition.partition_epoch)
+        partition.pending_isr = proposal
+        self.propose_isr(partition.tp, proposal)
+
+    def isr_change_answered(
+        self, tp: TopicPartition, proposal: PendingIsr, result: AlterPartitionResult
+    ) -> None:
+        partition = self.partitions.get(tp)
+        if partition is None or partition.pending_isr != proposal:
+            return
+        code = ErrorCode(result.error_code) if result.error_code in ErrorCode._value2member_map_ else None
+        if result.error_code == ErrorCode.NONE:
+            if (
+                result.leader_epoch == partition.leader_epoch
+                and result.partition_epoch >= partition.partition_epoch
+            ):
+                log.info("%s: ISR now %s at partition epoch %d", tp, result.isr, result.partition_epoch)
+                partition.isr = tuple(result.isr)
+                partition.partition_epoch = result.partition_epoch
+                partition.pending_isr = None
+                self._advance_high_watermark(partition)
+                self._complete_produce_waiters(partition)
+            return
+        if code in (ErrorCode.OPERATION_NOT_ATTEMPTED, ErrorCode.INELIGIBLE_REPLICA):
+            partition.pending_isr = None
+            return
+        if code in _WAIT_FOR_LEADER_AND_ISR:
+            log.info("%s: the ISR change stays pending until the next LeaderAndIsr: %s", tp, code.name)
+            return
+        # Anything else: try again with the next expansion or expiration check.
+        partition.pending_isr = None

@@ -1,0 +1,102 @@
+"""The messages the replica manager actor takes, and the snapshot it gives."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from actors.broker.metadata_cache import MetadataCache
+from actors.broker.partition import Partition, PendingIsr, TopicPartition
+from actors.broker.replication import FetchPlan
+from wire.api import (
+    AlterPartitionResult,
+    FetchRequest,
+    FetchResponse,
+    LeaderAndIsrRequest,
+    ListOffsetsRequest,
+    MetadataRequest,
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
+    ProduceRequest,
+    StopReplicaRequest,
+    UpdateMetadataRequest,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class ControlRequest:
+    """A controller request together with this broker's current broker epoch, and for
+    LeaderAndIsr the configs of its topics (for the logs it may create)."""
+
+    request: LeaderAndIsrRequest | StopReplicaRequest | UpdateMetadataRequest
+    broker_epoch: int
+    topic_configs: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Snapshot:
+    """A copy of the state, for Metadata and for tests."""
+
+    controller_epoch: int
+    partitions: dict[TopicPartition, Partition]
+    metadata: MetadataCache
+
+
+@dataclasses.dataclass(frozen=True)
+class Read:
+    """A Fetch; `wait` registers a future that fires when one of its partitions changes.
+    `reread` names the fetch session of a long poll that woke up: only what changed since
+    is answered, without a new session epoch."""
+
+    request: FetchRequest
+    wait: bool
+    reread: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanFetch:
+    source: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Fetched:
+    source: int
+    plan: FetchPlan
+    response: FetchResponse
+
+
+@dataclasses.dataclass(frozen=True)
+class EpochEndsFetched:
+    source: int
+    plan: FetchPlan
+    response: OffsetsForLeaderEpochResponse
+
+
+@dataclasses.dataclass(frozen=True)
+class IsrChangeAnswered:
+    tp: TopicPartition
+    proposal: PendingIsr
+    result: AlterPartitionResult
+
+
+@dataclasses.dataclass(frozen=True)
+class Maintain:
+    """Periodic work: ISR expiration, and with `checkpoint` the high-watermark file."""
+
+    checkpoint: bool = False
+    shrink: bool = True
+
+
+ReplicaMessage = (
+    ControlRequest
+    | MetadataRequest
+    | ProduceRequest
+    | Read
+    | ListOffsetsRequest
+    | OffsetsForLeaderEpochRequest
+    | PlanFetch
+    | Fetched
+    | EpochEndsFetched
+    | IsrChangeAnswered
+    | Maintain
+    | None
+)

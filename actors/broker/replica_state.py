@@ -1,0 +1,142 @@
+"""What the replica manager holds, and the steps its request handlers share: a partition's
+log (created on first use), who leads, the high watermark and who waits on it."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import dataclasses
+import logging
+from collections.abc import Callable
+
+from actors.broker.fetch_session import FetchSessionCache
+from actors.broker.fetch_targets import FetchTargets
+from actors.broker.metadata_cache import MetadataCache
+from actors.broker.partition import Partition, PendingIsr, Role, TopicPartition
+from actors.broker.replica_messages import Snapshot
+from actors.broker.replication import ReplicationConfig
+from actors.clock import Clock, SystemClock
+from actors.ports import LogStore, PartitionLog
+from wire.errors import ErrorCode
+
+log = logging.getLogger(__name__)
+
+
+class ReplicaState:
+    def __init__(
+        self,
+        broker_id: int,
+        logs: LogStore,
+        *,
+        config: ReplicationConfig | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.broker_id = broker_id
+        self.logs = logs
+        self.config = config or ReplicationConfig()
+        self.clock = clock or SystemClock()
+        self.controller_epoch = 0
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self.metadata = MetadataCache()
+        self.topic_configs: dict[str, dict[str, str]] = {}
+        # Set by the handle: start a fetcher for a source broker; send an ISR change.
+        self.start_fetcher: Callable[[int], None] = lambda source: None
+        self.propose_isr: Callable[[TopicPartition, PendingIsr], None] = lambda tp, proposal: None
+        # acks=all produces waiting for the high watermark: (required offset, future).
+        self._produce_waiters: dict[TopicPartition, list[tuple[int, asyncio.Future[ErrorCode]]]] = {}
+        # Long-poll fetches waiting for any change to one of their partitions.
+        self._read_waiters: dict[TopicPartition, list[asyncio.Future[None]]] = {}
+        self.fetch_sessions = FetchSessionCache()
+        # What this broker fetches as a follower, per leader.
+        self.fetch_targets = FetchTargets()
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot(
+            self.controller_epoch,
+            {tp: copy.copy(p) for tp, p in self.partitions.items()},
+            dataclasses.replace(
+                self.metadata,
+                live_brokers=dict(self.metadata.live_brokers),
+                partitions=dict(self.metadata.partitions),
+            ),
+        )
+
+    def _now_ms(self) -> int:
+        return int(self.clock.monotonic() * 1000)
+
+    def _log(self, partition: Partition) -> PartitionLog:
+        if partition.log is None:
+            partition.log = self.logs.get_or_create(
+                partition.tp, self.topic_configs.get(partition.tp.topic, {})
+            )
+            partition.high_watermark = min(partition.high_watermark, partition.log.log_end_offset)
+            if partition.role is Role.LEADER:
+                partition.leader_epoch_start_offset = partition.log.log_end_offset
+        return partition.log
+
+    def _leader_partition(self, tp: TopicPartition) -> tuple[Partition | None, ErrorCode]:
+        partition = self.partitions.get(tp)
+        if partition is None or partition.stopped:
+            known = tp in self.metadata.partitions
+            return None, ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if partition.role is not Role.LEADER:
+            return None, ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return partition, ErrorCode.NONE
+
+    @staticmethod
+    def _enough_replicas_reached(partition: Partition, required: int) -> ErrorCode | None:
+        """None while the high watermark is below `required` (Kafka's checkEnoughReplicasReachOffset)."""
+        if partition.high_watermark < required:
+            return None
+        assert partition.log is not None
+        if len(partition.maximal_isr) < partition.log.min_insync_replicas:
+            return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        return ErrorCode.NONE
+
+    def _advance_high_watermark(self, partition: Partition) -> None:
+        if partition.maybe_advance_high_watermark():
+            self._complete_produce_waiters(partition)
+            self._wake_readers(partition.tp)
+
+    def _complete_produce_waiters(self, partition: Partition) -> None:
+        waiters = self._produce_waiters.get(partition.tp)
+        if not waiters:
+            return
+        remaining = []
+        for required, waiter in waiters:
+            code = self._enough_replicas_reached(partition, required)
+            if waiter.done():
+                continue
+            if code is None:
+                remaining.append((required, waiter))
+            else:
+                waiter.set_result(code)
+        self._produce_waiters[partition.tp] = remaining
+
+    def _fail_produce_waiters(self, tp: TopicPartition, code: ErrorCode) -> None:
+        if not self._produce_waiters:
+            return
+        for _, waiter in self._produce_waiters.pop(tp, []):
+            if not waiter.done():
+                waiter.set_result(code)
+
+    def _wake_readers(self, tp: TopicPartition) -> None:
+        if self.fetch_sessions:
+            self.fetch_sessions.mark_dirty(tp)
+        if not self._read_waiters:
+            return
+        for waiter in self._read_waiters.pop(tp, []):
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def checkpoint_high_watermarks(self) -> None:
+        self.logs.checkpoint_high_watermarks(
+            {tp: p.high_watermark for tp, p in self.partitions.items() if p.log is not None}
+        )
+
+
+def epoch_error(requested: int, current: int) -> ErrorCode | None:
+    """A client's or follower's view of the leader epoch against this leader's (-1: unchecked)."""
+    if requested < 0 or requested == current:
+        return None
+    return ErrorCode.FENCED_LEADER_EPOCH if requested < current else ErrorCode.UNKNOWN_LEADER_EPOCH
