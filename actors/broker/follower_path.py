@@ -24,6 +24,10 @@ from wire.errors import ErrorCode, WireError
 
 log = logging.getLogger(__name__)
 
+# A follower may start fetching tens of thousands of partitions at once: built without the
+# dataclass constructor, in FetchPartition's field order.
+make_fetch_partition = FetchPartition.make
+
 
 class FollowerPath(ReplicaState):
     # --- the follower side: what to fetch, and what came back (Kafka's fetcher thread) ---
@@ -73,12 +77,7 @@ class FollowerPath(ReplicaState):
         for tp in changed:
             offset, epoch = session.sent[tp]
             fetches.setdefault(tp.topic, []).append(
-                FetchPartition(
-                    partition=tp.partition,
-                    fetch_offset=offset,
-                    current_leader_epoch=epoch,
-                    partition_max_bytes=self.config.fetch_max_bytes,
-                )
+                make_fetch_partition(tp.partition, offset, epoch, self.config.fetch_max_bytes)
             )
         request = FetchRequest(
             replica_id=self.broker_id,

@@ -30,6 +30,9 @@ from wire.api import (
 
 log = logging.getLogger(__name__)
 
+make_leader_and_isr_state = LeaderAndIsrPartitionState.make
+make_update_metadata_state = UpdateMetadataPartitionState.make
+
 
 @dataclasses.dataclass
 class _LeaderAndIsrEntry:
@@ -135,19 +138,21 @@ class RequestBatch:
         for tp, entry in sorted(entries.items()):
             state = entry.leadership.leader_and_isr
             leaders.add(state.leader)
+            # Field order of LeaderAndIsrPartitionState; built without the dataclass
+            # constructor, since one request can hold 100k of them.
             states.append(
-                LeaderAndIsrPartitionState(
-                    topic=tp.topic,
-                    partition=tp.partition,
-                    controller_epoch=entry.leadership.controller_epoch,
-                    leader=state.leader,
-                    leader_epoch=state.leader_epoch,
-                    isr=list(state.isr),
-                    partition_epoch=state.partition_epoch,
-                    replicas=list(entry.assignment.replicas),
-                    adding_replicas=list(entry.assignment.adding),
-                    removing_replicas=list(entry.assignment.removing),
-                    is_new=entry.is_new,
+                make_leader_and_isr_state(
+                    tp.topic,
+                    tp.partition,
+                    entry.leadership.controller_epoch,
+                    state.leader,
+                    state.leader_epoch,
+                    list(state.isr),
+                    state.partition_epoch,
+                    list(entry.assignment.replicas),
+                    list(entry.assignment.adding),
+                    list(entry.assignment.removing),
+                    entry.is_new,
                 )
             )
         live_leaders = []
@@ -174,16 +179,16 @@ class RequestBatch:
             replicas = self._context.replicas(tp)
             state = info.leader_and_isr
             states.append(
-                UpdateMetadataPartitionState(
-                    topic=tp.topic,
-                    partition=tp.partition,
-                    controller_epoch=info.controller_epoch,
-                    leader=state.leader,
-                    leader_epoch=state.leader_epoch,
-                    isr=list(state.isr),
-                    partition_epoch=state.partition_epoch,
-                    replicas=list(replicas),
-                    offline_replicas=[r for r in replicas if r not in online],
+                make_update_metadata_state(
+                    tp.topic,
+                    tp.partition,
+                    info.controller_epoch,
+                    state.leader,
+                    state.leader_epoch,
+                    list(state.isr),
+                    state.partition_epoch,
+                    list(replicas),
+                    [r for r in replicas if r not in online],
                 )
             )
         return states
