@@ -9,7 +9,9 @@ newer peer can add fields without breaking an older one.
 
 Requests can hold 100k partition states, so each class's two conversions are generated
 once, as straight-line Python, rather than interpreted field by field: the checks are the
-same, the cost per field is a few bytecodes.
+same, the cost per field is a few bytecodes. For the same reason each class also gets `make`,
+a positional constructor that skips the frozen dataclass's per-field `__setattr__`, for code
+that builds thousands of values it already knows to be right.
 """
 
 from __future__ import annotations
