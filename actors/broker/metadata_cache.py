@@ -26,6 +26,8 @@ class MetadataCache:
     controller_id: int = -1
     live_brokers: dict[int, LiveBroker] = dataclasses.field(default_factory=dict)
     partitions: dict[TopicPartition, UpdateMetadataPartitionState] = dataclasses.field(default_factory=dict)
+    # The same states by topic, so that Metadata for one topic reads only that topic's.
+    by_topic: dict[str, dict[int, UpdateMetadataPartitionState]] = dataclasses.field(default_factory=dict)
 
     def update(self, request: UpdateMetadataRequest) -> list[TopicPartition]:
         """Apply an accepted UpdateMetadata; returns the partitions it removed."""
@@ -37,24 +39,26 @@ class MetadataCache:
             if state.leader == LEADER_DURING_DELETE:
                 if self.partitions.pop(tp, None) is not None:
                     deleted.append(tp)
+                    topic = self.by_topic.get(tp.topic, {})
+                    topic.pop(tp.partition, None)
+                    if not topic:
+                        self.by_topic.pop(tp.topic, None)
             else:
                 self.partitions[tp] = state
+                self.by_topic.setdefault(tp.topic, {})[tp.partition] = state
         return deleted
 
-    def topics(self) -> dict[str, list[UpdateMetadataPartitionState]]:
-        by_topic: dict[str, list[UpdateMetadataPartitionState]] = {}
-        for tp in sorted(self.partitions, key=lambda t: (t.topic, t.partition)):
-            by_topic.setdefault(tp.topic, []).append(self.partitions[tp])
-        return by_topic
+    def topic_states(self, topic: str) -> list[UpdateMetadataPartitionState]:
+        states = self.by_topic.get(topic, {})
+        return [states[p] for p in sorted(states)]
 
     def describe(self, topics: list[str] | None) -> MetadataResponse:
         """The Metadata answer: every topic when `topics` is None, else those asked for."""
-        by_topic = self.topics()
-        names = sorted(by_topic) if topics is None else topics
+        names = sorted(self.by_topic) if topics is None else topics
         return MetadataResponse(
             controller_id=self.controller_id,
             brokers=[self._broker(b) for _, b in sorted(self.live_brokers.items())],
-            topics=[self._topic(name, by_topic.get(name)) for name in names],
+            topics=[self._topic(name, self.topic_states(name)) for name in names],
         )
 
     @staticmethod

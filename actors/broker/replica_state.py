@@ -58,6 +58,7 @@ class ReplicaState:
                 self.metadata,
                 live_brokers=dict(self.metadata.live_brokers),
                 partitions=dict(self.metadata.partitions),
+                by_topic={topic: dict(states) for topic, states in self.metadata.by_topic.items()},
             ),
         )
 

@@ -157,6 +157,8 @@ class KafkaController:
         except ControllerMovedError as e:
             log.info("controller moved to another broker while processing %s: %s", type(event).__name__, e)
             await self._maybe_resign()
+        finally:
+            self.metrics.event_processed()
 
     async def _dispatch(self, event: ControllerEvent) -> None:
         match event:

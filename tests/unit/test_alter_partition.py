@@ -123,3 +123,16 @@ async def test_a_broker_that_is_not_the_controller_answers_not_controller(cluste
     other = next(c for c in cluster.controllers.values() if not c.is_active)
     response = await other.alter_partition(request([1], broker_epoch=0))
     assert response.error_code == ErrorCode.NOT_CONTROLLER
+
+
+async def test_partition_gauges_are_computed_once_per_event(cluster: Cluster) -> None:
+    """A monitor polling during a long event must not walk every partition each time."""
+    controller = cluster.controller
+    assert controller.metrics.snapshot()["PreferredReplicaImbalanceCount"] == 0
+    tp = next(iter(controller.context.leadership))
+    info = controller.context.leadership[tp]
+    controller.context.leadership[tp] = info._replace(leader_and_isr=info.leader_and_isr._replace(leader=2))
+    assert controller.metrics.snapshot()["PreferredReplicaImbalanceCount"] == 0, "cached within the event"
+    controller.metrics.event_processed()
+    assert controller.metrics.snapshot()["PreferredReplicaImbalanceCount"] == 1
+    controller.context.leadership[tp] = info

@@ -253,3 +253,10 @@ async def test_the_handle_applies_requests_on_the_actor(tmp_path: Path) -> None:
     snapshot = await handle.snapshot()
     assert snapshot.partitions[TopicPartition("t", 0)].role is Role.LEADER
     await handle.stop()
+
+
+def test_a_topic_whose_partitions_are_all_removed_is_gone(manager: ReplicaManager) -> None:
+    manager.update_metadata(update(um_state(0, 1)), MY_EPOCH)
+    manager.update_metadata(update(um_state(0, -2)), MY_EPOCH)
+    assert manager.metadata.describe(None).topics == []
+    assert manager.metadata.describe(["t"]).topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
