@@ -89,7 +89,8 @@ def test_the_client_sends_changes_and_starts_over_after_a_lost_answer() -> None:
     assert client.needs_full_fetch and client.session_id == 0
 
 
-async def test_an_idle_session_answers_nothing_and_a_produce_wakes_it(tmp_path: Path) -> None:
+def leading(tmp_path: Path, partitions: int) -> ReplicaManager:
+    """Broker 1, leading partitions 0..n-1 of "t" with broker 2 as follower."""
     leader = ReplicaManager(1, LogManager([tmp_path], LogConfig()))
     states = [
         LeaderAndIsrPartitionState(
@@ -102,11 +103,16 @@ async def test_an_idle_session_answers_nothing_and_a_produce_wakes_it(tmp_path: 
             partition_epoch=0,
             replicas=[1, 2],
         )
-        for p in range(1000)
+        for p in range(partitions)
     ]
     leader.become_leader_or_follower(
         LeaderAndIsrRequest(controller_id=9, controller_epoch=1, partition_states=states), -1
     )
+    return leader
+
+
+async def test_an_idle_session_answers_nothing_and_a_produce_wakes_it(tmp_path: Path) -> None:
+    leader = leading(tmp_path, 1000)
     full = leader.read(fetch({p: 0 for p in range(1000)}, session_id=0, epoch=0), wait=True)
     assert len(full.response.responses[0].partitions) == 1000 and full.waiter is None
     session_id = full.response.session_id
@@ -129,23 +135,7 @@ async def test_an_idle_session_answers_nothing_and_a_produce_wakes_it(tmp_path: 
 
 
 async def test_newly_followed_empty_partitions_are_not_answered(tmp_path: Path) -> None:
-    leader = ReplicaManager(1, LogManager([tmp_path], LogConfig()))
-    states = [
-        LeaderAndIsrPartitionState(
-            topic="t",
-            partition=p,
-            controller_epoch=1,
-            leader=1,
-            leader_epoch=0,
-            isr=[1, 2],
-            partition_epoch=0,
-            replicas=[1, 2],
-        )
-        for p in range(3)
-    ]
-    leader.become_leader_or_follower(
-        LeaderAndIsrRequest(controller_id=9, controller_epoch=1, partition_states=states), -1
-    )
+    leader = leading(tmp_path, 3)
     opened = leader.read(fetch({0: 0}, session_id=0, epoch=0), wait=False).response
     added = leader.read(fetch({1: 0, 2: 0}, session_id=opened.session_id, epoch=1), wait=False).response
     assert added.responses == [], "two more empty partitions: nothing to tell"
