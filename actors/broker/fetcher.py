@@ -39,6 +39,7 @@ class ReplicaFetcher:
         self._target = target
         self._link = link
         self._backoff_s = backoff_s
+        self._failures = 0
         self._task = asyncio.create_task(self._run(), name=f"replica-fetcher-{source}")
 
     @property
@@ -65,7 +66,26 @@ class ReplicaFetcher:
                     response = await self._link.fetch(plan.endpoint, plan.fetch_request)
                     failed = await self._target.fetched(self.source, plan, response)
             except WireError as e:
-                log.warning("fetch from broker %d at %s failed: %s", self.source, plan.endpoint, e.message)
+                self._connection_failed(plan, e)
                 failed = True
+            else:
+                if self._failures:
+                    log.info(
+                        "fetching from broker %d again after %d failed attempts", self.source, self._failures
+                    )
+                    self._failures = 0
             if failed:
                 await asyncio.sleep(self._backoff_s)
+
+    def _connection_failed(self, plan: FetchPlan, error: WireError) -> None:
+        """One warning when a leader stops answering, not one per retry while it is down
+        (until the controller moves its partitions, that is one per backoff)."""
+        self._failures += 1
+        level = logging.WARNING if self._failures == 1 else logging.DEBUG
+        log.log(
+            level,
+            "fetch from broker %d at %s failed: %s; retrying",
+            self.source,
+            plan.endpoint,
+            error.message,
+        )
