@@ -8,8 +8,9 @@ import logging
 from collections.abc import Callable
 
 from actors.controller.context import ControllerContext
+from actors.controller.partition_state_machine import write_states
 from actors.controller.request_batch import RequestBatch
-from actors.ports import ClusterStore, LeaderAndIsr, LeadershipInfo, PartitionStateConflict, TopicPartition
+from actors.ports import ClusterStore, LeaderAndIsr, TopicPartition
 from wire.api import (
     AlterPartitionItem,
     AlterPartitionRequest,
@@ -74,18 +75,17 @@ async def alter_partition(
                 writes[tp] = checked
             else:
                 outcomes[tp] = checked
-    if writes:
-        written = await store.update_partition_states(writes, context.epoch, context.epoch_zk_version)
-        for tp, state in written.items():
-            if isinstance(state, PartitionStateConflict):
-                outcomes[tp] = ErrorCode.INVALID_UPDATE_VERSION
-            elif isinstance(state, Exception):
-                log.warning("AlterPartition for %s failed: %s", tp, state)
-                outcomes[tp] = ErrorCode.UNKNOWN_SERVER_ERROR
-            else:
-                log.info("ISR of %s changed to %s by its leader %d", tp, list(state.isr), request.broker_id)
-                context.leadership[tp] = LeadershipInfo(state, context.epoch)
-                outcomes[tp] = state
+    written = await write_states(context, store, writes)
+    for tp in written.conflicts:
+        outcomes[tp] = ErrorCode.INVALID_UPDATE_VERSION
+    for tp, error in written.failed.items():
+        log.warning("AlterPartition for %s failed: %s", tp, error)
+        outcomes[tp] = ErrorCode.UNKNOWN_SERVER_ERROR
+    for tp, info in written.written.items():
+        log.info(
+            "ISR of %s changed to %s by its leader %d", tp, list(info.leader_and_isr.isr), request.broker_id
+        )
+        outcomes[tp] = info.leader_and_isr
     batch = new_batch()
     batch.add_update_metadata(context.live_or_shutting_down_ids(), list(outcomes))
     await batch.send()

@@ -9,6 +9,7 @@ logged and leaves the partition as it was. Each call sends its own request batch
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable
 from enum import Enum
@@ -47,6 +48,38 @@ async def cached_or_read(
     if missing:
         cached.update(await store.partition_states(missing))
     return cached
+
+
+@dataclasses.dataclass
+class WrittenStates:
+    """What a batch of conditional state writes came to: the states written (now in the
+    context's cache), the partitions whose version moved (re-read and retry), the failures."""
+
+    written: dict[TopicPartition, LeadershipInfo] = dataclasses.field(default_factory=dict)
+    conflicts: list[TopicPartition] = dataclasses.field(default_factory=list)
+    failed: dict[TopicPartition, Exception] = dataclasses.field(default_factory=dict)
+
+
+async def write_states(
+    context: ControllerContext, store: ClusterStore, updates: dict[TopicPartition, LeaderAndIsr]
+) -> WrittenStates:
+    """Write `updates` fenced by the controller epoch, each conditional on its partition
+    epoch, and cache what was written."""
+    outcome = WrittenStates()
+    if not updates:
+        return outcome
+    for tp, result in (
+        await store.update_partition_states(updates, context.epoch, context.epoch_zk_version)
+    ).items():
+        if isinstance(result, PartitionStateConflict):
+            outcome.conflicts.append(tp)
+        elif isinstance(result, Exception):
+            outcome.failed[tp] = result
+        else:
+            info = LeadershipInfo(result, context.epoch)
+            context.leadership[tp] = info
+            outcome.written[tp] = info
+    return outcome
 
 
 class StateChangeFailed(Exception):
@@ -194,25 +227,19 @@ class PartitionStateMachine:
                         chosen[tp] = election
                         state = info.leader_and_isr.new_leader_and_isr(election.leader, election.isr)
                         updates[tp] = state
-            written = await self._store.update_partition_states(
-                updates, context.epoch, context.epoch_zk_version
-            )
-            remaining = []
-            for tp, result in written.items():
-                if isinstance(result, PartitionStateConflict):
-                    remaining.append(tp)
-                elif isinstance(result, Exception):
-                    results[tp] = result
-                else:
-                    info = LeadershipInfo(result, context.epoch)
-                    context.leadership[tp] = info
-                    batch.add_leader_and_isr(chosen[tp].recipients, tp, info, context.assignment(tp))
-                    if chosen[tp].unclean:
-                        log.warning(
-                            "unclean election: %s led by %d, an out-of-sync replica", tp, result.leader
-                        )
-                        self._on_unclean_election(tp)
-                    results[tp] = result
+            outcome = await write_states(context, self._store, updates)
+            remaining = outcome.conflicts
+            results.update(outcome.failed)
+            for tp, info in outcome.written.items():
+                batch.add_leader_and_isr(chosen[tp].recipients, tp, info, context.assignment(tp))
+                if chosen[tp].unclean:
+                    log.warning(
+                        "unclean election: %s led by %d, an out-of-sync replica",
+                        tp,
+                        info.leader_and_isr.leader,
+                    )
+                    self._on_unclean_election(tp)
+                results[tp] = info.leader_and_isr
             if remaining:
                 current = await self._store.partition_states(remaining)
         return results

@@ -13,9 +13,9 @@ import logging
 from collections.abc import Callable, Iterable
 
 from actors.controller.context import ControllerContext, PartitionReplica, ReplicaState
-from actors.controller.partition_state_machine import cached_or_read
+from actors.controller.partition_state_machine import cached_or_read, write_states
 from actors.controller.request_batch import RequestBatch
-from actors.ports import ClusterStore, LeaderAndIsr, LeadershipInfo, PartitionStateConflict, TopicPartition
+from actors.ports import ClusterStore, LeaderAndIsr, LeadershipInfo, TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -159,19 +159,11 @@ class ReplicaStateMachine:
                     # the unchanged state; after an election in the same event every broker
                     # would refuse it at an unchanged leader epoch, so Keel skips it.)
                     context.leadership[tp] = info
-            written = await self._store.update_partition_states(
-                updates, context.epoch, context.epoch_zk_version
-            )
-            remaining = []
-            for tp, result in written.items():
-                if isinstance(result, PartitionStateConflict):
-                    remaining.append(tp)
-                elif isinstance(result, Exception):
-                    log.warning("cannot remove replica %d from the ISR of %s: %s", broker, tp, result)
-                else:
-                    info = LeadershipInfo(result, context.epoch)
-                    context.leadership[tp] = info
-                    done[tp] = info
+            outcome = await write_states(context, self._store, updates)
+            remaining = outcome.conflicts
+            for tp, error in outcome.failed.items():
+                log.warning("cannot remove replica %d from the ISR of %s: %s", broker, tp, error)
+            done.update(outcome.written)
             if remaining:
                 current = await self._store.partition_states(remaining)
         return done

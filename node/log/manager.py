@@ -35,6 +35,8 @@ class LogManager:
         self.defaults = defaults
         self._logs: dict[TopicPartition, Log] = {}
         self._high_watermarks: dict[TopicPartition, int] = {}
+        # Logs per directory, so that placing a new log does not count them all.
+        self._per_dir: dict[Path, int] = {}
 
     def load(self) -> None:
         started = time.monotonic()
@@ -49,6 +51,7 @@ class LogManager:
                 tp = _parse_directory(child.name)
                 if tp is not None and child.is_dir():
                     self._logs[tp] = Log(child, tp, self.defaults)
+                    self._per_dir[directory] = self._per_dir.get(directory, 0) + 1
         log.info("loaded %d logs in %.0f ms", len(self._logs), (time.monotonic() - started) * 1000)
 
     @property
@@ -64,18 +67,17 @@ class LogManager:
         if existing is not None:
             existing.config = config
             return existing
-        counts = {d: 0 for d in self.log_dirs}
-        for other in self._logs.values():
-            counts[other.directory.parent] = counts.get(other.directory.parent, 0) + 1
-        directory = min(self.log_dirs, key=lambda d: counts.get(d, 0))
+        directory = min(self.log_dirs, key=lambda d: self._per_dir.get(d, 0))
         created = Log(directory / directory_name(tp), tp, config)
         self._logs[tp] = created
+        self._per_dir[directory] = self._per_dir.get(directory, 0) + 1
         return created
 
     def delete(self, tp: TopicPartition) -> None:
         removed = self._logs.pop(tp, None)
         self._high_watermarks.pop(tp, None)
         if removed is not None:
+            self._per_dir[removed.directory.parent] -= 1
             removed.delete()
 
     def checkpointed_high_watermark(self, tp: TopicPartition) -> int:
@@ -83,13 +85,13 @@ class LogManager:
 
     def checkpoint_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
         self._high_watermarks.update(high_watermarks)
-        for directory in self.log_dirs:
-            entries = [
+        entries: dict[Path, list[str]] = {directory: [] for directory in self.log_dirs}
+        for tp, partition_log in sorted(self._logs.items()):
+            entries[partition_log.directory.parent].append(
                 f"{tp.topic} {tp.partition} {self._high_watermarks.get(tp, 0)}"
-                for tp, partition_log in sorted(self._logs.items())
-                if partition_log.directory.parent == directory
-            ]
-            write_checkpoint(directory / HIGH_WATERMARK_FILE, entries)
+            )
+        for directory, lines in entries.items():
+            write_checkpoint(directory / HIGH_WATERMARK_FILE, lines)
 
     def cleanup(self, now_ms: int) -> None:
         """Retention for every log, below its checkpointed high watermark."""

@@ -26,10 +26,17 @@ class ProduceLog:
 
 
 async def produce_until(
-    brokers: Brokers, topic: str, stop: asyncio.Event, *, batch: int = 20, prefix: str = "m"
+    brokers: Brokers,
+    topic: str,
+    stop: asyncio.Event,
+    produced: ProduceLog | None = None,
+    *,
+    batch: int = 20,
+    prefix: str = "m",
 ) -> ProduceLog:
-    """Send batches with acks=all until `stop` is set; record each acknowledged value."""
-    produced = ProduceLog()
+    """Send batches with acks=all until `stop` is set; record each acknowledged value in
+    `produced` (which the caller may watch while it runs)."""
+    produced = produced or ProduceLog()
     number = 0
     async with KeelProducer(bootstrap(brokers), acks=-1, request_timeout=5, delivery_timeout=5) as producer:
         while not stop.is_set():
@@ -39,7 +46,7 @@ async def produce_until(
                 await producer.send_many(topic, [(None, v) for v in values], partition=0)
             except (ProduceFailed, WireError):
                 produced.failed += 1
-                await asyncio.sleep(0.05)
+                await asyncio.sleep(0.05)  # a short pause before the next attempt, not a wait
                 continue
             produced.acknowledged.extend(values)
     return produced

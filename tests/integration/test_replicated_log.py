@@ -83,10 +83,16 @@ async def produce_through(
 ) -> ProduceLog:
     """Produce with acks=all before, during and after `disruption`."""
     stop = asyncio.Event()
-    producing = asyncio.create_task(produce_until(brokers, topic, stop))
-    await asyncio.sleep(0.5)  # records flow before the disruption
+    produced = ProduceLog()
+    producing = asyncio.create_task(produce_until(brokers, topic, stop, produced))
+
+    async def acknowledged_at_least(count: int) -> bool:
+        return len(produced.acknowledged) >= count
+
+    await eventually(lambda: acknowledged_at_least(200), timeout=30, message="nothing acknowledged before")
     await disruption()
-    await asyncio.sleep(1.0)  # and after it
+    after = len(produced.acknowledged) + 200
+    await eventually(lambda: acknowledged_at_least(after), timeout=60, message="nothing acknowledged after")
     stop.set()
     return await producing
 

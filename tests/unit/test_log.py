@@ -13,6 +13,7 @@ from node.log.checkpoint import read_checkpoint
 from node.log.config import LogConfig
 from node.log.epoch_cache import LeaderEpochCache
 from node.log.log import Log
+from node.log.manager import LogManager
 from wire import records
 from wire.errors import CorruptMessage, MessageTooLarge, OffsetOutOfRange
 
@@ -197,3 +198,21 @@ def test_the_epoch_cache_drops_entries_a_new_assignment_contradicts() -> None:
     assert cache.entries == [(2, 0), (4, 8)]
     cache.truncate_from_start(9)
     assert cache.entries == [(4, 9)]
+
+
+def test_new_logs_go_to_the_directory_holding_fewest_and_high_watermarks_survive(tmp_path: Path) -> None:
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    manager = LogManager(dirs, LogConfig())
+    manager.load()
+    for p in range(4):
+        manager.get_or_create(TopicPartition("t", p), {})
+    assert [len(list(d.iterdir())) for d in dirs] == [2, 2]
+    manager.delete(TopicPartition("t", 0))
+    manager.get_or_create(TopicPartition("u", 0), {})
+    assert (dirs[0] / "u-0").is_dir(), "the directory that lost a log gets the next one"
+    manager.checkpoint_high_watermarks({TopicPartition("t", 1): 7})
+    manager.close()
+    again = LogManager(dirs, LogConfig())
+    again.load()
+    assert again.checkpointed_high_watermark(TopicPartition("t", 1)) == 7
+    assert set(again.logs) == {TopicPartition("t", p) for p in (1, 2, 3)} | {TopicPartition("u", 0)}
