@@ -271,7 +271,7 @@ class BrokerChannel(Protocol):
 
 
 class PartitionLog(Protocol):
-    """One partition's log; `node.log.log.Log` implements it on files. Appends raise
+    """One partition's log; `node.broker.log.log.Log` implements it on files. Appends raise
     CorruptMessage or MessageTooLarge and append nothing; reads raise OffsetOutOfRange."""
 
     @property

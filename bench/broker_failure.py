@@ -50,10 +50,10 @@ from bench.failover import (
     topic_names,
     wait_for,
 )
-from node.admin import KeelAdminClient
-from node.main import tune_gc
+from node.broker.main import tune_gc
+from node.clients.admin import KeelAdminClient
+from node.cluster.zookeeper import EmbeddedZooKeeper, free_ports
 from node.zk.client import DELETED, ZooKeeperClient
-from node.zk.embedded import EmbeddedZooKeeper, free_ports
 
 ROOT = Path(__file__).resolve().parents[1]
 # Sorts after every benchmark topic; one partition led by each broker.
@@ -72,7 +72,7 @@ def start_brokers(connect: str, home: Path) -> tuple[dict[int, subprocess.Popen[
         )
         log = (home / f"broker-{broker_id}.log").open("wb")
         processes[broker_id] = subprocess.Popen(
-            [sys.executable, "-m", "node.main", str(properties)], stdout=log, stderr=log, cwd=ROOT
+            [sys.executable, "-m", "node.broker.main", str(properties)], stdout=log, stderr=log, cwd=ROOT
         )
     return processes, ports
 

@@ -27,9 +27,9 @@ from pathlib import Path
 import aiozk
 import uvloop
 
-from node.admin import KeelAdminClient
+from node.clients.admin import KeelAdminClient
+from node.cluster.zookeeper import EmbeddedZooKeeper, free_ports
 from node.zk.client import split_connect
-from node.zk.embedded import EmbeddedZooKeeper, free_ports
 from wire.api import DescribeClusterRequest, DescribeClusterResponse
 from wire.client import RpcClient
 
@@ -64,7 +64,7 @@ def start_brokers(connect: str, count: int, home: Path) -> tuple[list[subprocess
         log = (home / f"broker-{broker_id}.log").open("ab")
         processes.append(
             subprocess.Popen(
-                [sys.executable, "-m", "node.main", str(properties)], stdout=log, stderr=log, cwd=ROOT
+                [sys.executable, "-m", "node.broker.main", str(properties)], stdout=log, stderr=log, cwd=ROOT
             )
         )
     return processes, ports

@@ -31,10 +31,10 @@ import uvloop
 from aiozk import protocol
 
 from bench.election import cpu_model, zk_client
-from node.admin import KeelAdminClient
-from node.main import tune_gc
+from node.broker.main import tune_gc
+from node.clients.admin import KeelAdminClient
+from node.cluster.zookeeper import EmbeddedZooKeeper, free_ports
 from node.zk.client import ZooKeeperClient
-from node.zk.embedded import EmbeddedZooKeeper, free_ports
 
 ROOT = Path(__file__).resolve().parents[1]
 T = TypeVar("T")
@@ -237,7 +237,7 @@ def main() -> None:
                     log = (Path(tmp) / f"broker-{broker_id}.log").open("wb")
                     processes.append(
                         subprocess.Popen(
-                            [sys.executable, "-m", "node.main", str(properties)],
+                            [sys.executable, "-m", "node.broker.main", str(properties)],
                             stdout=log,
                             stderr=log,
                             cwd=ROOT,

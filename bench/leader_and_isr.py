@@ -24,11 +24,11 @@ import uvloop
 
 from actors.broker.replica_manager import ReplicaManager
 from bench.election import cpu_model
-from node.admin import KeelAdminClient
-from node.log.config import LogConfig
-from node.log.manager import LogManager
-from node.main import tune_gc
-from node.zk.embedded import EmbeddedZooKeeper, free_ports
+from node.broker.log.config import LogConfig
+from node.broker.log.manager import LogManager
+from node.broker.main import tune_gc
+from node.clients.admin import KeelAdminClient
+from node.cluster.zookeeper import EmbeddedZooKeeper, free_ports
 from wire.api import LeaderAndIsrPartitionState, LeaderAndIsrRequest, LeaderAndIsrResponse
 from wire.client import RpcClient
 
@@ -119,7 +119,7 @@ def main() -> None:
         )
         with (Path(tmp) / "broker.log").open("wb") as log:
             broker = subprocess.Popen(
-                [sys.executable, "-m", "node.main", str(properties)], stdout=log, stderr=log, cwd=ROOT
+                [sys.executable, "-m", "node.broker.main", str(properties)], stdout=log, stderr=log, cwd=ROOT
             )
         try:
             uvloop.run(wait_up(port))

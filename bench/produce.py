@@ -33,10 +33,10 @@ from pathlib import Path
 import uvloop
 
 from bench.election import cpu_model, percentile
-from node.admin import KeelAdminClient
-from node.consumer import KeelConsumer
-from node.main import tune_gc
-from node.zk.embedded import EmbeddedZooKeeper, free_ports
+from node.broker.main import tune_gc
+from node.clients.admin import KeelAdminClient
+from node.clients.consumer import KeelConsumer
+from node.cluster.zookeeper import EmbeddedZooKeeper, free_ports
 from wire import records
 from wire.api import (
     CreatableReplicaAssignment,
@@ -68,7 +68,7 @@ def start_brokers(connect: str, home: Path) -> tuple[list[subprocess.Popen[bytes
         log = (home / f"broker-{broker_id}.log").open("wb")
         processes.append(
             subprocess.Popen(
-                [sys.executable, "-m", "node.main", str(properties)], stdout=log, stderr=log, cwd=ROOT
+                [sys.executable, "-m", "node.broker.main", str(properties)], stdout=log, stderr=log, cwd=ROOT
             )
         )
     return processes, ports

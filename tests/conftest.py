@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from node.zk.embedded import EmbeddedZooKeeper
+from node.cluster.zookeeper import EmbeddedZooKeeper
 
 
 @pytest.fixture(scope="session")

@@ -76,7 +76,9 @@ class KafkaController:
         self.config = config or ControllerConfig()
         self.context = ControllerContext()
         self.event_manager = ControllerEventManager(self._process_event, clock)
-        self.metrics = ControllerMetrics(self, clock)
+        self.metrics = ControllerMetrics(
+            self.context, self.event_manager, channel, lambda: self.is_active, clock
+        )
         self.active_controller_id = -1
         # The epoch of the active controller as last seen by this broker (any broker).
         self.known_controller_epoch = 0

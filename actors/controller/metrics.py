@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import collections
 import contextlib
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
 
 from actors.clock import Clock
+from actors.controller.context import ControllerContext
+from actors.controller.event_manager import ControllerEventManager
 from actors.controller.events import ControllerState
-
-if TYPE_CHECKING:
-    from actors.controller.controller import KafkaController
+from actors.ports import BrokerChannel
 
 _RECENT = 1024
 
@@ -42,8 +41,20 @@ class Timer:
 
 
 class ControllerMetrics:
-    def __init__(self, controller: KafkaController, clock: Clock) -> None:
-        self._controller = controller
+    """Reads what it reports from the controller's parts, handed in, not from the controller."""
+
+    def __init__(
+        self,
+        context: ControllerContext,
+        event_manager: ControllerEventManager,
+        channel: BrokerChannel,
+        is_active: Callable[[], bool],
+        clock: Clock,
+    ) -> None:
+        self._context = context
+        self._event_manager = event_manager
+        self._channel = channel
+        self._is_active = is_active
         self._clock = clock
         self.unclean_leader_elections = 0
         self.timers: dict[ControllerState, Timer] = collections.defaultdict(Timer)
@@ -55,7 +66,7 @@ class ControllerMetrics:
 
     def _offline_and_imbalanced(self) -> tuple[int, int]:
         if self._partition_gauges is None:
-            context = self._controller.context
+            context = self._context
             self._partition_gauges = (
                 context.offline_partition_count(),
                 context.preferred_replica_imbalance_count(),
@@ -71,15 +82,14 @@ class ControllerMetrics:
             self.timers[state].record((self._clock.monotonic() - started) * 1000)
 
     def snapshot(self) -> dict[str, float]:
-        controller = self._controller
-        context = controller.context
-        active = controller.is_active
+        context = self._context
+        active = self._is_active()
         elections = self.timers[ControllerState.BROKER_CHANGE]
-        queue_time = controller.event_manager.queue_time
+        queue_time = self._event_manager.queue_time
         offline, imbalanced = self._offline_and_imbalanced() if active else (0, 0)
         return {
             "ActiveControllerCount": 1 if active else 0,
-            "ControllerState": int(controller.state),
+            "ControllerState": int(self._event_manager.state),
             "OfflinePartitionsCount": offline,
             "PreferredReplicaImbalanceCount": imbalanced,
             "GlobalTopicCount": len(context.all_topics) if active else 0,
@@ -90,8 +100,8 @@ class ControllerMetrics:
             "LeaderElectionRateAndTimeMs.p50": elections.percentile(0.5),
             "LeaderElectionRateAndTimeMs.p99": elections.percentile(0.99),
             "LeaderElectionRateAndTimeMs.last": elections.recent[-1] if elections.recent else 0.0,
-            "EventQueueSize": controller.event_manager.queue_size,
-            "TotalQueueSize": controller.channel.total_queue_size if active else 0,
+            "EventQueueSize": self._event_manager.queue_size,
+            "TotalQueueSize": self._channel.total_queue_size if active else 0,
             "EventQueueTimeMs.count": queue_time.count,
             "EventQueueTimeMs.max": queue_time.max_ms,
             "EventQueueTimeMs.p99": queue_time.percentile(0.99),

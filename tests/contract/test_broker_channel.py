@@ -10,8 +10,8 @@ from typing import Protocol
 import pytest
 
 from actors.ports import BrokerInfo, EndPoint, RegisteredBroker
-from node.channel_manager import ControllerChannelManager
-from node.zk.embedded import free_ports
+from node.broker.channel_manager import ControllerChannelManager
+from node.cluster.zookeeper import free_ports
 from tests.fakes import FakeBrokerChannel
 from tests.support import eventually
 from wire.api import ApiVersionsRequest, ApiVersionsResponse, Request, Response, StopReplicaRequest

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from node.admin import KeelAdminClient
-from node.zk.embedded import EmbeddedZooKeeper, free_ports
+from node.clients.admin import KeelAdminClient
+from node.cluster.zookeeper import EmbeddedZooKeeper, free_ports
 from wire.api import DescribeClusterResponse
 from wire.errors import WireError
 
@@ -28,7 +28,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 class BrokerProcess:
-    """One `python -m node.main` process with its own properties, port and log file."""
+    """One `python -m node.broker.main` process with its own properties, port and log file."""
 
     def __init__(self, broker_id: int, zk_connect: str, home: Path, overrides: dict[str, str]) -> None:
         self.broker_id = broker_id
@@ -52,7 +52,7 @@ class BrokerProcess:
     def start(self) -> BrokerProcess:
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "node.main", str(self.properties)],
+                [sys.executable, "-m", "node.broker.main", str(self.properties)],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

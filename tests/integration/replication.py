@@ -7,8 +7,8 @@ import asyncio
 import dataclasses
 from pathlib import Path
 
-from node.consumer import KeelConsumer
-from node.producer import KeelProducer, ProduceFailed
+from node.clients.consumer import KeelConsumer
+from node.clients.producer import KeelProducer, ProduceFailed
 from tests.integration.conftest import BrokerProcess, Brokers
 from tests.support import eventually
 from wire import records

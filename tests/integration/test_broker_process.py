@@ -10,8 +10,8 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from node.admin import KeelAdminClient
-from node.zk.embedded import free_ports
+from node.clients.admin import KeelAdminClient
+from node.cluster.zookeeper import free_ports
 from tests.integration.conftest import ROOT, BrokerProcess, Brokers
 from tests.support import eventually
 from wire.errors import ErrorCode
@@ -20,7 +20,7 @@ from wire.frames import encode_frame
 
 def run_node(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "node.main", *args],
+        [sys.executable, "-m", "node.broker.main", *args],
         capture_output=True,
         text=True,
         timeout=60,

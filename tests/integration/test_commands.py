@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 from kazoo.client import KazooClient
 
-from node.producer import partition_for
+from node.clients.producer import partition_for
 from tests.integration.conftest import ROOT, Brokers
 from tests.support import eventually, eventually_sync
 
@@ -33,16 +33,20 @@ async def test_keel_cli_describes_and_forces_reelection(brokers: Brokers, kazoo:
     controller, epoch = await eventually(brokers.agreed_controller, timeout=20, message="no controller")
     bootstrap = f"127.0.0.1:{one.port},127.0.0.1:{two.port}"
 
-    described = run("node.cli", "cluster", "describe", "--bootstrap-server", bootstrap, "--format", "json")
+    described = run(
+        "node.cli.main", "cluster", "describe", "--bootstrap-server", bootstrap, "--format", "json"
+    )
     assert described.returncode == 0, described.stderr
     cluster = orjson.loads(described.stdout)
     assert (cluster["controller_id"], cluster["controller_epoch"]) == (controller, epoch)
     assert [b["broker_id"] for b in cluster["brokers"]] == [1, 2]
 
-    table = run("node.cli", "cluster", "describe", "--bootstrap-server", bootstrap)
+    table = run("node.cli.main", "cluster", "describe", "--bootstrap-server", bootstrap)
     assert f"Controller:        {controller}" in table.stdout and "BROKER" in table.stdout
 
-    reelect = run("node.cli", "controller", "reelect", "--bootstrap-server", bootstrap, "--format", "json")
+    reelect = run(
+        "node.cli.main", "controller", "reelect", "--bootstrap-server", bootstrap, "--format", "json"
+    )
     assert orjson.loads(reelect.stdout) == {"deleted_controller_id": controller}
 
     async def next_epoch() -> tuple[int, int] | None:
@@ -51,17 +55,17 @@ async def test_keel_cli_describes_and_forces_reelection(brokers: Brokers, kazoo:
 
     await eventually(next_epoch, timeout=10, message="no re-election after keel controller reelect")
     shown = orjson.loads(
-        run("node.cli", "controller", "show", "--bootstrap-server", bootstrap, "--format", "json").stdout
+        run("node.cli.main", "controller", "show", "--bootstrap-server", bootstrap, "--format", "json").stdout
     )
     assert shown["controller_epoch"] == epoch + 1
     assert shown["address"] == f"127.0.0.1:{brokers.by_id(shown['controller_id']).port}"
 
 
 def test_keel_cli_reports_an_unreachable_cluster() -> None:
-    from node.zk.embedded import free_ports
+    from node.cluster.zookeeper import free_ports
 
     result = run(
-        "node.cli",
+        "node.cli.main",
         "cluster",
         "describe",
         "--bootstrap-server",
@@ -74,13 +78,13 @@ def test_keel_cli_reports_an_unreachable_cluster() -> None:
 
 def test_keel_cluster_up_kill_status_restart_stop(tmp_path: Path) -> None:
     directory = ["--dir", str(tmp_path / "cluster")]
-    up = run("node.cluster", "up", "--brokers", "3", *directory)
+    up = run("node.cluster.command", "up", "--brokers", "3", *directory)
     try:
         assert up.returncode == 0, up.stdout + up.stderr
         assert "CONTROLLER" in up.stdout
 
         def status() -> dict[str, object]:
-            result = run("node.cluster", "status", "--format", "json", *directory)
+            result = run("node.cluster.command", "status", "--format", "json", *directory)
             assert result.returncode == 0, result.stderr
             return orjson.loads(result.stdout)  # type: ignore[no-any-return]
 
@@ -88,9 +92,10 @@ def test_keel_cluster_up_kill_status_restart_stop(tmp_path: Path) -> None:
         rows = first["brokers"]
         assert isinstance(rows, list) and [r["state"] for r in rows] == ["running"] * 3
         (controller,) = [r for r in rows if r["controller"]]
-        assert run("node.cluster", "up", "--brokers", "3", *directory).returncode == 0, "up is idempotent"
+        again = run("node.cluster.command", "up", "--brokers", "3", *directory)
+        assert again.returncode == 0, "up is idempotent"
 
-        run("node.cluster", "kill", str(controller["broker_id"]), "--signal", "KILL", *directory)
+        run("node.cluster.command", "kill", str(controller["broker_id"]), "--signal", "KILL", *directory)
 
         def taken_over() -> dict[str, object] | None:
             now = status()["brokers"]
@@ -103,13 +108,13 @@ def test_keel_cluster_up_kill_status_restart_stop(tmp_path: Path) -> None:
         new = eventually_sync(taken_over, timeout=20, interval=0.2, message="no new controller after kill")
         assert new["broker_id"] != controller["broker_id"]
 
-        restarted = run("node.cluster", "restart", str(controller["broker_id"]), *directory)
+        restarted = run("node.cluster.command", "restart", str(controller["broker_id"]), *directory)
         assert restarted.returncode == 0
         assert all(r["state"] == "running" for r in status()["brokers"])  # type: ignore[union-attr]
-        logs = run("node.cluster", "logs", str(controller["broker_id"]), *directory)
+        logs = run("node.cluster.command", "logs", str(controller["broker_id"]), *directory)
         assert f"broker {controller['broker_id']} is controller at epoch" in logs.stdout
     finally:
-        stopped = run("node.cluster", "stop", *directory)
+        stopped = run("node.cluster.command", "stop", *directory)
     assert stopped.returncode == 0
     assert all(r["state"] == "stopped" for r in status()["brokers"])  # type: ignore[union-attr]
 
@@ -117,14 +122,14 @@ def test_keel_cluster_up_kill_status_restart_stop(tmp_path: Path) -> None:
 def test_keel_cluster_on_a_three_server_zookeeper_ensemble(tmp_path: Path) -> None:
     directory = ["--dir", str(tmp_path / "ensemble")]
     try:
-        up = run("node.cluster", "up", "--brokers", "2", "--zookeeper-servers", "3", *directory)
+        up = run("node.cluster.command", "up", "--brokers", "2", "--zookeeper-servers", "3", *directory)
         assert up.returncode == 0, up.stdout + up.stderr
-        status = orjson.loads(run("node.cluster", "status", "--format", "json", *directory).stdout)
+        status = orjson.loads(run("node.cluster.command", "status", "--format", "json", *directory).stdout)
         assert status["zookeeper"]["running"] is True
         assert len(status["zookeeper"]["connect"].split(",")) == 3
         assert sum(1 for row in status["brokers"] if row["controller"]) == 1
     finally:
-        assert run("node.cluster", "stop", *directory).returncode == 0
+        assert run("node.cluster.command", "stop", *directory).returncode == 0
 
 
 async def test_keel_produce_and_consume_like_kafkas_console_tools(
@@ -134,7 +139,7 @@ async def test_keel_produce_and_consume_like_kafkas_console_tools(
     await eventually(brokers.agreed_controller, timeout=20, message="no controller")
     bootstrap = ",".join(f"127.0.0.1:{b.port}" for b in brokers.all)
     created = run(
-        "node.cli",
+        "node.cli.main",
         "topic",
         "create",
         "--topic",
@@ -149,7 +154,7 @@ async def test_keel_produce_and_consume_like_kafkas_console_tools(
     assert created.returncode == 0, created.stderr
     lines = "".join(f"user-{i % 7}:event {i}\n" for i in range(300))
     produced = run(
-        "node.cli",
+        "node.cli.main",
         "produce",
         "--topic",
         "lines",
@@ -162,7 +167,7 @@ async def test_keel_produce_and_consume_like_kafkas_console_tools(
     assert produced.returncode == 0, produced.stderr
     assert "sent 300 records" in produced.stderr
     consumed = run(
-        "node.cli",
+        "node.cli.main",
         "consume",
         "--topic",
         "lines",

@@ -13,7 +13,7 @@ import orjson
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from node.admin import KeelAdminClient
+from node.clients.admin import KeelAdminClient
 from tests.integration.conftest import ROOT, BrokerProcess, Brokers
 from tests.support import eventually
 from wire.api import (
@@ -126,7 +126,7 @@ async def test_topics_created_by_rpc_and_in_zookeeper_get_leaders_everyone_agree
         [
             sys.executable,
             "-m",
-            "node.cli",
+            "node.cli.main",
             "topic",
             "describe",
             "--topic",

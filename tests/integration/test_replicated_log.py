@@ -10,8 +10,8 @@ from collections.abc import Awaitable, Callable
 
 from kazoo.client import KazooClient
 
-from node.admin import KeelAdminClient
-from node.producer import KeelProducer
+from node.clients.admin import KeelAdminClient
+from node.clients.producer import KeelProducer
 from tests.integration.conftest import Brokers
 from tests.integration.replication import (
     ProduceLog,

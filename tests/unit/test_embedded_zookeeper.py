@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from node.zk import embedded
+from node.cluster import zookeeper as embedded
 
 
 def test_missing_java_is_reported_clearly(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 from actors.broker.fetch_session import FetchSessionCache, FetchSessionClient
 from actors.broker.replica_manager import ReplicaManager
 from actors.ports import TopicPartition
-from node.log.config import LogConfig
-from node.log.manager import LogManager
+from node.broker.log.config import LogConfig
+from node.broker.log.manager import LogManager
 from wire import records
 from wire.api import (
     FetchPartition,

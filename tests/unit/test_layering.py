@@ -75,3 +75,52 @@ def test_wire_codec_has_no_asyncio() -> None:
 def test_the_check_sees_a_violation() -> None:
     # Guard against a check that cannot fail: the node package does import actors.
     assert "actors" in set().union(*(imports(p) for p in sources("node")))
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_imports(path: Path, known: set[str]) -> set[str]:
+    """Our modules that `path` imports, type-only imports included: a cycle through
+    `if TYPE_CHECKING:` still ties the two modules into one."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        found.update(name for name in names if name in known)
+    return found
+
+
+def import_cycles() -> list[list[str]]:
+    paths = {module_name(p): p for package in sorted(OURS) for p in sources(package)}
+    known = set(paths)
+    graph = {name: module_imports(path, known) - {name} for name, path in paths.items()}
+    # Importing a package runs its __init__, which may import its own modules: not a cycle.
+    for name in graph:
+        graph[name] = {m for m in graph[name] if not name.startswith(m + ".")}
+    cycles, state = [], dict.fromkeys(graph, 0)
+
+    def visit(name: str, stack: list[str]) -> None:
+        state[name] = 1
+        stack.append(name)
+        for target in sorted(graph[name]):
+            if state[target] == 1:
+                cycles.append(stack[stack.index(target) :] + [target])
+            elif state[target] == 0:
+                visit(target, stack)
+        stack.pop()
+        state[name] = 2
+
+    for name in sorted(graph):
+        if state[name] == 0:
+            visit(name, [])
+    return cycles
+
+
+def test_no_import_cycles() -> None:
+    assert import_cycles() == []

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from actors.ports import TopicPartition
-from node.log.checkpoint import read_checkpoint
-from node.log.config import LogConfig
-from node.log.epoch_cache import LeaderEpochCache
-from node.log.log import Log
-from node.log.manager import LogManager
+from node.broker.log.checkpoint import read_checkpoint
+from node.broker.log.config import LogConfig
+from node.broker.log.epoch_cache import LeaderEpochCache
+from node.broker.log.log import Log
+from node.broker.log.manager import LogManager
 from wire import records
 from wire.errors import CorruptMessage, MessageTooLarge, OffsetOutOfRange
 

@@ -10,8 +10,8 @@ import pytest
 from actors.broker.handle import ReplicaManagerHandle
 from actors.broker.partition import Role, TopicPartition
 from actors.broker.replica_manager import ReplicaManager
-from node.log.config import LogConfig
-from node.log.manager import LogManager
+from node.broker.log.config import LogConfig
+from node.broker.log.manager import LogManager
 from wire.api import (
     Endpoint,
     LeaderAndIsrPartitionState,

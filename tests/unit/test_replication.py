@@ -11,8 +11,8 @@ import pytest
 
 from actors.broker.partition import FollowerState, Partition, PendingIsr, Role, TopicPartition
 from actors.broker.replica_manager import ReplicaManager
-from node.log.config import LogConfig
-from node.log.manager import LogManager
+from node.broker.log.config import LogConfig
+from node.broker.log.manager import LogManager
 from tests.support import ManualClock
 from wire import records
 from wire.api import (

@@ -108,7 +108,7 @@ async def test_handler_errors_become_error_codes(served: tuple[RpcServer, Handle
 
 
 async def test_connect_to_nothing_is_a_network_exception() -> None:
-    from node.zk.embedded import free_ports
+    from node.cluster.zookeeper import free_ports
 
     with pytest.raises(NetworkException, match="cannot connect"):
         await RpcClient.connect("127.0.0.1", free_ports(1)[0], connect_timeout=2)

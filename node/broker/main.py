@@ -18,8 +18,8 @@ from pathlib import Path
 import uvloop
 
 from actors.ports import BrokerIdTakenError
-from node.broker import KeelBroker
-from node.config import BrokerConfig, ConfigError, load_config, parse_overrides, read_properties
+from node.broker.config import BrokerConfig, ConfigError, load_config, parse_overrides, read_properties
+from node.broker.server import KeelBroker
 from node.zk.client import ZooKeeperUnavailable
 
 log = logging.getLogger("keel.node")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from node.admin import KeelAdminClient
-from node.output import print_json, print_table
+from node.cli.output import print_json, print_table
+from node.clients.admin import KeelAdminClient
 from wire.api import CreatableReplicaAssignment, CreatableTopic, MetadataPartition, MetadataResponse
 from wire.errors import ErrorCode
 

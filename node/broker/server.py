@@ -20,13 +20,13 @@ from actors.clock import SystemClock
 from actors.controller import KafkaController
 from actors.controller.controller import ControllerConfig
 from actors.ports import BrokerInfo
-from node.admin_manager import AdminManager
-from node.apis import BrokerApis
-from node.channel_manager import ControllerChannelManager
-from node.config import BrokerConfig
-from node.log.config import LogConfig
-from node.log.manager import LogManager
-from node.replica_link import RpcReplicaLink
+from node.broker.admin_manager import AdminManager
+from node.broker.apis import BrokerApis
+from node.broker.channel_manager import ControllerChannelManager
+from node.broker.config import BrokerConfig
+from node.broker.log.config import LogConfig
+from node.broker.log.manager import LogManager
+from node.broker.replica_link import RpcReplicaLink
 from node.zk.client import ZooKeeperClient
 from node.zk.store import ZkClusterStore
 from wire.server import RpcServer
@@ -75,7 +75,6 @@ class KeelBroker:
             default_partitions=config.get_int("num.partitions"),
             default_replication_factor=config.get_int("default.replication.factor"),
         )
-        self.apis = BrokerApis(self)
         self.servers: list[RpcServer] = []
         self.cluster_id = ""
         self.info: BrokerInfo | None = None
@@ -97,6 +96,15 @@ class KeelBroker:
             config=replication_config(config),
             clock=self.clock,
             broker_epoch=lambda: self.broker_epoch,
+        )
+        self.apis = BrokerApis(
+            broker_id=self.broker_id,
+            store=self.store,
+            replica_manager=self.replica_manager,
+            admin=self.admin,
+            controller=lambda: self.controller,
+            broker_epoch=lambda: self.broker_epoch,
+            cluster_id=lambda: self.cluster_id,
         )
         self._periodic: list[asyncio.Task[None]] = []
 

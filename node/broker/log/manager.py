@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from actors.ports import TopicPartition
-from node.log.checkpoint import CheckpointError, read_checkpoint, write_checkpoint
-from node.log.config import LogConfig
-from node.log.log import Log, directory_name
+from node.broker.log.checkpoint import CheckpointError, read_checkpoint, write_checkpoint
+from node.broker.log.config import LogConfig
+from node.broker.log.log import Log, directory_name
 
 log = logging.getLogger(__name__)
 

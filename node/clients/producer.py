@@ -18,8 +18,8 @@ import itertools
 import logging
 import time
 
-from node.closing import AsyncClosing
-from node.cluster_client import ClusterClient
+from node.clients.closing import AsyncClosing
+from node.clients.metadata import ClusterClient
 from wire import records
 from wire.api import ProducePartitionData, ProduceRequest, ProduceResponse, ProduceTopicData
 from wire.errors import ErrorCode, WireError, for_code

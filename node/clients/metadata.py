@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from node.admin import parse_bootstrap
+from node.clients.admin import parse_bootstrap
 from wire.api import MetadataRequest, MetadataResponse, Request, Response
 from wire.client import RpcClient
 from wire.errors import NetworkException, WireError

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import orjson
 
-from node.admin import KeelAdminClient
-from node.output import print_json, print_table
-from node.zk.embedded import EmbeddedZooKeeper, JavaMissing, ZooKeeperStartError, free_ports
+from node.cli.output import print_json, print_table
+from node.clients.admin import KeelAdminClient
+from node.cluster.zookeeper import EmbeddedZooKeeper, JavaMissing, ZooKeeperStartError, free_ports
 from wire.api import DescribeClusterResponse
 from wire.errors import WireError
 
@@ -147,7 +147,7 @@ def _start_broker(state: ClusterState, broker: BrokerProcess) -> None:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "node.main", str(properties)],
+            [sys.executable, "-m", "node.broker.main", str(properties)],
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

@@ -20,9 +20,9 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from node import console_commands, topic_commands
-from node.admin import KeelAdminClient
-from node.output import print_json, print_table
+from node.cli import console_commands, topic_commands
+from node.cli.output import print_json, print_table
+from node.clients.admin import KeelAdminClient
 from wire.api import DescribeClusterResponse
 from wire.errors import WireError
 
@@ -32,7 +32,7 @@ DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 def default_bootstrap() -> str:
     if env := os.environ.get("KEEL_BOOTSTRAP_SERVER"):
         return env
-    from node.cluster import ClusterState
+    from node.cluster.command import ClusterState
 
     state = ClusterState.load(Path(os.environ.get("KEEL_CLUSTER_DIR", ".keel-cluster")))
     if state is not None and state.brokers:

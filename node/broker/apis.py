@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from wire.api import (
@@ -31,12 +32,37 @@ from wire.envelope import ParsedRequest
 from wire.errors import InvalidRequest
 
 if TYPE_CHECKING:
-    from node.broker import KeelBroker
+    from actors.broker.handle import ReplicaManagerHandle
+    from actors.controller import KafkaController
+    from node.broker.admin_manager import AdminManager
+    from node.zk.store import ZkClusterStore
 
 
 class BrokerApis:
-    def __init__(self, broker: KeelBroker) -> None:
-        self._broker = broker
+    """KafkaApis: each request goes to the part of the broker that owns it.
+
+    The collaborators come in one by one; the controller module starts after the listeners
+    open, so it, the cluster id and the broker epoch are read when a request needs them.
+    """
+
+    def __init__(
+        self,
+        *,
+        broker_id: int,
+        store: ZkClusterStore,
+        replica_manager: ReplicaManagerHandle,
+        admin: AdminManager,
+        controller: Callable[[], KafkaController],
+        broker_epoch: Callable[[], int],
+        cluster_id: Callable[[], str],
+    ) -> None:
+        self._broker_id = broker_id
+        self._store = store
+        self._replica_manager = replica_manager
+        self._admin = admin
+        self._controller = controller
+        self._broker_epoch = broker_epoch
+        self._cluster_id = cluster_id
         self._known_topic_configs: dict[str, dict[str, str]] = {}
 
     async def handle(self, request: ParsedRequest) -> Response:
@@ -49,49 +75,49 @@ class BrokerApis:
                 return await self._reelect_controller()
             case ApiKey.LEADER_AND_ISR:
                 assert isinstance(request.body, LeaderAndIsrRequest)
-                return await self._broker.replica_manager.leader_and_isr(
-                    request.body, self._broker.broker_epoch, await self._topic_configs(request.body)
+                return await self._replica_manager.leader_and_isr(
+                    request.body, self._broker_epoch(), await self._topic_configs(request.body)
                 )
             case ApiKey.PRODUCE:
                 assert isinstance(request.body, ProduceRequest)
-                return await self._broker.replica_manager.produce(request.body)
+                return await self._replica_manager.produce(request.body)
             case ApiKey.FETCH:
                 assert isinstance(request.body, FetchRequest)
-                return await self._broker.replica_manager.fetch(request.body)
+                return await self._replica_manager.fetch(request.body)
             case ApiKey.LIST_OFFSETS:
                 assert isinstance(request.body, ListOffsetsRequest)
-                return await self._broker.replica_manager.list_offsets(request.body)
+                return await self._replica_manager.list_offsets(request.body)
             case ApiKey.OFFSET_FOR_LEADER_EPOCH:
                 assert isinstance(request.body, OffsetsForLeaderEpochRequest)
-                return await self._broker.replica_manager.offsets_for_leader_epoch(request.body)
+                return await self._replica_manager.offsets_for_leader_epoch(request.body)
             case ApiKey.ALTER_PARTITION:
                 assert isinstance(request.body, AlterPartitionRequest)
-                return await self._broker.controller.alter_partition(request.body)
+                return await self._controller().alter_partition(request.body)
             case ApiKey.STOP_REPLICA:
                 assert isinstance(request.body, StopReplicaRequest)
-                return await self._broker.replica_manager.stop_replica(
-                    request.body, self._broker.broker_epoch
+                return await self._replica_manager.stop_replica(
+                    request.body, self._broker_epoch()
                 )
             case ApiKey.UPDATE_METADATA:
                 assert isinstance(request.body, UpdateMetadataRequest)
-                return await self._broker.replica_manager.update_metadata(
-                    request.body, self._broker.broker_epoch
+                return await self._replica_manager.update_metadata(
+                    request.body, self._broker_epoch()
                 )
             case ApiKey.DESCRIBE_CONTROLLER:
-                controller = self._broker.controller
+                controller = self._controller()
                 return DescribeControllerResponse(
-                    broker_id=self._broker.broker_id,
+                    broker_id=self._broker_id,
                     controller_id=controller.active_controller_id,
                     controller_epoch=controller.known_controller_epoch,
                     metrics=controller.metrics.snapshot(),
                 )
             case ApiKey.CREATE_TOPICS:
                 assert isinstance(request.body, CreateTopicsRequest)
-                return await self._broker.admin.create_topics(request.body)
+                return await self._admin.create_topics(request.body)
             case ApiKey.METADATA:
                 assert isinstance(request.body, MetadataRequest)
-                answer = await self._broker.replica_manager.metadata(request.body)
-                return dataclasses.replace(answer, cluster_id=self._broker.cluster_id)
+                answer = await self._replica_manager.metadata(request.body)
+                return dataclasses.replace(answer, cluster_id=self._cluster_id())
         raise InvalidRequest(f"{request.spec.key.name} is not served by brokers")
 
     async def _topic_configs(self, request: LeaderAndIsrRequest) -> dict[str, dict[str, str]]:
@@ -99,7 +125,7 @@ class BrokerApis:
         known = self._known_topic_configs
         new = {s.topic for s in request.partition_states} - known.keys()
         if new:
-            known.update(await self._broker.store.topic_configs(new))
+            known.update(await self._store.topic_configs(new))
             for topic in new:
                 known.setdefault(topic, {})
         return {t: known[t] for t in new}
@@ -113,8 +139,7 @@ class BrokerApis:
         )
 
     async def _describe_cluster(self) -> DescribeClusterResponse:
-        broker = self._broker
-        registered = await broker.store.registered_brokers()
+        registered = await self._store.registered_brokers()
         described = []
         for b in registered:
             endpoints = [
@@ -133,15 +158,15 @@ class BrokerApis:
                     endpoints=endpoints,
                 )
             )
-        controller = broker.controller
+        controller = self._controller()
         controller_id = controller.active_controller_id
         return DescribeClusterResponse(
-            cluster_id=broker.cluster_id,
+            cluster_id=self._cluster_id(),
             controller_id=controller_id,
             controller_epoch=controller.known_controller_epoch if controller_id != -1 else 0,
             brokers=described,
         )
 
     async def _reelect_controller(self) -> ReelectControllerResponse:
-        previous = await self._broker.store.force_delete_controller()
+        previous = await self._store.force_delete_controller()
         return ReelectControllerResponse(previous_controller_id=-1 if previous is None else previous)

@@ -11,7 +11,7 @@ import bisect
 import logging
 from pathlib import Path
 
-from node.log.checkpoint import CheckpointError, read_checkpoint, write_checkpoint
+from node.broker.log.checkpoint import CheckpointError, read_checkpoint, write_checkpoint
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ import contextlib
 import dataclasses
 import logging
 
-from node.closing import AsyncClosing
-from node.cluster_client import ClusterClient
+from node.clients.closing import AsyncClosing
+from node.clients.metadata import ClusterClient
 from wire import records
 from wire.api import (
     EARLIEST_TIMESTAMP,

@@ -18,8 +18,8 @@ import time
 
 import orjson
 
-from node.consumer import KeelConsumer
-from node.producer import KeelProducer
+from node.clients.consumer import KeelConsumer
+from node.clients.producer import KeelProducer
 
 ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0}
 BATCH_LINES = 500

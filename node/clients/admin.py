@@ -6,7 +6,7 @@ async with KeelAdminClient("127.0.0.1:9092") as admin:
 
 from __future__ import annotations
 
-from node.closing import AsyncClosing
+from node.clients.closing import AsyncClosing
 from wire.api import (
     ApiVersionsRequest,
     ApiVersionsResponse,

@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 from actors.ports import TopicPartition
-from node.log.config import LogConfig
-from node.log.epoch_cache import LeaderEpochCache
-from node.log.segment import LogSegment
+from node.broker.log.config import LogConfig
+from node.broker.log.epoch_cache import LeaderEpochCache
+from node.broker.log.segment import LogSegment
 from wire import records
 from wire.errors import CorruptMessage, MessageTooLarge, OffsetOutOfRange
 
