@@ -12,6 +12,8 @@ import socket
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+import javaproperties
+
 from actors.ports import EndPoint
 
 
@@ -150,27 +152,11 @@ class BrokerConfig:
 
 
 def read_properties(path: Path) -> dict[str, str]:
-    """Java properties: `key=value` or `key:value` lines, `#`/`!` comments, `\\` continuations."""
-    props: dict[str, str] = {}
-    pending = ""
-    for raw_line in path.read_text(encoding="utf-8").splitlines():
-        line = pending + raw_line.strip()
-        pending = ""
-        if line.endswith("\\"):
-            pending = line[:-1]
-            continue
-        if not line or line[0] in "#!":
-            continue
-        key, value = _split(line)
-        props[key] = value
+    """A Java properties file, read by a library that implements the whole format:
+    continuation lines, escapes, `key value` and `key:value` separators, comments."""
+    with path.open(encoding="utf-8") as f:
+        props: dict[str, str] = javaproperties.load(f)
     return props
-
-
-def _split(line: str) -> tuple[str, str]:
-    match = re.match(r"^([^=:\s]+)\s*[=:\s]\s*(.*)$", line)
-    if match is None:
-        return line, ""
-    return match.group(1), match.group(2)
 
 
 def _parse_listeners(key: str, raw: str) -> tuple[Listener, ...]:

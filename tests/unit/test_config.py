@@ -87,3 +87,14 @@ def test_advertised_endpoint_uses_the_bound_port_unless_advertised() -> None:
         {**BASE, "listeners": "PLAINTEXT://:0", "advertised.listeners": "PLAINTEXT://kafka1:9092"}
     )
     assert str(config.endpoint(config.listeners[0], 41234)) == "PLAINTEXT://kafka1:9092"
+
+
+
+def test_properties_comments_do_not_continue_and_escapes_are_read(tmp_path: Path) -> None:
+    # A comment ending in a backslash is still only a comment: the next line is a property.
+    path = tmp_path / "server.properties"
+    path.write_text(
+        "# log.dirs=/old \\\nbroker.id=3\nzookeeper.connect 127.0.0.1:2181\nbroker.rack=r\\u0031\\:a\n"
+    )
+    props = read_properties(path)
+    assert props == {"broker.id": "3", "zookeeper.connect": "127.0.0.1:2181", "broker.rack": "r1:a"}

@@ -101,8 +101,8 @@ def import_cycles() -> list[list[str]]:
     known = set(paths)
     graph = {name: module_imports(path, known) - {name} for name, path in paths.items()}
     # Importing a package runs its __init__, which may import its own modules: not a cycle.
-    for name in graph:
-        graph[name] = {m for m in graph[name] if not name.startswith(m + ".")}
+    for name, targets in graph.items():
+        graph[name] = {m for m in targets if not name.startswith(m + ".")}
     cycles, state = [], dict.fromkeys(graph, 0)
 
     def visit(name: str, stack: list[str]) -> None:
@@ -110,7 +110,7 @@ def import_cycles() -> list[list[str]]:
         stack.append(name)
         for target in sorted(graph[name]):
             if state[target] == 1:
-                cycles.append(stack[stack.index(target) :] + [target])
+                cycles.append([*stack[stack.index(target) :], target])
             elif state[target] == 0:
                 visit(target, stack)
         stack.pop()
