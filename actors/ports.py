@@ -23,6 +23,7 @@ from wire.api import (
     Request,
     Response,
 )
+from wire.endpoint import Endpoint
 
 
 class ControllerMovedError(Exception):
@@ -44,22 +45,11 @@ class ControllerEpoch:
 
 
 @dataclasses.dataclass(frozen=True)
-class EndPoint:
-    listener: str
-    security_protocol: str
-    host: str
-    port: int
-
-    def __str__(self) -> str:
-        return f"{self.listener}://{self.host}:{self.port}"
-
-
-@dataclasses.dataclass(frozen=True)
 class BrokerInfo:
     """A broker's registration: what `/brokers/ids/<id>` holds."""
 
     broker_id: int
-    endpoints: tuple[EndPoint, ...]
+    endpoints: tuple[Endpoint, ...]
     rack: str | None = None
 
 
@@ -323,10 +313,10 @@ class ReplicaLink(Protocol):
     """A follower's requests to a partition leader, and a leader's to the controller. Each
     raises a WireError (NETWORK_EXCEPTION, REQUEST_TIMED_OUT...) when no answer comes."""
 
-    async def fetch(self, leader: EndPoint, request: FetchRequest) -> FetchResponse: ...
+    async def fetch(self, leader: Endpoint, request: FetchRequest) -> FetchResponse: ...
 
     async def offsets_for_leader_epoch(
-        self, leader: EndPoint, request: OffsetsForLeaderEpochRequest
+        self, leader: Endpoint, request: OffsetsForLeaderEpochRequest
     ) -> OffsetsForLeaderEpochResponse: ...
 
     async def alter_partition(self, request: AlterPartitionRequest) -> AlterPartitionResponse:

@@ -28,10 +28,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
-import os
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -52,29 +50,19 @@ from bench.failover import (
 )
 from node.broker.main import tune_gc
 from node.clients.admin import KeelAdminClient
-from node.cluster.zookeeper import EmbeddedZooKeeper, free_ports
+from node.cluster.local import LocalCluster
+from node.cluster.zookeeper import EmbeddedZooKeeper
 from node.zk.client import DELETED, ZooKeeperClient
 
-ROOT = Path(__file__).resolve().parents[1]
 # Sorts after every benchmark topic; one partition led by each broker.
 SENTINEL = "topic-zz-sentinel"
 
 
-def start_brokers(connect: str, home: Path) -> tuple[dict[int, subprocess.Popen[bytes]], dict[int, int]]:
-    ports = dict(zip(BROKERS, free_ports(3), strict=True))
-    processes = {}
-    for broker_id, port in ports.items():
-        properties = home / f"broker-{broker_id}.properties"
-        properties.write_text(
-            f"broker.id={broker_id}\nlisteners=PLAINTEXT://127.0.0.1:{port}\n"
-            f"zookeeper.connect={connect}\nzookeeper.session.timeout.ms=10000\n"
-            f"log.dirs={home / f'data-{broker_id}'}\n"
-        )
-        log = (home / f"broker-{broker_id}.log").open("wb")
-        processes[broker_id] = subprocess.Popen(
-            [sys.executable, "-m", "node.broker.main", str(properties)], stdout=log, stderr=log, cwd=ROOT
-        )
-    return processes, ports
+def start_brokers(connect: str, home: Path) -> LocalCluster:
+    cluster = LocalCluster(home, connect, session_timeout_ms=10_000)
+    for broker_id in BROKERS:
+        cluster.new(broker_id, home=home / f"broker-{broker_id}").start()
+    return cluster
 
 
 async def elections_done(port: int) -> float:
@@ -82,9 +70,8 @@ async def elections_done(port: int) -> float:
         return (await admin.describe_controller()).metrics["LeaderElectionRateAndTimeMs.count"]
 
 
-async def measure(
-    connect: str, processes: dict[int, subprocess.Popen[bytes]], ports: dict[int, int], partitions: int
-) -> tuple[float, float, int]:
+async def measure(connect: str, cluster: LocalCluster, partitions: int) -> tuple[float, float, int]:
+    ports = {b.broker_id: b.port for b in cluster.all}
     controller, _ = await wait_for(lambda: controller_idle(list(ports.values())), timeout=300, interval=0.2)
     victim = next(b for b in BROKERS if b != controller)
     before = await elections_done(ports[controller])
@@ -108,7 +95,7 @@ async def measure(
     full = sum(1 for s in before_states if len(s["isr"]) == 3)
     if led < partitions // 3 * 0.99 or full != partitions:
         raise RuntimeError(f"not the starting state: the victim leads {led}, {full} ISRs are full")
-    os.kill(processes[victim].pid, signal.SIGKILL)
+    cluster.by_id(victim).signal(signal.SIGKILL)
     disappeared = await asyncio.wait_for(gone, 30)
 
     async def finished() -> bool:
@@ -205,15 +192,13 @@ def main() -> None:
                 uvloop.run(populate(connect, args.partitions, {SENTINEL: len(BROKERS)}))
                 home = Path(tmp) / f"run{run}"
                 home.mkdir()
-                processes, ports = uvloop.run(
+                cluster = uvloop.run(
                     ControllerHold.start_together(connect, functools.partial(start_brokers, connect, home))
                 )
                 try:
-                    moved, whole, led = uvloop.run(measure(connect, processes, ports, args.partitions))
+                    moved, whole, led = uvloop.run(measure(connect, cluster, args.partitions))
                 finally:
-                    for process in processes.values():
-                        process.kill()
-                        process.wait(30)
+                    cluster.kill_all()
                 # The elections alone are a third of the conditional sets; the whole change all.
                 raw_moved.append(uvloop.run(baseline(connect, args.partitions // 3)))
                 raw_whole.append(uvloop.run(baseline(connect, args.partitions)))

@@ -18,8 +18,6 @@ import contextlib
 import os
 import platform
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -28,12 +26,11 @@ import aiozk
 import uvloop
 
 from node.clients.admin import KeelAdminClient
-from node.cluster.zookeeper import EmbeddedZooKeeper, free_ports
+from node.cluster.local import LocalCluster
+from node.cluster.zookeeper import EmbeddedZooKeeper
 from node.zk.client import split_connect
 from wire.api import DescribeClusterRequest, DescribeClusterResponse
 from wire.client import RpcClient
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def cpu_model() -> str:
@@ -51,23 +48,11 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def start_brokers(connect: str, count: int, home: Path) -> tuple[list[subprocess.Popen[bytes]], list[int]]:
-    ports = free_ports(count)
-    processes = []
-    for broker_id, port in enumerate(ports, start=1):
-        properties = home / f"broker-{broker_id}.properties"
-        properties.write_text(
-            f"broker.id={broker_id}\nlisteners=PLAINTEXT://127.0.0.1:{port}\n"
-            f"zookeeper.connect={connect}\nzookeeper.session.timeout.ms=6000\n"
-            f"log.dirs={home / f'data-{broker_id}'}\n"
-        )
-        log = (home / f"broker-{broker_id}.log").open("ab")
-        processes.append(
-            subprocess.Popen(
-                [sys.executable, "-m", "node.broker.main", str(properties)], stdout=log, stderr=log, cwd=ROOT
-            )
-        )
-    return processes, ports
+def start_brokers(connect: str, count: int, home: Path) -> LocalCluster:
+    cluster = LocalCluster(home, connect, session_timeout_ms=6000)
+    for broker_id in range(1, count + 1):
+        cluster.new(broker_id, home=home / f"broker-{broker_id}").start()
+    return cluster
 
 
 async def wait_for_agreement(ports: list[int], timeout: float = 30) -> tuple[int, int]:
@@ -158,15 +143,13 @@ async def one_run(
     await root.start()
     await root.ensure_path(chroot)
     await root.close()
-    processes, ports = start_brokers(connect, brokers, Path(os.environ.get("KEEL_BENCH_LOGS", home)))
+    cluster = start_brokers(connect, brokers, Path(os.environ.get("KEEL_BENCH_LOGS", home)))
+    ports = [b.port for b in cluster.all]
     try:
         await wait_for_agreement(ports)
         keel = await keel_elections(connect, ports, elections)
     finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            process.wait(20)
+        cluster.stop_all(20)
     bare = await bare_elections(connect, elections)
     return keel, bare
 

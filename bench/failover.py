@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,10 +32,10 @@ from aiozk import protocol
 from bench.election import cpu_model, zk_client
 from node.broker.main import tune_gc
 from node.clients.admin import KeelAdminClient
-from node.cluster.zookeeper import EmbeddedZooKeeper, free_ports
+from node.cluster.local import LocalCluster
+from node.cluster.zookeeper import EmbeddedZooKeeper
 from node.zk.client import ZooKeeperClient
 
-ROOT = Path(__file__).resolve().parents[1]
 T = TypeVar("T")
 PER_TOPIC = 1000
 BROKERS = (1, 2, 3)
@@ -219,32 +218,17 @@ def main() -> None:
         zookeeper = EmbeddedZooKeeper(Path(tmp) / "zk", heap_mb=2048)
         zookeeper.start()
         connect = zookeeper.connect_string + "/failover"
-        processes = []
+        cluster = LocalCluster(Path(tmp), connect, session_timeout_ms=30_000)
         try:
             started = time.perf_counter()
             uvloop.run(populate(connect, args.partitions))
             print(f"setup: wrote {args.partitions} partitions in {time.perf_counter() - started:.1f} s")
-            ports = free_ports(3)
-
             def launch() -> None:
-                for broker_id, port in zip(BROKERS, ports, strict=True):
-                    properties = Path(tmp) / f"broker-{broker_id}.properties"
-                    properties.write_text(
-                        f"broker.id={broker_id}\nlisteners=PLAINTEXT://127.0.0.1:{port}\n"
-                        f"zookeeper.connect={connect}\nzookeeper.session.timeout.ms=30000\n"
-                        f"log.dirs={Path(tmp) / f'data-{broker_id}'}\n"
-                    )
-                    log = (Path(tmp) / f"broker-{broker_id}.log").open("wb")
-                    processes.append(
-                        subprocess.Popen(
-                            [sys.executable, "-m", "node.broker.main", str(properties)],
-                            stdout=log,
-                            stderr=log,
-                            cwd=ROOT,
-                        )
-                    )
+                for broker_id in BROKERS:
+                    cluster.new(broker_id, home=Path(tmp) / f"broker-{broker_id}").start()
 
             uvloop.run(ControllerHold.start_together(connect, launch))
+            ports = [b.port for b in cluster.all]
             keel, raw_single, raw_multi = [], [], []
             for run in range(1, args.runs + 1):
                 to_update, to_idle = uvloop.run(one_failover(connect, ports))
@@ -268,10 +252,7 @@ def main() -> None:
                 f"ratio keel/raw multiRead {med_update / med_multi:.1f}x"
             )
         finally:
-            for process in processes:
-                process.terminate()
-            for process in processes:
-                process.wait(30)
+            cluster.stop_all(30)
             zookeeper.stop()
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,11 +27,11 @@ from node.broker.log.config import LogConfig
 from node.broker.log.manager import LogManager
 from node.broker.main import tune_gc
 from node.clients.admin import KeelAdminClient
-from node.cluster.zookeeper import EmbeddedZooKeeper, free_ports
+from node.cluster.local import LocalCluster
+from node.cluster.zookeeper import EmbeddedZooKeeper
 from wire.api import LeaderAndIsrPartitionState, LeaderAndIsrRequest, LeaderAndIsrResponse
 from wire.client import RpcClient
 
-ROOT = Path(__file__).resolve().parents[1]
 BROKER = 1
 
 
@@ -111,22 +110,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         zk = EmbeddedZooKeeper(Path(tmp) / "zk")
         zk.start()
-        port = free_ports(1)[0]
-        properties = Path(tmp) / "server.properties"
-        properties.write_text(
-            f"broker.id={BROKER}\nlisteners=PLAINTEXT://127.0.0.1:{port}\nzookeeper.connect={zk.connect_string}\n"
-            f"log.dirs={Path(tmp) / 'data'}\n"
-        )
-        with (Path(tmp) / "broker.log").open("wb") as log:
-            broker = subprocess.Popen(
-                [sys.executable, "-m", "node.broker.main", str(properties)], stdout=log, stderr=log, cwd=ROOT
-            )
+        broker = LocalCluster(Path(tmp), zk.connect_string).new(BROKER, home=Path(tmp) / "broker").start()
         try:
-            uvloop.run(wait_up(port))
-            wire = uvloop.run(over_the_wire(port, args.partitions, args.runs))
+            uvloop.run(wait_up(broker.port))
+            wire = uvloop.run(over_the_wire(broker.port, args.partitions, args.runs))
         finally:
-            broker.terminate()
-            broker.wait(20)
+            broker.stop(20)
             zk.stop()
     print(f"over the wire: median {statistics.median(wire):,.0f} states/s (runs: {_runs(wire)})")
 

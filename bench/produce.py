@@ -36,6 +36,7 @@ from bench.election import cpu_model, percentile
 from node.broker.main import tune_gc
 from node.clients.admin import KeelAdminClient
 from node.clients.consumer import KeelConsumer
+from node.cluster.local import LocalCluster
 from node.cluster.zookeeper import EmbeddedZooKeeper, free_ports
 from wire import records
 from wire.api import (
@@ -55,23 +56,12 @@ PARTITIONS = 3
 MB = 1_000_000
 
 
-def start_brokers(connect: str, home: Path) -> tuple[list[subprocess.Popen[bytes]], dict[int, int]]:
-    ports = dict(zip((1, 2, 3), free_ports(3), strict=True))
-    processes = []
-    for broker_id, port in ports.items():
-        properties = home / f"broker-{broker_id}.properties"
-        properties.write_text(
-            f"broker.id={broker_id}\nlisteners=PLAINTEXT://127.0.0.1:{port}\n"
-            f"zookeeper.connect={connect}\nlog.dirs={home / f'data-{broker_id}'}\n"
-            "message.max.bytes=8388608\nreplica.fetch.max.bytes=8388608\n"
-        )
-        log = (home / f"broker-{broker_id}.log").open("wb")
-        processes.append(
-            subprocess.Popen(
-                [sys.executable, "-m", "node.broker.main", str(properties)], stdout=log, stderr=log, cwd=ROOT
-            )
-        )
-    return processes, ports
+def start_brokers(connect: str, home: Path) -> tuple[LocalCluster, dict[int, int]]:
+    cluster = LocalCluster(home, connect)
+    for broker_id in (1, 2, 3):
+        settings = {"message.max.bytes": "8388608", "replica.fetch.max.bytes": "8388608"}
+        cluster.new(broker_id, settings, home=home / f"broker-{broker_id}").start()
+    return cluster, {b.broker_id: b.port for b in cluster.all}
 
 
 async def leaders(ports: dict[int, int]) -> dict[int, int]:
@@ -265,16 +255,14 @@ def main() -> None:
             for run in range(1, args.runs + 1):
                 home = Path(tmp) / f"run{run}"
                 home.mkdir()
-                processes, ports = start_brokers(f"{zookeeper.connect_string}/run{run}", home)
+                cluster, ports = start_brokers(f"{zookeeper.connect_string}/run{run}", home)
                 try:
                     owners = uvloop.run(leaders(ports))
                     elapsed = uvloop.run(produce_throughput(ports, owners, batch, batches, args.connections))
                     read = uvloop.run(consume_throughput(ports, batches * args.batch_records))
                     latencies = uvloop.run(produce_latency(ports, owners, record, args.latency_rate, 5.0))
                 finally:
-                    for process in processes:
-                        process.kill()
-                        process.wait(30)
+                    cluster.kill_all()
                 ceiling = baseline(home, batch, batches, PARTITIONS * args.connections)
                 produced.append(total / MB / elapsed)
                 consumed.append(total / MB / read)

@@ -51,9 +51,15 @@ class ErrorCode(IntEnum):
 
 
 class WireError(Exception):
-    """Root of every error that has a Kafka error code."""
+    """Root of every error that has a Kafka error code.
+
+    `retriable` is Kafka's RetriableException: the same request may succeed if sent again
+    after a metadata refresh or a pause (a moved leader, a lost connection, a busy ISR).
+    Every client's retry loop asks the error, not a list of its own.
+    """
 
     code: ClassVar[ErrorCode] = ErrorCode.UNKNOWN_SERVER_ERROR
+    retriable: ClassVar[bool] = False
     _by_code: ClassVar[dict[ErrorCode, type[WireError]]] = {}
 
     def __init_subclass__(cls, **kwargs: object) -> None:
@@ -78,6 +84,7 @@ class UnknownServerError(WireError):
 
 class CorruptMessage(WireError):
     code = ErrorCode.CORRUPT_MESSAGE
+    retriable = True
 
 
 class InvalidRequest(WireError):
@@ -90,14 +97,17 @@ class UnsupportedVersion(WireError):
 
 class RequestTimedOut(WireError):
     code = ErrorCode.REQUEST_TIMED_OUT
+    retriable = True
 
 
 class NetworkException(WireError):
     code = ErrorCode.NETWORK_EXCEPTION
+    retriable = True
 
 
 class NotController(WireError):
     code = ErrorCode.NOT_CONTROLLER
+    retriable = True
 
 
 class StaleControllerEpoch(WireError):
@@ -118,10 +128,12 @@ class OffsetOutOfRange(WireError):
 
 class UnknownTopicOrPartition(WireError):
     code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    retriable = True
 
 
 class NotLeaderOrFollower(WireError):
     code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    retriable = True
 
 
 class MessageTooLarge(WireError):
@@ -130,26 +142,53 @@ class MessageTooLarge(WireError):
 
 class NotEnoughReplicas(WireError):
     code = ErrorCode.NOT_ENOUGH_REPLICAS
+    retriable = True
 
 
 class NotEnoughReplicasAfterAppend(WireError):
     code = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    retriable = True
 
 
 class FencedLeaderEpoch(WireError):
     code = ErrorCode.FENCED_LEADER_EPOCH
+    retriable = True
 
 
 class UnknownLeaderEpoch(WireError):
     code = ErrorCode.UNKNOWN_LEADER_EPOCH
+    retriable = True
 
 
 class KafkaStorageError(WireError):
     code = ErrorCode.KAFKA_STORAGE_ERROR
+    retriable = True
+
+
+class LeaderNotAvailable(WireError):
+    code = ErrorCode.LEADER_NOT_AVAILABLE
+    retriable = True
+
+
+class ReplicaNotAvailable(WireError):
+    code = ErrorCode.REPLICA_NOT_AVAILABLE
+    retriable = True
+
+
+class FetchSessionIdNotFound(WireError):
+    code = ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+    retriable = True
+
+
+class InvalidFetchSessionEpoch(WireError):
+    code = ErrorCode.INVALID_FETCH_SESSION_EPOCH
+    retriable = True
 
 
 class FrameError(CorruptMessage):
     """The byte stream itself is broken (bad length): the connection cannot continue."""
+
+    retriable = False
 
 
 def for_code(code: int, message: str = "") -> WireError:
@@ -164,3 +203,12 @@ def for_code(code: int, message: str = "") -> WireError:
         error.code = error_code  # type: ignore[misc]
         return error
     return cls(message)
+
+
+def is_retriable(code: int) -> bool:
+    """Whether an error code read off the wire names a retriable error."""
+    try:
+        cls = WireError._by_code.get(ErrorCode(code))
+    except ValueError:
+        return False
+    return cls is not None and cls.retriable

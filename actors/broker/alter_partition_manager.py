@@ -18,6 +18,7 @@ from wire.api import (
     AlterPartitionTopic,
 )
 from wire.errors import ErrorCode, WireError
+from wire.retry import Backoff
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ class AlterPartitionManager:
         self._broker_epoch = broker_epoch
         self._link = link
         self._answer = answer
-        self._backoff_s = retry_backoff_s
+        self._backoff = Backoff(retry_backoff_s, max(retry_backoff_s, 1.0))
         self._pending: dict[TopicPartition, PendingIsr] = {}
         self._wake = asyncio.Event()
         self._task = asyncio.create_task(self._run(), name=f"alter-partition-{broker_id}")
@@ -81,7 +82,7 @@ class AlterPartitionManager:
                 log.warning("AlterPartition for %d partition(s) failed, retrying: %s", len(batch), e.message)
                 for tp, proposal in batch.items():
                     self._pending.setdefault(tp, proposal)
-                await asyncio.sleep(self._backoff_s)
+                await asyncio.sleep(self._backoff.next_delay())
                 self._wake.set()
                 continue
             answered = set()
@@ -95,6 +96,8 @@ class AlterPartitionManager:
             for tp in unanswered:
                 self._pending.setdefault(tp, batch[tp])
             if unanswered:
-                await asyncio.sleep(self._backoff_s)
+                await asyncio.sleep(self._backoff.next_delay())
+            else:
+                self._backoff.reset()
             if self._pending:
                 self._wake.set()

@@ -12,12 +12,13 @@ from __future__ import annotations
 import dataclasses
 
 from actors.broker.fetch_session import FetchSessionClient
-from actors.ports import EndPoint, TopicPartition
+from actors.ports import TopicPartition
+from wire.endpoint import Endpoint
 
 
 @dataclasses.dataclass
 class Source:
-    endpoint: EndPoint
+    endpoint: Endpoint
     followed: set[TopicPartition] = dataclasses.field(default_factory=set)
     updates: set[TopicPartition] = dataclasses.field(default_factory=set)
     removed: set[TopicPartition] = dataclasses.field(default_factory=set)
@@ -35,7 +36,7 @@ class FetchTargets:
     def drop(self, source: int) -> None:
         self._sources.pop(source, None)
 
-    def follow(self, source: int, endpoint: EndPoint, tp: TopicPartition, *, truncate_first: bool) -> None:
+    def follow(self, source: int, endpoint: Endpoint, tp: TopicPartition, *, truncate_first: bool) -> None:
         state = self._sources.get(source)
         if state is None:
             state = self._sources[source] = Source(endpoint)

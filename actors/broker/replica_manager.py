@@ -34,7 +34,6 @@ from actors.broker.replica_messages import (
     ReplicaMessage,
     Snapshot,
 )
-from actors.ports import EndPoint
 from actors.runtime import Actor
 from wire.api import (
     LeaderAndIsrPartitionState,
@@ -50,6 +49,7 @@ from wire.api import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
+from wire.endpoint import Endpoint
 from wire.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -154,7 +154,7 @@ class ReplicaManager(LeaderPath, FollowerPath, Actor[ReplicaMessage]):
             )
         self.controller_epoch = request.controller_epoch
         leaders = {
-            leader.broker_id: EndPoint("PLAINTEXT", "PLAINTEXT", leader.host, leader.port)
+            leader.broker_id: Endpoint("PLAINTEXT", "PLAINTEXT", leader.host, leader.port)
             for leader in request.live_leaders
         }
         now_ms = self._now_ms()
@@ -183,7 +183,7 @@ class ReplicaManager(LeaderPath, FollowerPath, Actor[ReplicaMessage]):
         return LeaderAndIsrResponse(partition_errors=errors)
 
     def _apply(
-        self, state: LeaderAndIsrPartitionState, leaders: dict[int, EndPoint], now_ms: int
+        self, state: LeaderAndIsrPartitionState, leaders: dict[int, Endpoint], now_ms: int
     ) -> ErrorCode:
         tp = TopicPartition(state.topic, state.partition)
         current = self.partitions.get(tp)
@@ -248,7 +248,7 @@ class ReplicaManager(LeaderPath, FollowerPath, Actor[ReplicaMessage]):
         if partition.log is not None:
             self._advance_high_watermark(partition)
 
-    def _make_follower(self, partition: Partition, leader: EndPoint | None) -> None:
+    def _make_follower(self, partition: Partition, leader: Endpoint | None) -> None:
         if partition.log is not None:
             partition.needs_truncation = partition.log.latest_epoch >= 0
             if not partition.needs_truncation:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from actors.ports import EndPoint, TopicPartition
+from actors.ports import TopicPartition
 from wire.api import FetchRequest, FetchResponse, OffsetsForLeaderEpochRequest, ProducePartitionResponse
+from wire.endpoint import Endpoint
 from wire.errors import ErrorCode
 
 
@@ -29,7 +30,7 @@ class FetchPlan:
     each partition asked about: an answer for one whose epoch has moved on is dropped. (Fetch
     answers are matched against the fetch session instead.)"""
 
-    endpoint: EndPoint
+    endpoint: Endpoint
     leader_epochs: dict[TopicPartition, int]
     fetch_request: FetchRequest | None = None
     epoch_request: OffsetsForLeaderEpochRequest | None = None

@@ -2,7 +2,8 @@
 
 Each broker gets a FIFO and a task that sends one request at a time over its own RPC
 connection, waits for the answer, and on any failure closes the connection, backs off
-100 ms and retries the same request, until it is answered or the broker is removed.
+(100 ms at first, growing to 1 s, with jitter) and retries the same request, until it is
+answered or the broker is removed.
 
 The controller's own broker is served in process: its sender hands each request to the
 local request handler, in the same order and with the same checks, without encoding a
@@ -18,14 +19,16 @@ import logging
 
 from actors.ports import RegisteredBroker, ResponseCallback
 from wire.api import API_SPECS, Request, Response
-from wire.client import RpcClient
 from wire.envelope import ParsedRequest, RequestHeader
 from wire.errors import WireError
+from wire.pool import ConnectionPool
+from wire.retry import Backoff
 from wire.server import Handler, call_handler
 
 log = logging.getLogger(__name__)
 
 RETRY_BACKOFF_S = 0.1
+RETRY_BACKOFF_MAX_S = 1.0
 
 
 class _BrokerSender:
@@ -35,10 +38,10 @@ class _BrokerSender:
         self.broker = broker
         self._local = local
         self._client_id = client_id
-        self._timeout_s = timeout_s
         self._queue: collections.deque[tuple[Request, ResponseCallback | None]] = collections.deque()
         self._ready = asyncio.Event()
-        self._client: RpcClient | None = None
+        self._pool = ConnectionPool(client_id=client_id, request_timeout=timeout_s, connect_timeout=timeout_s)
+        self._backoff = Backoff(RETRY_BACKOFF_S, RETRY_BACKOFF_MAX_S)
         self._task = asyncio.create_task(self._run(), name=f"controller-sender-{broker.info.broker_id}")
 
     @property
@@ -54,8 +57,7 @@ class _BrokerSender:
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
-        if self._client is not None:
-            await self._client.close()
+        await self._pool.close()
 
     async def _run(self) -> None:
         while True:
@@ -80,15 +82,9 @@ class _BrokerSender:
         endpoint = self.broker.info.endpoints[0]
         while True:
             try:
-                if self._client is None or self._client.closed:
-                    self._client = await RpcClient.connect(
-                        endpoint.host,
-                        endpoint.port,
-                        client_id=self._client_id,
-                        request_timeout=self._timeout_s,
-                        connect_timeout=self._timeout_s,
-                    )
-                return await self._client.send(request)
+                response = await self._pool.send(endpoint, request)
+                self._backoff.reset()
+                return response
             except WireError as e:
                 log.warning(
                     "%s to broker %d failed (%s); retrying",
@@ -96,10 +92,7 @@ class _BrokerSender:
                     self.broker.info.broker_id,
                     e.message,
                 )
-                if self._client is not None:
-                    await self._client.close()
-                    self._client = None
-                await asyncio.sleep(RETRY_BACKOFF_S)
+                await asyncio.sleep(self._backoff.next_delay())
 
 
 class ControllerChannelManager:

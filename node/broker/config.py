@@ -7,14 +7,13 @@ Unknown keys are kept and logged once, as Kafka warns about configs it does not 
 from __future__ import annotations
 
 import dataclasses
-import re
 import socket
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import javaproperties
 
-from actors.ports import EndPoint
+from wire.endpoint import Endpoint
 
 
 class ConfigError(Exception):
@@ -24,7 +23,6 @@ class ConfigError(Exception):
 
 
 _LONG_MAX = 2**63 - 1
-_LISTENER = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)://(?P<host>\[[^\]]*\]|[^:]*):(?P<port>\d+)$")
 
 
 def _int(minimum: int, maximum: int = 2**31 - 1) -> Callable[[str, str], int]:
@@ -99,18 +97,12 @@ DEFINITIONS: dict[str, _Def] = {
 
 
 @dataclasses.dataclass(frozen=True)
-class Listener:
-    name: str
-    host: str  # empty: every interface
-    port: int
-
-
-@dataclasses.dataclass(frozen=True)
 class BrokerConfig:
     values: Mapping[str, object]
     unknown: tuple[str, ...]
-    listeners: tuple[Listener, ...]
-    advertised: tuple[Listener, ...]
+    # What the broker binds (an empty host: every interface) and what it registers instead.
+    listeners: tuple[Endpoint, ...]
+    advertised: tuple[Endpoint, ...]
     security_protocols: Mapping[str, str]
 
     def get_int(self, key: str) -> int:
@@ -143,12 +135,12 @@ class BrokerConfig:
     def rack(self) -> str | None:
         return self.get_str("broker.rack")
 
-    def endpoint(self, listener: Listener, bound_port: int) -> EndPoint:
+    def endpoint(self, listener: Endpoint, bound_port: int) -> Endpoint:
         """The advertised endpoint of a listener, once its real port is known."""
-        advertised = next((a for a in self.advertised if a.name == listener.name), listener)
+        advertised = next((a for a in self.advertised if a.listener == listener.listener), listener)
         host = advertised.host or socket.getfqdn()
         port = bound_port if advertised is listener else advertised.port
-        return EndPoint(listener.name, self.security_protocols[listener.name], host, port)
+        return Endpoint(listener.listener, listener.security_protocol, host, port)
 
 
 def read_properties(path: Path) -> dict[str, str]:
@@ -159,17 +151,14 @@ def read_properties(path: Path) -> dict[str, str]:
     return props
 
 
-def _parse_listeners(key: str, raw: str) -> tuple[Listener, ...]:
+def _parse_listeners(key: str, raw: str, protocols: dict[str, str]) -> tuple[Endpoint, ...]:
     listeners = []
     for item in filter(None, (part.strip() for part in raw.split(","))):
-        match = _LISTENER.match(item)
-        if match is None:
-            raise ConfigError(key, f"{item!r} is not NAME://host:port")
-        port = int(match["port"])
-        if port > 65535:
-            raise ConfigError(key, f"port {port} is outside 0..65535")
-        listeners.append(Listener(match["name"].upper(), match["host"].strip("[]"), port))
-    names = [listener.name for listener in listeners]
+        try:
+            listeners.append(Endpoint.parse_listener(item, protocols))
+        except ValueError as e:
+            raise ConfigError(key, str(e)) from None
+    names = [listener.listener for listener in listeners]
     if len(set(names)) != len(names):
         raise ConfigError(key, "each listener name may appear once")
     return tuple(listeners)
@@ -192,24 +181,28 @@ def load_config(props: Mapping[str, str]) -> BrokerConfig:
         if raw is None:
             raise ConfigError(key, "is required")
         values[key] = None if raw == "" and definition.default == "" else definition.parse(key, raw)
-    listeners = _parse_listeners("listeners", str(values["listeners"]))
-    if not listeners:
-        raise ConfigError("listeners", "needs at least one listener")
-    advertised_raw = values["advertised.listeners"]
-    advertised = _parse_listeners("advertised.listeners", str(advertised_raw)) if advertised_raw else ()
     protocols = _parse_protocol_map(
         "listener.security.protocol.map", str(values["listener.security.protocol.map"])
     )
+    listeners = _parse_listeners("listeners", str(values["listeners"]), protocols)
+    if not listeners:
+        raise ConfigError("listeners", "needs at least one listener")
+    advertised_raw = values["advertised.listeners"]
+    advertised = (
+        _parse_listeners("advertised.listeners", str(advertised_raw), protocols) if advertised_raw else ()
+    )
     for listener in listeners:
-        protocol = protocols.get(listener.name, listener.name)
-        if protocol != "PLAINTEXT":
-            raise ConfigError("listeners", f"{listener.name} uses {protocol}; only PLAINTEXT is supported")
-        protocols[listener.name] = protocol
+        if listener.security_protocol != "PLAINTEXT":
+            raise ConfigError(
+                "listeners",
+                f"{listener.listener} uses {listener.security_protocol}; only PLAINTEXT is supported",
+            )
+        protocols[listener.listener] = listener.security_protocol
     for listener in advertised:
-        if listener.name not in {item.name for item in listeners}:
-            raise ConfigError("advertised.listeners", f"{listener.name} is not in listeners")
+        if listener.listener not in {item.listener for item in listeners}:
+            raise ConfigError("advertised.listeners", f"{listener.listener} is not in listeners")
         if not listener.host:
-            raise ConfigError("advertised.listeners", f"{listener.name} needs a host")
+            raise ConfigError("advertised.listeners", f"{listener.listener} needs a host")
     unknown = tuple(sorted(key for key in props if key not in DEFINITIONS))
     return BrokerConfig(values, unknown, listeners, advertised, protocols)
 

@@ -1,5 +1,6 @@
 """The ReplicaLink port over RPC: a follower's requests to leaders, and a leader's
-AlterPartition to the active controller. One connection per peer, reopened after a failure.
+AlterPartition to the active controller. One pooled connection per peer, reopened after a
+failure; the callers (fetchers, the AlterPartition manager) own the retries.
 """
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
-from actors.ports import EndPoint, RegisteredBroker
+from actors.ports import RegisteredBroker
 from wire.api import (
     AlterPartitionRequest,
     AlterPartitionResponse,
@@ -18,8 +19,9 @@ from wire.api import (
     Request,
     Response,
 )
-from wire.client import RpcClient
-from wire.errors import NotController, WireError
+from wire.endpoint import Endpoint
+from wire.errors import NotController
+from wire.pool import ConnectionPool
 
 log = logging.getLogger(__name__)
 
@@ -33,39 +35,24 @@ class RpcReplicaLink:
         registered_broker: Callable[[int], Awaitable[RegisteredBroker | None]],
         timeout_s: float,
     ) -> None:
-        self._client_id = f"broker-{broker_id}"
         self._controller_id = controller_id
         self._registered_broker = registered_broker
         self._timeout_s = timeout_s
-        self._clients: dict[tuple[str, int], RpcClient] = {}
+        self._pool = ConnectionPool(
+            client_id=f"broker-{broker_id}", request_timeout=timeout_s, connect_timeout=timeout_s
+        )
 
-    async def _send(self, endpoint: EndPoint, request: Request, timeout_s: float) -> Response:
-        key = (endpoint.host, endpoint.port)
-        client = self._clients.get(key)
-        if client is None or client.closed:
-            client = await RpcClient.connect(
-                endpoint.host,
-                endpoint.port,
-                client_id=self._client_id,
-                request_timeout=timeout_s,
-                connect_timeout=self._timeout_s,
-            )
-            self._clients[key] = client
-        try:
-            return await client.send(request, timeout=timeout_s)
-        except WireError:
-            self._clients.pop(key, None)
-            await client.close()
-            raise
+    async def _send(self, endpoint: Endpoint, request: Request, timeout_s: float) -> Response:
+        return await self._pool.send(endpoint, request, timeout=timeout_s)
 
-    async def fetch(self, leader: EndPoint, request: FetchRequest) -> FetchResponse:
+    async def fetch(self, leader: Endpoint, request: FetchRequest) -> FetchResponse:
         # A long poll: the leader may hold the answer for max_wait_ms.
         response = await self._send(leader, request, self._timeout_s + request.max_wait_ms / 1000)
         assert isinstance(response, FetchResponse)
         return response
 
     async def offsets_for_leader_epoch(
-        self, leader: EndPoint, request: OffsetsForLeaderEpochRequest
+        self, leader: Endpoint, request: OffsetsForLeaderEpochRequest
     ) -> OffsetsForLeaderEpochResponse:
         response = await self._send(leader, request, self._timeout_s)
         assert isinstance(response, OffsetsForLeaderEpochResponse)
@@ -81,6 +68,4 @@ class RpcReplicaLink:
         return response
 
     async def close(self) -> None:
-        clients, self._clients = list(self._clients.values()), {}
-        for client in clients:
-            await client.close()
+        await self._pool.close()

@@ -8,7 +8,8 @@
     keel consume --topic T       records to stdout (Kafka's console consumer)
 
 Every command takes `--bootstrap-server host:port[,host:port]` (default: the brokers of the
-local cluster under .keel-cluster, else 127.0.0.1:9092) and `--format table|json`.
+local cluster under .keel-cluster, else 127.0.0.1:9092), `--format table|json`, `--timeout S`
+and `--command-config FILE` (admin client properties), before or after the command.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from node.cli import console_commands, topic_commands
+from node.cli.arguments import CommandConfigError, add_global_options, apply_command_config
 from node.cli.output import print_json, print_table
 from node.clients.admin import KeelAdminClient
 from wire.api import DescribeClusterResponse
@@ -114,10 +116,9 @@ COMMANDS: dict[tuple[str, str], Callable[[KeelAdminClient, str], Awaitable[int]]
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--bootstrap-server", default=None, help="host:port[,host:port...]")
-    common.add_argument("--format", choices=["table", "json"], default="table")
-    common.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
+    add_global_options(common, suppress=True)
     parser = argparse.ArgumentParser(prog="keel", description="Talk to a Keel cluster over its RPC wire.")
+    add_global_options(parser, suppress=False)
     groups = parser.add_subparsers(dest="group", required=True)
     topic_commands.add_arguments(
         groups.add_parser("topic", help="create, list and describe topics").add_subparsers(
@@ -145,6 +146,11 @@ async def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        apply_command_config(args)
+    except CommandConfigError as e:
+        print(f"keel: {e}", file=sys.stderr)
+        return 2
     try:
         return asyncio.run(run(args))
     except (WireError, ValueError) as e:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from node.cli.arguments import positive_int
 from node.cli.output import print_json, print_table
 from node.clients.admin import KeelAdminClient
 from wire.api import CreatableReplicaAssignment, CreatableTopic, MetadataPartition, MetadataResponse
@@ -14,8 +15,9 @@ from wire.errors import ErrorCode
 def add_arguments(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:  # type: ignore[type-arg]
     create = sub.add_parser("create", parents=[common], help="create a topic")
     create.add_argument("--topic", required=True)
-    create.add_argument("--partitions", type=int, default=-1)
-    create.add_argument("--replication-factor", type=int, default=-1)
+    # -1: the broker's num.partitions and default.replication.factor, as Kafka's tool leaves them.
+    create.add_argument("--partitions", type=positive_int, default=-1)
+    create.add_argument("--replication-factor", type=positive_int, default=-1)
     create.add_argument(
         "--replica-assignment",
         default=None,

@@ -33,6 +33,7 @@ from wire.api import (
     ListOffsetsTopic,
 )
 from wire.errors import ErrorCode, WireError
+from wire.retry import Backoff
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,7 @@ class KeelConsumer(AsyncClosing):
         self._from_beginning = from_beginning
         self._max_wait_ms = max_wait_ms
         self._cluster = ClusterClient(bootstrap, timeout=timeout, client_id=client_id)
+        self._backoff = Backoff(0.1, 1.0)
         # Next offset to read per partition; None until positioned.
         self.positions: dict[int, int | None] = {}
         self.high_watermarks: dict[int, int] = {}
@@ -108,10 +110,12 @@ class KeelConsumer(AsyncClosing):
             if not self.positions:
                 await self._assign()
             await self._position(EARLIEST_TIMESTAMP if self._from_beginning else LATEST_TIMESTAMP)
-            return await self._fetch_round()
+            fetched = await self._fetch_round()
+            self._backoff.reset()
+            return fetched
         except WireError as e:
             log.debug("poll failed, refreshing metadata: %s", e.message)
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(self._backoff.next_delay())
             with contextlib.suppress(WireError):
                 await self._cluster.refresh([self.topic])
             return []

@@ -8,10 +8,11 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from node.clients.admin import parse_bootstrap
 from wire.api import MetadataRequest, MetadataResponse, Request, Response
-from wire.client import RpcClient
+from wire.endpoint import Endpoint, parse_bootstrap
 from wire.errors import NetworkException, WireError
+from wire.pool import ConnectionPool
+from wire.retry import Backoff
 
 log = logging.getLogger(__name__)
 
@@ -20,59 +21,33 @@ class ClusterClient:
     def __init__(self, bootstrap: str, *, timeout: float, client_id: str) -> None:
         self._bootstrap = parse_bootstrap(bootstrap)
         self.timeout = timeout
-        self._client_id = client_id
-        self._clients: dict[tuple[str, int], RpcClient] = {}
-        self.brokers: dict[int, tuple[str, int]] = {}
+        self._pool = ConnectionPool(client_id=client_id, request_timeout=timeout, connect_timeout=timeout)
+        self.brokers: dict[int, Endpoint] = {}
         # (topic, partition) → (leader, leader epoch); leader -1 while it has none.
         self.leaders: dict[tuple[str, int], tuple[int, int]] = {}
         self.partition_counts: dict[str, int] = {}
 
     async def close(self) -> None:
-        clients, self._clients = list(self._clients.values()), {}
-        for client in clients:
-            await client.close()
-
-    async def _client(self, address: tuple[str, int], timeout: float | None = None) -> RpcClient:
-        client = self._clients.get(address)
-        if client is None or client.closed:
-            client = await RpcClient.connect(
-                *address,
-                client_id=self._client_id,
-                request_timeout=timeout or self.timeout,
-                connect_timeout=self.timeout,
-            )
-            self._clients[address] = client
-        return client
+        await self._pool.close()
 
     async def send_to(self, broker_id: int, request: Request, timeout: float | None = None) -> Response:
-        address = self.brokers.get(broker_id)
-        if address is None:
+        endpoint = self.brokers.get(broker_id)
+        if endpoint is None:
             raise NetworkException(f"broker {broker_id} is not in the metadata")
-        try:
-            client = await self._client(address, timeout)
-            return await client.send(request, timeout=timeout or self.timeout)
-        except WireError:
-            stale = self._clients.pop(address, None)
-            if stale is not None:
-                await stale.close()
-            raise
+        return await self._pool.send(endpoint, request, timeout=timeout)
 
     async def refresh(self, topics: list[str]) -> MetadataResponse:
         """Metadata for `topics` from the first broker that answers."""
         errors = []
         candidates = list(dict.fromkeys([*self.brokers.values(), *self._bootstrap]))
-        for address in candidates:
+        for endpoint in candidates:
             try:
-                client = await self._client(address)
-                response = await client.send(MetadataRequest(topics=topics))
+                response = await self._pool.send(endpoint, MetadataRequest(topics=topics))
             except WireError as e:
-                stale = self._clients.pop(address, None)
-                if stale is not None:
-                    await stale.close()
-                errors.append(f"{address[0]}:{address[1]}: {e.message}")
+                errors.append(f"{endpoint.address}: {e.message}")
                 continue
             assert isinstance(response, MetadataResponse)
-            self.brokers = {b.broker_id: (b.host, b.port) for b in response.brokers}
+            self.brokers = {b.broker_id: Endpoint.plaintext(b.host, b.port) for b in response.brokers}
             for topic in response.topics:
                 if topic.error_code:
                     continue
@@ -86,6 +61,7 @@ class ClusterClient:
         """Refresh until every partition of `topic` has a leader; returns the partition count."""
         loop = asyncio.get_running_loop()
         end = loop.time() + deadline_s
+        backoff = Backoff(0.05, 0.5)
         while True:
             await self.refresh([topic])
             count = self.partition_counts.get(topic, 0)
@@ -93,4 +69,4 @@ class ClusterClient:
                 return count
             if loop.time() > end:
                 raise NetworkException(f"topic {topic} has no leader for some partition")
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(backoff.next_delay())

@@ -22,21 +22,11 @@ from node.clients.closing import AsyncClosing
 from node.clients.metadata import ClusterClient
 from wire import records
 from wire.api import ProducePartitionData, ProduceRequest, ProduceResponse, ProduceTopicData
-from wire.errors import ErrorCode, WireError, for_code
+from wire.errors import ErrorCode, WireError, for_code, is_retriable
+from wire.retry import Backoff
 
 log = logging.getLogger(__name__)
 
-RETRIABLE = {
-    ErrorCode.NOT_LEADER_OR_FOLLOWER,
-    ErrorCode.LEADER_NOT_AVAILABLE,
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-    ErrorCode.REQUEST_TIMED_OUT,
-    ErrorCode.NOT_ENOUGH_REPLICAS,
-    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-    ErrorCode.NETWORK_EXCEPTION,
-    ErrorCode.FENCED_LEADER_EPOCH,
-    ErrorCode.UNKNOWN_LEADER_EPOCH,
-}
 
 
 def murmur2(data: bytes) -> int:
@@ -132,7 +122,7 @@ class KeelProducer(AsyncClosing):
         deadline = time.monotonic() + self._delivery_timeout
         pending = dict(batches)
         delivered: list[Delivered] = []
-        backoff = 0.05
+        backoff = Backoff(0.05, 1.0)
         while pending:
             failures = await self._send_round(topic, pending, delivered)
             if not failures:
@@ -140,8 +130,7 @@ class KeelProducer(AsyncClosing):
             if time.monotonic() > deadline:
                 code, message = next(iter(failures.values()))
                 raise ProduceFailed(code, message)
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, 1.0)
+            await asyncio.sleep(backoff.next_delay())
             try:
                 await self._cluster.refresh([topic])
             except WireError as e:
@@ -187,7 +176,7 @@ class KeelProducer(AsyncClosing):
                     if code == ErrorCode.NONE:
                         header = records.read_header(pending[answer.index])
                         delivered.append(Delivered(answer.index, answer.base_offset, header.records_count))
-                    elif code in RETRIABLE:
+                    elif is_retriable(code):
                         failures[answer.index] = (code, answer.error_message or code.name)
                     else:
                         raise ProduceFailed(code, answer.error_message or for_code(code).message)

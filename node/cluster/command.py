@@ -12,29 +12,26 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import dataclasses
 import os
 import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import orjson
 
 from node.cli.output import print_json, print_table
-from node.clients.admin import KeelAdminClient
+from node.cluster.local import BrokerProcess, LocalCluster, alive, send_signal, wait_gone
 from node.cluster.zookeeper import EmbeddedZooKeeper, JavaMissing, ZooKeeperStartError, free_ports
-from wire.api import DescribeClusterResponse
-from wire.errors import WireError
 
 SESSION_TIMEOUT_MS = 6000
 STATE_FILE = "cluster.json"
 
 
 @dataclasses.dataclass
-class BrokerProcess:
+class BrokerRecord:
+    """What `cluster.json` keeps of a broker between commands."""
+
     broker_id: int
     port: int
     pid: int | None = None
@@ -46,7 +43,7 @@ class ClusterState:
     zookeeper_servers: int
     zookeeper_ports: list[int]
     zookeeper_pids: list[int]
-    brokers: dict[int, BrokerProcess]
+    brokers: dict[int, BrokerRecord]
 
     @classmethod
     def load(cls, directory: Path) -> ClusterState | None:
@@ -54,7 +51,7 @@ class ClusterState:
             raw = orjson.loads((directory / STATE_FILE).read_bytes())
         except (OSError, orjson.JSONDecodeError):
             return None
-        brokers = {int(k): BrokerProcess(**v) for k, v in raw["brokers"].items()}
+        brokers = {int(k): BrokerRecord(**v) for k, v in raw["brokers"].items()}
         return cls(
             directory, raw["zookeeper_servers"], raw["zookeeper_ports"], raw["zookeeper_pids"], brokers
         )
@@ -76,42 +73,35 @@ class ClusterState:
     def log_file(self, broker_id: int) -> Path:
         return self.directory / "logs" / f"broker-{broker_id}.log"
 
+    def cluster(self) -> LocalCluster:
+        """The brokers as the local-cluster library sees them, by their recorded pids."""
+        connect = ",".join(f"127.0.0.1:{p}" for p in self.zookeeper_ports[::3])
+        cluster = LocalCluster(self.directory, connect, session_timeout_ms=SESSION_TIMEOUT_MS)
+        for record in self.brokers.values():
+            cluster.new(
+                record.broker_id,
+                port=record.port,
+                home=self.directory / f"broker-{record.broker_id}",
+                log_path=self.log_file(record.broker_id),
+                pid=record.pid,
+            )
+        return cluster
 
-def alive(pid: int | None) -> bool:
-    if pid is None:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie child of ours is not alive; reap it if it is ours.
-    with contextlib.suppress(ChildProcessError):
-        if os.waitpid(pid, os.WNOHANG)[0] == pid:
-            return False
-    try:
-        status = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except OSError:
-        return True
-    return status != "Z"
+    def process(self, broker_id: int) -> BrokerProcess:
+        return next(b for b in self.cluster().all if b.broker_id == broker_id)
 
-
-def process_state(pid: int | None) -> str:
-    if not alive(pid):
-        return "stopped"
-    try:
-        status = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except OSError:
-        return "running"
-    return "paused" if status == "T" else "running"
+    def start_broker(self, broker_id: int) -> None:
+        broker = self.process(broker_id)
+        if not broker.running:
+            self.brokers[broker_id].pid = broker.start(detach=True).pid
+            self.save()
 
 
 def _start_zookeeper(state: ClusterState) -> None:
     if state.zookeeper_pids and all(alive(p) for p in state.zookeeper_pids):
         return
     for pid in state.zookeeper_pids:
-        _signal(pid, signal.SIGKILL)
+        send_signal(pid, signal.SIGKILL)
     zookeeper = state.zookeeper
     zookeeper.start(detach=True)
     state.zookeeper_ports = zookeeper.ports
@@ -119,109 +109,28 @@ def _start_zookeeper(state: ClusterState) -> None:
     state.save()
 
 
-def _write_properties(state: ClusterState, broker: BrokerProcess) -> Path:
-    home = state.directory / f"broker-{broker.broker_id}"
-    home.mkdir(parents=True, exist_ok=True)
-    connect = ",".join(f"127.0.0.1:{p}" for p in state.zookeeper_ports[::3])
-    properties = home / "server.properties"
-    properties.write_text(
-        "\n".join(
-            [
-                f"broker.id={broker.broker_id}",
-                f"listeners=PLAINTEXT://127.0.0.1:{broker.port}",
-                f"zookeeper.connect={connect}",
-                f"zookeeper.session.timeout.ms={SESSION_TIMEOUT_MS}",
-                f"log.dirs={home / 'data'}",
-            ]
-        )
-        + "\n"
-    )
-    return properties
-
-
-def _start_broker(state: ClusterState, broker: BrokerProcess) -> None:
-    if alive(broker.pid):
-        return
-    properties = _write_properties(state, broker)
-    log_path = state.log_file(broker.broker_id)
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with log_path.open("ab") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "node.broker.main", str(properties)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    broker.pid = process.pid
-    state.save()
-
-
-def _signal(pid: int | None, sig: signal.Signals) -> None:
-    if pid is not None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, sig)
-
-
-def _wait_gone(pid: int | None, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while alive(pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
+def wait_settled(state: ClusterState, timeout: float) -> bool:
+    """Until every running broker answers and all name the same controller."""
+    try:
+        asyncio.run(state.cluster().wait_for_controller(timeout))
+    except TimeoutError:
+        return False
     return True
 
 
-async def _describe(port: int, timeout: float = 2.0) -> DescribeClusterResponse | None:
-    try:
-        async with KeelAdminClient(f"127.0.0.1:{port}", timeout=timeout) as admin:
-            return await admin.describe_cluster()
-    except WireError:
-        return None
-
-
-async def _views(state: ClusterState) -> dict[int, DescribeClusterResponse | None]:
-    ids = sorted(state.brokers)
-    answers = await asyncio.gather(
-        *(
-            _describe(state.brokers[i].port) if process_state(state.brokers[i].pid) == "running" else _none()
-            for i in ids
-        )
-    )
-    return dict(zip(ids, answers, strict=True))
-
-
-async def _none() -> None:
-    return None
-
-
-def wait_settled(state: ClusterState, timeout: float) -> bool:
-    """Until every running broker answers and all name the same controller."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        views = asyncio.run(_views(state))
-        running = [v for i, v in views.items() if process_state(state.brokers[i].pid) == "running"]
-        if running and all(v is not None for v in running):
-            controllers = {v.controller_id for v in running if v is not None}
-            if len(controllers) == 1 and -1 not in controllers:
-                return True
-        time.sleep(0.1)
-    return False
-
-
 def show_status(state: ClusterState, fmt: str) -> None:
-    views = asyncio.run(_views(state))
+    cluster = state.cluster()
+    views = asyncio.run(cluster.views())
     rows = []
-    for broker_id in sorted(state.brokers):
-        broker = state.brokers[broker_id]
-        view = views[broker_id]
+    for broker in sorted(cluster.all, key=lambda b: b.broker_id):
+        view = views.get(broker.broker_id)
         rows.append(
             {
-                "broker_id": broker_id,
-                "pid": broker.pid if alive(broker.pid) else None,
+                "broker_id": broker.broker_id,
+                "pid": broker.pid if broker.running else None,
                 "address": f"127.0.0.1:{broker.port}",
-                "state": process_state(broker.pid),
-                "controller": view is not None and view.controller_id == broker_id,
+                "state": broker.state,
+                "controller": view is not None and view.controller_id == broker.broker_id,
                 "controller_id": view.controller_id if view else None,
                 "controller_epoch": view.controller_epoch if view else None,
             }
@@ -259,11 +168,11 @@ def cmd_up(args: argparse.Namespace) -> int:
         state = ClusterState(directory, args.zookeeper_servers, [], [], {})
     for broker_id in range(1, args.brokers + 1):
         if broker_id not in state.brokers:
-            state.brokers[broker_id] = BrokerProcess(broker_id, free_ports(1)[0])
+            state.brokers[broker_id] = BrokerRecord(broker_id, free_ports(1)[0])
     state.save()
     _start_zookeeper(state)
-    for broker in state.brokers.values():
-        _start_broker(state, broker)
+    for broker_id in state.brokers:
+        state.start_broker(broker_id)
     if not wait_settled(state, args.timeout):
         print(
             f"keel-cluster: the brokers did not agree on a controller within {args.timeout:g} s",
@@ -281,18 +190,20 @@ def cmd_status(args: argparse.Namespace, state: ClusterState) -> int:
 
 
 def cmd_stop(args: argparse.Namespace, state: ClusterState) -> int:
-    for broker in state.brokers.values():
-        _signal(broker.pid, signal.SIGCONT)  # a paused broker cannot handle SIGTERM
-        _signal(broker.pid, signal.SIGTERM)
-    for broker in state.brokers.values():
-        if not _wait_gone(broker.pid, 20):
-            _signal(broker.pid, signal.SIGKILL)
-        broker.pid = None
+    """Every broker gets SIGTERM at once and shuts down in order (moving its leaders away
+    first, when controlled shutdown is on); one that lingers past --timeout is killed."""
+    cluster = state.cluster()
+    for broker in cluster.all:
+        broker.signal(signal.SIGCONT)  # a paused broker cannot handle SIGTERM
+        broker.signal(signal.SIGTERM)
+    for broker in cluster.all:
+        broker.stop(args.timeout)
+        state.brokers[broker.broker_id].pid = None
     for pid in state.zookeeper_pids:
-        _signal(pid, signal.SIGTERM)
+        send_signal(pid, signal.SIGTERM)
     for pid in state.zookeeper_pids:
-        if not _wait_gone(pid, 10):
-            _signal(pid, signal.SIGKILL)
+        if not wait_gone(pid, 10):
+            send_signal(pid, signal.SIGKILL)
     state.zookeeper_pids = []
     state.save()
     print("stopped")
@@ -302,29 +213,24 @@ def cmd_stop(args: argparse.Namespace, state: ClusterState) -> int:
 def _broker(state: ClusterState, broker_id: int) -> BrokerProcess:
     if broker_id not in state.brokers:
         raise SystemExit(f"keel-cluster: no broker {broker_id} (brokers: {sorted(state.brokers)})")
-    return state.brokers[broker_id]
+    return state.process(broker_id)
 
 
 def cmd_kill(args: argparse.Namespace, state: ClusterState) -> int:
     broker = _broker(state, args.id)
-    if not alive(broker.pid):
+    if not broker.running:
         print(f"broker {args.id} is not running")
         return 0
-    _signal(broker.pid, getattr(signal, f"SIG{args.signal}"))
+    broker.signal(getattr(signal, f"SIG{args.signal}"))
     print(f"sent SIG{args.signal} to broker {args.id} (pid {broker.pid})")
     return 0
 
 
 def cmd_restart(args: argparse.Namespace, state: ClusterState) -> int:
-    broker = _broker(state, args.id)
-    _signal(broker.pid, signal.SIGCONT)
-    _signal(broker.pid, signal.SIGTERM)
-    if not _wait_gone(broker.pid, 20):
-        _signal(broker.pid, signal.SIGKILL)
-        _wait_gone(broker.pid, 5)
-    broker.pid = None
+    _broker(state, args.id).stop(args.timeout)
+    state.brokers[args.id].pid = None
     _start_zookeeper(state)
-    _start_broker(state, broker)
+    state.start_broker(args.id)
     wait_settled(state, args.timeout)
     show_status(state, args.format)
     return 0

@@ -9,12 +9,12 @@ import orjson
 
 from actors.ports import (
     BrokerInfo,
-    EndPoint,
     LeaderAndIsr,
     LeadershipInfo,
     ReplicaAssignment,
     TopicAssignment,
 )
+from wire.endpoint import Endpoint
 
 
 class ZNodeDataError(ValueError):
@@ -86,7 +86,7 @@ def decode_broker(broker_id: int, data: bytes | None) -> BrokerInfo:
         host, _, port = address.rpartition(":")
         if not sep or not port.isdigit():
             raise ZNodeDataError(f"/brokers/ids/{broker_id}: bad endpoint {raw!r}")
-        endpoints.append(EndPoint(name, str(protocols.get(name, name)), host.strip("[]"), int(port)))
+        endpoints.append(Endpoint(name, str(protocols.get(name, name)), host.strip("[]"), int(port)))
     rack = value.get("rack")
     return BrokerInfo(broker_id, tuple(endpoints), rack if isinstance(rack, str) else None)
 

@@ -9,12 +9,13 @@ from typing import Protocol
 
 import pytest
 
-from actors.ports import BrokerInfo, EndPoint, RegisteredBroker
+from actors.ports import BrokerInfo, RegisteredBroker
 from node.broker.channel_manager import ControllerChannelManager
 from node.cluster.zookeeper import free_ports
 from tests.fakes import FakeBrokerChannel
 from tests.support import eventually
 from wire.api import ApiVersionsRequest, ApiVersionsResponse, Request, Response, StopReplicaRequest
+from wire.endpoint import Endpoint
 from wire.envelope import ParsedRequest
 from wire.errors import ErrorCode, StaleControllerEpoch
 from wire.server import RpcServer
@@ -37,7 +38,7 @@ class FakeHarness:
     async def broker(self, broker_id: int, *, running: bool = True) -> RegisteredBroker:
         if not running:
             self.channel.down.add(broker_id)
-        return RegisteredBroker(BrokerInfo(broker_id, (EndPoint("PLAINTEXT", "PLAINTEXT", "fake", 1),)), 1)
+        return RegisteredBroker(BrokerInfo(broker_id, (Endpoint("PLAINTEXT", "PLAINTEXT", "fake", 1),)), 1)
 
     async def start(self, broker_id: int) -> None:
         self.channel.bring_up(broker_id)
@@ -58,7 +59,7 @@ class RealHarness:
         self.requests[broker_id] = []
         if running:
             await self.start(broker_id)
-        endpoint = EndPoint("PLAINTEXT", "PLAINTEXT", "127.0.0.1", self.ports[broker_id])
+        endpoint = Endpoint("PLAINTEXT", "PLAINTEXT", "127.0.0.1", self.ports[broker_id])
         return RegisteredBroker(BrokerInfo(broker_id, (endpoint,)), 1)
 
     async def start(self, broker_id: int) -> None:
@@ -155,7 +156,7 @@ async def test_the_controllers_own_broker_is_served_in_process_in_order() -> Non
 
     channel = ControllerChannelManager(controller_id=1, timeout_s=2, local=local)
     # An endpoint nobody listens on: an attempt to connect would fail and retry forever.
-    unreachable = EndPoint("PLAINTEXT", "PLAINTEXT", "127.0.0.1", free_ports(1)[0])
+    unreachable = Endpoint("PLAINTEXT", "PLAINTEXT", "127.0.0.1", free_ports(1)[0])
     channel.add_broker(RegisteredBroker(BrokerInfo(1, (unreachable,)), 1))
     answers: list[Response] = []
     try:

@@ -20,7 +20,6 @@ from actors.ports import (
     ControllerEpoch,
     ControllerMovedError,
     ControllerView,
-    EndPoint,
     LeaderAndIsr,
     LeadershipInfo,
     PartitionStateConflict,
@@ -33,6 +32,7 @@ from node.zk.client import ZooKeeperClient, split_connect
 from node.zk.store import ZkClusterStore
 from tests.fakes import FakeClusterStore, FakeZooKeeper
 from tests.support import eventually
+from wire.endpoint import Endpoint
 
 SESSION_TIMEOUT_S = 2.0
 
@@ -98,7 +98,7 @@ async def ensemble(request: pytest.FixtureRequest) -> AsyncIterator[Ensemble]:
 
 
 def info(broker_id: int, port: int = 9092) -> BrokerInfo:
-    return BrokerInfo(broker_id, (EndPoint("PLAINTEXT", "PLAINTEXT", "127.0.0.1", port),), rack="r1")
+    return BrokerInfo(broker_id, (Endpoint("PLAINTEXT", "PLAINTEXT", "127.0.0.1", port),), rack="r1")
 
 
 class Recorder:

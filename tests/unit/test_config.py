@@ -18,7 +18,7 @@ def test_defaults_are_kafkas() -> None:
     assert config.connection_timeout_s == 18.0, "unset connection timeout follows the session timeout"
     assert config.get_int("socket.request.max.bytes") == 104857600
     assert config.get_bool("unclean.leader.election.enable") is False
-    assert [(listener.name, listener.host, listener.port) for listener in config.listeners] == [
+    assert [(listener.listener, listener.host, listener.port) for listener in config.listeners] == [
         ("PLAINTEXT", "", 9092)
     ]
     assert config.rack is None
@@ -33,7 +33,7 @@ def test_properties_file_syntax(tmp_path: Path) -> None:
     )
     config = load_config(read_properties(path))
     assert config.broker_id == 4
-    assert [listener.name for listener in config.listeners] == ["PLAINTEXT", "INTERNAL"]
+    assert [listener.listener for listener in config.listeners] == ["PLAINTEXT", "INTERNAL"]
     assert config.rack == "r2"
 
 

@@ -8,13 +8,14 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from actors.controller import KafkaController
-from actors.ports import BrokerInfo, EndPoint
+from actors.ports import BrokerInfo
 from tests.fakes import FakeBrokerChannel, FakeClusterStore, FakeZooKeeper
 from tests.support import ManualClock, eventually
+from wire.endpoint import Endpoint
 
 
 def info(broker_id: int) -> BrokerInfo:
-    return BrokerInfo(broker_id, (EndPoint("PLAINTEXT", "PLAINTEXT", "127.0.0.1", 9000 + broker_id),))
+    return BrokerInfo(broker_id, (Endpoint("PLAINTEXT", "PLAINTEXT", "127.0.0.1", 9000 + broker_id),))
 
 
 class Cluster:

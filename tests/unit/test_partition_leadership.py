@@ -13,7 +13,6 @@ from actors.controller.context import PartitionState
 from actors.controller.controller import ControllerConfig
 from actors.ports import (
     BrokerInfo,
-    EndPoint,
     LeaderAndIsr,
     ReplicaAssignment,
     TopicAssignment,
@@ -22,10 +21,11 @@ from actors.ports import (
 from tests.fakes import FakeBrokerChannel, FakeClusterStore, FakeZooKeeper
 from tests.support import ManualClock, eventually
 from wire.api import LeaderAndIsrRequest, UpdateMetadataRequest
+from wire.endpoint import Endpoint
 
 
 def info(broker_id: int) -> BrokerInfo:
-    return BrokerInfo(broker_id, (EndPoint("PLAINTEXT", "PLAINTEXT", "127.0.0.1", 9000 + broker_id),))
+    return BrokerInfo(broker_id, (Endpoint("PLAINTEXT", "PLAINTEXT", "127.0.0.1", 9000 + broker_id),))
 
 
 class Cluster:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from actors.ports import BrokerInfo, EndPoint
+from actors.ports import BrokerInfo
 from node.zk import data
 from node.zk.client import split_connect
+from wire.endpoint import Endpoint
 
 
 def test_controller_json() -> None:
@@ -38,7 +39,7 @@ def test_controller_epoch_is_plain_decimal_text() -> None:
 def test_broker_registration_version_5() -> None:
     info = BrokerInfo(
         2,
-        (EndPoint("PLAINTEXT", "PLAINTEXT", "h1", 9092), EndPoint("INTERNAL", "PLAINTEXT", "h1", 9093)),
+        (Endpoint("PLAINTEXT", "PLAINTEXT", "h1", 9092), Endpoint("INTERNAL", "PLAINTEXT", "h1", 9093)),
         rack="r1",
     )
     raw = data.encode_broker(info, 1700000000000)
@@ -57,7 +58,7 @@ def test_broker_registration_version_5() -> None:
 
 
 def test_rack_is_absent_unless_configured() -> None:
-    raw = data.encode_broker(BrokerInfo(1, (EndPoint("PLAINTEXT", "PLAINTEXT", "h", 1),)), 0)
+    raw = data.encode_broker(BrokerInfo(1, (Endpoint("PLAINTEXT", "PLAINTEXT", "h", 1),)), 0)
     assert "rack" not in orjson.loads(raw)
 
 

@@ -21,7 +21,6 @@ from wire.api.describe_cluster import (
     DescribeClusterRequest,
     DescribeClusterResponse,
     DescribedBroker,
-    Endpoint,
 )
 from wire.api.describe_controller import DescribeControllerRequest, DescribeControllerResponse
 from wire.api.fetch import (
@@ -82,6 +81,7 @@ from wire.api.update_metadata import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
+from wire.endpoint import Endpoint
 
 API_SPECS: dict[int, ApiSpec] = {
     spec.key: spec

@@ -10,20 +10,13 @@ import dataclasses
 
 from wire.api.base import Request, Response
 from wire.api.keys import ApiKey
+from wire.endpoint import Endpoint
 from wire.schema import Struct
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class DescribeClusterRequest(Request):
     API_KEY = ApiKey.DESCRIBE_CLUSTER
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Endpoint(Struct):
-    listener: str
-    security_protocol: str
-    host: str
-    port: int
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

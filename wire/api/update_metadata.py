@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 
 from wire.api.base import Request, Response
-from wire.api.describe_cluster import Endpoint
 from wire.api.keys import ApiKey
+from wire.endpoint import Endpoint
 from wire.schema import Struct
 
 

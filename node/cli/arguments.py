@@ -1,0 +1,99 @@
+"""What every `keel` command shares: the global options, which a user may give before or
+after the command (`keel --bootstrap-server h:9092 topic list` and `keel topic list
+--bootstrap-server h:9092` are the same), the admin-client properties file of
+`--command-config`, and argument types that refuse bad values before anything connects.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import javaproperties
+
+# The keys of Kafka's admin-client properties that mean something to Keel's clients.
+COMMAND_CONFIG_KEYS = {"bootstrap.servers", "request.timeout.ms", "default.api.timeout.ms", "client.id"}
+DEFAULT_TIMEOUT_S = 30.0
+
+
+def add_global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    """The top-level parser holds the defaults; each command's copy of these options leaves
+    the value alone unless it is given there (`suppress`), so either place works."""
+
+    def default(value: object) -> object:
+        return argparse.SUPPRESS if suppress else value
+
+    parser.add_argument(
+        "--bootstrap-server", default=default(None), help="host:port[,host:port...] of any brokers"
+    )
+    parser.add_argument("--format", choices=["table", "json"], default=default("table"))
+    parser.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=default(None),
+        help=f"seconds per request (default {DEFAULT_TIMEOUT_S:g})",
+    )
+    parser.add_argument(
+        "--command-config",
+        type=Path,
+        default=default(None),
+        metavar="FILE",
+        help="admin client properties (bootstrap.servers, request.timeout.ms, client.id)",
+    )
+
+
+class CommandConfigError(Exception):
+    """A `--command-config` file that cannot be used; the message names the file and why."""
+
+
+def read_command_config(path: Path) -> dict[str, str]:
+    try:
+        with path.open(encoding="utf-8") as f:
+            props: dict[str, str] = javaproperties.load(f)
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise CommandConfigError(f"--command-config {path}: {e}") from None
+    timeout = props.get("request.timeout.ms", props.get("default.api.timeout.ms"))
+    if timeout is not None and not (timeout.isdigit() and int(timeout) > 0):
+        raise CommandConfigError(f"--command-config {path}: request.timeout.ms must be a positive integer")
+    return {k: v for k, v in props.items() if k in COMMAND_CONFIG_KEYS}
+
+
+def apply_command_config(args: argparse.Namespace) -> None:
+    """Fill what the command line left unset from the properties file, then the defaults;
+    the command line wins."""
+    props = {} if args.command_config is None else read_command_config(args.command_config)
+    if args.bootstrap_server is None:
+        args.bootstrap_server = props.get("bootstrap.servers")
+    if args.timeout is None:
+        timeout_ms = props.get("request.timeout.ms", props.get("default.api.timeout.ms"))
+        args.timeout = DEFAULT_TIMEOUT_S if timeout_ms is None else int(timeout_ms) / 1000
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, not {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
+    return value

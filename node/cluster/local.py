@@ -1,0 +1,276 @@
+"""The one local-cluster library: broker processes on this machine, for `keel-cluster`, the
+integration tests and every benchmark.
+
+It writes each broker's `server.properties`, launches `python -m node.broker.main` with its
+output in a log file, signals and stops brokers (SIGTERM first, SIGKILL when a broker does
+not go in time), and waits until every running broker names the same controller. A broker
+is tracked by pid, so a command started later (`keel-cluster status`) can pick up brokers an
+earlier one launched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from signal import SIGCONT, SIGKILL, SIGSTOP, SIGTERM, Signals
+
+import javaproperties
+
+from node.clients.admin import KeelAdminClient
+from node.cluster.zookeeper import free_ports
+from wire.api import DescribeClusterResponse
+from wire.errors import WireError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def alive(pid: int | None) -> bool:
+    """Whether `pid` runs (a zombie child is reaped and counts as gone)."""
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    with contextlib.suppress(ChildProcessError):
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    return _proc_state(pid) != "Z"
+
+
+def _proc_state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except OSError:
+        return "R"
+
+
+def process_state(pid: int | None) -> str:
+    """`running`, `paused` (SIGSTOP) or `stopped`."""
+    if not alive(pid):
+        return "stopped"
+    assert pid is not None
+    return "paused" if _proc_state(pid) == "T" else "running"
+
+
+def send_signal(pid: int | None, sig: Signals) -> None:
+    if pid is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+
+
+def wait_gone(pid: int | None, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+async def describe(port: int, timeout: float = 2.0) -> DescribeClusterResponse | None:
+    """What the broker at `port` says of the cluster, or None if it does not answer."""
+    try:
+        async with KeelAdminClient(f"127.0.0.1:{port}", timeout=timeout) as admin:
+            return await admin.describe_cluster()
+    except WireError:
+        return None
+
+
+class BrokerProcess:
+    """One broker: its properties, its log file, its port, and its process once started."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        *,
+        home: Path,
+        settings: dict[str, str],
+        port: int | None = None,
+        log_path: Path | None = None,
+        pid: int | None = None,
+    ) -> None:
+        self.broker_id = broker_id
+        self.port = port if port is not None else free_ports(1)[0]
+        self.home = home
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.properties = home / "server.properties"
+        self.log_path = log_path or home / "broker.log"
+        self.settings = {
+            "broker.id": str(broker_id),
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "log.dirs": str(home / "data"),
+            **settings,
+        }
+        self.pid = pid
+        self.process: subprocess.Popen[bytes] | None = None
+        self._stopped_by_us = False
+
+    def start(self, *, detach: bool = False) -> BrokerProcess:
+        """Write `server.properties` and launch the broker; `detach` puts it in a session of
+        its own, so that it outlives the command that started it."""
+        with self.properties.open("w", encoding="utf-8") as f:
+            javaproperties.dump(self.settings, f, timestamp=False)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "node.broker.main", str(self.properties)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=ROOT,
+                start_new_session=detach,
+            )
+        self.pid = self.process.pid
+        return self
+
+    @property
+    def running(self) -> bool:
+        if self.process is not None:
+            return self.process.poll() is None
+        return alive(self.pid)
+
+    @property
+    def state(self) -> str:
+        return process_state(self.pid) if self.running else "stopped"
+
+    @property
+    def paused(self) -> bool:
+        # A process this object started is paused only by its own signal(); one found by pid
+        # is asked of /proc.
+        if self.process is not None:
+            return self._stopped_by_us and self.running
+        return self.state == "paused"
+
+    def signal(self, sig: Signals) -> None:
+        if self.running:
+            send_signal(self.pid, sig)
+            if sig in (SIGSTOP, SIGCONT):
+                self._stopped_by_us = sig == SIGSTOP
+
+    def wait(self, timeout: float) -> int | None:
+        """Until the process ends: its exit code (None for one this command did not start)."""
+        if self.process is not None:
+            return self.process.wait(timeout)
+        if not wait_gone(self.pid, timeout):
+            raise subprocess.TimeoutExpired(f"broker {self.broker_id}", timeout)
+        return None
+
+    def stop(self, timeout: float = 30.0, sig: Signals = SIGTERM) -> None:
+        """Signal the broker (a paused one is woken first), wait, and kill it if it lingers."""
+        if self.running:
+            self.signal(SIGCONT)
+            self.signal(sig)
+            try:
+                self.wait(timeout)
+            except subprocess.TimeoutExpired:
+                send_signal(self.pid, SIGKILL)
+                self.wait(10)
+
+    def kill(self) -> None:
+        self.stop(10, SIGKILL)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def rss_kib(self) -> int:
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        raise AssertionError("no VmRSS")
+
+    async def describe(self, timeout: float = 2.0) -> DescribeClusterResponse | None:
+        return await describe(self.port, timeout)
+
+
+class LocalCluster:
+    """Brokers on one ZooKeeper connect string, each under `home`."""
+
+    def __init__(self, home: Path, zk_connect: str, *, session_timeout_ms: int = 6000) -> None:
+        self.home = home
+        self.zk_connect = zk_connect
+        self.session_timeout_ms = session_timeout_ms
+        self.all: list[BrokerProcess] = []
+
+    def new(
+        self,
+        broker_id: int,
+        settings: dict[str, str] | None = None,
+        *,
+        port: int | None = None,
+        home: Path | None = None,
+        log_path: Path | None = None,
+        pid: int | None = None,
+        **overrides: str,
+    ) -> BrokerProcess:
+        """A broker not yet started. `settings` takes Kafka's dotted keys; keyword overrides
+        spell them with underscores (`unclean_leader_election_enable="true"`)."""
+        port = port if port is not None else free_ports(1)[0]
+        broker = BrokerProcess(
+            broker_id,
+            home=home or self.home / f"broker-{broker_id}-{port}",
+            port=port,
+            log_path=log_path,
+            pid=pid,
+            settings={
+                "zookeeper.connect": self.zk_connect,
+                "zookeeper.session.timeout.ms": str(self.session_timeout_ms),
+                **(settings or {}),
+                **{k.replace("_", "."): v for k, v in overrides.items()},
+            },
+        )
+        self.all.append(broker)
+        return broker
+
+    def start(self, *broker_ids: int) -> list[BrokerProcess]:
+        return [self.new(i).start() for i in broker_ids]
+
+    def by_id(self, broker_id: int) -> BrokerProcess:
+        """The running broker with that id (the newest, after restarts)."""
+        return next(b for b in reversed(self.all) if b.broker_id == broker_id and b.running)
+
+    def running(self) -> list[BrokerProcess]:
+        """Brokers that can answer: alive and not paused."""
+        return [b for b in self.all if b.running and not b.paused]
+
+    async def views(self) -> dict[int, DescribeClusterResponse | None]:
+        running = self.running()
+        answers = await asyncio.gather(*(b.describe() for b in running))
+        return {b.broker_id: a for b, a in zip(running, answers, strict=True)}
+
+    async def agreed_controller(self) -> tuple[int, int] | None:
+        """(controller id, epoch) once every running broker answers and names the same one."""
+        views = await self.views()
+        if not views or any(v is None for v in views.values()):
+            return None
+        named = {(v.controller_id, v.controller_epoch) for v in views.values() if v is not None}
+        if len(named) != 1:
+            return None
+        (controller_id, epoch) = next(iter(named))
+        return (controller_id, epoch) if controller_id in views else None
+
+    async def wait_for_controller(self, timeout: float = 60.0) -> tuple[int, int]:
+        """Until the running brokers agree on a controller; raises TimeoutError."""
+        deadline = time.monotonic() + timeout
+        while (agreed := await self.agreed_controller()) is None:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the brokers did not agree on a controller within {timeout:g} s")
+            await asyncio.sleep(0.05)
+        return agreed
+
+    def stop_all(self, timeout: float = 30.0) -> None:
+        """Stop every broker in order with SIGTERM (killed if one lingers)."""
+        for broker in self.all:
+            broker.stop(timeout)
+
+    def kill_all(self) -> None:
+        for broker in self.all:
+            if broker.running:
+                broker.kill()
