@@ -7,9 +7,13 @@ after the command (`keel --bootstrap-server h:9092 topic list` and `keel topic l
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import javaproperties
+
+N = TypeVar("N", int, float)
 
 # The keys of Kafka's admin-client properties that mean something to Keel's clients.
 COMMAND_CONFIG_KEYS = {"bootstrap.servers", "request.timeout.ms", "default.api.timeout.ms", "client.id"}
@@ -69,31 +73,22 @@ def apply_command_config(args: argparse.Namespace) -> None:
         args.timeout = DEFAULT_TIMEOUT_S if timeout_ms is None else int(timeout_ms) / 1000
 
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
+def _bounded(parse: Callable[[str], N], low: N, *, inclusive: bool, what: str) -> Callable[[str], N]:
+    """An argparse type: `parse` the text, then hold it to `low` (argparse prints the message)."""
+
+    def check(text: str) -> N:
+        try:
+            value = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if value < low or (value == low and not inclusive):
+            bound = f"at least {low}" if inclusive else f"more than {low}"
+            raise argparse.ArgumentTypeError(f"must be {bound}, not {text}")
+        return value
+
+    return check
 
 
-def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, not {value}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
-    return value
+positive_int = _bounded(int, 1, inclusive=True, what="a whole number")
+non_negative_int = _bounded(int, 0, inclusive=True, what="a whole number")
+positive_float = _bounded(float, 0.0, inclusive=False, what="a number")
