@@ -42,8 +42,8 @@ from actors.controller.events import (
 from actors.controller.leader_election import (
     FIRST_REBALANCE_DELAY_S,
     AutoRebalanceTask,
+    ElectionOutcome,
     LeaderElections,
-    election_response,
     not_controller,
 )
 from actors.controller.metrics import ControllerMetrics
@@ -59,7 +59,7 @@ from actors.ports import (
     ControllerMovedError,
     TopicPartition,
 )
-from wire.api import AlterPartitionRequest, AlterPartitionResponse, ElectionType, ElectLeadersResponse
+from wire.api import AlterPartitionRequest, AlterPartitionResponse, ElectionType
 from wire.errors import ErrorCode, NotController
 
 log = logging.getLogger(__name__)
@@ -144,9 +144,9 @@ class KafkaController:
 
     async def elect_leaders(
         self, election_type: ElectionType, partitions: frozenset[TopicPartition] | None
-    ) -> ElectLeadersResponse:
+    ) -> dict[TopicPartition, ElectionOutcome]:
         """Queue an admin election (spec §7.8) and wait for a result per partition; None
-        asks for every partition."""
+        asks for every partition (and is answered with none when not the controller)."""
         reply: asyncio.Future[object] = asyncio.get_running_loop().create_future()
         self.event_manager.put(
             ReplicaLeaderElection(partitions, election_type, ElectionTrigger.ADMIN_CLIENT_TRIGGERED, reply)
@@ -156,7 +156,7 @@ class KafkaController:
         except NotController:
             outcomes = not_controller(partitions or (), self.broker_id)
         assert isinstance(outcomes, dict)
-        return election_response(outcomes, every_partition=partitions is None)
+        return outcomes
 
     async def shutdown(self) -> None:
         await self.event_manager.close()

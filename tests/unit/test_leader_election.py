@@ -124,6 +124,13 @@ def test_an_election_over_every_partition_leaves_out_those_that_needed_none() ->
     }
 
 
+async def elect(
+    controller: KafkaController, election_type: ElectionType, partitions: frozenset[TopicPartition] | None
+) -> ElectLeadersResponse:
+    outcomes = await controller.elect_leaders(election_type, partitions)
+    return election_response(outcomes, every_partition=partitions is None)
+
+
 def results_of(response: ElectLeadersResponse) -> dict[TopicPartition, int]:
     return {
         TopicPartition(topic.topic, r.partition_id): r.error_code
@@ -297,9 +304,7 @@ async def test_elect_leaders_answers_per_partition(cluster: Cluster) -> None:
     )
     cluster.controller.context.topics_to_be_deleted.add("d")
     u0, d0, missing = TopicPartition("u", 0), TopicPartition("d", 0), TopicPartition("t", 7)
-    response = await cluster.controller.elect_leaders(
-        ElectionType.PREFERRED, frozenset({T0, u0, d0, missing})
-    )
+    response = await elect(cluster.controller, ElectionType.PREFERRED, frozenset({T0, u0, d0, missing}))
     assert results_of(response) == {
         T0: ErrorCode.NONE,
         u0: ErrorCode.ELECTION_NOT_NEEDED,
@@ -311,7 +316,7 @@ async def test_elect_leaders_answers_per_partition(cluster: Cluster) -> None:
         "ManualLeaderBalanceRateAndTimeMs"
     )
     assert cluster.controller.metrics.snapshot()["ManualLeaderBalanceRateAndTimeMs.count"] >= 1
-    everything = await cluster.controller.elect_leaders(ElectionType.PREFERRED, None)
+    everything = await elect(cluster.controller, ElectionType.PREFERRED, None)
     assert results_of(everything) == {d0: ErrorCode.INVALID_TOPIC_EXCEPTION}
 
 
@@ -331,7 +336,7 @@ async def test_a_preferred_replica_out_of_the_isr_cannot_be_elected(cluster: Clu
         timeout=2,
         message="not settled",
     )
-    response = await cluster.controller.elect_leaders(ElectionType.PREFERRED, frozenset({T0}))
+    response = await elect(cluster.controller, ElectionType.PREFERRED, frozenset({T0}))
     assert results_of(response) == {T0: ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE}
     assert cluster.state(T0).leader == 3
 
@@ -350,7 +355,7 @@ async def test_an_unclean_election_picks_a_live_replica_out_of_the_isr(cluster: 
         settled(cluster, lambda: cluster.state(T0).leader == -1), timeout=2, message="t-0 still has a leader"
     )
     u0 = TopicPartition("u", 0)
-    response = await cluster.controller.elect_leaders(ElectionType.UNCLEAN, frozenset({T0, u0}))
+    response = await elect(cluster.controller, ElectionType.UNCLEAN, frozenset({T0, u0}))
     assert results_of(response) == {T0: ErrorCode.NONE, u0: ErrorCode.ELECTION_NOT_NEEDED}
     assert (cluster.state(T0).leader, cluster.state(T0).isr) == (2, (2,))
     assert cluster.controller.metrics.unclean_leader_elections == 1
@@ -366,7 +371,7 @@ async def test_an_unclean_election_with_no_live_replica_fails(cluster: Cluster) 
     await eventually(settled(cluster, lambda: T0 in cluster.zk.partition_states), timeout=2, message="no t")
     await cluster.kill(2)
     await eventually(settled(cluster, lambda: cluster.state(T0).leader == -1), timeout=2, message="t-0 led")
-    response = await cluster.controller.elect_leaders(ElectionType.UNCLEAN, frozenset({T0}))
+    response = await elect(cluster.controller, ElectionType.UNCLEAN, frozenset({T0}))
     assert results_of(response) == {T0: ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE}
 
 
@@ -375,13 +380,13 @@ async def test_a_broker_that_is_not_the_controller_answers_not_controller_per_pa
 ) -> None:
     await led_by_its_second_replica(cluster)
     follower = cluster.controllers[3]
-    response = await follower.elect_leaders(ElectionType.PREFERRED, frozenset({T0, T1}))
+    response = await elect(follower, ElectionType.PREFERRED, frozenset({T0, T1}))
     assert results_of(response) == {T0: ErrorCode.NOT_CONTROLLER, T1: ErrorCode.NOT_CONTROLLER}
-    assert results_of(await follower.elect_leaders(ElectionType.PREFERRED, None)) == {}
+    assert results_of(await elect(follower, ElectionType.PREFERRED, None)) == {}
     # Pre-empted (here: the queue is closed) gives the same answer.
     controller = cluster.controller
     await controller.event_manager.close()
-    response = await controller.elect_leaders(ElectionType.PREFERRED, frozenset({T0}))
+    response = await elect(controller, ElectionType.PREFERRED, frozenset({T0}))
     assert results_of(response) == {T0: ErrorCode.NOT_CONTROLLER}
 
 
