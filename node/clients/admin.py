@@ -6,6 +6,9 @@ async with KeelAdminClient("127.0.0.1:9092") as admin:
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Iterable
+
 from node.clients.closing import AsyncClosing
 from wire.api import (
     ApiVersionsRequest,
@@ -17,13 +20,21 @@ from wire.api import (
     DescribeClusterResponse,
     DescribeControllerRequest,
     DescribeControllerResponse,
+    ElectionType,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+    ElectLeadersTopicPartitions,
     MetadataRequest,
     MetadataResponse,
     ReelectControllerRequest,
     ReelectControllerResponse,
 )
 from wire.client import RpcClient
-from wire.errors import NetworkException
+from wire.errors import ErrorCode, NetworkException, NotController
+
+# ElectLeaders goes to the active controller; when it moved on the way, ask again.
+_CONTROLLER_ATTEMPTS = 3
+_CONTROLLER_BACKOFF_S = 0.2
 
 
 def parse_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
@@ -92,3 +103,63 @@ class KeelAdminClient(AsyncClosing):
             ReelectControllerRequest(), ReelectControllerResponse
         )
         return response.previous_controller_id
+
+    async def elect_leaders(
+        self,
+        election_type: ElectionType,
+        partitions: Iterable[tuple[str, int]] | None = None,
+        *,
+        timeout_ms: int = 60000,
+    ) -> ElectLeadersResponse:
+        """Preferred or unclean leader election (ElectLeaders) of these (topic, partition)s,
+        or of every partition; sent to the active controller. Results are per partition."""
+        topic_partitions = None
+        if partitions is not None:
+            by_topic: dict[str, list[int]] = {}
+            for topic, partition in partitions:
+                by_topic.setdefault(topic, []).append(partition)
+            topic_partitions = [
+                ElectLeadersTopicPartitions(topic=t, partitions=sorted(set(p)))
+                for t, p in sorted(by_topic.items())
+            ]
+        request = ElectLeadersRequest(
+            election_type=int(election_type), topic_partitions=topic_partitions, timeout_ms=timeout_ms
+        )
+        for attempt in range(_CONTROLLER_ATTEMPTS):
+            if attempt:
+                await asyncio.sleep(_CONTROLLER_BACKOFF_S)
+            response = await self._call_controller(request, ElectLeadersResponse, timeout_ms / 1000)
+            if response is not None and not _all_not_controller(response):
+                return response
+        raise NotController("no active controller answered ElectLeaders")
+
+    async def _call_controller(
+        self, request: ElectLeadersRequest, response_type: type[ElectLeadersResponse], wait_s: float
+    ) -> ElectLeadersResponse | None:
+        """The request sent to the broker named as controller; None when there is none."""
+        cluster = await self.describe_cluster()
+        address = next(
+            ((b.host, b.port) for b in cluster.brokers if b.broker_id == cluster.controller_id), None
+        )
+        if address is None:
+            return None
+        client = await RpcClient.connect(
+            address[0],
+            address[1],
+            client_id=self._client_id,
+            request_timeout=self._timeout + wait_s,
+            connect_timeout=self._timeout,
+        )
+        try:
+            return await client.call(request, response_type)
+        finally:
+            await client.close()
+
+
+def _all_not_controller(response: ElectLeadersResponse) -> bool:
+    """The broker asked was not the controller (any more): every result says so. (Asked
+    for every partition, such a broker answers no results, which cannot be told apart.)"""
+    results = [r for topic in response.replica_election_results for r in topic.partition_result]
+    if not results:
+        return False
+    return all(r.error_code == ErrorCode.NOT_CONTROLLER for r in results)
