@@ -43,6 +43,8 @@ class BrokerProcess:
             "zookeeper.connect": zk_connect,
             "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
             "log.dirs": str(self.home / "data"),
+            # Leadership stays where a test put it; the tests of the rebalance turn it on.
+            "auto.leader.rebalance.enable": "false",
             **overrides,
         }
         self.properties.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
