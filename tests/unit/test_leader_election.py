@@ -4,6 +4,7 @@ the auto-rebalance task on a hand-driven clock, and pending elections at failove
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Callable
 
 import pytest
@@ -436,3 +437,30 @@ async def test_an_election_node_the_controller_missed_is_processed_by_the_next_a
         message="the pending election was not processed at failover",
     )
     assert cluster.state(T0).leader == 2
+
+
+async def test_a_deposed_controller_cannot_elect_and_resigns(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="actors")
+    await led_by_its_second_replica(cluster)
+    old = cluster.controller
+    # The old controller misses its deposition (spec §12.1 ControllerMoveOn...): it does not
+    # hear of /controller changing, and the others elect a new controller at epoch 2.
+    cluster.stores[1].controller_watch_armed = False
+    await cluster.stores[3].force_delete_controller()
+    await eventually(
+        settled(cluster, lambda: cluster.controllers[3].is_active or cluster.controllers[2].is_active),
+        timeout=2,
+        message="no new controller",
+    )
+    assert old.is_active, "the old controller still believes it leads"
+    await cluster.stores[2].create_preferred_replica_election([T0])
+    await eventually(
+        settled(cluster, lambda: not old.is_active and cluster.zk.preferred_replica_election is None),
+        timeout=2,
+        message="the old controller did not resign, or the new one did not elect",
+    )
+    state, controller_epoch, _ = cluster.zk.partition_states[T0]
+    assert (state.leader, state.leader_epoch, controller_epoch) == (2, 1, 2), "elected once, by the new one"
+    assert "controller moved to another broker while processing ReplicaLeaderElection" in caplog.text
