@@ -263,7 +263,7 @@ class LeaderElections:
         for tp in partitions:
             info = self._context.leadership.get(tp)
             leader = -1 if info is None else info.leader_and_isr.leader
-            preferred = self._context.replicas(tp)[0]
+            preferred = next(iter(self._context.replicas(tp)), -1)
             if leader == preferred:
                 log.info("%s completed preferred replica leader election: new leader is %d", tp, leader)
             else:
