@@ -230,6 +230,27 @@ class ClusterStore(Protocol):
 
     def watch_session(self, watcher: SessionWatcher) -> None: ...
 
+    # --- preferred replica election (spec §7.8) ---
+
+    async def preferred_replica_election(self) -> list[TopicPartition] | None:
+        """The partitions `/admin/preferred_replica_election` names, or None when it is
+        absent. Arms the exists watch either way, so that a creation is reported. Content
+        Kafka would not have written reads as no partitions, with a warning."""
+        ...
+
+    async def delete_preferred_replica_election(self, epoch_zk_version: int) -> None:
+        """Delete `/admin/preferred_replica_election`, fenced by the epoch version (already
+        gone is fine); raises ControllerMovedError."""
+        ...
+
+    def watch_preferred_replica_election(self, watcher: PreferredReplicaElectionWatcher) -> None: ...
+
+
+class PreferredReplicaElectionWatcher(Protocol):
+    """Told when `/admin/preferred_replica_election` is created. Implementations only enqueue."""
+
+    def preferred_replica_election_created(self) -> None: ...
+
 
 ResponseCallback = Callable[[Response], None]
 

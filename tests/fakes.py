@@ -23,6 +23,7 @@ from actors.ports import (
     LeaderAndIsr,
     LeadershipInfo,
     PartitionStateConflict,
+    PreferredReplicaElectionWatcher,
     RegisteredBroker,
     ResponseCallback,
     SessionWatcher,
@@ -52,6 +53,8 @@ class FakeZooKeeper:
         self.brokers: dict[int, _Ephemeral] = {}
         self.controller_watchers: list[tuple[FakeClusterStore, ControllerWatcher]] = []
         self._zxid = itertools.count(100)
+        self.preferred_replica_election: list[TopicPartition] | None = None
+        self.preferred_election_watchers: list[tuple[FakeClusterStore, PreferredReplicaElectionWatcher]] = []
         self._sessions = itertools.count(1)
 
     def next_zxid(self) -> int:
@@ -77,6 +80,16 @@ class FakeZooKeeper:
                 store.armed.discard(watch)
                 getattr(watcher, call)(*args)
 
+    def create_preferred_replica_election(self, partitions: list[TopicPartition]) -> None:
+        """What an admin tool writes; reported once to each store that armed the watch."""
+        if self.preferred_replica_election is not None:
+            raise FileExistsError("/admin/preferred_replica_election exists")
+        self.preferred_replica_election = list(partitions)
+        for store, watcher in self.preferred_election_watchers:
+            if store.preferred_election_watch_armed and not store.expired:
+                store.preferred_election_watch_armed = False
+                watcher.preferred_replica_election_created()
+
     def drop_session(self, session: int) -> None:
         if self.controller is not None and self.controller.owner == session:
             self.controller = None
@@ -93,6 +106,7 @@ class FakeClusterStore:
         self.session = zk.new_session()
         self.expired = False
         self.controller_watch_armed = False
+        self.preferred_election_watch_armed = False
         self.armed: set[str] = set()
         self.session_watchers: list[SessionWatcher] = []
         self._stale_session_wait = stale_session_wait
@@ -275,6 +289,24 @@ class FakeClusterStore:
 
     def watch_session(self, watcher: SessionWatcher) -> None:
         self.session_watchers.append(watcher)
+
+    async def preferred_replica_election(self) -> list[TopicPartition] | None:
+        await self._io()
+        self.preferred_election_watch_armed = True
+        found = self.zk.preferred_replica_election
+        return None if found is None else list(found)
+
+    async def delete_preferred_replica_election(self, epoch_zk_version: int) -> None:
+        await self._io()
+        self._check_fence(epoch_zk_version)
+        self.zk.preferred_replica_election = None
+
+    def watch_preferred_replica_election(self, watcher: PreferredReplicaElectionWatcher) -> None:
+        self.zk.preferred_election_watchers.append((self, watcher))
+
+    async def create_preferred_replica_election(self, partitions: list[TopicPartition]) -> None:
+        await self._io()
+        self.zk.create_preferred_replica_election(partitions)
 
     async def expire_session(self) -> None:
         """What the ensemble does when this session times out, then the client reconnects."""

@@ -36,10 +36,11 @@ def eventually_sync(probe: Callable[[], T], *, timeout: float, message: str, int
 
 
 class ManualClock:
-    """A Clock that moves only when told to."""
+    """A Clock that moves only when told to; what is scheduled runs when `advance` passes it."""
 
     def __init__(self, start: float = 1000.0) -> None:
         self.now = start
+        self.scheduled: list[ScheduledCall] = []
 
     def monotonic(self) -> float:
         return self.now
@@ -49,3 +50,27 @@ class ManualClock:
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
+        due = sorted((c for c in self.scheduled if c.due <= self.now), key=lambda c: c.due)
+        self.scheduled = [c for c in self.scheduled if c.due > self.now]
+        for call in due:
+            if not call.cancelled:
+                call.callback()
+
+    def call_later(self, delay_s: float, callback: Callable[[], None]) -> ScheduledCall:
+        call = ScheduledCall(self.now + delay_s, callback)
+        self.scheduled.append(call)
+        return call
+
+    def pending(self) -> list[float]:
+        """When the calls still to run are due, in seconds from now."""
+        return sorted(c.due - self.now for c in self.scheduled if not c.cancelled)
+
+
+class ScheduledCall:
+    def __init__(self, due: float, callback: Callable[[], None]) -> None:
+        self.due = due
+        self.callback = callback
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from enum import IntEnum
 
-from actors.ports import LeadershipInfo, RegisteredBroker, ReplicaAssignment, TopicPartition
+from actors.ports import LeaderAndIsr, LeadershipInfo, RegisteredBroker, ReplicaAssignment, TopicPartition
 
 
 class PartitionState(IntEnum):
@@ -31,6 +31,16 @@ class ReplicaState(IntEnum):
 _NO_REPLICAS = ReplicaAssignment(())
 
 
+def has_preferred_leader(assignment: ReplicaAssignment, state: LeaderAndIsr) -> bool:
+    """Whether a partition counts as led by its preferred (first) replica. A first replica
+    that a reassignment is adding counts as preferred until it joins the ISR (Kafka's
+    hasPreferredLeader, followed literally)."""
+    preferred = assignment.replicas[0]
+    if preferred in assignment.adding:
+        return preferred not in state.isr
+    return state.leader == preferred
+
+
 @dataclasses.dataclass(frozen=True)
 class PartitionReplica:
     tp: TopicPartition
@@ -49,6 +59,8 @@ class ControllerContext:
     leadership: dict[TopicPartition, LeadershipInfo] = dataclasses.field(default_factory=dict)
     partition_states: dict[TopicPartition, PartitionState] = dataclasses.field(default_factory=dict)
     replica_states: dict[PartitionReplica, ReplicaState] = dataclasses.field(default_factory=dict)
+    # Topics queued for deletion (spec §7.6): never elected, not counted as imbalanced.
+    topics_to_be_deleted: set[str] = dataclasses.field(default_factory=set)
 
     def reset(self) -> None:
         fresh = ControllerContext()
@@ -128,11 +140,14 @@ class ControllerContext:
         return sum(1 for state in self.partition_states.values() if state == PartitionState.OFFLINE)
 
     def preferred_replica_imbalance_count(self) -> int:
+        """Partitions with a leader other than their preferred replica, topics queued for
+        deletion left out (spec §4.3)."""
+        deleting = self.topics_to_be_deleted
         count = 0
         for tp, info in self.leadership.items():
-            replicas = self.replicas(tp)
-            if replicas and info.leader_and_isr.leader != replicas[0]:
-                count += 1
+            assignment = self.assignment(tp)
+            if assignment.replicas and tp.topic not in deleting:
+                count += not has_preferred_leader(assignment, info.leader_and_isr)
         return count
 
     def global_partition_count(self) -> int:

@@ -22,19 +22,29 @@ from actors.controller.context import ControllerContext
 from actors.controller.event_manager import ControllerEventManager
 from actors.controller.events import (
     AlterPartitionReceived,
+    AutoPreferredReplicaLeaderElection,
     BrokerChange,
     BrokerModifications,
     ControllerChange,
     ControllerEvent,
     ControllerState,
+    ElectionTrigger,
     Event,
     Expire,
     PartitionModifications,
     Reelect,
     RegisterBrokerAndReelect,
+    ReplicaLeaderElection,
     ShutdownEventThread,
     Startup,
     TopicChange,
+)
+from actors.controller.leader_election import (
+    FIRST_REBALANCE_DELAY_S,
+    AutoRebalanceTask,
+    ElectionOutcome,
+    LeaderElections,
+    not_controller,
 )
 from actors.controller.metrics import ControllerMetrics
 from actors.controller.partition_state_machine import PartitionStateMachine
@@ -49,8 +59,8 @@ from actors.ports import (
     ControllerMovedError,
     TopicPartition,
 )
-from wire.api import AlterPartitionRequest, AlterPartitionResponse
-from wire.errors import ErrorCode
+from wire.api import AlterPartitionRequest, AlterPartitionResponse, ElectionType
+from wire.errors import ErrorCode, NotController
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +68,10 @@ log = logging.getLogger(__name__)
 @dataclasses.dataclass(frozen=True)
 class ControllerConfig:
     unclean_leader_election_enable: bool = False
+    # Auto preferred-leader rebalance (spec §7.8, §11).
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_s: float = 300.0
+    leader_imbalance_per_broker_percentage: int = 10
 
 
 class KafkaController:
@@ -101,6 +115,13 @@ class KafkaController:
             clock=clock,
         )
         self._watch = _Watch(self.event_manager)
+        self.leader_elections = LeaderElections(
+            context=self.context,
+            store=store,
+            partitions=self.partition_state_machine,
+            rearm_zk_trigger=self._watch.preferred_replica_election_created,
+        )
+        self.auto_rebalance = AutoRebalanceTask(clock, self._watch.auto_rebalance_due)
 
     # --- public API: called by the broker; everything else happens on the event queue ---
 
@@ -109,6 +130,7 @@ class KafkaController:
         self._store.watch_controller(self._watch)
         self._store.watch_cluster(self._watch)
         self._store.watch_session(self)
+        self._store.watch_preferred_replica_election(self._watch)
         self.event_manager.put(Startup())
         self.event_manager.start()
 
@@ -119,6 +141,22 @@ class KafkaController:
         answer = await reply
         assert isinstance(answer, AlterPartitionResponse)
         return answer
+
+    async def elect_leaders(
+        self, election_type: ElectionType, partitions: frozenset[TopicPartition] | None
+    ) -> dict[TopicPartition, ElectionOutcome]:
+        """Queue an admin election (spec §7.8) and wait for a result per partition; None
+        asks for every partition (and is answered with none when not the controller)."""
+        reply: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        self.event_manager.put(
+            ReplicaLeaderElection(partitions, election_type, ElectionTrigger.ADMIN_CLIENT_TRIGGERED, reply)
+        )
+        try:
+            outcomes = await reply
+        except NotController:
+            outcomes = not_controller(partitions or (), self.broker_id)
+        assert isinstance(outcomes, dict)
+        return outcomes
 
     async def shutdown(self) -> None:
         await self.event_manager.close()
@@ -198,8 +236,39 @@ class KafkaController:
                     answer = await alter_partition(self.context, self._store, self._new_batch, request)
                 if not reply.done():
                     reply.set_result(answer)
+            case ReplicaLeaderElection():
+                await self._on_replica_leader_election(event)
+            case AutoPreferredReplicaLeaderElection():
+                if self.is_active:
+                    await self._on_auto_preferred_replica_leader_election()
             case _:
                 assert_never(event)
+
+    # --- preferred and unclean leader elections (spec §7.8) ---
+
+    async def _on_replica_leader_election(self, event: ReplicaLeaderElection) -> None:
+        reply = event.reply
+        if not self.is_active:
+            if reply is not None and not reply.done():
+                reply.set_result(not_controller(event.partitions or (), self.broker_id))
+        elif event.trigger == ElectionTrigger.ADMIN_CLIENT_TRIGGERED:
+            outcomes = await self.leader_elections.on_admin(event.election_type, event.partitions)
+            if reply is not None and not reply.done():
+                reply.set_result(outcomes)
+        else:
+            await self.leader_elections.on_zk_trigger()
+
+    async def _on_auto_preferred_replica_leader_election(self) -> None:
+        try:
+            await self.leader_elections.on_auto_rebalance(self.config.leader_imbalance_per_broker_percentage)
+        finally:
+            self.auto_rebalance.schedule(self.config.leader_imbalance_check_interval_s)
+
+    async def _on_failover_elections(self) -> None:
+        """Failover steps 10 and 11: pending preferred elections, then the rebalance task."""
+        await self.leader_elections.on_zk_trigger(at_failover=True)
+        if self.config.auto_leader_rebalance_enable:
+            self.auto_rebalance.schedule(FIRST_REBALANCE_DELAY_S)
 
     async def _on_expire(self) -> None:
         # Resignation is idempotent, so it runs whether or not this broker was controller.
@@ -241,6 +310,7 @@ class KafkaController:
         log.info("broker %d is controller at epoch %d", self.broker_id, won.epoch)
         try:
             await self.workflows.on_failover()
+            await self._on_failover_elections()
         except ControllerMovedError:
             raise
         except Exception as e:
@@ -270,6 +340,7 @@ class KafkaController:
     async def _on_controller_resignation(self, *, log_line: bool = True) -> None:
         if log_line:
             log.info("broker %d resigned as controller", self.broker_id)
+        self.auto_rebalance.cancel()
         await self.channel.close()
         self.context.reset()
 
@@ -297,3 +368,11 @@ class _Watch:
 
     def topic_modified(self, topic: str) -> None:
         self._event_manager.put(PartitionModifications(topic))
+
+    def auto_rebalance_due(self) -> None:
+        self._event_manager.put(AutoPreferredReplicaLeaderElection())
+
+    def preferred_replica_election_created(self) -> None:
+        self._event_manager.put(
+            ReplicaLeaderElection(None, ElectionType.PREFERRED, ElectionTrigger.ZK_TRIGGERED)
+        )

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from enum import IntEnum
+from enum import Enum, IntEnum
 from typing import ClassVar
 
-from wire.api import AlterPartitionRequest
+from actors.ports import TopicPartition
+from wire.api import AlterPartitionRequest, ElectionType
 from wire.errors import NotController
 
 
@@ -136,6 +137,39 @@ class AlterPartitionReceived(CallbackEvent):
     request: AlterPartitionRequest = dataclasses.field(kw_only=True)
 
 
+class ElectionTrigger(Enum):
+    """Who asked for a leader election (Kafka's ElectionTrigger)."""
+
+    ZK_TRIGGERED = "zookeeper"
+    ADMIN_CLIENT_TRIGGERED = "admin client"
+    AUTO_TRIGGERED = "auto rebalance"
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplicaLeaderElection(Event):
+    """A preferred or unclean election (spec §7.8). `partitions` None: those named in
+    `/admin/preferred_replica_election` (ZooKeeper-triggered), or every partition (admin).
+    An admin election is answered through `reply` with a result per partition; when
+    pre-empted, its caller gets NotController."""
+
+    state = ControllerState.MANUAL_LEADER_BALANCE
+    partitions: frozenset[TopicPartition] | None
+    election_type: ElectionType
+    trigger: ElectionTrigger
+    reply: asyncio.Future[object] | None = dataclasses.field(default=None, compare=False, repr=False)
+
+    def preempt(self) -> None:
+        if self.reply is not None and not self.reply.done():
+            self.reply.set_exception(NotController("leader election pre-empted: controller moved"))
+
+
+@dataclasses.dataclass(frozen=True)
+class AutoPreferredReplicaLeaderElection(Event):
+    """The auto-rebalance task is due (spec §7.8, `auto.leader.rebalance.enable`)."""
+
+    state = ControllerState.AUTO_LEADER_BALANCE
+
+
 ControllerEvent = (
     Startup
     | ControllerChange
@@ -148,4 +182,6 @@ ControllerEvent = (
     | TopicChange
     | PartitionModifications
     | AlterPartitionReceived
+    | ReplicaLeaderElection
+    | AutoPreferredReplicaLeaderElection
 )

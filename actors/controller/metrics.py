@@ -81,6 +81,15 @@ class ControllerMetrics:
         finally:
             self.timers[state].record((self._clock.monotonic() - started) * 1000)
 
+    def timer_entries(self, name: str, state: ControllerState) -> dict[str, float]:
+        """A timer's count and latencies (ms), under Kafka's name for it."""
+        timer = self.timers[state]
+        return {
+            f"{name}.count": timer.count,
+            f"{name}.p50": timer.percentile(0.5),
+            f"{name}.p99": timer.percentile(0.99),
+        }
+
     def snapshot(self) -> dict[str, float]:
         context = self._context
         active = self._is_active()
@@ -100,6 +109,8 @@ class ControllerMetrics:
             "LeaderElectionRateAndTimeMs.p50": elections.percentile(0.5),
             "LeaderElectionRateAndTimeMs.p99": elections.percentile(0.99),
             "LeaderElectionRateAndTimeMs.last": elections.recent[-1] if elections.recent else 0.0,
+            **self.timer_entries("AutoLeaderBalanceRateAndTimeMs", ControllerState.AUTO_LEADER_BALANCE),
+            **self.timer_entries("ManualLeaderBalanceRateAndTimeMs", ControllerState.MANUAL_LEADER_BALANCE),
             "EventQueueSize": self._event_manager.queue_size,
             "TotalQueueSize": self._channel.total_queue_size if active else 0,
             "EventQueueTimeMs.count": queue_time.count,

@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from node.broker.leader_election import elect_leaders
 from wire.api import (
     API_SPECS,
     AlterPartitionRequest,
@@ -16,6 +17,7 @@ from wire.api import (
     DescribeClusterResponse,
     DescribeControllerResponse,
     DescribedBroker,
+    ElectLeadersRequest,
     Endpoint,
     FetchRequest,
     LeaderAndIsrRequest,
@@ -114,6 +116,9 @@ class BrokerApis:
             case ApiKey.CREATE_TOPICS:
                 assert isinstance(request.body, CreateTopicsRequest)
                 return await self._admin.create_topics(request.body)
+            case ApiKey.ELECT_LEADERS:
+                assert isinstance(request.body, ElectLeadersRequest)
+                return await elect_leaders(self._controller(), self._replica_manager, request.body)
             case ApiKey.METADATA:
                 assert isinstance(request.body, MetadataRequest)
                 answer = await self._replica_manager.metadata(request.body)

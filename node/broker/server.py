@@ -150,7 +150,14 @@ class KeelBroker:
                 local=self.apis.handle,
             ),
             ControllerConfig(
-                unclean_leader_election_enable=self.config.get_bool("unclean.leader.election.enable")
+                unclean_leader_election_enable=self.config.get_bool("unclean.leader.election.enable"),
+                auto_leader_rebalance_enable=self.config.get_bool("auto.leader.rebalance.enable"),
+                leader_imbalance_check_interval_s=self.config.get_int(
+                    "leader.imbalance.check.interval.seconds"
+                ),
+                leader_imbalance_per_broker_percentage=self.config.get_int(
+                    "leader.imbalance.per.broker.percentage"
+                ),
             ),
         )
         self._controller.startup(broker_epoch)

@@ -6,6 +6,8 @@
     keel topic create|list|describe
     keel produce --topic T       stdin lines as records (Kafka's console producer)
     keel consume --topic T       records to stdout (Kafka's console consumer)
+    keel leader-election --election-type preferred|unclean
+                                 elect leaders (Kafka's kafka-leader-election)
 
 Every command takes `--bootstrap-server host:port[,host:port]` (default: the brokers of the
 local cluster under .keel-cluster, else 127.0.0.1:9092), `--format table|json`, `--timeout S`
@@ -21,7 +23,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from node.cli import console_commands, topic_commands
+from node.cli import console_commands, election_commands, topic_commands
 from node.cli.arguments import CommandConfigError, add_global_options, apply_command_config
 from node.cli.output import print_json, print_table
 from node.clients.admin import KeelAdminClient
@@ -127,6 +129,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         common,
     )
     console_commands.add_arguments(groups, common)
+    election_commands.add_arguments(groups, common)
     for group in sorted({g for g, _ in COMMANDS}):
         sub = groups.add_parser(group).add_subparsers(dest="command", required=True)
         for (g, command), handler in COMMANDS.items():
@@ -141,6 +144,8 @@ async def run(args: argparse.Namespace) -> int:
     async with KeelAdminClient(args.bootstrap_server or default_bootstrap(), timeout=args.timeout) as admin:
         if args.group == "topic":
             return await topic_commands.COMMANDS[args.command](admin, args)
+        if args.group == election_commands.GROUP:
+            return await election_commands.run(admin, args)
         return await COMMANDS[args.group, args.command](admin, args.format)
 
 

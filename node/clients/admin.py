@@ -7,6 +7,7 @@ async with KeelAdminClient("127.0.0.1:9092") as admin:
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from typing import TypeVar
 
 from node.clients.closing import AsyncClosing
@@ -20,6 +21,10 @@ from wire.api import (
     DescribeClusterResponse,
     DescribeControllerRequest,
     DescribeControllerResponse,
+    ElectionType,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+    ElectLeadersTopicPartitions,
     MetadataRequest,
     MetadataResponse,
     ReelectControllerRequest,
@@ -28,10 +33,14 @@ from wire.api import (
     Response,
 )
 from wire.client import RpcClient
-from wire.endpoint import parse_bootstrap
-from wire.errors import NetworkException, WireError
+from wire.endpoint import Endpoint, parse_bootstrap
+from wire.errors import ErrorCode, NetworkException, NotController, WireError
 from wire.pool import ConnectionPool
 from wire.retry import Backoff
+
+# ElectLeaders goes to the active controller; when it moved on the way, ask again.
+_CONTROLLER_ATTEMPTS = 3
+_CONTROLLER_BACKOFF_S = 0.2
 
 R = TypeVar("R", bound=Response)
 
@@ -93,3 +102,54 @@ class KeelAdminClient(AsyncClosing):
         """Delete `/controller`; returns the id of the controller that was deposed (-1: none)."""
         response = await self._call(ReelectControllerRequest(), ReelectControllerResponse)
         return response.previous_controller_id
+
+    async def elect_leaders(
+        self,
+        election_type: ElectionType,
+        partitions: Iterable[tuple[str, int]] | None = None,
+        *,
+        timeout_ms: int = 60000,
+    ) -> ElectLeadersResponse:
+        """Preferred or unclean leader election (ElectLeaders) of these (topic, partition)s,
+        or of every partition; sent to the active controller. Results are per partition."""
+        topic_partitions = None
+        if partitions is not None:
+            by_topic: dict[str, list[int]] = {}
+            for topic, partition in partitions:
+                by_topic.setdefault(topic, []).append(partition)
+            topic_partitions = [
+                ElectLeadersTopicPartitions(topic=t, partitions=sorted(set(p)))
+                for t, p in sorted(by_topic.items())
+            ]
+        request = ElectLeadersRequest(
+            election_type=int(election_type), topic_partitions=topic_partitions, timeout_ms=timeout_ms
+        )
+        backoff = Backoff(_CONTROLLER_BACKOFF_S, 1.0)
+        for attempt in range(_CONTROLLER_ATTEMPTS):
+            if attempt:
+                await asyncio.sleep(backoff.next_delay())
+            response = await self._call_controller(request, ElectLeadersResponse, timeout_ms / 1000)
+            if response is not None and not _all_not_controller(response):
+                return response
+        raise NotController("no active controller answered ElectLeaders")
+
+    async def _call_controller(self, request: Request, response_type: type[R], wait_s: float) -> R | None:
+        """The request sent to the broker named as controller (over the pool), allowing
+        `wait_s` more than the client's timeout for requests the controller answers late;
+        None when no controller is known."""
+        cluster = await self.describe_cluster()
+        controllers = (b for b in cluster.brokers if b.broker_id == cluster.controller_id)
+        endpoint = next((Endpoint.plaintext(b.host, b.port) for b in controllers), None)
+        if endpoint is None:
+            return None
+        client = await self._pool.get(endpoint)
+        return await client.call(request, response_type, timeout=self._timeout + wait_s)
+
+
+def _all_not_controller(response: ElectLeadersResponse) -> bool:
+    """The broker asked was not the controller (any more): every result says so. (Asked
+    for every partition, such a broker answers no results, which cannot be told apart.)"""
+    results = [r for topic in response.replica_election_results for r in topic.partition_result]
+    if not results:
+        return False
+    return all(r.error_code == ErrorCode.NOT_CONTROLLER for r in results)

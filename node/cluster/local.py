@@ -193,10 +193,19 @@ class BrokerProcess:
 class LocalCluster:
     """Brokers on one ZooKeeper connect string, each under `home`."""
 
-    def __init__(self, home: Path, zk_connect: str, *, session_timeout_ms: int = 6000) -> None:
+    def __init__(
+        self,
+        home: Path,
+        zk_connect: str,
+        *,
+        session_timeout_ms: int = 6000,
+        settings: dict[str, str] | None = None,
+    ) -> None:
+        """`settings`: properties every broker gets, under each broker's own."""
         self.home = home
         self.zk_connect = zk_connect
         self.session_timeout_ms = session_timeout_ms
+        self.settings = settings or {}
         self.all: list[BrokerProcess] = []
 
     def new(
@@ -222,6 +231,7 @@ class LocalCluster:
             settings={
                 "zookeeper.connect": self.zk_connect,
                 "zookeeper.session.timeout.ms": str(self.session_timeout_ms),
+                **self.settings,
                 **(settings or {}),
                 **{k.replace("_", "."): v for k, v in overrides.items()},
             },

@@ -13,6 +13,7 @@ from actors.ports import (
     LeadershipInfo,
     ReplicaAssignment,
     TopicAssignment,
+    TopicPartition,
 )
 from wire.endpoint import Endpoint
 
@@ -194,3 +195,25 @@ def decode_topic_config(topic: str, data: bytes | None) -> dict[str, str]:
     if not isinstance(config, dict):
         raise ZNodeDataError(f"/config/topics/{topic}: config is not a map")
     return {str(k): str(v) for k, v in config.items()}
+
+
+def encode_preferred_replica_election(partitions: list[TopicPartition]) -> bytes:
+    return orjson.dumps(
+        {"version": 1, "partitions": [{"topic": tp.topic, "partition": tp.partition} for tp in partitions]}
+    )
+
+
+def decode_preferred_replica_election(data: bytes | None) -> list[TopicPartition]:
+    """The partitions named, each once, in the order given."""
+    what = "/admin/preferred_replica_election"
+    items = _json(data, what).get("partitions")
+    if not isinstance(items, list):
+        raise ZNodeDataError(f"{what}: partitions is not a list")
+    partitions: dict[TopicPartition, None] = {}
+    for item in items:
+        topic = item.get("topic") if isinstance(item, dict) else None
+        partition = item.get("partition") if isinstance(item, dict) else None
+        if not isinstance(topic, str) or type(partition) is not int:
+            raise ZNodeDataError(f"{what}: {item!r} is not a topic and partition")
+        partitions[TopicPartition(topic, partition)] = None
+    return list(partitions)

@@ -7,6 +7,7 @@ BROKER_IDS = "/brokers/ids"
 BROKER_TOPICS = "/brokers/topics"
 BROKER_SEQUENCE_ID = "/brokers/seqid"
 CLUSTER_ID = "/cluster/id"
+PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 
 
 def broker_id(broker: int) -> str:

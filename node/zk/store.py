@@ -26,6 +26,7 @@ from actors.ports import (
     LeaderAndIsr,
     LeadershipInfo,
     PartitionStateConflict,
+    PreferredReplicaElectionWatcher,
     RegisteredBroker,
     SessionWatcher,
     TopicAssignment,
@@ -426,6 +427,38 @@ class ZkClusterStore:
     async def _fenced_ignoring_exists(self, op: Any, epoch_zk_version: int) -> Exception | None:
         error = _failed(await self._fenced([op], epoch_zk_version))
         return None if error is None or isinstance(error, NodeExists) else error
+
+    # --- preferred replica election (spec §7.8) ---
+
+    async def preferred_replica_election(self) -> list[TopicPartition] | None:
+        path = paths.PREFERRED_REPLICA_ELECTION
+        # The exists-watch reports a creation; a get alone would not arm on an absent node.
+        _exists, value = await asyncio.gather(self.zk.exists(path, watch=True), self.zk.get_or_none(path))
+        if value is None:
+            return None
+        try:
+            return data.decode_preferred_replica_election(value[0])
+        except data.ZNodeDataError as e:
+            log.warning("ignoring unreadable preferred replica election: %s", e)
+            return []
+
+    async def delete_preferred_replica_election(self, epoch_zk_version: int) -> None:
+        error = _failed(
+            await self._fenced([self.zk.delete_op(paths.PREFERRED_REPLICA_ELECTION)], epoch_zk_version)
+        )
+        if error is not None and not isinstance(error, NoNode):
+            raise error
+
+    def watch_preferred_replica_election(self, watcher: PreferredReplicaElectionWatcher) -> None:
+        self.zk.add_watch(
+            CREATED, paths.PREFERRED_REPLICA_ELECTION, lambda _: watcher.preferred_replica_election_created()
+        )
+
+    async def create_preferred_replica_election(self, partitions: list[TopicPartition]) -> None:
+        """What Kafka's legacy admin tool writes to ask for preferred elections."""
+        await self.zk.create(
+            paths.PREFERRED_REPLICA_ELECTION, data.encode_preferred_replica_election(partitions)
+        )
 
     # --- admin writes (AdminZkClient, spec §1) ---
 

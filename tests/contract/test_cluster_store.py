@@ -379,3 +379,38 @@ async def test_cluster_watches_report_broker_and_topic_changes(ensemble: Ensembl
         recorded(recorder, "brokers", "topics"), timeout=5, message="topic creation not reported"
     )
     assert recorder.events.count("topics") == 1, "a watch fires once per arming"
+
+
+class PreferredElectionRecorder(Recorder):
+    def preferred_replica_election_created(self) -> None:
+        self.events.append("created")
+
+
+async def test_preferred_replica_election_node_is_read_watched_and_deleted_fenced(ensemble: Ensemble) -> None:
+    controller, admin = await ensemble.store(), await ensemble.store()
+    recorder = PreferredElectionRecorder()
+    controller.watch_preferred_replica_election(recorder)
+    assert await controller.preferred_replica_election() is None  # arms the watch
+    wanted = [TopicPartition("t", 1), TopicPartition("u", 0)]
+    await admin.create_preferred_replica_election(wanted)
+    await eventually(recorded(recorder, "created"), timeout=5, message="creation was not reported")
+    assert await controller.preferred_replica_election() == wanted
+    fence = await controller.register_controller_and_increment_epoch(1)
+    await controller.delete_preferred_replica_election(fence.zk_version)
+    await controller.delete_preferred_replica_election(fence.zk_version)  # gone already: fine
+    assert await controller.preferred_replica_election() is None  # re-arms it
+    await admin.create_preferred_replica_election(wanted[:1])
+    await eventually(
+        recorded(recorder, "created", "created"), timeout=5, message="the second creation was not reported"
+    )
+
+
+async def test_a_deposed_controller_cannot_delete_the_preferred_election_node(ensemble: Ensemble) -> None:
+    old, new = await ensemble.store(), await ensemble.store()
+    fence = await old.register_controller_and_increment_epoch(1)
+    await old.delete_controller(fence.zk_version)
+    await new.register_controller_and_increment_epoch(2)
+    await new.create_preferred_replica_election([TopicPartition("t", 0)])
+    with pytest.raises(ControllerMovedError):
+        await old.delete_preferred_replica_election(fence.zk_version)
+    assert await new.preferred_replica_election() == [TopicPartition("t", 0)]

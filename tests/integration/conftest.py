@@ -28,7 +28,13 @@ Brokers = LocalCluster
 
 @pytest.fixture
 def brokers(zk_connect: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Brokers]:
-    group = LocalCluster(tmp_path, zk_connect, session_timeout_ms=SESSION_TIMEOUT_MS)
+    group = LocalCluster(
+        tmp_path,
+        zk_connect,
+        session_timeout_ms=SESSION_TIMEOUT_MS,
+        # Leadership stays where a test put it; the tests of the rebalance turn it on.
+        settings={"auto.leader.rebalance.enable": "false"},
+    )
     yield group
     group.kill_all()
     report = getattr(request.node, "rep_call", None)

@@ -89,7 +89,6 @@ def test_advertised_endpoint_uses_the_bound_port_unless_advertised() -> None:
     assert str(config.endpoint(config.listeners[0], 41234)) == "PLAINTEXT://kafka1:9092"
 
 
-
 def test_properties_comments_do_not_continue_and_escapes_are_read(tmp_path: Path) -> None:
     # A comment ending in a backslash is still only a comment: the next line is a property.
     path = tmp_path / "server.properties"
@@ -98,3 +97,17 @@ def test_properties_comments_do_not_continue_and_escapes_are_read(tmp_path: Path
     )
     props = read_properties(path)
     assert props == {"broker.id": "3", "zookeeper.connect": "127.0.0.1:2181", "broker.rack": "r1:a"}
+
+
+def test_leader_rebalance_keys_default_to_kafkas_and_are_checked() -> None:
+    config = load_config(BASE)
+    assert config.get_bool("auto.leader.rebalance.enable") is True
+    assert config.get_int("leader.imbalance.check.interval.seconds") == 300
+    assert config.get_int("leader.imbalance.per.broker.percentage") == 10
+    for key, bad in (
+        ("auto.leader.rebalance.enable", "yes"),
+        ("leader.imbalance.check.interval.seconds", "0"),
+        ("leader.imbalance.per.broker.percentage", "101"),
+    ):
+        with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+            load_config({**BASE, key: bad})

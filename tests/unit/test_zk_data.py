@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from actors.ports import BrokerInfo
+from actors.ports import BrokerInfo, TopicPartition
 from node.zk import data
 from node.zk.client import split_connect
 from wire.endpoint import Endpoint
@@ -122,3 +122,18 @@ def test_topic_json_round_trip() -> None:
     assert data.decode_topic("t", b'{"version":1,"partitions":{"0":[1]}}').partitions == {
         0: data.ReplicaAssignment((1,))
     }
+
+
+def test_preferred_replica_election_round_trips_as_kafka_writes_it() -> None:
+    partitions = [TopicPartition("t", 1), TopicPartition("u", 0)]
+    encoded = data.encode_preferred_replica_election(partitions)
+    assert orjson.loads(encoded) == {
+        "version": 1,
+        "partitions": [{"topic": "t", "partition": 1}, {"topic": "u", "partition": 0}],
+    }
+    assert data.decode_preferred_replica_election(encoded) == partitions
+    repeated = b'{"version":1,"partitions":[{"topic":"t","partition":1},{"topic":"t","partition":1}]}'
+    assert data.decode_preferred_replica_election(repeated) == [TopicPartition("t", 1)]
+    for bad in (b"nope", b'{"partitions":{}}', b'{"partitions":[{"topic":"t","partition":"1"}]}'):
+        with pytest.raises(data.ZNodeDataError):
+            data.decode_preferred_replica_election(bad)

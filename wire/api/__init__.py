@@ -23,6 +23,14 @@ from wire.api.describe_cluster import (
     DescribedBroker,
 )
 from wire.api.describe_controller import DescribeControllerRequest, DescribeControllerResponse
+from wire.api.elect_leaders import (
+    ElectionType,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+    ElectLeadersTopicPartitions,
+    PartitionElectionResult,
+    ReplicaElectionResult,
+)
 from wire.api.fetch import (
     FetchableTopicResponse,
     FetchPartition,
@@ -102,6 +110,7 @@ API_SPECS: dict[int, ApiSpec] = {
         ApiSpec(ApiKey.DESCRIBE_CLUSTER, 0, 0, DescribeClusterRequest, DescribeClusterResponse),
         ApiSpec(ApiKey.REELECT_CONTROLLER, 0, 0, ReelectControllerRequest, ReelectControllerResponse),
         ApiSpec(ApiKey.DESCRIBE_CONTROLLER, 0, 0, DescribeControllerRequest, DescribeControllerResponse),
+        ApiSpec(ApiKey.ELECT_LEADERS, 0, 0, ElectLeadersRequest, ElectLeadersResponse),
     )
 }
 
@@ -135,6 +144,10 @@ __all__ = [
     "DescribeControllerRequest",
     "DescribeControllerResponse",
     "DescribedBroker",
+    "ElectLeadersRequest",
+    "ElectLeadersResponse",
+    "ElectLeadersTopicPartitions",
+    "ElectionType",
     "Endpoint",
     "EpochEndOffset",
     "FetchPartition",
@@ -165,6 +178,7 @@ __all__ = [
     "OffsetForLeaderTopicResult",
     "OffsetsForLeaderEpochRequest",
     "OffsetsForLeaderEpochResponse",
+    "PartitionElectionResult",
     "PartitionError",
     "ProducePartitionData",
     "ProducePartitionResponse",
@@ -174,6 +188,7 @@ __all__ = [
     "ProduceTopicResponse",
     "ReelectControllerRequest",
     "ReelectControllerResponse",
+    "ReplicaElectionResult",
     "Request",
     "Response",
     "StopReplicaPartition",

@@ -17,6 +17,7 @@ class ApiKey(IntEnum):
     ALTER_PARTITION = 56
     CREATE_TOPICS = 19
     DESCRIBE_CLUSTER = 60
+    ELECT_LEADERS = 43
     # Keel's own: what `zookeeper-shell delete /controller` does, over the wire.
     REELECT_CONTROLLER = 1000
     # Keel's own: the controller module's state and metrics.

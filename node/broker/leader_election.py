@@ -1,0 +1,74 @@
+"""ElectLeaders (43) on a broker: the request goes to this broker's controller module, which
+answers NOT_CONTROLLER per partition unless it is the active controller. As Kafka's broker
+does (DelayedElectLeader), the answer waits, up to `timeout_ms`, until this broker's metadata
+shows each newly elected leader, so a client that reads metadata next sees the change; a
+partition not shown in time answers REQUEST_TIMED_OUT.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from actors.controller.leader_election import ElectionOutcome, election_response
+from actors.ports import TopicPartition
+from wire.api import ElectionType, ElectLeadersRequest, ElectLeadersResponse, MetadataRequest
+from wire.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from actors.broker.handle import ReplicaManagerHandle
+    from actors.controller import KafkaController
+
+log = logging.getLogger(__name__)
+
+_POLL_S = 0.02
+
+
+async def elect_leaders(
+    controller: KafkaController, replica_manager: ReplicaManagerHandle, request: ElectLeadersRequest
+) -> ElectLeadersResponse:
+    try:
+        election_type = ElectionType(request.election_type)
+    except ValueError:
+        log.warning("ElectLeaders with unknown election type %d refused", request.election_type)
+        return ElectLeadersResponse(
+            error_code=ErrorCode.INVALID_REQUEST,
+            error_message=f"unknown election type {request.election_type}: 0 (PREFERRED) or 1 (UNCLEAN)",
+        )
+    asked = (
+        None
+        if request.topic_partitions is None
+        else frozenset(TopicPartition(t.topic, p) for t in request.topic_partitions for p in t.partitions)
+    )
+    outcomes = await controller.elect_leaders(election_type, asked)
+    await _await_leaders(replica_manager, outcomes, request.timeout_ms / 1000)
+    return election_response(outcomes, every_partition=asked is None)
+
+
+async def _await_leaders(
+    replica_manager: ReplicaManagerHandle, outcomes: dict[TopicPartition, ElectionOutcome], timeout_s: float
+) -> None:
+    """Until this broker's metadata names each elected leader; the rest time out, in place."""
+    waiting = {tp: o.leader for tp, o in outcomes.items() if o.error == ErrorCode.NONE}
+    deadline = time.monotonic() + max(timeout_s, 0.0)
+    while waiting:
+        metadata = await replica_manager.metadata(
+            MetadataRequest(topics=sorted({tp.topic for tp in waiting}))
+        )
+        shown = {
+            TopicPartition(topic.name, p.partition): p.leader
+            for topic in metadata.topics
+            for p in topic.partitions
+        }
+        waiting = {tp: leader for tp, leader in waiting.items() if shown.get(tp) != leader}
+        if not waiting:
+            return
+        if time.monotonic() >= deadline:
+            break
+        await asyncio.sleep(_POLL_S)
+    for tp in waiting:
+        outcomes[tp] = ElectionOutcome(
+            error=ErrorCode.REQUEST_TIMED_OUT, message=f"the new leader of {tp} was not propagated in time"
+        )
