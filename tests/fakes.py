@@ -34,7 +34,7 @@ from actors.ports import (
     TopicPartition,
     UnknownTopicError,
 )
-from wire.api import API_SPECS, Request
+from wire.api import API_SPECS, PartitionError, Request, Response, StopReplicaRequest, StopReplicaResponse
 
 
 @dataclasses.dataclass
@@ -400,6 +400,7 @@ class FakeBrokerChannel:
         self._waiting: dict[int, list[tuple[Request, ResponseCallback | None]]] = {}
         self.sent: list[tuple[int, Request]] = []
         self.closed = False
+        self.stop_replica_errors: dict[tuple[int, TopicPartition], int] = {}
 
     def add_broker(self, broker: RegisteredBroker) -> None:
         self.brokers.add(broker.info.broker_id)
@@ -428,8 +429,26 @@ class FakeBrokerChannel:
     def _deliver(self, broker_id: int, request: Request, on_response: ResponseCallback | None) -> None:
         self.sent.append((broker_id, request))
         if on_response is not None:
-            response = API_SPECS[request.API_KEY].response()
+            response = self._answer(broker_id, request)
             asyncio.get_running_loop().call_soon(on_response, response)
+
+    def _answer(self, broker_id: int, request: Request) -> Response:
+        """StopReplica is answered per partition, with the errors a test set in
+        `stop_replica_errors` (broker, partition) -> code; every other API with its empty success."""
+        if isinstance(request, StopReplicaRequest):
+            return StopReplicaResponse(
+                partition_errors=[
+                    PartitionError(
+                        topic=p.topic,
+                        partition=p.partition,
+                        error_code=self.stop_replica_errors.get(
+                            (broker_id, TopicPartition(p.topic, p.partition)), 0
+                        ),
+                    )
+                    for p in request.partitions
+                ]
+            )
+        return API_SPECS[request.API_KEY].response()
 
     async def close(self) -> None:
         self.closed = True
