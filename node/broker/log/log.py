@@ -273,5 +273,9 @@ class Log:
             segment.close()
 
     def delete(self) -> None:
+        """Close and remove the log's directory; raises OSError if it cannot be removed."""
         self.close()
-        shutil.rmtree(self.directory, ignore_errors=True)
+        try:
+            shutil.rmtree(self.directory)
+        except FileNotFoundError:
+            pass
