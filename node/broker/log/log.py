@@ -9,6 +9,7 @@ so a bad batch appends nothing.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import logging
 import shutil
 import time
@@ -275,7 +276,5 @@ class Log:
     def delete(self) -> None:
         """Close and remove the log's directory; raises OSError if it cannot be removed."""
         self.close()
-        try:
+        with contextlib.suppress(FileNotFoundError):
             shutil.rmtree(self.directory)
-        except FileNotFoundError:
-            pass
