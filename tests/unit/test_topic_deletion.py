@@ -5,6 +5,7 @@ moving."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 
 import pytest
@@ -29,7 +30,7 @@ from actors.ports import (
     TopicAssignment,
     TopicPartition,
 )
-from tests.fakes import FakeBrokerChannel, FakeClusterStore, FakeZooKeeper
+from tests.fakes import FakeBrokerChannel, FakeClusterStore, FakeZooKeeper, _Ephemeral
 from tests.support import ManualClock, eventually
 from tests.unit.test_partition_leadership import Cluster, info, settled, started
 from wire.api import StopReplicaRequest, UpdateMetadataRequest
@@ -382,3 +383,21 @@ async def test_partitions_added_to_a_queued_topic_are_refused(deleting: Deleting
     )
     assert deleting.zk.topics["t"].topic_id == "id-t"
     assert TopicPartition("t", 1) not in deleting.zk.partition_states
+
+
+async def test_a_controller_moved_under_a_deletion_writes_nothing_and_resigns(
+    deleting: DeletingCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="actors")
+    await started(deleting, 1, 2)
+    old = deleting.controller
+    await created(deleting, "t", {0: (1, 2)})
+    before = dict(deleting.zk.partition_states)
+    # Another broker is elected while this controller has not heard of it yet.
+    deleting.zk.controller = _Ephemeral(9, -1, deleting.zk.next_zxid())
+    deleting.zk.epoch = (2, 2)
+    await deleting.store.mark_topic_for_deletion("t")
+    await eventually(settled(deleting, lambda: not old.is_active), timeout=2, message="did not resign")
+    assert old.active_controller_id == 9
+    assert "t" in deleting.zk.topics and deleting.zk.partition_states == before
+    assert "controller moved to another broker while processing TopicDeletion" in caplog.text
