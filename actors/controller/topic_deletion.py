@@ -88,9 +88,11 @@ class TopicDeletionManager:
         new = marked - context.topics_to_be_deleted
         if new:
             log.info("topics marked for deletion: %s", sorted(new))
+        # Queued before being marked ineligible, so that a topic new to the queue is held too.
+        context.queue_topic_deletion(marked)
         reassigning = {tp.topic for tp in context.partitions_being_reassigned if tp.topic in marked}
         self.mark_topic_ineligible(reassigning, "a partition is being reassigned")
-        await self.enqueue_topics(marked)
+        await self.resume_deletions()
 
     async def enqueue_topics(self, topics: set[str]) -> None:
         self._context.queue_topic_deletion(topics)

@@ -401,3 +401,21 @@ async def test_a_controller_moved_under_a_deletion_writes_nothing_and_resigns(
     assert old.active_controller_id == 9
     assert "t" in deleting.zk.topics and deleting.zk.partition_states == before
     assert "controller moved to another broker while processing TopicDeletion" in caplog.text
+
+
+async def test_a_topic_with_a_partition_being_reassigned_waits(deleting: DeletingCluster) -> None:
+    await started(deleting, 1, 2)
+    await created(deleting, "t", {0: (1, 2), 1: (2, 1)})
+    deleting.controller.context.partitions_being_reassigned.add(TopicPartition("t", 1))
+    await deleting.store.mark_topic_for_deletion("t")
+    await eventually(
+        settled(deleting, lambda: "t" in deleting.controller.context.topics_ineligible_for_deletion),
+        timeout=2,
+        message="t not held",
+    )
+    assert not deleted_on(deleting.channel, 1, "t") and "t" in deleting.zk.topics
+    # The reassignment completes, and its workflow resumes the deletion (here, with the
+    # controller idle, in its stead).
+    deleting.controller.context.partitions_being_reassigned.clear()
+    await deleting.controller.topic_deletion.resume_deletion_for_topics({"t"})
+    await eventually(settled(deleting, lambda: deleting.gone("t")), timeout=2, message="t not deleted")
