@@ -161,10 +161,11 @@ class Workflows:
         self._context.shutting_down.difference_update(dead)
         await self.on_replicas_become_offline(self._context.replicas_on_brokers(set(dead)))
 
-    async def on_replicas_become_offline(self, offline: list[PartitionReplica]) -> None:
+    async def on_replicas_become_offline(self, replicas: list[PartitionReplica]) -> None:
         context = self._context
-        deleting = [r for r in offline if context.is_topic_queued_up_for_deletion(r.tp.topic)]
-        replicas = [r for r in offline if not context.is_topic_queued_up_for_deletion(r.tp.topic)]
+        # Replicas of topics queued for deletion fail their deletion instead (spec §7.2).
+        deleting = [r for r in replicas if context.is_topic_queued_up_for_deletion(r.tp.topic)]
+        replicas = [r for r in replicas if not context.is_topic_queued_up_for_deletion(r.tp.topic)]
         await self._partitions.handle_state_changes(
             context.partitions_with_offline_leader(), PartitionState.OFFLINE
         )
