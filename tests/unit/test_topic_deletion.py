@@ -5,6 +5,7 @@ moving."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 
@@ -419,3 +420,57 @@ async def test_a_topic_with_a_partition_being_reassigned_waits(deleting: Deletin
     deleting.controller.context.partitions_being_reassigned.clear()
     await deleting.controller.topic_deletion.resume_deletion_for_topics({"t"})
     await eventually(settled(deleting, lambda: deleting.gone("t")), timeout=2, message="t not deleted")
+
+
+# --- the request batch while topics are deleted (spec §12.6) ---
+
+
+class Recorded:
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, tuple[TopicPartition, ...]]] = []
+
+    def __call__(self, broker: int, response: object, partitions: tuple[TopicPartition, ...]) -> None:
+        self.calls.append((broker, partitions))
+
+
+async def sent_batch(deletion: Deletion, recorded: Recorded, *, delete: bool) -> list[object]:
+    batch = RequestBatch(deletion.context, deletion.channel, 0, on_deletion_response=recorded)
+    for topic in ("foo", "bar"):
+        for tp in deletion.context.partitions_for_topic(topic):
+            batch.add_stop_replica([1], tp, delete=delete)
+    batch.add_update_metadata([1], deletion.context.all_partitions())
+    await batch.send()
+    await asyncio.sleep(0)  # one loop turn: the fake channel answers with call_soon
+    return [r for _, r in deletion.channel.take()]
+
+
+async def test_update_metadata_gives_queued_topics_leader_minus_2(deletion: Deletion) -> None:
+    deletion.context.queue_topic_deletion({"foo"})
+    requests = await sent_batch(deletion, Recorded(), delete=False)
+    (update,) = [r for r in requests if isinstance(r, UpdateMetadataRequest)]
+    foo = [s for s in update.partition_states if s.topic == "foo"]
+    bar = [s for s in update.partition_states if s.topic == "bar"]
+    assert {(s.leader, s.leader_epoch, s.partition_epoch) for s in foo} == {(-2, 0, 0)}
+    assert {s.leader for s in bar} == {0, 1, 2}
+    assert all(
+        s.isr == list(deletion.context.leadership[TopicPartition(s.topic, s.partition)].leader_and_isr.isr)
+        for s in update.partition_states
+    )
+
+
+async def test_stop_replica_answers_are_reported_only_for_started_deletions(deletion: Deletion) -> None:
+    deletion.context.queue_topic_deletion({"foo"})
+    queued_only = Recorded()
+    requests = await sent_batch(deletion, queued_only, delete=True)
+    (stop,) = [r for r in requests if isinstance(r, StopReplicaRequest)]
+    assert {p.leader_epoch for p in stop.partitions if p.topic == "foo"} == {-2}
+    assert {p.leader_epoch for p in stop.partitions if p.topic == "bar"} == {0}
+    assert queued_only.calls == [], "queued but not started: no event"
+
+    deletion.context.topics_with_deletion_started.add("foo")
+    started_ = Recorded()
+    await sent_batch(deletion, started_, delete=True)
+    assert started_.calls == [(1, tuple(TopicPartition("foo", p) for p in range(3)))]
+    without_delete = Recorded()
+    await sent_batch(deletion, without_delete, delete=False)
+    assert without_delete.calls == [], "StopReplica without delete: no event"
