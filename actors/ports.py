@@ -137,6 +137,20 @@ class PartitionStateConflict(Exception):
     """A state znode's version moved under a conditional write: re-read and retry."""
 
 
+class UnknownTopicError(Exception):
+    """`/brokers/topics/<T>` does not exist."""
+
+
+class TopicAlreadyMarkedForDeletionError(Exception):
+    """`/admin/delete_topics/<T>` exists already."""
+
+
+class TopicDeletionWatcher(Protocol):
+    """Told when `/admin/delete_topics` children change. Implementations only enqueue."""
+
+    def topic_deletions_changed(self) -> None: ...
+
+
 class ClusterWatcher(Protocol):
     """Told about broker and topic changes under ZooKeeper. Implementations only enqueue."""
 
@@ -223,6 +237,31 @@ class ClusterStore(Protocol):
         carries. Per partition the state written with its new partition epoch, or
         PartitionStateConflict (re-read and retry), or another error."""
         ...
+
+    # --- topic deletion and partition expansion (spec §7.5, §7.6) ---
+
+    async def topics_to_delete(self, *, watch: bool = False) -> set[str]:
+        """Topics marked under `/admin/delete_topics`; `watch` arms its children watch."""
+        ...
+
+    async def delete_topic_deletions(self, topics: set[str], epoch_zk_version: int) -> None:
+        """Delete these `/admin/delete_topics/<T>` markers, fenced; missing ones are fine."""
+        ...
+
+    async def delete_topic(self, topic: str, epoch_zk_version: int) -> None:
+        """Delete `/brokers/topics/<T>` recursively, `/config/topics/<T>` and
+        `/admin/delete_topics/<T>`, fenced (KafkaZkClient.deleteTopic)."""
+        ...
+
+    async def topic_partition_ids(self, topic: str) -> set[int]:
+        """The partitions with a node under `/brokers/topics/<T>/partitions`."""
+        ...
+
+    async def set_topic_assignment(self, assignment: TopicAssignment, epoch_zk_version: int) -> None:
+        """Rewrite `/brokers/topics/<T>`, fenced."""
+        ...
+
+    def watch_topic_deletions(self, watcher: TopicDeletionWatcher) -> None: ...
 
     def watch_cluster(self, watcher: ClusterWatcher) -> None: ...
 
@@ -323,7 +362,9 @@ class LogStore(Protocol):
 
     def get_or_create(self, tp: TopicPartition, topic_configs: dict[str, str]) -> PartitionLog: ...
 
-    def delete(self, tp: TopicPartition) -> None: ...
+    def delete(self, tp: TopicPartition) -> None:
+        """Remove the log from disk; raises OSError when it cannot (the log stays known)."""
+        ...
 
     def checkpointed_high_watermark(self, tp: TopicPartition) -> int: ...
 

@@ -13,6 +13,7 @@ import random
 import re
 from collections.abc import Mapping, Sequence
 
+from actors.ports import ReplicaAssignment
 from wire.errors import ErrorCode
 
 MAX_NAME_LENGTH = 249
@@ -127,8 +128,12 @@ def assign_replicas(
     brokers: Mapping[int, str | None],
     *,
     rng: random.Random | None = None,
+    start_index: int | None = None,
+    start_partition: int = 0,
 ) -> dict[int, list[int]]:
-    """Kafka's assignReplicasToBrokers: broker id → rack (None when unknown)."""
+    """Kafka's assignReplicasToBrokers: broker id → rack (None when unknown). A fixed
+    `start_index` replaces both random draws (the first leader's position and the follower
+    shift), and partitions are numbered from `start_partition`, as when partitions are added."""
     if partitions < 1:
         raise TopicError(ErrorCode.INVALID_PARTITIONS, "the number of partitions must be at least 1")
     if replication_factor < 1:
@@ -144,14 +149,18 @@ def assign_replicas(
         raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR, "not all brokers have rack information")
     if racks:
         return _rack_aware(
-            partitions, replication_factor, {b: r for b, r in brokers.items() if r is not None}, rng
+            partitions,
+            replication_factor,
+            {b: r for b, r in brokers.items() if r is not None},
+            rng,
+            start_index=start_index,
+            start_partition=start_partition,
         )
     ordered = sorted(brokers)
     count = len(ordered)
-    start = rng.randrange(count)
-    shift = rng.randrange(count)
+    start, shift = _start_and_shift(count, rng, start_index)
     assignment = {}
-    for partition in range(partitions):
+    for partition in range(start_partition, start_partition + partitions):
         if partition > 0 and partition % count == 0:
             shift += 1
         first = (partition + start) % count
@@ -177,15 +186,27 @@ def rack_alternated(brokers: Mapping[int, str]) -> list[int]:
     return result
 
 
+def _start_and_shift(count: int, rng: random.Random, start_index: int | None) -> tuple[int, int]:
+    if start_index is not None:
+        return start_index, start_index
+    start = rng.randrange(count)
+    return start, rng.randrange(count)
+
+
 def _rack_aware(
-    partitions: int, replication_factor: int, brokers: Mapping[int, str], rng: random.Random
+    partitions: int,
+    replication_factor: int,
+    brokers: Mapping[int, str],
+    rng: random.Random,
+    *,
+    start_index: int | None,
+    start_partition: int,
 ) -> dict[int, list[int]]:
     arranged = rack_alternated(brokers)
     count, rack_count = len(arranged), len(set(brokers.values()))
-    start = rng.randrange(count)
-    shift = rng.randrange(count)
+    start, shift = _start_and_shift(count, rng, start_index)
     assignment = {}
-    for partition in range(partitions):
+    for partition in range(start_partition, start_partition + partitions):
         if partition > 0 and partition % count == 0:
             shift += 1
         first = (partition + start) % count
@@ -206,3 +227,63 @@ def _rack_aware(
                     break
         assignment[partition] = replicas
     return assignment
+
+
+# --- adding partitions (AdminZkClient.addPartitions) ---
+
+
+def plan_added_partitions(
+    existing: Mapping[int, ReplicaAssignment],
+    count: int,
+    assignments: Sequence[Sequence[int]] | None,
+    brokers: Mapping[int, str | None],
+    *,
+    rng: random.Random | None = None,
+) -> dict[int, list[int]]:
+    """The replicas of the partitions that take a topic from its current partitions to
+    `count`: as given (one list per new partition), or placed as Kafka places them, starting
+    from the position of partition 0's first replica among the sorted brokers, so that the new
+    partitions continue the existing layout."""
+    current = len(existing)
+    if count < current:
+        raise TopicError(
+            ErrorCode.INVALID_PARTITIONS,
+            f"the topic has {current} partitions; {count} would not be an increase",
+        )
+    if count == current:
+        raise TopicError(ErrorCode.INVALID_PARTITIONS, f"the topic already has {current} partitions")
+    if any(a.adding or a.removing for a in existing.values()):
+        raise TopicError(ErrorCode.REASSIGNMENT_IN_PROGRESS, "a partition of the topic is being reassigned")
+    first = existing[min(existing)].replicas
+    added = count - current
+    if assignments is None:
+        ordered = sorted(brokers)
+        start = next((i for i, b in enumerate(ordered) if b >= first[0]), 0)
+        return assign_replicas(
+            added, len(first), brokers, rng=rng, start_index=start, start_partition=current
+        )
+    if len(assignments) != added:
+        raise TopicError(
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            f"increasing the number of partitions by {added} but {len(assignments)} assignments given",
+        )
+    planned = {current + i: list(replicas) for i, replicas in enumerate(assignments)}
+    for partition, replicas in planned.items():
+        if not replicas:
+            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"partition {partition} has no replicas")
+        if len(set(replicas)) != len(replicas):
+            raise TopicError(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"partition {partition} lists a broker twice"
+            )
+        unknown = set(replicas) - set(brokers)
+        if unknown:
+            raise TopicError(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                f"partition {partition} names unknown brokers {sorted(unknown)}",
+            )
+        if len(replicas) != len(first):
+            raise TopicError(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                f"partition {partition} has {len(replicas)} replicas; the others have {len(first)}",
+            )
+    return planned

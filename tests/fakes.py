@@ -27,11 +27,14 @@ from actors.ports import (
     RegisteredBroker,
     ResponseCallback,
     SessionWatcher,
+    TopicAlreadyMarkedForDeletionError,
     TopicAssignment,
+    TopicDeletionWatcher,
     TopicExistsError,
     TopicPartition,
+    UnknownTopicError,
 )
-from wire.api import API_SPECS, Request
+from wire.api import API_SPECS, PartitionError, Request, Response, StopReplicaRequest, StopReplicaResponse
 
 
 @dataclasses.dataclass
@@ -52,6 +55,9 @@ class FakeZooKeeper:
         self.epoch: tuple[int, int] | None = None  # (value, data version)
         self.brokers: dict[int, _Ephemeral] = {}
         self.controller_watchers: list[tuple[FakeClusterStore, ControllerWatcher]] = []
+        # /admin/delete_topics children, and who watches them.
+        self.deletion_markers: set[str] = set()
+        self.deletion_watchers: list[tuple[FakeClusterStore, TopicDeletionWatcher]] = []
         self._zxid = itertools.count(100)
         self.preferred_replica_election: list[TopicPartition] | None = None
         self.preferred_election_watchers: list[tuple[FakeClusterStore, PreferredReplicaElectionWatcher]] = []
@@ -89,6 +95,12 @@ class FakeZooKeeper:
             if store.preferred_election_watch_armed and not store.expired:
                 store.preferred_election_watch_armed = False
                 watcher.preferred_replica_election_created()
+
+    def fire_topic_deletions(self) -> None:
+        for store, watcher in self.deletion_watchers:
+            if "/admin/delete_topics" in store.armed and not store.expired:
+                store.armed.discard("/admin/delete_topics")
+                watcher.topic_deletions_changed()
 
     def drop_session(self, session: int) -> None:
         if self.controller is not None and self.controller.owner == session:
@@ -281,6 +293,64 @@ class FakeClusterStore:
         current = self.zk.partition_states[tp]
         self.zk.partition_states[tp] = (state, controller_epoch, current[2] + 1)
 
+    # --- topic deletion and partition expansion ---
+
+    async def topics_to_delete(self, *, watch: bool = False) -> set[str]:
+        await self._io()
+        if watch:
+            self.armed.add("/admin/delete_topics")
+        return set(self.zk.deletion_markers)
+
+    def watch_topic_deletions(self, watcher: TopicDeletionWatcher) -> None:
+        self.zk.deletion_watchers.append((self, watcher))
+
+    async def delete_topic_deletions(self, topics: set[str], epoch_zk_version: int) -> None:
+        await self._io()
+        self._check_fence(epoch_zk_version)
+        if topics & self.zk.deletion_markers:
+            self.zk.deletion_markers -= topics
+            self.zk.fire_topic_deletions()
+
+    async def delete_topic(self, topic: str, epoch_zk_version: int) -> None:
+        await self._io()
+        self._check_fence(epoch_zk_version)
+        for tp in [tp for tp in self.zk.partition_states if tp.topic == topic]:
+            del self.zk.partition_states[tp]
+        self.zk.topic_configs.pop(topic, None)
+        if self.zk.topics.pop(topic, None) is not None:
+            self.zk.fire("/brokers/topics", "topics_changed")
+        if topic in self.zk.deletion_markers:
+            self.zk.deletion_markers.discard(topic)
+            self.zk.fire_topic_deletions()
+
+    async def topic_partition_ids(self, topic: str) -> set[int]:
+        await self._io()
+        return {tp.partition for tp in self.zk.partition_states if tp.topic == topic}
+
+    async def set_topic_assignment(self, assignment: TopicAssignment, epoch_zk_version: int) -> None:
+        await self._io()
+        self._check_fence(epoch_zk_version)
+        if assignment.topic not in self.zk.topics:
+            raise LookupError(f"topic {assignment.topic} does not exist")
+        self.zk.topics[assignment.topic] = assignment
+        self.zk.fire(f"/brokers/topics/{assignment.topic}", "topic_modified", assignment.topic)
+
+    async def mark_topic_for_deletion(self, topic: str) -> None:
+        await self._io()
+        if topic not in self.zk.topics:
+            raise UnknownTopicError(f"topic {topic} does not exist")
+        if topic in self.zk.deletion_markers:
+            raise TopicAlreadyMarkedForDeletionError(f"topic {topic} is already marked for deletion")
+        self.zk.deletion_markers.add(topic)
+        self.zk.fire_topic_deletions()
+
+    async def add_partitions(self, assignment: TopicAssignment) -> None:
+        await self._io()
+        if assignment.topic not in self.zk.topics:
+            raise UnknownTopicError(f"topic {assignment.topic} does not exist")
+        self.zk.topics[assignment.topic] = assignment
+        self.zk.fire(f"/brokers/topics/{assignment.topic}", "topic_modified", assignment.topic)
+
     def watch_cluster(self, watcher: ClusterWatcher) -> None:
         self.zk.cluster_watchers.append((self, watcher))
 
@@ -330,6 +400,7 @@ class FakeBrokerChannel:
         self._waiting: dict[int, list[tuple[Request, ResponseCallback | None]]] = {}
         self.sent: list[tuple[int, Request]] = []
         self.closed = False
+        self.stop_replica_errors: dict[tuple[int, TopicPartition], int] = {}
 
     def add_broker(self, broker: RegisteredBroker) -> None:
         self.brokers.add(broker.info.broker_id)
@@ -358,8 +429,26 @@ class FakeBrokerChannel:
     def _deliver(self, broker_id: int, request: Request, on_response: ResponseCallback | None) -> None:
         self.sent.append((broker_id, request))
         if on_response is not None:
-            response = API_SPECS[request.API_KEY].response()
+            response = self._answer(broker_id, request)
             asyncio.get_running_loop().call_soon(on_response, response)
+
+    def _answer(self, broker_id: int, request: Request) -> Response:
+        """StopReplica is answered per partition, with the errors a test set in
+        `stop_replica_errors` (broker, partition) -> code; every other API with its empty success."""
+        if isinstance(request, StopReplicaRequest):
+            return StopReplicaResponse(
+                partition_errors=[
+                    PartitionError(
+                        topic=p.topic,
+                        partition=p.partition,
+                        error_code=self.stop_replica_errors.get(
+                            (broker_id, TopicPartition(p.topic, p.partition)), 0
+                        ),
+                    )
+                    for p in request.partitions
+                ]
+            )
+        return API_SPECS[request.API_KEY].response()
 
     async def close(self) -> None:
         self.closed = True

@@ -291,7 +291,13 @@ class ReplicaManager(LeaderPath, FollowerPath, Actor[ReplicaMessage]):
             self._wake_readers(tp)
             if item.delete_partition:
                 self.partitions.pop(tp, None)
-                self.logs.delete(tp)
+                try:
+                    self.logs.delete(tp)
+                except OSError as e:
+                    # This replica's deletion fails; the controller retries it later.
+                    log.error("cannot delete the log of %s: %s", tp, e)
+                    errors.append(_error(item.topic, item.partition, ErrorCode.KAFKA_STORAGE_ERROR))
+                    continue
             errors.append(_error(item.topic, item.partition, ErrorCode.NONE))
         return StopReplicaResponse(partition_errors=errors)
 

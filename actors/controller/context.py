@@ -59,8 +59,13 @@ class ControllerContext:
     leadership: dict[TopicPartition, LeadershipInfo] = dataclasses.field(default_factory=dict)
     partition_states: dict[TopicPartition, PartitionState] = dataclasses.field(default_factory=dict)
     replica_states: dict[PartitionReplica, ReplicaState] = dataclasses.field(default_factory=dict)
-    # Topics queued for deletion (spec §7.6): never elected, not counted as imbalanced.
+    # Topic deletion (spec §7.6): topics queued (their /admin/delete_topics marker seen), those
+    # whose deletion has started, and those that cannot progress for now.
     topics_to_be_deleted: set[str] = dataclasses.field(default_factory=set)
+    topics_with_deletion_started: set[str] = dataclasses.field(default_factory=set)
+    topics_ineligible_for_deletion: set[str] = dataclasses.field(default_factory=set)
+    # Partitions under reassignment; a topic with one cannot be deleted until it completes.
+    partitions_being_reassigned: set[TopicPartition] = dataclasses.field(default_factory=set)
 
     def reset(self) -> None:
         fresh = ControllerContext()
@@ -119,13 +124,17 @@ class ControllerContext:
         return [PartitionReplica(tp, r) for tp in self.all_partitions() for r in self.replicas(tp)]
 
     def partitions_with_offline_leader(self) -> list[TopicPartition]:
+        queued = self.topics_to_be_deleted
         return [
             tp
             for tp, info in self.leadership.items()
-            if not self.is_replica_online(info.leader_and_isr.leader)
+            if not self.is_replica_online(info.leader_and_isr.leader) and tp.topic not in queued
         ]
 
     def remove_topic(self, topic: str) -> None:
+        self.topics_to_be_deleted.discard(topic)
+        self.topics_with_deletion_started.discard(topic)
+        self.topics_ineligible_for_deletion.discard(topic)
         self.all_topics.discard(topic)
         for partition in self.assignments.pop(topic, {}):
             tp = TopicPartition(topic, partition)
@@ -134,10 +143,77 @@ class ControllerContext:
         for key in [k for k in self.replica_states if k.tp.topic == topic]:
             del self.replica_states[key]
 
+    # --- topic deletion (spec §4.3, §7.6) ---
+
+    def is_topic_queued_up_for_deletion(self, topic: str) -> bool:
+        return topic in self.topics_to_be_deleted
+
+    def queue_topic_deletion(self, topics: set[str]) -> None:
+        # The imbalance gauge leaves queued topics out as it counts, so queueing twice is harmless.
+        self.topics_to_be_deleted |= topics
+
+    def partitions_for_topic(self, topic: str) -> list[TopicPartition]:
+        return [TopicPartition(topic, p) for p in sorted(self.assignments.get(topic, {}))]
+
+    def replicas_for_topic(self, topic: str) -> list[PartitionReplica]:
+        return [PartitionReplica(tp, r) for tp in self.partitions_for_topic(topic) for r in self.replicas(tp)]
+
+    def replicas_in_state(self, topic: str, state: ReplicaState) -> list[PartitionReplica]:
+        return [
+            r
+            for r in self.replicas_for_topic(topic)
+            if self.replica_states.get(r, ReplicaState.NON_EXISTENT) == state
+        ]
+
+    def is_any_replica_in_state(self, topic: str, state: ReplicaState) -> bool:
+        return bool(self.replicas_in_state(topic, state))
+
+    def are_all_replicas_in_state(self, topic: str, state: ReplicaState) -> bool:
+        return all(
+            self.replica_states.get(r, ReplicaState.NON_EXISTENT) == state
+            for r in self.replicas_for_topic(topic)
+        )
+
+    def is_topic_deletion_in_progress(self, topic: str) -> bool:
+        return self.is_any_replica_in_state(topic, ReplicaState.DELETION_STARTED)
+
+    def leader_epoch(self, tp: TopicPartition) -> int:
+        """The leader epoch StopReplica carries: -2 while the topic is queued for deletion,
+        -1 when unknown (spec §4.3)."""
+        if tp.topic in self.topics_to_be_deleted:
+            return -2
+        info = self.leadership.get(tp)
+        return -1 if info is None else info.leader_and_isr.leader_epoch
+
     # --- gauges (spec §13) ---
 
     def offline_partition_count(self) -> int:
-        return sum(1 for state in self.partition_states.values() if state == PartitionState.OFFLINE)
+        started = self.topics_with_deletion_started
+        return sum(
+            1
+            for tp, state in self.partition_states.items()
+            if state == PartitionState.OFFLINE and tp.topic not in started
+        )
+
+    def topics_to_delete_count(self) -> int:
+        return len(self.topics_to_be_deleted)
+
+    def replicas_to_delete_count(self) -> int:
+        return sum(
+            1
+            for topic in self.topics_to_be_deleted
+            for r in self.replicas_for_topic(topic)
+            if self.replica_states.get(r) != ReplicaState.DELETION_SUCCESSFUL
+        )
+
+    def topics_ineligible_to_delete_count(self) -> int:
+        return len(self.topics_ineligible_for_deletion)
+
+    def replicas_ineligible_to_delete_count(self) -> int:
+        return sum(
+            len(self.replicas_in_state(topic, ReplicaState.DELETION_INELIGIBLE))
+            for topic in self.topics_to_be_deleted
+        )
 
     def preferred_replica_imbalance_count(self) -> int:
         """Partitions with a leader other than their preferred replica, topics queued for

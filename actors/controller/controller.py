@@ -38,6 +38,8 @@ from actors.controller.events import (
     ShutdownEventThread,
     Startup,
     TopicChange,
+    TopicDeletion,
+    TopicDeletionStopReplicaResponseReceived,
 )
 from actors.controller.leader_election import (
     FIRST_REBALANCE_DELAY_S,
@@ -50,6 +52,7 @@ from actors.controller.metrics import ControllerMetrics
 from actors.controller.partition_state_machine import PartitionStateMachine
 from actors.controller.replica_state_machine import ReplicaStateMachine
 from actors.controller.request_batch import RequestBatch
+from actors.controller.topic_deletion import TopicDeletionManager
 from actors.controller.workflows import Workflows
 from actors.ports import (
     BrokerChannel,
@@ -59,7 +62,7 @@ from actors.ports import (
     ControllerMovedError,
     TopicPartition,
 )
-from wire.api import AlterPartitionRequest, AlterPartitionResponse, ElectionType
+from wire.api import AlterPartitionRequest, AlterPartitionResponse, ElectionType, Response
 from wire.errors import ErrorCode, NotController
 
 log = logging.getLogger(__name__)
@@ -72,6 +75,7 @@ class ControllerConfig:
     auto_leader_rebalance_enable: bool = True
     leader_imbalance_check_interval_s: float = 300.0
     leader_imbalance_per_broker_percentage: int = 10
+    delete_topic_enable: bool = True
 
 
 class KafkaController:
@@ -105,7 +109,16 @@ class KafkaController:
             on_unclean_election=self._count_unclean_election,
         )
         self.replica_state_machine = ReplicaStateMachine(self.context, store, self._new_batch)
+        self.topic_deletion = TopicDeletionManager(
+            context=self.context,
+            store=store,
+            partitions=self.partition_state_machine,
+            replicas=self.replica_state_machine,
+            new_batch=self._new_batch,
+            delete_topic_enable=self.config.delete_topic_enable,
+        )
         self.workflows = Workflows(
+            topic_deletion=self.topic_deletion,
             context=self.context,
             store=store,
             channel=channel,
@@ -129,6 +142,7 @@ class KafkaController:
         self.broker_epoch = broker_epoch
         self._store.watch_controller(self._watch)
         self._store.watch_cluster(self._watch)
+        self._store.watch_topic_deletions(self._watch)
         self._store.watch_session(self)
         self._store.watch_preferred_replica_election(self._watch)
         self.event_manager.put(Startup())
@@ -173,7 +187,19 @@ class KafkaController:
         return self.event_manager.state
 
     def _new_batch(self) -> RequestBatch:
-        return RequestBatch(self.context, self.channel, self.broker_id)
+        return RequestBatch(
+            self.context, self.channel, self.broker_id, on_deletion_response=self._on_deletion_response
+        )
+
+    def _on_deletion_response(
+        self, broker_id: int, response: Response, partitions: tuple[TopicPartition, ...]
+    ) -> None:
+        """A StopReplica-with-delete answer (in the channel's callback): only enqueue."""
+        reported = {(e.topic, e.partition): e.error_code for e in getattr(response, "partition_errors", [])}
+        errors = tuple((tp, reported.get((tp.topic, tp.partition), response.error_code)) for tp in partitions)
+        self.event_manager.put(
+            TopicDeletionStopReplicaResponseReceived(broker_id, response.error_code, errors)
+        )
 
     def _count_unclean_election(self, tp: TopicPartition) -> None:
         self.metrics.unclean_leader_elections += 1
@@ -226,6 +252,14 @@ class KafkaController:
             case PartitionModifications(topic=topic):
                 if self.is_active:
                     await self.workflows.on_partition_modifications(topic)
+            case TopicDeletion():
+                if self.is_active:
+                    await self.topic_deletion.on_topic_deletion_event()
+            case TopicDeletionStopReplicaResponseReceived(
+                broker_id=broker_id, error_code=error_code, partition_errors=errors
+            ):
+                if self.is_active:
+                    await self.topic_deletion.on_stop_replica_response(broker_id, error_code, dict(errors))
             case AlterPartitionReceived(request=request, reply=reply):
                 if not self.is_active:
                     answer = AlterPartitionResponse(
@@ -376,3 +410,6 @@ class _Watch:
         self._event_manager.put(
             ReplicaLeaderElection(None, ElectionType.PREFERRED, ElectionTrigger.ZK_TRIGGERED)
         )
+
+    def topic_deletions_changed(self) -> None:
+        self._event_manager.put(TopicDeletion())

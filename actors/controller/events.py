@@ -170,6 +170,24 @@ class AutoPreferredReplicaLeaderElection(Event):
     state = ControllerState.AUTO_LEADER_BALANCE
 
 
+@dataclasses.dataclass(frozen=True)
+class TopicDeletion(Event):
+    """`/admin/delete_topics` children changed: topics were marked for deletion (spec §7.6)."""
+
+    state = ControllerState.TOPIC_DELETION
+
+
+@dataclasses.dataclass(frozen=True)
+class TopicDeletionStopReplicaResponseReceived(Event):
+    """A broker answered StopReplica with delete for replicas of topics being deleted: the
+    top-level error, and the error of each of those partitions (spec §7.6)."""
+
+    state = ControllerState.TOPIC_DELETION
+    broker_id: int
+    error_code: int
+    partition_errors: tuple[tuple[TopicPartition, int], ...]
+
+
 ControllerEvent = (
     Startup
     | ControllerChange
@@ -184,4 +202,6 @@ ControllerEvent = (
     | AlterPartitionReceived
     | ReplicaLeaderElection
     | AutoPreferredReplicaLeaderElection
+    | TopicDeletion
+    | TopicDeletionStopReplicaResponseReceived
 )

@@ -116,4 +116,18 @@ class ControllerMetrics:
             "EventQueueTimeMs.count": queue_time.count,
             "EventQueueTimeMs.max": queue_time.max_ms,
             "EventQueueTimeMs.p99": queue_time.percentile(0.99),
+            **self._topic_deletion(active),
+        }
+
+    def _topic_deletion(self, active: bool) -> dict[str, float]:
+        context = self._context
+        timer = self.timers[ControllerState.TOPIC_DELETION]
+        return {
+            "TopicsToDeleteCount": context.topics_to_delete_count() if active else 0,
+            "ReplicasToDeleteCount": context.replicas_to_delete_count() if active else 0,
+            "TopicsIneligibleToDeleteCount": context.topics_ineligible_to_delete_count() if active else 0,
+            "ReplicasIneligibleToDeleteCount": context.replicas_ineligible_to_delete_count() if active else 0,
+            "TopicDeletionRateAndTimeMs.count": timer.count,
+            "TopicDeletionRateAndTimeMs.p50": timer.percentile(0.5),
+            "TopicDeletionRateAndTimeMs.p99": timer.percentile(0.99),
         }

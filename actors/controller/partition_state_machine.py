@@ -128,11 +128,12 @@ class PartitionStateMachine:
 
     async def trigger_online_partition_state_change(self) -> dict[TopicPartition, PartitionResult]:
         """Every New or Offline partition to Online, by offline election (topic config decides
-        on unclean election)."""
+        on unclean election), except those of topics queued for deletion."""
+        queued = self._context.topics_to_be_deleted
         candidates = [
             tp
             for tp, state in self._context.partition_states.items()
-            if state in (PartitionState.NEW, PartitionState.OFFLINE)
+            if state in (PartitionState.NEW, PartitionState.OFFLINE) and tp.topic not in queued
         ]
         return await self.handle_state_changes(candidates, PartitionState.ONLINE, Strategy.OFFLINE)
 

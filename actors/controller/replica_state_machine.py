@@ -1,9 +1,15 @@
-"""The replica state machine (spec §5.2), for the states partition leadership uses: New,
-Online and Offline. (The deletion states arrive with topic deletion.)
+"""The replica state machine (spec §5.2): New, Online, Offline, and the states a replica
+goes through when it is deleted: DeletionStarted, DeletionSuccessful, DeletionIneligible,
+then NonExistent.
 
 Taking a replica Offline stops it (StopReplica without delete) and removes it from the ISR
 of every partition it is in: a leader that goes offline leaves leader -1, and the last ISR
 member stays in the ISR so that only it may lead later unless unclean election is on.
+
+Deletion is the same for a deleted topic and for a replica a reassignment drops: an Offline
+replica moves to DeletionStarted, which sends StopReplica with delete; the broker's answer
+moves it to DeletionSuccessful (or DeletionIneligible, to retry later); NonExistent then
+removes it from the partition's assignment and forgets it.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from collections.abc import Callable, Iterable
 from actors.controller.context import ControllerContext, PartitionReplica, ReplicaState
 from actors.controller.partition_state_machine import cached_or_read, write_states
 from actors.controller.request_batch import RequestBatch
-from actors.ports import ClusterStore, LeaderAndIsr, LeadershipInfo, TopicPartition
+from actors.ports import ClusterStore, LeaderAndIsr, LeadershipInfo, ReplicaAssignment, TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +42,10 @@ _VALID_FROM = {
         ReplicaState.OFFLINE,
         ReplicaState.DELETION_INELIGIBLE,
     },
+    ReplicaState.DELETION_STARTED: {ReplicaState.OFFLINE},
+    ReplicaState.DELETION_SUCCESSFUL: {ReplicaState.DELETION_STARTED},
+    ReplicaState.DELETION_INELIGIBLE: {ReplicaState.OFFLINE, ReplicaState.DELETION_STARTED},
+    ReplicaState.NON_EXISTENT: {ReplicaState.DELETION_SUCCESSFUL},
 }
 
 
@@ -86,9 +96,31 @@ class ReplicaStateMachine:
                 await self._to_online(batch, valid)
             case ReplicaState.OFFLINE:
                 await self._to_offline(batch, valid)
-            case _:
-                raise ValueError(f"replica state {target.name} is not handled yet")
+            case ReplicaState.DELETION_STARTED:
+                for replica in valid:
+                    batch.add_stop_replica([replica.replica], replica.tp, delete=True)
+                    self._context.replica_states[replica] = target
+            case ReplicaState.DELETION_SUCCESSFUL | ReplicaState.DELETION_INELIGIBLE:
+                for replica in valid:
+                    self._context.replica_states[replica] = target
+            case ReplicaState.NON_EXISTENT:
+                self._to_non_existent(valid)
         await batch.send()
+
+    def _to_non_existent(self, replicas: list[PartitionReplica]) -> None:
+        context = self._context
+        for replica in replicas:
+            current = context.assignment(replica.tp)
+            if replica.tp.topic in context.assignments:
+                context.set_assignment(
+                    replica.tp,
+                    ReplicaAssignment(
+                        tuple(r for r in current.replicas if r != replica.replica),
+                        tuple(r for r in current.adding if r != replica.replica),
+                        tuple(r for r in current.removing if r != replica.replica),
+                    ),
+                )
+            context.replica_states.pop(replica, None)
 
     def _to_new(self, batch: RequestBatch, replicas: list[PartitionReplica]) -> None:
         for replica in replicas:
@@ -124,6 +156,8 @@ class ReplicaStateMachine:
             with_leadership = [tp for tp in partitions if tp in self._context.leadership]
             updated = await self.remove_from_isr(broker, with_leadership)
             for tp, info in updated.items():
+                if self._context.is_topic_queued_up_for_deletion(tp.topic):
+                    continue  # the topic is going: nobody needs to follow its new leadership
                 others = [r for r in self._context.replicas(tp) if r != broker]
                 batch.add_leader_and_isr(others, tp, info, self._context.assignment(tp))
             without = [tp for tp in partitions if tp not in self._context.leadership]
@@ -145,7 +179,8 @@ class ReplicaStateMachine:
             for tp in remaining:
                 info = current.get(tp)
                 if info is None:
-                    log.warning("cannot remove replica %d from the ISR of %s: it has no state", broker, tp)
+                    if not context.is_topic_queued_up_for_deletion(tp.topic):
+                        log.warning("cannot remove replica %d from %s's ISR: it has no state", broker, tp)
                 elif info.controller_epoch > context.epoch:
                     log.warning("cannot remove replica %d from %s: written by a newer controller", broker, tp)
                 elif broker in info.leader_and_isr.isr:

@@ -11,10 +11,17 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from actors.controller.context import ControllerContext
-from actors.ports import BrokerChannel, LeadershipInfo, ReplicaAssignment, TopicPartition
+from actors.ports import (
+    BrokerChannel,
+    LeaderAndIsr,
+    LeadershipInfo,
+    ReplicaAssignment,
+    ResponseCallback,
+    TopicPartition,
+)
 from wire.api import (
     Endpoint,
     LeaderAndIsrPartitionState,
@@ -33,6 +40,9 @@ log = logging.getLogger(__name__)
 make_leader_and_isr_state = LeaderAndIsrPartitionState.make
 make_update_metadata_state = UpdateMetadataPartitionState.make
 
+# The leader UpdateMetadata gives a partition of a topic queued for deletion.
+LEADER_DURING_DELETE = -2
+
 
 @dataclasses.dataclass
 class _LeaderAndIsrEntry:
@@ -41,8 +51,21 @@ class _LeaderAndIsrEntry:
     is_new: bool
 
 
+# Told of a StopReplica answer for the partitions it deleted of topics whose deletion has
+# started: (broker, response, those partitions). It must only enqueue (spec §8.3).
+DeletionResponseHandler = Callable[[int, Response, tuple[TopicPartition, ...]], None]
+
+
 class RequestBatch:
-    def __init__(self, context: ControllerContext, channel: BrokerChannel, controller_id: int) -> None:
+    def __init__(
+        self,
+        context: ControllerContext,
+        channel: BrokerChannel,
+        controller_id: int,
+        *,
+        on_deletion_response: DeletionResponseHandler | None = None,
+    ) -> None:
+        self._on_deletion_response = on_deletion_response
         self._context = context
         self._channel = channel
         self._controller_id = controller_id
@@ -122,7 +145,9 @@ class RequestBatch:
         for broker, stops in sorted(self._stop_replica.items()):
             if broker in targets:
                 self._channel.send(
-                    broker, self._stop_replica_request(broker, stops, epoch), _log_errors(broker)
+                    broker,
+                    self._stop_replica_request(broker, stops, epoch),
+                    self._stop_replica_callback(broker, stops),
                 )
         self._leader_and_isr.clear()
         self._update_metadata_brokers.clear()
@@ -172,12 +197,16 @@ class RequestBatch:
     def _update_metadata_states(self) -> list[UpdateMetadataPartitionState]:
         states = []
         online = self._context.live_ids()
+        queued = self._context.topics_to_be_deleted
         for tp in sorted(self._update_metadata_partitions):
             info = self._context.leadership.get(tp)
             if info is None:
                 continue  # partitions without leadership are skipped, as Kafka does
             replicas = self._context.replicas(tp)
             state = info.leader_and_isr
+            if tp.topic in queued:
+                # Leader -2: brokers drop the partition from their metadata (spec §8.3).
+                state = LeaderAndIsr(LEADER_DURING_DELETE, 0, state.isr, 0)
             states.append(
                 make_update_metadata_state(
                     tp.topic,
@@ -226,9 +255,22 @@ class RequestBatch:
             ],
         )
 
+    def _stop_replica_callback(self, broker: int, stops: dict[TopicPartition, bool]) -> ResponseCallback:
+        started = self._context.topics_with_deletion_started
+        deleting = tuple(tp for tp, delete in sorted(stops.items()) if delete and tp.topic in started)
+        handler = self._on_deletion_response
+        if not deleting or handler is None:
+            return _log_errors(broker)
+        logger = _log_errors(broker)
+
+        def on_response(response: Response) -> None:
+            logger(response)
+            handler(broker, response, deleting)
+
+        return on_response
+
     def _leader_epoch(self, tp: TopicPartition) -> int:
-        info = self._context.leadership.get(tp)
-        return -1 if info is None else info.leader_and_isr.leader_epoch
+        return self._context.leader_epoch(tp)
 
 
 def _log_errors(broker: int) -> _ErrorLogger:

@@ -16,7 +16,15 @@ from actors.controller.context import ControllerContext, PartitionReplica, Parti
 from actors.controller.partition_state_machine import PartitionStateMachine, Strategy
 from actors.controller.replica_state_machine import ReplicaStateMachine
 from actors.controller.request_batch import RequestBatch
-from actors.ports import BrokerChannel, ClusterStore, LeaderAndIsr, RegisteredBroker, TopicPartition
+from actors.controller.topic_deletion import TopicDeletionManager
+from actors.ports import (
+    BrokerChannel,
+    ClusterStore,
+    LeaderAndIsr,
+    RegisteredBroker,
+    TopicAssignment,
+    TopicPartition,
+)
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +40,9 @@ class Workflows:
         replicas: ReplicaStateMachine,
         new_batch: Callable[[], RequestBatch],
         clock: Clock,
+        topic_deletion: TopicDeletionManager,
     ) -> None:
+        self._topic_deletion = topic_deletion
         self._clock = clock
         self._context = context
         self._store = store
@@ -47,12 +57,14 @@ class Workflows:
         started = self._clock.monotonic()
         await self._initialize_context()
         loaded = self._clock.monotonic()
+        await self._initialize_topic_deletion()
         batch = self._new_batch()
         batch.add_update_metadata(self._context.live_or_shutting_down_ids())
         await batch.send()
         await self._replicas.startup()
         self._partitions.startup()
         await self._partitions.trigger_online_partition_state_change()
+        await self._topic_deletion.resume_deletions()
         log.info(
             "failover done in %.0f ms (context loaded in %.0f ms)",
             (self._clock.monotonic() - started) * 1000,
@@ -80,6 +92,18 @@ class Workflows:
             len(topics),
             len(context.leadership),
         )
+
+    async def _initialize_topic_deletion(self) -> None:
+        """Spec §4.1 step 5: queue the marked topics; those with an offline replica or a
+        partition being reassigned cannot be deleted for now."""
+        context = self._context
+        marked = await self._store.topics_to_delete(watch=True)
+        offline = {r.tp.topic for r in context.all_replicas() if not context.is_replica_online(r.replica)}
+        reassigning = {tp.topic for tp in context.partitions_being_reassigned}
+        await self._topic_deletion.init(marked & context.all_topics, (offline | reassigning) & marked)
+        unknown = marked - context.all_topics
+        if unknown:
+            await self._store.delete_topic_deletions(unknown, context.epoch_zk_version)
 
     async def _watch_brokers(self, broker_ids: list[int]) -> None:
         await asyncio.gather(*(self._store.registered_broker(b, watch=True) for b in broker_ids))
@@ -125,8 +149,12 @@ class Workflows:
         batch.add_update_metadata(context.live_or_shutting_down_ids() - set(new))
         batch.add_update_metadata(new, [tp for tp in context.leadership])
         await batch.send()
-        await self._replicas.handle_state_changes(context.replicas_on_brokers(set(new)), ReplicaState.ONLINE)
+        hosted = context.replicas_on_brokers(set(new))
+        await self._replicas.handle_state_changes(hosted, ReplicaState.ONLINE)
         await self._partitions.trigger_online_partition_state_change()
+        deleting = {r.tp.topic for r in hosted if context.is_topic_queued_up_for_deletion(r.tp.topic)}
+        if deleting:
+            await self._topic_deletion.resume_deletion_for_topics(sorted(deleting))
         await self._watch_brokers(new)
 
     async def on_broker_failure(self, dead: list[int]) -> None:
@@ -135,11 +163,16 @@ class Workflows:
 
     async def on_replicas_become_offline(self, replicas: list[PartitionReplica]) -> None:
         context = self._context
+        # Replicas of topics queued for deletion fail their deletion instead (spec §7.2).
+        deleting = [r for r in replicas if context.is_topic_queued_up_for_deletion(r.tp.topic)]
+        replicas = [r for r in replicas if not context.is_topic_queued_up_for_deletion(r.tp.topic)]
         await self._partitions.handle_state_changes(
             context.partitions_with_offline_leader(), PartitionState.OFFLINE
         )
         elected = await self._partitions.trigger_online_partition_state_change()
         await self._replicas.handle_state_changes(replicas, ReplicaState.OFFLINE)
+        if deleting:
+            await self._topic_deletion.fail_replica_deletion(deleting)
         if not replicas and not any(isinstance(r, LeaderAndIsr) for r in elected.values()):
             # Nothing else will tell the brokers that one of them is gone.
             batch = self._new_batch()
@@ -187,15 +220,37 @@ class Workflows:
         if assignment is None:
             return
         known = context.assignments.get(topic, {})
+        to_add = {p: r for p, r in assignment.partitions.items() if p not in known}
+        if to_add and context.is_topic_queued_up_for_deletion(topic):
+            await self._restore_topic_assignment(topic, assignment, sorted(to_add))
+            return
         added = []
-        for partition, replicas in sorted(assignment.partitions.items()):
-            if partition not in known:
-                tp = TopicPartition(topic, partition)
-                context.set_assignment(tp, replicas)
-                added.append(tp)
+        for partition, replicas in sorted(to_add.items()):
+            tp = TopicPartition(topic, partition)
+            context.set_assignment(tp, replicas)
+            added.append(tp)
         if added:
             log.info("new partitions of %s: %s", topic, [tp.partition for tp in added])
             await self.on_new_partition_creation(added)
+
+    async def _restore_topic_assignment(
+        self, topic: str, written: TopicAssignment, ignored: list[int]
+    ) -> None:
+        """Partitions added to a topic queued for deletion are ignored, and the topic znode
+        gets back the partitions that exist (spec §7.5 step 2)."""
+        context = self._context
+        existing = await self._store.topic_partition_ids(topic)
+        known = context.assignments.get(topic, {})
+        restored = {p: a for p, a in known.items() if p in existing}
+        log.info(
+            "ignoring partitions %s added to %s: the topic is queued for deletion; restoring %d partitions",
+            ignored,
+            topic,
+            len(restored),
+        )
+        await self._store.set_topic_assignment(
+            TopicAssignment(topic, restored, written.topic_id), context.epoch_zk_version
+        )
 
     async def on_new_partition_creation(self, partitions: list[TopicPartition]) -> None:
         replicas = [PartitionReplica(tp, r) for tp in partitions for r in self._context.replicas(tp)]

@@ -1,34 +1,76 @@
-"""CreateTopics on any broker (Kafka's ZkAdminManager): validate each topic on its own, place
-its replicas, then write `/config/topics/<T>` and `/brokers/topics/<T>`. The controller sees
-the new topic through its watch and elects leaders."""
+"""CreateTopics, DeleteTopics and CreatePartitions on any broker (Kafka's ZkAdminManager).
+
+CreateTopics validates each topic on its own, places its replicas, then writes
+`/config/topics/<T>` and `/brokers/topics/<T>`; the controller sees the new topic through its
+watch and elects leaders. DeleteTopics writes `/admin/delete_topics/<T>` and waits until this
+broker no longer serves the topic. CreatePartitions rewrites `/brokers/topics/<T>` with the
+old partitions plus the new and waits until they have leaders."""
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import logging
+from collections.abc import Awaitable, Callable
 
-from actors.ports import ReplicaAssignment, TopicAssignment, TopicExistsError
+from actors.ports import (
+    ReplicaAssignment,
+    TopicAlreadyMarkedForDeletionError,
+    TopicAssignment,
+    TopicExistsError,
+    UnknownTopicError,
+)
 from actors.topic_admin import (
     TopicError,
     assign_replicas,
+    plan_added_partitions,
     validate_assignment,
     validate_configs,
     validate_name,
 )
 from node.zk.store import ZkClusterStore
-from wire.api import CreatableTopic, CreatableTopicResult, CreateTopicsRequest, CreateTopicsResponse
+from wire.api import (
+    CreatableTopic,
+    CreatableTopicResult,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreatePartitionsTopic,
+    CreatePartitionsTopicResult,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeletableTopicResult,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    MetadataResponse,
+)
 from wire.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 
 
+# What the receiving broker serves (its metadata cache), for waiting on deletions and new
+# partitions as Kafka's delayed operations do.
+MetadataSource = Callable[[list[str]], Awaitable[MetadataResponse]]
+
+# How often a waiting DeleteTopics or CreatePartitions looks at the metadata cache again.
+_WAIT_INTERVAL_S = 0.05
+
+
 class AdminManager:
     def __init__(
-        self, store: ZkClusterStore, *, default_partitions: int, default_replication_factor: int
+        self,
+        store: ZkClusterStore,
+        *,
+        default_partitions: int,
+        default_replication_factor: int,
+        delete_topic_enable: bool = True,
+        metadata: MetadataSource | None = None,
     ) -> None:
         self._store = store
         self._default_partitions = default_partitions
         self._default_replication_factor = default_replication_factor
+        self._delete_topic_enable = delete_topic_enable
+        self._metadata = metadata
 
     async def create_topics(self, request: CreateTopicsRequest) -> CreateTopicsResponse:
         existing = await self._store.topics()
@@ -88,6 +130,136 @@ class AdminManager:
             )
             replicas = assign_replicas(partitions, factor, brokers)
         return TopicAssignment(topic.name, {p: ReplicaAssignment(tuple(r)) for p, r in replicas.items()})
+
+    # --- DeleteTopics (AdminZkClient.deleteTopic, then wait for the metadata cache) ---
+
+    async def delete_topics(self, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
+        counts = collections.Counter(request.topic_names)
+        existing = await self._store.topics()
+        errors: dict[str, tuple[ErrorCode, str | None]] = {}
+        accepted = []
+        for name in dict.fromkeys(request.topic_names):
+            if counts[name] > 1:
+                errors[name] = (ErrorCode.INVALID_REQUEST, "the topic is named twice in the request")
+            elif name not in existing:
+                errors[name] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name} does not exist")
+            elif not self._delete_topic_enable:
+                errors[name] = (ErrorCode.TOPIC_DELETION_DISABLED, "delete.topic.enable is false")
+            else:
+                try:
+                    await self._store.mark_topic_for_deletion(name)
+                    log.info("marked topic %s for deletion", name)
+                except TopicAlreadyMarkedForDeletionError:
+                    pass  # already going: wait for it like the first caller
+                except UnknownTopicError as e:
+                    errors[name] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, str(e))
+                    continue
+                accepted.append(name)
+
+        async def still_served() -> set[str]:
+            topics = (await self._served(accepted)).topics
+            return {t.name for t in topics if t.error_code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+
+        for name in await self._wait_until_none(set(accepted), still_served, request.timeout_ms):
+            errors[name] = (ErrorCode.REQUEST_TIMED_OUT, "the deletion has not finished yet")
+        return DeleteTopicsResponse(
+            responses=[
+                DeletableTopicResult(
+                    name=name,
+                    error_code=errors.get(name, (ErrorCode.NONE, None))[0],
+                    error_message=errors.get(name, (ErrorCode.NONE, None))[1],
+                )
+                for name in dict.fromkeys(request.topic_names)
+            ]
+        )
+
+    # --- CreatePartitions (AdminZkClient.addPartitions, then wait for the leaders) ---
+
+    async def create_partitions(self, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
+        counts = collections.Counter(t.name for t in request.topics)
+        existing, marked = await self._store.topics(), await self._store.topics_to_delete()
+        brokers = {b.info.broker_id: b.info.rack for b in await self._store.registered_brokers()}
+        errors: dict[str, tuple[ErrorCode, str | None]] = {}
+        grown: dict[str, int] = {}
+        for topic in request.topics:
+            name = topic.name
+            if counts[name] > 1:
+                errors[name] = (ErrorCode.INVALID_REQUEST, "the topic is named twice in the request")
+                continue
+            try:
+                assignment = await self._grow(topic, existing, marked, brokers)
+                if not request.validate_only:
+                    await self._store.add_partitions(assignment)
+                    log.info("topic %s now has %d partitions", name, topic.count)
+                    grown[name] = topic.count
+            except TopicError as e:
+                log.info("refused to add partitions to %s: %s", name, e.message)
+                errors[name] = (e.code, e.message)
+            except UnknownTopicError as e:
+                errors[name] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, str(e))
+
+        async def without_leaders() -> set[str]:
+            waiting = set()
+            for t in (await self._served(sorted(grown))).topics:
+                led = {p.partition for p in t.partitions if p.leader >= 0}
+                if not led >= set(range(grown[t.name])):
+                    waiting.add(t.name)
+            return waiting
+
+        for name in await self._wait_until_none(set(grown), without_leaders, request.timeout_ms):
+            errors[name] = (ErrorCode.REQUEST_TIMED_OUT, "the new partitions have no leader yet")
+        return CreatePartitionsResponse(
+            results=[
+                CreatePartitionsTopicResult(
+                    name=name,
+                    error_code=errors.get(name, (ErrorCode.NONE, None))[0],
+                    error_message=errors.get(name, (ErrorCode.NONE, None))[1],
+                )
+                for name in dict.fromkeys(t.name for t in request.topics)
+            ]
+        )
+
+    async def _grow(
+        self,
+        topic: CreatePartitionsTopic,
+        existing: set[str],
+        marked: set[str],
+        brokers: dict[int, str | None],
+    ) -> TopicAssignment:
+        if topic.name not in existing:
+            raise UnknownTopicError(f"topic {topic.name} does not exist")
+        if topic.name in marked:
+            raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic {topic.name} is queued for deletion")
+        current = (await self._store.topic_assignments({topic.name})).get(topic.name)
+        if current is None:
+            raise UnknownTopicError(f"topic {topic.name} does not exist")
+        given = None if topic.assignments is None else [a.broker_ids for a in topic.assignments]
+        added = plan_added_partitions(current.partitions, topic.count, given, brokers)
+        partitions = dict(current.partitions)
+        partitions.update({p: ReplicaAssignment(tuple(r)) for p, r in added.items()})
+        return TopicAssignment(topic.name, partitions, current.topic_id)
+
+    async def _served(self, topics: list[str]) -> MetadataResponse:
+        if self._metadata is None or not topics:
+            return MetadataResponse()
+        return await self._metadata(topics)
+
+    @staticmethod
+    async def _wait_until_none(
+        waited: set[str], pending: Callable[[], Awaitable[set[str]]], timeout_ms: int
+    ) -> set[str]:
+        """Poll `pending` until it is empty or `timeout_ms` passes; what is still pending.
+        With a timeout of 0 or less nothing is waited for and every topic in `waited` times
+        out, as Kafka answers."""
+        if not waited or timeout_ms <= 0:
+            return waited
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000
+        left = await pending()
+        while left and loop.time() < deadline:
+            await asyncio.sleep(_WAIT_INTERVAL_S)
+            left = await pending()
+        return left
 
 
 def _failed(name: str, code: ErrorCode, message: str) -> CreatableTopicResult:

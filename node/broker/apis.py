@@ -13,7 +13,9 @@ from wire.api import (
     ApiKey,
     ApiVersionRange,
     ApiVersionsResponse,
+    CreatePartitionsRequest,
     CreateTopicsRequest,
+    DeleteTopicsRequest,
     DescribeClusterResponse,
     DescribeControllerResponse,
     DescribedBroker,
@@ -97,9 +99,9 @@ class BrokerApis:
                 return await self._controller().alter_partition(request.body)
             case ApiKey.STOP_REPLICA:
                 assert isinstance(request.body, StopReplicaRequest)
-                return await self._replica_manager.stop_replica(
-                    request.body, self._broker_epoch()
-                )
+                stopped = await self._replica_manager.stop_replica(request.body, self._broker_epoch())
+                self._forget_deleted_topic_configs(request.body, stopped)
+                return stopped
             case ApiKey.UPDATE_METADATA:
                 assert isinstance(request.body, UpdateMetadataRequest)
                 return await self._replica_manager.update_metadata(
@@ -119,11 +121,24 @@ class BrokerApis:
             case ApiKey.ELECT_LEADERS:
                 assert isinstance(request.body, ElectLeadersRequest)
                 return await elect_leaders(self._controller(), self._replica_manager, request.body)
+            case ApiKey.DELETE_TOPICS:
+                assert isinstance(request.body, DeleteTopicsRequest)
+                return await self._admin.delete_topics(request.body)
+            case ApiKey.CREATE_PARTITIONS:
+                assert isinstance(request.body, CreatePartitionsRequest)
+                return await self._admin.create_partitions(request.body)
             case ApiKey.METADATA:
                 assert isinstance(request.body, MetadataRequest)
                 answer = await self._replica_manager.metadata(request.body)
                 return dataclasses.replace(answer, cluster_id=self._cluster_id())
         raise InvalidRequest(f"{request.spec.key.name} is not served by brokers")
+
+    def _forget_deleted_topic_configs(self, request: StopReplicaRequest, response: Response) -> None:
+        """A topic whose partitions are deleted may come back with other configs: read them
+        again then."""
+        if not response.error_code:
+            for topic in {p.topic for p in request.partitions if p.delete_partition}:
+                self._known_topic_configs.pop(topic, None)
 
     async def _topic_configs(self, request: LeaderAndIsrRequest) -> dict[str, dict[str, str]]:
         """The configs of topics this broker has not seen yet, for the logs it may create."""

@@ -75,6 +75,7 @@ DEFINITIONS: dict[str, _Def] = {
     "auto.leader.rebalance.enable": _Def(_bool, "true"),
     "leader.imbalance.check.interval.seconds": _Def(_int(1, _LONG_MAX), "300"),
     "leader.imbalance.per.broker.percentage": _Def(_int(0, 100), "10"),
+    "delete.topic.enable": _Def(_bool, "true"),
     "shutdown.timeout.ms": _Def(_int(1), "15000"),
     "num.partitions": _Def(_int(1), "1"),
     "default.replication.factor": _Def(_int(1), "1"),

@@ -29,6 +29,7 @@ from node.broker.log.manager import LogManager
 from node.broker.replica_link import RpcReplicaLink
 from node.zk.client import ZooKeeperClient
 from node.zk.store import ZkClusterStore
+from wire.api import MetadataRequest
 from wire.server import RpcServer
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,8 @@ class KeelBroker:
             self.store,
             default_partitions=config.get_int("num.partitions"),
             default_replication_factor=config.get_int("default.replication.factor"),
+            delete_topic_enable=config.get_bool("delete.topic.enable"),
+            metadata=lambda topics: self.replica_manager.metadata(MetadataRequest(topics=topics)),
         )
         self.servers: list[RpcServer] = []
         self.cluster_id = ""
@@ -158,6 +161,7 @@ class KeelBroker:
                 leader_imbalance_per_broker_percentage=self.config.get_int(
                     "leader.imbalance.per.broker.percentage"
                 ),
+                delete_topic_enable=self.config.get_bool("delete.topic.enable"),
             ),
         )
         self._controller.startup(broker_epoch)

@@ -3,7 +3,7 @@
     keel cluster describe        cluster id, controller, epoch and brokers
     keel controller show         the active controller
     keel controller reelect      delete /controller so the brokers elect anew
-    keel topic create|list|describe
+    keel topic create|list|describe|delete|alter
     keel produce --topic T       stdin lines as records (Kafka's console producer)
     keel consume --topic T       records to stdout (Kafka's console consumer)
     keel leader-election --election-type preferred|unclean
@@ -123,7 +123,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     add_global_options(parser, suppress=False)
     groups = parser.add_subparsers(dest="group", required=True)
     topic_commands.add_arguments(
-        groups.add_parser("topic", help="create, list and describe topics").add_subparsers(
+        groups.add_parser("topic", help="create, list, describe, delete and alter topics").add_subparsers(
             dest="command", required=True
         ),
         common,

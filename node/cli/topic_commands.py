@@ -1,4 +1,4 @@
-"""`keel topic create|list|describe`, shaped like kafka-topics."""
+"""`keel topic create|list|describe|delete|alter`, shaped like kafka-topics."""
 
 from __future__ import annotations
 
@@ -8,7 +8,13 @@ import sys
 from node.cli.arguments import positive_int
 from node.cli.output import print_json, print_table
 from node.clients.admin import KeelAdminClient
-from wire.api import CreatableReplicaAssignment, CreatableTopic, MetadataPartition, MetadataResponse
+from wire.api import (
+    CreatableReplicaAssignment,
+    CreatableTopic,
+    CreatePartitionsTopic,
+    MetadataPartition,
+    MetadataResponse,
+)
 from wire.errors import ErrorCode
 
 
@@ -25,6 +31,11 @@ def add_arguments(sub: argparse._SubParsersAction, common: argparse.ArgumentPars
     )
     create.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
     sub.add_parser("list", parents=[common], help="list topics")
+    delete = sub.add_parser("delete", parents=[common], help="delete a topic")
+    delete.add_argument("--topic", required=True)
+    alter = sub.add_parser("alter", parents=[common], help="add partitions to a topic")
+    alter.add_argument("--topic", required=True)
+    alter.add_argument("--partitions", type=int, required=True, help="the new number of partitions")
     describe = sub.add_parser("describe", parents=[common], help="leader, replicas and ISR per partition")
     describe.add_argument("--topic", default=None)
     describe.add_argument(
@@ -135,4 +146,34 @@ async def describe(admin: KeelAdminClient, args: argparse.Namespace) -> int:
     return 1 if missing else 0
 
 
-COMMANDS = {"create": create, "list": list_topics, "describe": describe}
+async def delete(admin: KeelAdminClient, args: argparse.Namespace) -> int:
+    (result,) = (await admin.delete_topics([args.topic], timeout_ms=int(args.timeout * 1000))).responses
+    if args.format == "json":
+        print_json(result.to_wire())
+    elif result.error_code == ErrorCode.NONE:
+        print(f"Deleted topic {result.name}.")
+    elif result.error_code == ErrorCode.REQUEST_TIMED_OUT:
+        print(f"Topic {result.name} is marked for deletion; the deletion has not finished yet.")
+    else:
+        reason = f"{ErrorCode(result.error_code).name}: {result.error_message}"
+        print(f"Error deleting topic {result.name}: {reason}", file=sys.stderr)
+    return 0 if result.error_code in (ErrorCode.NONE, ErrorCode.REQUEST_TIMED_OUT) else 1
+
+
+async def alter(admin: KeelAdminClient, args: argparse.Namespace) -> int:
+    if args.partitions < 1:
+        # Checked before any request: the client connects on its first call.
+        raise ValueError(f"--partitions must be a positive number, not {args.partitions}")
+    topic = CreatePartitionsTopic(name=args.topic, count=args.partitions)
+    (result,) = (await admin.create_partitions([topic], timeout_ms=int(args.timeout * 1000))).results
+    if args.format == "json":
+        print_json(result.to_wire())
+    elif result.error_code == ErrorCode.NONE:
+        print(f"Topic {result.name} now has {args.partitions} partitions.")
+    else:
+        reason = f"{ErrorCode(result.error_code).name}: {result.error_message}"
+        print(f"Error altering topic {result.name}: {reason}", file=sys.stderr)
+    return 0 if result.error_code == ErrorCode.NONE else 1
+
+
+COMMANDS = {"create": create, "list": list_topics, "describe": describe, "delete": delete, "alter": alter}

@@ -15,8 +15,13 @@ from wire.api import (
     ApiVersionsRequest,
     ApiVersionsResponse,
     CreatableTopic,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreatePartitionsTopic,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
     DescribeClusterRequest,
     DescribeClusterResponse,
     DescribeControllerRequest,
@@ -91,6 +96,19 @@ class KeelAdminClient(AsyncClosing):
     ) -> CreateTopicsResponse:
         request = CreateTopicsRequest(topics=topics, validate_only=validate_only)
         return await self._call(request, CreateTopicsResponse)
+
+    async def delete_topics(self, topics: list[str], *, timeout_ms: int = 30000) -> DeleteTopicsResponse:
+        """Mark topics for deletion; the answer comes once the broker no longer serves them
+        (or REQUEST_TIMED_OUT per topic after `timeout_ms`, while deletion goes on)."""
+        request = DeleteTopicsRequest(topic_names=topics, timeout_ms=timeout_ms)
+        return await (await self._connection()).call(request, DeleteTopicsResponse)
+
+    async def create_partitions(
+        self, topics: list[CreatePartitionsTopic], *, timeout_ms: int = 30000, validate_only: bool = False
+    ) -> CreatePartitionsResponse:
+        """Raise partition counts; the answer comes once the new partitions have leaders."""
+        request = CreatePartitionsRequest(topics=topics, timeout_ms=timeout_ms, validate_only=validate_only)
+        return await (await self._connection()).call(request, CreatePartitionsResponse)
 
     async def metadata(self, topics: list[str] | None = None) -> MetadataResponse:
         return await self._call(MetadataRequest(topics=topics), MetadataResponse)

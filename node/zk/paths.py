@@ -55,3 +55,10 @@ def partition_state(name: str, partition: int) -> str:
 
 def topic_config(name: str) -> str:
     return f"/config/topics/{name}"
+
+
+ADMIN_DELETE_TOPICS = "/admin/delete_topics"
+
+
+def delete_topic_marker(name: str) -> str:
+    return f"{ADMIN_DELETE_TOPICS}/{name}"

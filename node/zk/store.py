@@ -29,9 +29,12 @@ from actors.ports import (
     PreferredReplicaElectionWatcher,
     RegisteredBroker,
     SessionWatcher,
+    TopicAlreadyMarkedForDeletionError,
     TopicAssignment,
+    TopicDeletionWatcher,
     TopicExistsError,
     TopicPartition,
+    UnknownTopicError,
 )
 from node.zk import data, paths
 from node.zk.client import (
@@ -474,6 +477,84 @@ class ZkClusterStore:
             await self.zk.create(paths.topic(assignment.topic), data.encode_topic(assignment))
         except NodeExists:
             raise TopicExistsError(f"topic {assignment.topic} already exists") from None
+
+    # --- topic deletion and partition expansion (spec §1, §7.5, §7.6) ---
+
+    async def topics_to_delete(self, *, watch: bool = False) -> set[str]:
+        return set(await self.zk.children(paths.ADMIN_DELETE_TOPICS, watch=watch))
+
+    def watch_topic_deletions(self, watcher: TopicDeletionWatcher) -> None:
+        self.zk.add_watch(
+            CHILDREN_CHANGED, paths.ADMIN_DELETE_TOPICS, lambda _: watcher.topic_deletions_changed()
+        )
+
+    async def delete_topic_deletions(self, topics: set[str], epoch_zk_version: int) -> None:
+        await self._fenced_delete([paths.delete_topic_marker(t) for t in sorted(topics)], epoch_zk_version)
+
+    async def delete_topic(self, topic: str, epoch_zk_version: int) -> None:
+        subtree = await self._subtree(paths.topic(topic))
+        config = [paths.topic_config(topic)]
+        await self._fenced_delete([*subtree, *config, paths.delete_topic_marker(topic)], epoch_zk_version)
+
+    async def _subtree(self, root: str) -> list[str]:
+        """Every path under `root` and `root` itself, children before their parents."""
+        try:
+            children = await self.zk.children(root)
+        except NoNode:
+            return []
+        below = await asyncio.gather(*(self._subtree(f"{root}/{child}") for child in children))
+        return [path for paths_below in below for path in paths_below] + [root]
+
+    async def _fenced_delete(self, doomed: list[str], epoch_zk_version: int) -> None:
+        """Delete paths in order (children first) in fenced multi-ops; a path already gone
+        is skipped, so a retried deletion finishes what an interrupted one began."""
+        for start in range(0, len(doomed), _PARTITIONS_PER_MULTI * 2):
+            chunk = doomed[start : start + _PARTITIONS_PER_MULTI * 2]
+            error = _failed(await self._fenced([self.zk.delete_op(p) for p in chunk], epoch_zk_version))
+            if error is None:
+                continue
+            if not isinstance(error, NoNode):
+                raise error
+            for path in chunk:
+                single = _failed(await self._fenced([self.zk.delete_op(path)], epoch_zk_version))
+                if single is not None and not isinstance(single, NoNode):
+                    raise single
+
+    async def topic_partition_ids(self, topic: str) -> set[int]:
+        try:
+            children = await self.zk.children(paths.topic_partitions(topic))
+        except NoNode:
+            return set()
+        return {int(c) for c in children if c.isdigit()}
+
+    async def set_topic_assignment(self, assignment: TopicAssignment, epoch_zk_version: int) -> None:
+        error = _failed(
+            await self._fenced(
+                [self.zk.set_op(paths.topic(assignment.topic), data.encode_topic(assignment))],
+                epoch_zk_version,
+            )
+        )
+        if error is not None:
+            raise error
+
+    async def mark_topic_for_deletion(self, topic: str) -> None:
+        """Create `/admin/delete_topics/<T>` (AdminZkClient.deleteTopic): the topic must exist."""
+        if await self.zk.exists(paths.topic(topic)) is None:
+            raise UnknownTopicError(f"topic {topic} does not exist")
+        try:
+            await self.zk.create(paths.delete_topic_marker(topic))
+        except NodeExists:
+            raise TopicAlreadyMarkedForDeletionError(
+                f"topic {topic} is already marked for deletion"
+            ) from None
+
+    async def add_partitions(self, assignment: TopicAssignment) -> None:
+        """Rewrite `/brokers/topics/<T>` with the old partitions plus the new ones, as
+        AdminZkClient.addPartitions does; the controller's data watch sees the new ones."""
+        try:
+            await self.zk.set(paths.topic(assignment.topic), data.encode_topic(assignment))
+        except NoNode:
+            raise UnknownTopicError(f"topic {assignment.topic} does not exist") from None
 
     # --- cluster set-up (spec §1) ---
 

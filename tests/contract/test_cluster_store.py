@@ -24,9 +24,11 @@ from actors.ports import (
     LeadershipInfo,
     PartitionStateConflict,
     ReplicaAssignment,
+    TopicAlreadyMarkedForDeletionError,
     TopicAssignment,
     TopicExistsError,
     TopicPartition,
+    UnknownTopicError,
 )
 from node.zk.client import ZooKeeperClient, split_connect
 from node.zk.store import ZkClusterStore
@@ -414,3 +416,77 @@ async def test_a_deposed_controller_cannot_delete_the_preferred_election_node(en
     with pytest.raises(ControllerMovedError):
         await old.delete_preferred_replica_election(fence.zk_version)
     assert await new.preferred_replica_election() == [TopicPartition("t", 0)]
+
+
+# --- topic deletion and partition expansion (spec §1, §7.5, §7.6) ---
+
+
+class DeletionRecorder(Recorder):
+    def topic_deletions_changed(self) -> None:
+        self.events.append("deletions")
+
+
+async def test_marking_a_topic_for_deletion_is_watched_and_checked(ensemble: Ensemble) -> None:
+    controller, admin = await ensemble.store(), await ensemble.store()
+    recorder = DeletionRecorder()
+    controller.watch_topic_deletions(recorder)
+    assert await controller.topics_to_delete(watch=True) == set()
+    with pytest.raises(UnknownTopicError):
+        await admin.mark_topic_for_deletion("absent")
+    await admin.create_topic(assignment("doomed"), {})
+    await admin.mark_topic_for_deletion("doomed")
+    await eventually(recorded(recorder, "deletions"), timeout=5, message="marker not reported")
+    with pytest.raises(TopicAlreadyMarkedForDeletionError):
+        await admin.mark_topic_for_deletion("doomed")
+    assert await controller.topics_to_delete(watch=True) == {"doomed"}
+    fence = await controller.register_controller_and_increment_epoch(1)
+    await controller.delete_topic_deletions({"doomed", "never-marked"}, fence.zk_version)
+    assert await controller.topics_to_delete() == set()
+    await eventually(recorded(recorder, "deletions", "deletions"), timeout=5, message="removal not reported")
+
+
+async def test_deleting_a_topic_removes_its_znodes_config_and_marker_fenced(ensemble: Ensemble) -> None:
+    store, other = await ensemble.store(), await ensemble.store()
+    await store.create_topic(assignment("doomed", 3), {"retention.ms": "1000"})
+    await store.create_topic(assignment("kept", 1), {"retention.ms": "2000"})
+    fence = await store.register_controller_and_increment_epoch(1)
+    tps = [TopicPartition("doomed", p) for p in range(3)] + [TopicPartition("kept", 0)]
+    await store.create_partition_states(
+        {tp: LeaderAndIsr(1, 0, (1,)) for tp in tps}, fence.epoch, fence.zk_version
+    )
+    await store.mark_topic_for_deletion("doomed")
+    assert await store.topic_partition_ids("doomed") == {0, 1, 2}
+    await store.delete_controller(fence.zk_version)
+    await other.register_controller_and_increment_epoch(2)
+    with pytest.raises(ControllerMovedError):
+        await store.delete_topic("doomed", fence.zk_version)
+    assert "doomed" in await store.topics(), "a deposed controller deletes nothing"
+    new_fence = await other.controller_epoch()
+    assert new_fence is not None
+    await other.delete_topic("doomed", new_fence.zk_version)
+    assert await other.topics() >= {"kept"} and "doomed" not in await other.topics()
+    assert await other.topic_partition_ids("doomed") == set()
+    assert await other.topics_to_delete() == set()
+    assert await other.topic_configs({"doomed", "kept"}) == {"doomed": {}, "kept": {"retention.ms": "2000"}}
+    assert set(await other.partition_states(tps)) == {TopicPartition("kept", 0)}
+    await other.delete_topic("doomed", new_fence.zk_version)  # again: nothing left, no error
+
+
+async def test_partitions_are_added_and_an_assignment_restored_fenced(ensemble: Ensemble) -> None:
+    store = await ensemble.store()
+    recorder = ClusterRecorder()
+    store.watch_cluster(recorder)
+    original = TopicAssignment("t", {0: ReplicaAssignment((1, 2))}, topic_id="AAAAAAAAAAAAAAAAAAAAAA")
+    await store.create_topic(original, {})
+    await store.topic_assignments({"t"}, watch=True)
+    grown = TopicAssignment("t", {**original.partitions, 1: ReplicaAssignment((2, 1))}, original.topic_id)
+    await store.add_partitions(grown)
+    await eventually(recorded(recorder, "topic t"), timeout=5, message="added partitions not reported")
+    assert (await store.topic_assignments({"t"}))["t"] == grown
+    with pytest.raises(UnknownTopicError):
+        await store.add_partitions(TopicAssignment("absent", {0: ReplicaAssignment((1,))}))
+    fence = await store.register_controller_and_increment_epoch(1)
+    await store.set_topic_assignment(original, fence.zk_version)
+    assert (await store.topic_assignments({"t"}))["t"] == original
+    with pytest.raises(ControllerMovedError):
+        await store.set_topic_assignment(grown, fence.zk_version - 1)

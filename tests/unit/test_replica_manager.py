@@ -260,3 +260,38 @@ def test_a_topic_whose_partitions_are_all_removed_is_gone(manager: ReplicaManage
     manager.update_metadata(update(um_state(0, -2)), MY_EPOCH)
     assert manager.metadata.describe(None).topics == []
     assert manager.metadata.describe(["t"]).topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_stop_replica_with_delete_removes_the_log_from_disk(manager: ReplicaManager, tmp_path: Path) -> None:
+    manager.become_leader_or_follower(leader_and_isr(state(0), state(1)), MY_EPOCH)
+    for partition in (0, 1):
+        manager.logs.get_or_create(TopicPartition("t", partition), {})
+    assert (tmp_path / "t-0").is_dir() and (tmp_path / "t-1").is_dir()
+    response = manager.stop_replicas(
+        stop(StopReplicaPartition(topic="t", partition=0, leader_epoch=-2, delete_partition=True)), MY_EPOCH
+    )
+    assert codes(response) == [0]
+    assert not (tmp_path / "t-0").exists() and (tmp_path / "t-1").is_dir()
+    assert manager.logs.get(TopicPartition("t", 0)) is None
+
+
+def test_a_log_that_cannot_be_deleted_fails_only_its_replica(
+    manager: ReplicaManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manager.become_leader_or_follower(leader_and_isr(state(0), state(1)), MY_EPOCH)
+    real_delete = manager.logs.delete
+
+    def failing(tp: TopicPartition) -> None:
+        if tp.partition == 0:
+            raise PermissionError("read-only file system")
+        real_delete(tp)
+
+    monkeypatch.setattr(manager.logs, "delete", failing)
+    response = manager.stop_replicas(
+        stop(
+            StopReplicaPartition(topic="t", partition=0, leader_epoch=-2, delete_partition=True),
+            StopReplicaPartition(topic="t", partition=1, leader_epoch=-2, delete_partition=True),
+        ),
+        MY_EPOCH,
+    )
+    assert codes(response) == [ErrorCode.KAFKA_STORAGE_ERROR, 0]

@@ -7,9 +7,11 @@ import random
 
 import pytest
 
+from actors.ports import ReplicaAssignment
 from actors.topic_admin import (
     TopicError,
     assign_replicas,
+    plan_added_partitions,
     rack_alternated,
     validate_assignment,
     validate_configs,
@@ -98,3 +100,68 @@ def test_rack_aware_placement_puts_replicas_on_distinct_racks() -> None:
         assert len({brokers[b] for b in replicas}) == 3, f"partition {partition}: {replicas}"
     leaders = collections.Counter(r[0] for r in assignment.values())
     assert set(leaders.values()) == {2}
+
+
+# --- adding partitions ---
+
+
+def existing(*replicas: tuple[int, ...]) -> dict[int, ReplicaAssignment]:
+    return {p: ReplicaAssignment(r) for p, r in enumerate(replicas)}
+
+
+def test_added_partitions_continue_from_partition_0s_first_replica() -> None:
+    brokers: dict[int, str | None] = dict.fromkeys((0, 1, 2, 3))
+    planned = plan_added_partitions(existing((2, 3), (3, 0)), 6, None, brokers)
+    # Start index 2 (broker 2's position), follower shift 2, bumped at partition 4.
+    assert planned == {2: [0, 3], 3: [1, 0], 4: [2, 3], 5: [3, 0]}
+    whole = assign_replicas(6, 2, brokers, start_index=2)
+    assert planned == {p: whole[p] for p in range(2, 6)}, "as if placed with the topic"
+
+
+def test_added_partitions_start_at_the_next_broker_when_the_first_replica_is_gone() -> None:
+    brokers: dict[int, str | None] = dict.fromkeys((1, 4, 7))
+    planned = plan_added_partitions(existing((5, 7, 1)), 2, None, brokers)
+    assert planned == assign_replicas(1, 3, brokers, start_index=2, start_partition=1)
+    assert all(len(set(r)) == 3 for r in planned.values())
+
+
+def test_added_partitions_are_rack_aware_when_every_broker_has_a_rack() -> None:
+    brokers: dict[int, str | None] = {0: "a", 1: "a", 2: "b", 3: "b"}
+    planned = plan_added_partitions(existing((0, 2), (2, 1)), 6, None, brokers)
+    assert sorted(planned) == [2, 3, 4, 5]
+    assert all({brokers[r] for r in replicas} == {"a", "b"} for replicas in planned.values())
+
+
+def test_explicit_assignments_for_added_partitions() -> None:
+    brokers: dict[int, str | None] = dict.fromkeys((1, 2, 3))
+    assert plan_added_partitions(existing((1, 2)), 3, [[2, 3], [3, 1]], brokers) == {1: [2, 3], 2: [3, 1]}
+
+
+@pytest.mark.parametrize(
+    ("count", "assignments", "code"),
+    [
+        (1, None, ErrorCode.INVALID_PARTITIONS),
+        (0, None, ErrorCode.INVALID_PARTITIONS),
+        (3, [[1, 2]], ErrorCode.INVALID_REPLICA_ASSIGNMENT),
+        (2, [[1, 1]], ErrorCode.INVALID_REPLICA_ASSIGNMENT),
+        (2, [[1, 9]], ErrorCode.INVALID_REPLICA_ASSIGNMENT),
+        (2, [[1]], ErrorCode.INVALID_REPLICA_ASSIGNMENT),
+        (2, [[]], ErrorCode.INVALID_REPLICA_ASSIGNMENT),
+    ],
+)
+def test_refused_partition_increases(
+    count: int, assignments: list[list[int]] | None, code: ErrorCode
+) -> None:
+    with pytest.raises(TopicError) as caught:
+        plan_added_partitions(existing((1, 2)), count, assignments, dict.fromkeys((1, 2, 3)))
+    assert caught.value.code == code
+
+
+def test_more_replicas_than_brokers_or_a_reassignment_refuse_an_increase() -> None:
+    with pytest.raises(TopicError) as caught:
+        plan_added_partitions(existing((1, 2, 3)), 2, None, dict.fromkeys((1, 2)))
+    assert caught.value.code == ErrorCode.INVALID_REPLICATION_FACTOR
+    moving = {0: ReplicaAssignment((1, 2, 3), adding=(3,), removing=(1,))}
+    with pytest.raises(TopicError) as caught:
+        plan_added_partitions(moving, 2, None, dict.fromkeys((1, 2, 3)))
+    assert caught.value.code == ErrorCode.REASSIGNMENT_IN_PROGRESS

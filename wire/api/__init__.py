@@ -10,6 +10,13 @@ from wire.api.alter_partition import (
 )
 from wire.api.api_versions import ApiVersionRange, ApiVersionsRequest, ApiVersionsResponse
 from wire.api.base import ApiSpec, Request, Response
+from wire.api.create_partitions import (
+    CreatePartitionsAssignment,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreatePartitionsTopic,
+    CreatePartitionsTopicResult,
+)
 from wire.api.create_topics import (
     CreatableReplicaAssignment,
     CreatableTopic,
@@ -17,6 +24,7 @@ from wire.api.create_topics import (
     CreateTopicsRequest,
     CreateTopicsResponse,
 )
+from wire.api.delete_topics import DeletableTopicResult, DeleteTopicsRequest, DeleteTopicsResponse
 from wire.api.describe_cluster import (
     DescribeClusterRequest,
     DescribeClusterResponse,
@@ -111,6 +119,8 @@ API_SPECS: dict[int, ApiSpec] = {
         ApiSpec(ApiKey.REELECT_CONTROLLER, 0, 0, ReelectControllerRequest, ReelectControllerResponse),
         ApiSpec(ApiKey.DESCRIBE_CONTROLLER, 0, 0, DescribeControllerRequest, DescribeControllerResponse),
         ApiSpec(ApiKey.ELECT_LEADERS, 0, 0, ElectLeadersRequest, ElectLeadersResponse),
+        ApiSpec(ApiKey.DELETE_TOPICS, 0, 0, DeleteTopicsRequest, DeleteTopicsResponse),
+        ApiSpec(ApiKey.CREATE_PARTITIONS, 0, 0, CreatePartitionsRequest, CreatePartitionsResponse),
     )
 }
 
@@ -137,8 +147,16 @@ __all__ = [
     "CreatableReplicaAssignment",
     "CreatableTopic",
     "CreatableTopicResult",
+    "CreatePartitionsAssignment",
+    "CreatePartitionsRequest",
+    "CreatePartitionsResponse",
+    "CreatePartitionsTopic",
+    "CreatePartitionsTopicResult",
     "CreateTopicsRequest",
     "CreateTopicsResponse",
+    "DeletableTopicResult",
+    "DeleteTopicsRequest",
+    "DeleteTopicsResponse",
     "DescribeClusterRequest",
     "DescribeClusterResponse",
     "DescribeControllerRequest",

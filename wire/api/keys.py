@@ -16,6 +16,8 @@ class ApiKey(IntEnum):
     OFFSET_FOR_LEADER_EPOCH = 23
     ALTER_PARTITION = 56
     CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    CREATE_PARTITIONS = 37
     DESCRIBE_CLUSTER = 60
     ELECT_LEADERS = 43
     # Keel's own: what `zookeeper-shell delete /controller` does, over the wire.

@@ -9,6 +9,7 @@ so a bad batch appends nothing.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import logging
 import shutil
 import time
@@ -273,5 +274,7 @@ class Log:
             segment.close()
 
     def delete(self) -> None:
+        """Close and remove the log's directory; raises OSError if it cannot be removed."""
         self.close()
-        shutil.rmtree(self.directory, ignore_errors=True)
+        with contextlib.suppress(FileNotFoundError):
+            shutil.rmtree(self.directory)

@@ -74,11 +74,19 @@ class LogManager:
         return created
 
     def delete(self, tp: TopicPartition) -> None:
+        """Remove the partition's log from disk. On OSError the log stays known, so that
+        deleting it again retries."""
         removed = self._logs.pop(tp, None)
-        self._high_watermarks.pop(tp, None)
-        if removed is not None:
-            self._per_dir[removed.directory.parent] -= 1
+        if removed is None:
+            self._high_watermarks.pop(tp, None)
+            return
+        try:
             removed.delete()
+        except OSError:
+            self._logs[tp] = removed
+            raise
+        self._high_watermarks.pop(tp, None)
+        self._per_dir[removed.directory.parent] -= 1
 
     def checkpointed_high_watermark(self, tp: TopicPartition) -> int:
         return self._high_watermarks.get(tp, 0)
