@@ -245,13 +245,13 @@ class PartitionReassignment:
             batch.add_leader_and_isr(new.origin_replicas, tp, info, new)
             batch.add_leader_and_isr(new.adding, tp, info, new, is_new=True)
             await batch.send()
+        # A2 only marks the new replicas New: A1 has just sent them LeaderAndIsr with is_new at
+        # the new leader epoch, and Kafka's second copy at the same epoch would be refused.
         leader = None if info is None else info.leader_and_isr.leader
-        joining = []
         for r in new.adding:
             replica = PartitionReplica(tp, r)
             if self._replicas.state(replica) == ReplicaState.NON_EXISTENT and r != leader:
-                joining.append(replica)
-        await self._replicas.handle_state_changes(joining, ReplicaState.NEW)
+                self._context.replica_states[replica] = ReplicaState.NEW
         waiting = [
             r for r in new.target_replicas if r not in (() if info is None else info.leader_and_isr.isr)
         ]
@@ -260,9 +260,11 @@ class PartitionReassignment:
     async def _complete(self, tp: TopicPartition, new: ReplicaAssignment) -> None:
         context = self._context
         target = new.target_replicas
-        # B1, B2
+        # B1, B2. A replica that is Online already (its broker started since A2) has the
+        # current state: sending it again at the same leader epoch would only be refused.
+        joined = [PartitionReplica(tp, r) for r in new.adding]
         await self._replicas.handle_state_changes(
-            [PartitionReplica(tp, r) for r in new.adding], ReplicaState.ONLINE
+            [r for r in joined if self._replicas.state(r) != ReplicaState.ONLINE], ReplicaState.ONLINE
         )
         context.set_assignment(tp, ReplicaAssignment(target))
         # B3
