@@ -385,7 +385,13 @@ class KafkaController:
                 if not self.is_active:
                     answer = not_controller_alter(not_active)
                 else:
-                    outcomes = await self.reassignment.on_api_reassignment(reassignments)
+                    try:
+                        outcomes = await self.reassignment.on_api_reassignment(reassignments)
+                    except ControllerMovedError:
+                        # Fenced out mid-way: the caller hears NOT_CONTROLLER, as Kafka's does.
+                        if not event.reply.done():
+                            event.reply.set_result(not_controller_alter("the controller moved"))
+                        raise
                     answer = alter_reassignments_response(outcomes)
             case ListPartitionReassignments(partitions=partitions):
                 if not self.is_active:

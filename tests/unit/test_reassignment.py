@@ -367,3 +367,27 @@ async def test_a_controller_that_is_not_active_answers_not_controller(cluster: C
     assert answer.error_code == ErrorCode.NOT_CONTROLLER
     listed = await follower.list_partition_reassignments(ListPartitionReassignmentsRequest())
     assert listed.error_code == ErrorCode.NOT_CONTROLLER
+
+
+async def test_a_controller_fenced_out_mid_reassignment_answers_not_controller_and_resigns(
+    cluster: Cluster,
+) -> None:
+    c, o = others(cluster)
+    await topic_on(cluster, c)
+    # Another controller is elected behind this one's back (spec §12.1 ControllerMove...).
+    assert cluster.zk.controller is not None and cluster.zk.epoch is not None
+    cluster.zk.controller.value = o
+    cluster.zk.epoch = (cluster.zk.epoch[0] + 1, cluster.zk.epoch[1] + 1)
+    controller = cluster.controllers[c]
+    answer = await controller.alter_partition_reassignments(
+        AlterPartitionReassignmentsRequest(
+            topics=[
+                ReassignableTopic(
+                    name="t", partitions=[ReassignablePartition(partition_index=0, replicas=[o])]
+                )
+            ]
+        )
+    )
+    assert answer.error_code == ErrorCode.NOT_CONTROLLER
+    await eventually(settled(cluster, lambda: not controller.is_active), timeout=2, message="did not resign")
+    assert cluster.zk.topics["t"].partitions[0] == ReplicaAssignment((c,)), "the fenced write changed nothing"
