@@ -345,7 +345,7 @@ class PartitionReassignment:
                 return None
             current = (await self._store.partition_states([tp])).get(tp)
 
-    # --- helpers ---
+    # --- shared steps ---
 
     async def _trigger(
         self, reassignments: dict[TopicPartition, ReplicaAssignment]
