@@ -5,7 +5,8 @@ it runs, the partition's full assignment RS is TRS followed by the origin replic
 with AR = RS - ORS the replicas being added and RR = RS - TRS those being removed; all three
 are written to the topic znode so that a new controller can resume it.
 
-`on_partition_reassignment` is Kafka's onPartitionReassignment, run again at every trigger:
+`on_partition_reassignments` is Kafka's onPartitionReassignment, run again at every trigger
+(for many partitions at once, each step batched):
   U   write the new full assignment (ZooKeeper, then memory) and stop the replicas that a
       superseded reassignment was adding;
   A   while TRS is not inside the ISR: bump the leader epoch and send LeaderAndIsr with the
@@ -27,7 +28,12 @@ import logging
 from collections.abc import Callable, Iterable
 
 from actors.controller.context import ControllerContext, PartitionReplica, PartitionState, ReplicaState
-from actors.controller.partition_state_machine import PartitionStateMachine, Strategy, write_states
+from actors.controller.partition_state_machine import (
+    PartitionStateMachine,
+    Strategy,
+    cached_or_read,
+    write_states,
+)
 from actors.controller.replica_state_machine import ReplicaStateMachine
 from actors.controller.request_batch import RequestBatch
 from actors.ports import (
@@ -198,120 +204,148 @@ class PartitionReassignment:
     async def maybe_complete(self, partitions: Iterable[TopicPartition]) -> None:
         """After accepted ISR changes: complete the reassignments whose targets are now in sync."""
         context = self._context
+        complete = {}
         for tp in sorted(set(partitions) & context.partitions_being_reassigned):
             info = context.leadership.get(tp)
             assignment = context.assignment(tp)
             if info is not None and is_complete(assignment, info.leader_and_isr.isr):
-                await self._run_guarded(tp, assignment)
+                complete[tp] = assignment
+        if complete:
+            await self._run_guarded(complete)
 
-    # --- the procedure ---
+    # --- the procedure, for many partitions at once ---
 
-    async def on_partition_reassignment(self, tp: TopicPartition, new: ReplicaAssignment) -> None:
+    async def on_partition_reassignments(
+        self, reassignments: dict[TopicPartition, ReplicaAssignment]
+    ) -> None:
+        """Kafka's onPartitionReassignment for each partition, batched: one topic znode write
+        per topic, one pipelined read of the states, one request batch per step."""
         context = self._context
-        current = context.assignment(tp)
-        if new != current:
-            await self._update(tp, current, new)
-        context.partitions_being_reassigned.add(tp)
-        fresh = (await self._store.partition_states([tp])).get(tp)
-        isr = () if fresh is None else fresh.leader_and_isr.isr
-        if is_complete(new, isr):
-            await self._complete(tp, new)
-        else:
-            await self._start_adding(tp, new, fresh)
+        changed = {tp: new for tp, new in reassignments.items() if new != context.assignment(tp)}
+        if changed:
+            await self._update(changed)
+        context.partitions_being_reassigned.update(reassignments)
+        fresh = await self._store.partition_states(sorted(reassignments))
+        complete, adding = {}, {}
+        for tp, new in reassignments.items():
+            info = fresh.get(tp)
+            if is_complete(new, () if info is None else info.leader_and_isr.isr):
+                complete[tp] = new
+            else:
+                adding[tp] = new
+        if adding:
+            await self._start_adding(adding, fresh)
+        if complete:
+            await self._complete(complete)
 
-    async def _update(self, tp: TopicPartition, current: ReplicaAssignment, new: ReplicaAssignment) -> None:
+    async def _update(self, changed: dict[TopicPartition, ReplicaAssignment]) -> None:
         """U: ZooKeeper, then memory; replicas a superseded reassignment was adding stop."""
         context = self._context
-        log.info(
-            "reassigning %s: replicas %s, adding %s, removing %s",
-            tp,
-            list(new.replicas),
-            list(new.adding),
-            list(new.removing),
-        )
-        await self._store.set_partition_assignments(tp.topic, {tp.partition: new}, context.epoch_zk_version)
-        context.set_assignment(tp, new)
-        unneeded = [r for r in current.replicas if r not in new.replicas]
-        await self._stop_replicas(tp, unneeded)
+        for tp, new in sorted(changed.items()):
+            log.info(
+                "reassigning %s: replicas %s, adding %s, removing %s",
+                tp,
+                list(new.replicas),
+                list(new.adding),
+                list(new.removing),
+            )
+        await self._write_assignments(changed)
+        unneeded: list[PartitionReplica] = []
+        for tp, new in changed.items():
+            current = context.assignment(tp)
+            context.set_assignment(tp, new)
+            unneeded.extend(PartitionReplica(tp, r) for r in current.replicas if r not in new.replicas)
+        await self._stop_replicas(unneeded)
 
     async def _start_adding(
-        self, tp: TopicPartition, new: ReplicaAssignment, fresh: LeadershipInfo | None
+        self, adding: dict[TopicPartition, ReplicaAssignment], fresh: dict[TopicPartition, LeadershipInfo]
     ) -> None:
         """A1 and A2: tell ORS and AR about the new assignment at a new leader epoch, make
         the AR replicas new followers; then wait for them to join the ISR."""
-        info = await self._bump_leader_epoch(tp, fresh)
-        if info is not None:
-            batch = self._new_batch()
+        bumped = await self._bump_leader_epochs(sorted(adding), fresh)
+        batch = self._new_batch()
+        for tp, info in bumped.items():
+            new = adding[tp]
             batch.add_leader_and_isr(new.origin_replicas, tp, info, new)
             batch.add_leader_and_isr(new.adding, tp, info, new, is_new=True)
-            await batch.send()
+        await batch.send()
         # A2 only marks the new replicas New: A1 has just sent them LeaderAndIsr with is_new at
         # the new leader epoch, and Kafka's second copy at the same epoch would be refused.
-        leader = None if info is None else info.leader_and_isr.leader
-        for r in new.adding:
-            replica = PartitionReplica(tp, r)
-            if self._replicas.state(replica) == ReplicaState.NON_EXISTENT and r != leader:
-                self._context.replica_states[replica] = ReplicaState.NEW
-        waiting = [
-            r for r in new.target_replicas if r not in (() if info is None else info.leader_and_isr.isr)
-        ]
-        log.info("reassignment of %s waits for replicas %s to join the ISR", tp, waiting)
+        for tp, new in sorted(adding.items()):
+            written = bumped.get(tp)
+            leader = None if written is None else written.leader_and_isr.leader
+            for r in new.adding:
+                replica = PartitionReplica(tp, r)
+                if self._replicas.state(replica) == ReplicaState.NON_EXISTENT and r != leader:
+                    self._context.replica_states[replica] = ReplicaState.NEW
+            isr = () if written is None else written.leader_and_isr.isr
+            log.info(
+                "reassignment of %s waits for replicas %s to join the ISR",
+                tp,
+                [r for r in new.target_replicas if r not in isr],
+            )
 
-    async def _complete(self, tp: TopicPartition, new: ReplicaAssignment) -> None:
+    async def _complete(self, complete: dict[TopicPartition, ReplicaAssignment]) -> None:
         context = self._context
-        target = new.target_replicas
+        targets = {tp: new.target_replicas for tp, new in complete.items()}
         # B1, B2. A replica that is Online already (its broker started since A2) has the
         # current state: sending it again at the same leader epoch would only be refused.
-        joined = [PartitionReplica(tp, r) for r in new.adding]
+        joined = [PartitionReplica(tp, r) for tp, new in sorted(complete.items()) for r in new.adding]
         await self._replicas.handle_state_changes(
             [r for r in joined if self._replicas.state(r) != ReplicaState.ONLINE], ReplicaState.ONLINE
         )
-        context.set_assignment(tp, ReplicaAssignment(target))
+        for tp, target in targets.items():
+            context.set_assignment(tp, ReplicaAssignment(target))
         # B3
-        await self._move_leader_into(tp, target)
+        await self._move_leaders_into(targets)
         # B4, B5
-        await self._stop_replicas(tp, list(new.removing))
-        # B6
-        await self._store.set_partition_assignments(
-            tp.topic, {tp.partition: ReplicaAssignment(target)}, context.epoch_zk_version
+        await self._stop_replicas(
+            [PartitionReplica(tp, r) for tp, new in sorted(complete.items()) for r in new.removing]
         )
+        # B6
+        await self._write_assignments({tp: ReplicaAssignment(target) for tp, target in targets.items()})
         # B7
-        await self._remove_from_zk(lambda found, replicas: found == tp and replicas == target)
-        context.partitions_being_reassigned.discard(tp)
+        await self._remove_from_zk(lambda tp, replicas: targets.get(tp) == replicas)
+        context.partitions_being_reassigned.difference_update(complete)
         # B8
         batch = self._new_batch()
-        batch.add_update_metadata(context.live_or_shutting_down_ids(), [tp])
+        batch.add_update_metadata(context.live_or_shutting_down_ids(), sorted(complete))
         await batch.send()
-        info = context.leadership.get(tp)
-        log.info(
-            "reassignment of %s completed: replicas %s, leader %s",
-            tp,
-            list(target),
-            None if info is None else info.leader_and_isr.leader,
-        )
+        for tp, target in sorted(targets.items()):
+            info = context.leadership.get(tp)
+            log.info(
+                "reassignment of %s completed: replicas %s, leader %s",
+                tp,
+                list(target),
+                None if info is None else info.leader_and_isr.leader,
+            )
 
-    async def _move_leader_into(self, tp: TopicPartition, target: tuple[int, ...]) -> None:
-        """B3: elect from the target replicas if the leader is not among them or not online;
-        otherwise only bump the leader epoch so that they all learn the new assignment."""
+    async def _move_leaders_into(self, targets: dict[TopicPartition, tuple[int, ...]]) -> None:
+        """B3: elect from the target replicas where the leader is not among them or not online;
+        elsewhere only bump the leader epoch so that the target replicas learn the assignment."""
         context = self._context
-        info = context.leadership.get(tp)
-        leader = -1 if info is None else info.leader_and_isr.leader
-        if leader not in target or not context.is_replica_online(leader):
-            if self._partitions.state(tp) in (PartitionState.ONLINE, PartitionState.OFFLINE):
-                await self._partitions.handle_state_changes([tp], PartitionState.ONLINE, Strategy.REASSIGN)
-            return
-        bumped = await self._bump_leader_epoch(tp, None)
-        if bumped is not None:
+        elect, bump = [], []
+        for tp, target in sorted(targets.items()):
+            info = context.leadership.get(tp)
+            leader = -1 if info is None else info.leader_and_isr.leader
+            if leader in target and context.is_replica_online(leader):
+                bump.append(tp)
+            elif self._partitions.state(tp) in (PartitionState.ONLINE, PartitionState.OFFLINE):
+                elect.append(tp)
+        if elect:
+            await self._partitions.handle_state_changes(elect, PartitionState.ONLINE, Strategy.REASSIGN)
+        if bump:
+            bumped = await self._bump_leader_epochs(bump, await cached_or_read(context, self._store, bump))
             batch = self._new_batch()
-            batch.add_leader_and_isr(target, tp, bumped, context.assignment(tp))
+            for tp, info in bumped.items():
+                batch.add_leader_and_isr(targets[tp], tp, info, context.assignment(tp))
             await batch.send()
 
-    async def _stop_replicas(self, tp: TopicPartition, brokers: list[int]) -> None:
+    async def _stop_replicas(self, replicas: list[PartitionReplica]) -> None:
         """Offline (StopReplica, ISR shrink), DeletionStarted (StopReplica with delete),
         DeletionSuccessful, NonExistent: the replica's log is gone from its broker."""
-        if not brokers:
+        if not replicas:
             return
-        replicas = [PartitionReplica(tp, r) for r in brokers]
         for state in (
             ReplicaState.OFFLINE,
             ReplicaState.DELETION_STARTED,
@@ -320,30 +354,43 @@ class PartitionReassignment:
         ):
             await self._replicas.handle_state_changes(replicas, state)
 
-    async def _bump_leader_epoch(
-        self, tp: TopicPartition, fresh: LeadershipInfo | None
-    ) -> LeadershipInfo | None:
-        """The same leader and ISR at leader epoch + 1, conditional on the partition epoch read
-        (re-read on conflict); None if there is no state or a newer controller wrote it."""
+    async def _bump_leader_epochs(
+        self, partitions: list[TopicPartition], current: dict[TopicPartition, LeadershipInfo]
+    ) -> dict[TopicPartition, LeadershipInfo]:
+        """The same leaders and ISRs at leader epoch + 1, each conditional on the partition
+        epoch in `current` (re-read on conflict). Partitions without a state, or written by a
+        newer controller, are left as they are."""
         context = self._context
-        current = fresh if fresh is not None else (await self._store.partition_states([tp])).get(tp)
-        while True:
-            if current is None:
-                log.warning("cannot bump the leader epoch of %s: it has no state", tp)
-                return None
-            if current.controller_epoch > context.epoch:
-                log.warning("cannot bump the leader epoch of %s: written by a newer controller", tp)
-                return None
-            state = current.leader_and_isr
-            outcome = await write_states(
-                context, self._store, {tp: state.new_leader_and_isr(state.leader, state.isr)}
-            )
-            if tp in outcome.written:
-                return outcome.written[tp]
-            if tp in outcome.failed:
-                log.warning("cannot bump the leader epoch of %s: %s", tp, outcome.failed[tp])
-                return None
-            current = (await self._store.partition_states([tp])).get(tp)
+        bumped: dict[TopicPartition, LeadershipInfo] = {}
+        remaining = partitions
+        while remaining:
+            updates = {}
+            for tp in remaining:
+                info = current.get(tp)
+                if info is None:
+                    log.warning("cannot bump the leader epoch of %s: it has no state", tp)
+                elif info.controller_epoch > context.epoch:
+                    log.warning("cannot bump the leader epoch of %s: written by a newer controller", tp)
+                else:
+                    state = info.leader_and_isr
+                    updates[tp] = state.new_leader_and_isr(state.leader, state.isr)
+            outcome = await write_states(context, self._store, updates)
+            bumped.update(outcome.written)
+            for tp, error in outcome.failed.items():
+                log.warning("cannot bump the leader epoch of %s: %s", tp, error)
+            remaining = outcome.conflicts
+            if remaining:
+                current = await self._store.partition_states(remaining)
+        return bumped
+
+    async def _write_assignments(self, assignments: dict[TopicPartition, ReplicaAssignment]) -> None:
+        """One fenced write of each topic's znode with these partitions' full assignments."""
+        by_topic: dict[str, dict[int, ReplicaAssignment]] = {}
+        for tp, assignment in assignments.items():
+            by_topic.setdefault(tp.topic, {})[tp.partition] = assignment
+        epoch_zk_version = self._context.epoch_zk_version
+        for topic, partitions in sorted(by_topic.items()):
+            await self._store.set_partition_assignments(topic, partitions, epoch_zk_version)
 
     # --- shared steps ---
 
@@ -351,34 +398,43 @@ class PartitionReassignment:
         self, reassignments: dict[TopicPartition, ReplicaAssignment]
     ) -> dict[TopicPartition, Outcome]:
         """Kafka's maybeTriggerPartitionReassignment: per partition, refuse topics queued for
-        deletion and unknown partitions, else run the procedure."""
+        deletion and unknown partitions, and run the procedure for the others."""
         context = self._context
         results: dict[TopicPartition, Outcome] = {}
+        valid = {}
         for tp, reassignment in sorted(reassignments.items()):
             if tp.topic in context.topics_to_be_deleted:
                 results[tp] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {tp.topic} is being deleted")
             elif not context.replicas(tp):
                 results[tp] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"partition {tp} does not exist")
             else:
-                results[tp] = await self._run_guarded(tp, reassignment)
+                valid[tp] = reassignment
+        if valid:
+            outcome = await self._run_guarded(valid)
+            results.update(dict.fromkeys(valid, outcome))
         return results
 
-    async def _run_guarded(self, tp: TopicPartition, reassignment: ReplicaAssignment) -> Outcome:
+    async def _run_guarded(self, reassignments: dict[TopicPartition, ReplicaAssignment]) -> Outcome:
+        """Run the procedure; an unexpected error fails every partition of the call (a fenced
+        write is not unexpected: the controller resigns)."""
         try:
-            await self.on_partition_reassignment(tp, reassignment)
+            await self.on_partition_reassignments(reassignments)
         except ControllerMovedError:
             raise
         except Exception as e:
-            log.error("reassignment of %s failed: %r", tp, e, exc_info=e)
+            log.error("reassignment of %s failed: %r", sorted(map(str, reassignments)), e, exc_info=e)
             return ErrorCode.UNKNOWN_SERVER_ERROR, str(e)
         return _OK
 
     async def _resume(self, should_resume: Callable[[TopicPartition, ReplicaAssignment], bool]) -> None:
         context = self._context
+        resumed = {}
         for tp in sorted(context.partitions_being_reassigned):
             assignment = context.assignment(tp)
             if should_resume(tp, assignment):
-                await self._run_guarded(tp, assignment)
+                resumed[tp] = assignment
+        if resumed:
+            await self._run_guarded(resumed)
 
     async def _remove_from_zk(self, should_remove: Callable[[TopicPartition, tuple[int, ...]], bool]) -> None:
         """Drop entries from `/admin/reassign_partitions` (fenced); delete it once empty and

@@ -391,3 +391,36 @@ async def test_a_controller_fenced_out_mid_reassignment_answers_not_controller_a
     assert answer.error_code == ErrorCode.NOT_CONTROLLER
     await eventually(settled(cluster, lambda: not controller.is_active), timeout=2, message="did not resign")
     assert cluster.zk.topics["t"].partitions[0] == ReplicaAssignment((c,)), "the fenced write changed nothing"
+
+
+async def test_many_partitions_move_in_one_batch_per_step(cluster: Cluster) -> None:
+    c, o = others(cluster)
+    await cluster.create_topic("big", {p: (c,) for p in range(20)})
+    await eventually(
+        settled(cluster, lambda: len(cluster.zk.partition_states) == 20), timeout=2, message="no topic"
+    )
+    store = cluster.stores[c]
+    writes: list[str] = []
+    original = store.set_partition_assignments
+
+    async def counting(topic: str, partitions: dict[int, ReplicaAssignment], epoch_zk_version: int) -> None:
+        writes.append(topic)
+        await original(topic, partitions, epoch_zk_version)
+
+    store.set_partition_assignments = counting  # type: ignore[method-assign]
+    cluster.channel.take()
+    answer = await cluster.controller.alter_partition_reassignments(
+        AlterPartitionReassignmentsRequest(
+            topics=[
+                ReassignableTopic(
+                    name="big",
+                    partitions=[ReassignablePartition(partition_index=p, replicas=[o]) for p in range(20)],
+                )
+            ]
+        )
+    )
+    assert [p.error_code for t in answer.responses for p in t.partitions] == [0] * 20
+    assert writes == ["big"], "U writes the topic znode once for all its partitions"
+    to_new = [r for r in cluster.channel.received(o) if isinstance(r, LeaderAndIsrRequest)]
+    assert len(to_new) == 1 and len(to_new[0].partition_states) == 20, "A1 is one LeaderAndIsr per broker"
+    assert cluster.controller.metrics.snapshot()["ReassigningPartitions"] == 20
