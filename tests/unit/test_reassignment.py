@@ -4,12 +4,13 @@ epoch arithmetic of Kafka's ControllerIntegrationTest."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
 
 from actors.controller.context import PartitionReplica, ReplicaState
-from actors.controller.events import ControllerState
+from actors.controller.events import ControllerState, Expire
 from actors.controller.reassignment import build_reassignment, is_complete, validate_target
 from actors.ports import ReplicaAssignment, TopicPartition
 from tests.support import eventually
@@ -424,3 +425,17 @@ async def test_many_partitions_move_in_one_batch_per_step(cluster: Cluster) -> N
     to_new = [r for r in cluster.channel.received(o) if isinstance(r, LeaderAndIsrRequest)]
     assert len(to_new) == 1 and len(to_new[0].partition_states) == 20, "A1 is one LeaderAndIsr per broker"
     assert cluster.controller.metrics.snapshot()["ReassigningPartitions"] == 20
+
+
+async def test_reassignment_requests_pre_empted_in_the_queue_answer_not_controller(cluster: Cluster) -> None:
+    controller = cluster.controller
+    alter = asyncio.create_task(
+        controller.alter_partition_reassignments(AlterPartitionReassignmentsRequest(topics=[]))
+    )
+    listing = asyncio.create_task(
+        controller.list_partition_reassignments(ListPartitionReassignmentsRequest())
+    )
+    await asyncio.sleep(0)  # both are queued; the event loop has not run the controller yet
+    controller.event_manager.clear_and_put(Expire())
+    assert (await alter).error_code == ErrorCode.NOT_CONTROLLER
+    assert (await listing).error_code == ErrorCode.NOT_CONTROLLER
