@@ -25,7 +25,12 @@ from tests.integration.replication import (
 )
 from tests.integration.test_partition_leadership import controller_of, create_topic, settled_to, zk_state
 from tests.support import eventually
-from wire.api import AlterPartitionReassignmentsRequest, ReassignablePartition, ReassignableTopic
+from wire.api import (
+    AlterPartitionReassignmentsRequest,
+    ElectionType,
+    ReassignablePartition,
+    ReassignableTopic,
+)
 from wire.client import RpcClient
 from wire.errors import ErrorCode
 
@@ -261,3 +266,32 @@ async def _assigned(kazoo: KazooClient, topic: str, replicas: list[int]) -> bool
 
 async def _missing(path: Path) -> bool:
     return not await asyncio.to_thread(path.exists)
+
+
+async def test_a_preferred_election_during_a_halted_reassignment_and_its_completion(
+    brokers: Brokers, kazoo: KazooClient
+) -> None:
+    """Spec §12.1 AutoPreferred...WithSamePartitionBeingReassigned, with an ElectLeaders in
+    place of the rebalance task: the first target replica leads while the reassignment waits,
+    and keeps leading when it completes."""
+    brokers.start(1, 2, 3)
+    c = await controller_of(brokers)
+    leader, o = [b for b in (1, 2, 3) if b != c]
+    await create_topic(brokers.by_id(c), "t", assignment={0: [c, leader]})
+    await settled_to(brokers, kazoo, "t", lambda s: s[0] == (c, 0, [c, leader]), "topic never agreed")
+    await kill(brokers, kazoo, o)
+    request_reassignment(kazoo, "t", 0, [leader, c, o])
+    await settled_to(brokers, kazoo, "t", lambda s: s[0][1] == 1, "A1 did not bump the epoch")
+    assert topic_znode(kazoo, "t")["partitions"] == {"0": [leader, c, o]}
+    async with KeelAdminClient(f"127.0.0.1:{brokers.by_id(c).port}") as admin:
+        await admin.elect_leaders(ElectionType.PREFERRED, [("t", 0)])
+    await settled_to(
+        brokers, kazoo, "t", lambda s: s[0][:2] == (leader, 2), "the preferred replica does not lead"
+    )
+
+    returned = brokers.new(o).start()
+    await eventually(returned.describe, timeout=20, message="o did not come back")
+    await eventually(lambda: gone(kazoo, REASSIGN), timeout=30, message="the reassignment did not complete")
+    state = await settled_to(brokers, kazoo, "t", lambda s: len(s[0][2]) == 3, "o never joined the ISR")
+    assert state[0][:2] == (leader, 4), "A1 again (3), then the completion's epoch bump (4)"
+    assert assignment_of(kazoo, "t") == plain_assignment([leader, c, o])
