@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 
 from actors.controller.context import ControllerContext
 from actors.controller.partition_state_machine import PartitionStateMachine
-from actors.controller.reassignment_steps import ReassignmentSteps, is_complete
+from actors.controller.reassignment_steps import DeletionHooks, ReassignmentSteps, is_complete
 from actors.controller.replica_state_machine import ReplicaStateMachine
 from actors.controller.request_batch import RequestBatch
 from actors.ports import ClusterStore, ControllerMovedError, ReplicaAssignment, TopicPartition
@@ -81,6 +81,7 @@ class PartitionReassignment:
         replicas: ReplicaStateMachine,
         new_batch: Callable[[], RequestBatch],
         rewatch: Callable[[], None],
+        deletion: DeletionHooks | None = None,
     ) -> None:
         self._context = context
         self._store = store
@@ -91,6 +92,7 @@ class PartitionReassignment:
             replicas=replicas,
             new_batch=new_batch,
             rewatch=rewatch,
+            deletion=deletion,
         )
 
     # --- entry points ---
@@ -233,4 +235,11 @@ class PartitionReassignment:
             await self._run_guarded(resumed)
 
 
-__all__ = ["Outcome", "PartitionReassignment", "build_reassignment", "is_complete", "validate_target"]
+__all__ = [
+    "DeletionHooks",
+    "Outcome",
+    "PartitionReassignment",
+    "build_reassignment",
+    "is_complete",
+    "validate_target",
+]

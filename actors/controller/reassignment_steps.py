@@ -16,8 +16,9 @@ request batch per step.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 from actors.controller.context import ControllerContext, PartitionReplica, PartitionState, ReplicaState
 from actors.controller.partition_state_machine import (
@@ -40,6 +41,15 @@ def is_complete(assignment: ReplicaAssignment, isr: Iterable[int]) -> bool:
     return set(assignment.target_replicas) <= set(isr)
 
 
+@dataclasses.dataclass(frozen=True)
+class DeletionHooks:
+    """How reassignment holds topic deletion back (spec §7.7 step 1: the topic becomes
+    ineligible for deletion) and lets it go on (B8: resumeDeletionForTopics)."""
+
+    mark_ineligible: Callable[[set[str]], None]
+    resume: Callable[[set[str]], Awaitable[None]]
+
+
 class ReassignmentSteps:
     def __init__(
         self,
@@ -50,6 +60,7 @@ class ReassignmentSteps:
         replicas: ReplicaStateMachine,
         new_batch: Callable[[], RequestBatch],
         rewatch: Callable[[], None],
+        deletion: DeletionHooks | None = None,
     ) -> None:
         self._context = context
         self._store = store
@@ -58,6 +69,7 @@ class ReassignmentSteps:
         self._new_batch = new_batch
         # Enqueues ZkPartitionReassignment, which re-arms the creation watch.
         self._rewatch = rewatch
+        self._deletion = deletion
 
     async def on_partition_reassignments(
         self, reassignments: dict[TopicPartition, ReplicaAssignment]
@@ -69,6 +81,9 @@ class ReassignmentSteps:
         if changed:
             await self._update(changed)
         context.partitions_being_reassigned.update(reassignments)
+        if self._deletion is not None:
+            # Step 1: a topic being reassigned cannot be deleted until it completes.
+            self._deletion.mark_ineligible({tp.topic for tp in reassignments})
         fresh = await self._store.partition_states(sorted(reassignments))
         complete, adding = {}, {}
         for tp, new in reassignments.items():
@@ -155,6 +170,8 @@ class ReassignmentSteps:
         batch = self._new_batch()
         batch.add_update_metadata(context.live_or_shutting_down_ids(), sorted(complete))
         await batch.send()
+        if self._deletion is not None:
+            await self._deletion.resume({tp.topic for tp in complete})
         for tp, target in sorted(targets.items()):
             info = context.leadership.get(tp)
             log.info(

@@ -11,7 +11,7 @@ import pytest
 
 from actors.controller.context import PartitionReplica, ReplicaState
 from actors.controller.events import ControllerState, Expire
-from actors.controller.reassignment import build_reassignment, is_complete, validate_target
+from actors.controller.reassignment import DeletionHooks, build_reassignment, is_complete, validate_target
 from actors.ports import ReplicaAssignment, TopicPartition
 from tests.support import eventually
 from tests.unit.test_partition_leadership import Cluster, settled, started
@@ -439,3 +439,27 @@ async def test_reassignment_requests_pre_empted_in_the_queue_answer_not_controll
     controller.event_manager.clear_and_put(Expire())
     assert (await alter).error_code == ErrorCode.NOT_CONTROLLER
     assert (await listing).error_code == ErrorCode.NOT_CONTROLLER
+
+
+async def test_a_reassigned_topic_is_held_from_deletion_until_the_reassignment_completes(
+    cluster: Cluster,
+) -> None:
+    c, o = others(cluster)
+    await topic_on(cluster, c)
+    held: list[set[str]] = []
+    resumed: list[set[str]] = []
+
+    async def resume(topics: set[str]) -> None:
+        resumed.append(topics)
+
+    # As the topic deletion manager wires itself in.
+    cluster.controller.reassignment._steps._deletion = DeletionHooks(held.append, resume)
+    await reassign(cluster, [o])
+    assert held == [{"t"}] and resumed == []
+    await catch_up(cluster, c, o)
+    await eventually(
+        settled(cluster, lambda: cluster.zk.topics["t"].partitions[0] == ReplicaAssignment((o,))),
+        timeout=2,
+        message="not done",
+    )
+    assert resumed == [{"t"}]
