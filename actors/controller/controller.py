@@ -53,7 +53,7 @@ from actors.controller.leader_election import (
 )
 from actors.controller.metrics import ControllerMetrics
 from actors.controller.partition_state_machine import PartitionStateMachine
-from actors.controller.reassignment import PartitionReassignment
+from actors.controller.reassignment import DeletionHooks, PartitionReassignment
 from actors.controller.reassignment_api import (
     alter_reassignments_response,
     list_reassignments_response,
@@ -145,6 +145,10 @@ class KafkaController:
             replicas=self.replica_state_machine,
             new_batch=self._new_batch,
             rewatch=self._rewatch_reassignments,
+            deletion=DeletionHooks(
+                mark_ineligible=self._hold_deletion_of_reassigned_topics,
+                resume=self.topic_deletion.resume_deletion_for_topics,
+            ),
         )
         self.workflows = Workflows(
             topic_deletion=self.topic_deletion,
@@ -258,6 +262,9 @@ class KafkaController:
         self.event_manager.put(
             TopicDeletionStopReplicaResponseReceived(broker_id, response.error_code, errors)
         )
+
+    def _hold_deletion_of_reassigned_topics(self, topics: set[str]) -> None:
+        self.topic_deletion.mark_topic_ineligible(topics, "a partition is being reassigned")
 
     def _rewatch_reassignments(self) -> None:
         self.event_manager.put(ZkPartitionReassignment())

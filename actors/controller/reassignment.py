@@ -165,10 +165,6 @@ class PartitionReassignment:
     async def resume_at_failover(self) -> None:
         """Spec §4.1 step 8: what `/admin/reassign_partitions` asks, then every reassignment
         the topic znodes show in progress (started through the API)."""
-        context = self._context
-        context.partitions_being_reassigned = {
-            tp for tp in context.all_partitions() if context.assignment(tp).is_being_reassigned
-        }
         started = await self.on_zk_reassignment()
         await self._resume(lambda tp, _: tp not in started)
 

@@ -90,6 +90,10 @@ class Workflows:
         for topic, assignment in assignments.items():
             for partition, replicas in assignment.partitions.items():
                 context.set_assignment(TopicPartition(topic, partition), replicas)
+        # Spec §4.1 step 4.4: partitions whose znode shows adding or removing replicas.
+        context.partitions_being_reassigned = {
+            tp for tp in context.all_partitions() if context.assignment(tp).is_being_reassigned
+        }
         context.leadership = await self._store.partition_states(context.all_partitions())
         await self._watch_brokers(list(context.live_brokers))
         for broker in brokers:

@@ -11,7 +11,7 @@ import pytest
 
 from actors.controller.context import PartitionReplica, ReplicaState
 from actors.controller.events import ControllerState, Expire
-from actors.controller.reassignment import DeletionHooks, build_reassignment, is_complete, validate_target
+from actors.controller.reassignment import build_reassignment, is_complete, validate_target
 from actors.ports import ReplicaAssignment, TopicPartition
 from tests.support import eventually
 from tests.unit.test_partition_leadership import Cluster, settled, started
@@ -441,25 +441,28 @@ async def test_reassignment_requests_pre_empted_in_the_queue_answer_not_controll
     assert (await listing).error_code == ErrorCode.NOT_CONTROLLER
 
 
-async def test_a_reassigned_topic_is_held_from_deletion_until_the_reassignment_completes(
+async def test_a_topic_marked_for_deletion_mid_reassignment_is_deleted_once_it_completes(
     cluster: Cluster,
 ) -> None:
     c, o = others(cluster)
     await topic_on(cluster, c)
-    held: list[set[str]] = []
-    resumed: list[set[str]] = []
-
-    async def resume(topics: set[str]) -> None:
-        resumed.append(topics)
-
-    # As the topic deletion manager wires itself in.
-    cluster.controller.reassignment._steps._deletion = DeletionHooks(held.append, resume)
-    await reassign(cluster, [o])
-    assert held == [{"t"}] and resumed == []
+    await cluster.stores[c].create_partition_reassignments({TP: (o,)})
+    await eventually(
+        settled(cluster, lambda: cluster.state("t", 0).leader_epoch == 1), timeout=2, message="no A1"
+    )
+    await cluster.stores[c].mark_topic_for_deletion("t")
+    context = cluster.controller.context
+    await eventually(
+        settled(cluster, lambda: "t" in context.topics_ineligible_for_deletion),
+        timeout=2,
+        message="the topic was not held",
+    )
+    assert "t" in cluster.zk.topics and TP in cluster.zk.partition_states
+    assert await reassign(cluster, None) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "topic t is being deleted")
     await catch_up(cluster, c, o)
     await eventually(
-        settled(cluster, lambda: cluster.zk.topics["t"].partitions[0] == ReplicaAssignment((o,))),
+        settled(cluster, lambda: "t" not in cluster.zk.topics and "t" not in context.all_topics),
         timeout=2,
-        message="not done",
+        message="the deletion did not resume after the reassignment",
     )
-    assert resumed == [{"t"}]
+    assert cluster.zk.reassignments is None
