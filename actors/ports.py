@@ -96,6 +96,41 @@ class ReplicaAssignment:
     adding: tuple[int, ...] = ()
     removing: tuple[int, ...] = ()
 
+    # --- reassignment (spec §4.3; KIP-455) ---
+
+    @property
+    def origin_replicas(self) -> tuple[int, ...]:
+        """ORS: the replicas before the reassignment (RS minus AR)."""
+        return tuple(r for r in self.replicas if r not in self.adding)
+
+    @property
+    def target_replicas(self) -> tuple[int, ...]:
+        """TRS: the replicas once the reassignment completes (RS minus RR)."""
+        return tuple(r for r in self.replicas if r not in self.removing)
+
+    @property
+    def is_being_reassigned(self) -> bool:
+        return bool(self.adding or self.removing)
+
+    def reassign_to(self, target: tuple[int, ...]) -> ReplicaAssignment:
+        """The full assignment of a reassignment from the origin to `target`: the target
+        replicas first, then the origin replicas not in it. Reassigning to the current target
+        changes nothing; reassigning to the origin restores the plain origin assignment."""
+        origin = self.origin_replicas
+        full = tuple(dict.fromkeys((*target, *origin)))
+        return ReplicaAssignment(
+            full,
+            tuple(r for r in full if r not in origin),
+            tuple(r for r in full if r not in target),
+        )
+
+    def remove_replica(self, replica: int) -> ReplicaAssignment:
+        return ReplicaAssignment(
+            tuple(r for r in self.replicas if r != replica),
+            tuple(r for r in self.adding if r != replica),
+            tuple(r for r in self.removing if r != replica),
+        )
+
 
 @dataclasses.dataclass(frozen=True)
 class TopicAssignment:
@@ -167,6 +202,13 @@ class ClusterWatcher(Protocol):
 class ControllerView:
     controller_id: int | None
     epoch: ControllerEpoch | None
+
+
+class ReassignmentWatcher(Protocol):
+    """Told when `/admin/reassign_partitions` is created (creation only, spec §3.2).
+    Implementations only enqueue."""
+
+    def partition_reassignment_created(self) -> None: ...
 
 
 class ClusterStore(Protocol):
@@ -262,6 +304,37 @@ class ClusterStore(Protocol):
         ...
 
     def watch_topic_deletions(self, watcher: TopicDeletionWatcher) -> None: ...
+
+    # --- partition reassignment (spec §1, §7.7) ---
+
+    async def partition_reassignments(
+        self, *, watch: bool = False
+    ) -> dict[TopicPartition, tuple[int, ...]] | None:
+        """The target replicas in `/admin/reassign_partitions`, or None when it does not exist;
+        `watch` arms its creation watch. Unreadable content is read as empty, with a warning."""
+        ...
+
+    async def set_partition_reassignments(
+        self, reassignments: dict[TopicPartition, tuple[int, ...]], epoch_zk_version: int
+    ) -> None:
+        """Rewrite `/admin/reassign_partitions`, fenced; an empty map deletes it."""
+        ...
+
+    async def create_partition_reassignments(
+        self, reassignments: dict[TopicPartition, tuple[int, ...]]
+    ) -> None:
+        """What the legacy admin tool does: create `/admin/reassign_partitions` (unfenced).
+        Raises FileExistsError while a reassignment through it is in progress."""
+        ...
+
+    async def set_partition_assignments(
+        self, topic: str, partitions: dict[int, ReplicaAssignment], epoch_zk_version: int
+    ) -> None:
+        """Replace these partitions' full assignments (RS, AR, RR) in `/brokers/topics/<T>`,
+        fenced, keeping its other partitions and its topic id."""
+        ...
+
+    def watch_reassignments(self, watcher: ReassignmentWatcher) -> None: ...
 
     def watch_cluster(self, watcher: ClusterWatcher) -> None: ...
 

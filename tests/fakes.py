@@ -24,7 +24,9 @@ from actors.ports import (
     LeadershipInfo,
     PartitionStateConflict,
     PreferredReplicaElectionWatcher,
+    ReassignmentWatcher,
     RegisteredBroker,
+    ReplicaAssignment,
     ResponseCallback,
     SessionWatcher,
     TopicAlreadyMarkedForDeletionError,
@@ -35,6 +37,9 @@ from actors.ports import (
     UnknownTopicError,
 )
 from wire.api import API_SPECS, PartitionError, Request, Response, StopReplicaRequest, StopReplicaResponse
+
+# What the fake holds in place of `/admin/reassign_partitions` when it is not Kafka's JSON.
+INVALID_JSON = object()
 
 
 @dataclasses.dataclass
@@ -58,6 +63,9 @@ class FakeZooKeeper:
         # /admin/delete_topics children, and who watches them.
         self.deletion_markers: set[str] = set()
         self.deletion_watchers: list[tuple[FakeClusterStore, TopicDeletionWatcher]] = []
+        # /admin/reassign_partitions: None when absent; INVALID_JSON when unreadable.
+        self.reassignments: dict[TopicPartition, tuple[int, ...]] | object | None = None
+        self.reassignment_watchers: list[tuple[FakeClusterStore, ReassignmentWatcher]] = []
         self._zxid = itertools.count(100)
         self.preferred_replica_election: list[TopicPartition] | None = None
         self.preferred_election_watchers: list[tuple[FakeClusterStore, PreferredReplicaElectionWatcher]] = []
@@ -102,6 +110,13 @@ class FakeZooKeeper:
                 store.armed.discard("/admin/delete_topics")
                 watcher.topic_deletions_changed()
 
+    def reassignments_created(self) -> None:
+        """An exists-watch fires once per arming, for stores that armed it."""
+        for store, watcher in self.reassignment_watchers:
+            if store.reassignment_watch_armed and not store.expired:
+                store.reassignment_watch_armed = False
+                watcher.partition_reassignment_created()
+
     def drop_session(self, session: int) -> None:
         if self.controller is not None and self.controller.owner == session:
             self.controller = None
@@ -120,6 +135,7 @@ class FakeClusterStore:
         self.controller_watch_armed = False
         self.preferred_election_watch_armed = False
         self.armed: set[str] = set()
+        self.reassignment_watch_armed = False
         self.session_watchers: list[SessionWatcher] = []
         self._stale_session_wait = stale_session_wait
         self._registered_session: int | None = None
@@ -285,6 +301,53 @@ class FakeClusterStore:
             raise TopicExistsError(f"topic {assignment.topic} already exists")
         self.zk.topics[assignment.topic] = assignment
         self.zk.fire("/brokers/topics", "topics_changed")
+
+    async def partition_reassignments(
+        self, *, watch: bool = False
+    ) -> dict[TopicPartition, tuple[int, ...]] | None:
+        await self._io()
+        if watch:
+            self.reassignment_watch_armed = True
+        current = self.zk.reassignments
+        if current is INVALID_JSON:
+            return {}
+        return None if current is None else dict(current)  # type: ignore[call-overload]
+
+    async def set_partition_reassignments(
+        self, reassignments: dict[TopicPartition, tuple[int, ...]], epoch_zk_version: int
+    ) -> None:
+        await self._io()
+        self._check_fence(epoch_zk_version)
+        existed = self.zk.reassignments is not None
+        self.zk.reassignments = dict(reassignments) if reassignments else None
+        if reassignments and not existed:
+            self.zk.reassignments_created()
+
+    async def create_partition_reassignments(
+        self, reassignments: dict[TopicPartition, tuple[int, ...]]
+    ) -> None:
+        await self._io()
+        if self.zk.reassignments is not None:
+            raise FileExistsError("/admin/reassign_partitions exists: a reassignment is in progress")
+        self.zk.reassignments = dict(reassignments)
+        self.zk.reassignments_created()
+
+    def write_invalid_reassignments(self) -> None:
+        """What a broken tool leaves behind: a node that is not Kafka's JSON."""
+        self.zk.reassignments = INVALID_JSON
+        self.zk.reassignments_created()
+
+    async def set_partition_assignments(
+        self, topic: str, partitions: dict[int, ReplicaAssignment], epoch_zk_version: int
+    ) -> None:
+        await self._io()
+        self._check_fence(epoch_zk_version)
+        current = self.zk.topics[topic]
+        self.zk.topics[topic] = TopicAssignment(topic, {**current.partitions, **partitions}, current.topic_id)
+        self.zk.fire(f"/brokers/topics/{topic}", "topic_modified", topic)
+
+    def watch_reassignments(self, watcher: ReassignmentWatcher) -> None:
+        self.zk.reassignment_watchers.append((self, watcher))
 
     async def set_partition_state(
         self, tp: TopicPartition, state: LeaderAndIsr, controller_epoch: int

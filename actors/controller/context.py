@@ -142,6 +142,9 @@ class ControllerContext:
             self.partition_states.pop(tp, None)
         for key in [k for k in self.replica_states if k.tp.topic == topic]:
             del self.replica_states[key]
+        self.partitions_being_reassigned -= {
+            tp for tp in self.partitions_being_reassigned if tp.topic == topic
+        }
 
     # --- topic deletion (spec §4.3, §7.6) ---
 

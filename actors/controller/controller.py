@@ -22,6 +22,7 @@ from actors.controller.context import ControllerContext
 from actors.controller.event_manager import ControllerEventManager
 from actors.controller.events import (
     AlterPartitionReceived,
+    ApiPartitionReassignment,
     AutoPreferredReplicaLeaderElection,
     BrokerChange,
     BrokerModifications,
@@ -31,6 +32,7 @@ from actors.controller.events import (
     ElectionTrigger,
     Event,
     Expire,
+    ListPartitionReassignments,
     PartitionModifications,
     Reelect,
     RegisterBrokerAndReelect,
@@ -40,6 +42,7 @@ from actors.controller.events import (
     TopicChange,
     TopicDeletion,
     TopicDeletionStopReplicaResponseReceived,
+    ZkPartitionReassignment,
 )
 from actors.controller.leader_election import (
     FIRST_REBALANCE_DELAY_S,
@@ -50,6 +53,15 @@ from actors.controller.leader_election import (
 )
 from actors.controller.metrics import ControllerMetrics
 from actors.controller.partition_state_machine import PartitionStateMachine
+from actors.controller.reassignment import DeletionHooks, PartitionReassignment
+from actors.controller.reassignment_api import (
+    alter_reassignments_response,
+    list_reassignments_response,
+    not_controller_alter,
+    not_controller_list,
+    reassignments_requested,
+    requested_partitions,
+)
 from actors.controller.replica_state_machine import ReplicaStateMachine
 from actors.controller.request_batch import RequestBatch
 from actors.controller.topic_deletion import TopicDeletionManager
@@ -62,7 +74,16 @@ from actors.ports import (
     ControllerMovedError,
     TopicPartition,
 )
-from wire.api import AlterPartitionRequest, AlterPartitionResponse, ElectionType, Response
+from wire.api import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    ElectionType,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+    Response,
+)
 from wire.errors import ErrorCode, NotController
 
 log = logging.getLogger(__name__)
@@ -117,6 +138,18 @@ class KafkaController:
             new_batch=self._new_batch,
             delete_topic_enable=self.config.delete_topic_enable,
         )
+        self.reassignment = PartitionReassignment(
+            context=self.context,
+            store=store,
+            partitions=self.partition_state_machine,
+            replicas=self.replica_state_machine,
+            new_batch=self._new_batch,
+            rewatch=self._rewatch_reassignments,
+            deletion=DeletionHooks(
+                mark_ineligible=self._hold_deletion_of_reassigned_topics,
+                resume=self.topic_deletion.resume_deletion_for_topics,
+            ),
+        )
         self.workflows = Workflows(
             topic_deletion=self.topic_deletion,
             context=self.context,
@@ -126,6 +159,7 @@ class KafkaController:
             replicas=self.replica_state_machine,
             new_batch=self._new_batch,
             clock=clock,
+            reassignment=self.reassignment,
         )
         self._watch = _Watch(self.event_manager)
         self.leader_elections = LeaderElections(
@@ -143,6 +177,7 @@ class KafkaController:
         self._store.watch_controller(self._watch)
         self._store.watch_cluster(self._watch)
         self._store.watch_topic_deletions(self._watch)
+        self._store.watch_reassignments(self._watch)
         self._store.watch_session(self)
         self._store.watch_preferred_replica_election(self._watch)
         self.event_manager.put(Startup())
@@ -172,6 +207,33 @@ class KafkaController:
         assert isinstance(outcomes, dict)
         return outcomes
 
+    async def alter_partition_reassignments(
+        self, request: AlterPartitionReassignmentsRequest
+    ) -> AlterPartitionReassignmentsResponse:
+        """Queue an AlterPartitionReassignments and wait for the answer."""
+        reply: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        reassignments = reassignments_requested(request)
+        self.event_manager.put(ApiPartitionReassignment(reply, reassignments=reassignments))
+        try:
+            answer = await reply
+        except NotController as e:
+            return not_controller_alter(e.message)
+        assert isinstance(answer, AlterPartitionReassignmentsResponse)
+        return answer
+
+    async def list_partition_reassignments(
+        self, request: ListPartitionReassignmentsRequest
+    ) -> ListPartitionReassignmentsResponse:
+        """Queue a ListPartitionReassignments and wait for the answer."""
+        reply: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        self.event_manager.put(ListPartitionReassignments(reply, partitions=requested_partitions(request)))
+        try:
+            answer = await reply
+        except NotController as e:
+            return not_controller_list(e.message)
+        assert isinstance(answer, ListPartitionReassignmentsResponse)
+        return answer
+
     async def shutdown(self) -> None:
         await self.event_manager.close()
         if self.is_active:
@@ -200,6 +262,12 @@ class KafkaController:
         self.event_manager.put(
             TopicDeletionStopReplicaResponseReceived(broker_id, response.error_code, errors)
         )
+
+    def _hold_deletion_of_reassigned_topics(self, topics: set[str]) -> None:
+        self.topic_deletion.mark_topic_ineligible(topics, "a partition is being reassigned")
+
+    def _rewatch_reassignments(self) -> None:
+        self.event_manager.put(ZkPartitionReassignment())
 
     def _count_unclean_election(self, tp: TopicPartition) -> None:
         self.metrics.unclean_leader_elections += 1
@@ -270,11 +338,15 @@ class KafkaController:
                     answer = await alter_partition(self.context, self._store, self._new_batch, request)
                 if not reply.done():
                     reply.set_result(answer)
+                if self.is_active:
+                    await self.reassignment.maybe_complete(_accepted(answer))
             case ReplicaLeaderElection():
                 await self._on_replica_leader_election(event)
             case AutoPreferredReplicaLeaderElection():
                 if self.is_active:
                     await self._on_auto_preferred_replica_leader_election()
+            case ZkPartitionReassignment() | ApiPartitionReassignment() | ListPartitionReassignments():
+                await self._on_reassignment_event(event)
             case _:
                 assert_never(event)
 
@@ -303,6 +375,38 @@ class KafkaController:
         await self.leader_elections.on_zk_trigger(at_failover=True)
         if self.config.auto_leader_rebalance_enable:
             self.auto_rebalance.schedule(FIRST_REBALANCE_DELAY_S)
+
+    # --- partition reassignment (spec §7.7) ---
+
+    async def _on_reassignment_event(
+        self, event: ZkPartitionReassignment | ApiPartitionReassignment | ListPartitionReassignments
+    ) -> None:
+        not_active = f"broker {self.broker_id} is not the controller"
+        answer: object
+        match event:
+            case ZkPartitionReassignment():
+                if self.is_active:
+                    await self.reassignment.on_zk_reassignment()
+                return
+            case ApiPartitionReassignment(reassignments=reassignments):
+                if not self.is_active:
+                    answer = not_controller_alter(not_active)
+                else:
+                    try:
+                        outcomes = await self.reassignment.on_api_reassignment(reassignments)
+                    except ControllerMovedError:
+                        # Fenced out mid-way: the caller hears NOT_CONTROLLER, as Kafka's does.
+                        if not event.reply.done():
+                            event.reply.set_result(not_controller_alter("the controller moved"))
+                        raise
+                    answer = alter_reassignments_response(outcomes)
+            case ListPartitionReassignments(partitions=partitions):
+                if not self.is_active:
+                    answer = not_controller_list(not_active)
+                else:
+                    answer = list_reassignments_response(self.reassignment.list_reassignments(partitions))
+        if not event.reply.done():
+            event.reply.set_result(answer)
 
     async def _on_expire(self) -> None:
         # Resignation is idempotent, so it runs whether or not this broker was controller.
@@ -379,6 +483,16 @@ class KafkaController:
         self.context.reset()
 
 
+def _accepted(answer: AlterPartitionResponse) -> list[TopicPartition]:
+    """The partitions whose ISR change an AlterPartition answer accepted."""
+    return [
+        TopicPartition(topic.topic_name, result.partition_index)
+        for topic in answer.topics
+        for result in topic.partitions
+        if result.error_code == ErrorCode.NONE
+    ]
+
+
 class _Watch:
     """ZooKeeper watch callbacks: they only enqueue (spec §2.2, §3.2)."""
 
@@ -413,3 +527,6 @@ class _Watch:
 
     def topic_deletions_changed(self) -> None:
         self._event_manager.put(TopicDeletion())
+
+    def partition_reassignment_created(self) -> None:
+        self._event_manager.put(ZkPartitionReassignment())

@@ -188,6 +188,29 @@ class TopicDeletionStopReplicaResponseReceived(Event):
     partition_errors: tuple[tuple[TopicPartition, int], ...]
 
 
+@dataclasses.dataclass(frozen=True)
+class ZkPartitionReassignment(Event):
+    """`/admin/reassign_partitions` was created (or must be re-watched): start what it asks."""
+
+    state = ControllerState.ALTER_PARTITION_REASSIGNMENT
+
+
+@dataclasses.dataclass(frozen=True)
+class ApiPartitionReassignment(CallbackEvent):
+    """AlterPartitionReassignments: per partition the target replicas, None to cancel."""
+
+    state = ControllerState.ALTER_PARTITION_REASSIGNMENT
+    reassignments: dict[TopicPartition, tuple[int, ...] | None] = dataclasses.field(kw_only=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class ListPartitionReassignments(CallbackEvent):
+    """ListPartitionReassignments: these partitions, or every one (None) being reassigned."""
+
+    state = ControllerState.LIST_PARTITION_REASSIGNMENT
+    partitions: list[TopicPartition] | None = dataclasses.field(kw_only=True)
+
+
 ControllerEvent = (
     Startup
     | ControllerChange
@@ -204,4 +227,7 @@ ControllerEvent = (
     | AutoPreferredReplicaLeaderElection
     | TopicDeletion
     | TopicDeletionStopReplicaResponseReceived
+    | ZkPartitionReassignment
+    | ApiPartitionReassignment
+    | ListPartitionReassignments
 )

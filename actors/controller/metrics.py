@@ -111,6 +111,7 @@ class ControllerMetrics:
             "LeaderElectionRateAndTimeMs.last": elections.recent[-1] if elections.recent else 0.0,
             **self.timer_entries("AutoLeaderBalanceRateAndTimeMs", ControllerState.AUTO_LEADER_BALANCE),
             **self.timer_entries("ManualLeaderBalanceRateAndTimeMs", ControllerState.MANUAL_LEADER_BALANCE),
+            **self._reassignment_metrics(active),
             "EventQueueSize": self._event_manager.queue_size,
             "TotalQueueSize": self._channel.total_queue_size if active else 0,
             "EventQueueTimeMs.count": queue_time.count,
@@ -130,4 +131,15 @@ class ControllerMetrics:
             "TopicDeletionRateAndTimeMs.count": timer.count,
             "TopicDeletionRateAndTimeMs.p50": timer.percentile(0.5),
             "TopicDeletionRateAndTimeMs.p99": timer.percentile(0.99),
+        }
+
+    def _reassignment_metrics(self, active: bool) -> dict[str, float]:
+        """PartitionReassignmentRateAndTimeMs (the AlterPartitionReassignment state's timer)
+        and ReassigningPartitions (partitions with a reassignment in progress)."""
+        reassigning = len(self._context.partitions_being_reassigned) if active else 0
+        return {
+            **self.timer_entries(
+                "PartitionReassignmentRateAndTimeMs", ControllerState.ALTER_PARTITION_REASSIGNMENT
+            ),
+            "ReassigningPartitions": reassigning,
         }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from actors.clock import Clock
 from actors.controller.context import ControllerContext, PartitionReplica, PartitionState, ReplicaState
@@ -26,6 +27,9 @@ from actors.ports import (
     TopicPartition,
 )
 
+if TYPE_CHECKING:
+    from actors.controller.reassignment import PartitionReassignment
+
 log = logging.getLogger(__name__)
 
 
@@ -41,9 +45,11 @@ class Workflows:
         new_batch: Callable[[], RequestBatch],
         clock: Clock,
         topic_deletion: TopicDeletionManager,
+        reassignment: PartitionReassignment | None = None,
     ) -> None:
         self._topic_deletion = topic_deletion
         self._clock = clock
+        self._reassignment = reassignment
         self._context = context
         self._store = store
         self._channel = channel
@@ -64,6 +70,8 @@ class Workflows:
         await self._replicas.startup()
         self._partitions.startup()
         await self._partitions.trigger_online_partition_state_change()
+        if self._reassignment is not None:
+            await self._reassignment.resume_at_failover()
         await self._topic_deletion.resume_deletions()
         log.info(
             "failover done in %.0f ms (context loaded in %.0f ms)",
@@ -82,6 +90,10 @@ class Workflows:
         for topic, assignment in assignments.items():
             for partition, replicas in assignment.partitions.items():
                 context.set_assignment(TopicPartition(topic, partition), replicas)
+        # Spec §4.1 step 4.4: partitions whose znode shows adding or removing replicas.
+        context.partitions_being_reassigned = {
+            tp for tp in context.all_partitions() if context.assignment(tp).is_being_reassigned
+        }
         context.leadership = await self._store.partition_states(context.all_partitions())
         await self._watch_brokers(list(context.live_brokers))
         for broker in brokers:
@@ -152,6 +164,8 @@ class Workflows:
         hosted = context.replicas_on_brokers(set(new))
         await self._replicas.handle_state_changes(hosted, ReplicaState.ONLINE)
         await self._partitions.trigger_online_partition_state_change()
+        if self._reassignment is not None:
+            await self._reassignment.on_brokers_started(new)
         deleting = {r.tp.topic for r in hosted if context.is_topic_queued_up_for_deletion(r.tp.topic)}
         if deleting:
             await self._topic_deletion.resume_deletion_for_topics(sorted(deleting))

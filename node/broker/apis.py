@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from node.broker.leader_election import elect_leaders
 from wire.api import (
     API_SPECS,
+    AlterPartitionReassignmentsRequest,
     AlterPartitionRequest,
     ApiKey,
     ApiVersionRange,
@@ -24,6 +25,7 @@ from wire.api import (
     FetchRequest,
     LeaderAndIsrRequest,
     ListOffsetsRequest,
+    ListPartitionReassignmentsRequest,
     MetadataRequest,
     OffsetsForLeaderEpochRequest,
     ProduceRequest,
@@ -97,6 +99,14 @@ class BrokerApis:
             case ApiKey.ALTER_PARTITION:
                 assert isinstance(request.body, AlterPartitionRequest)
                 return await self._controller().alter_partition(request.body)
+            case ApiKey.ALTER_PARTITION_REASSIGNMENTS:
+                # Answered by the active controller only; any other broker's controller
+                # module answers NOT_CONTROLLER and the client goes to the controller.
+                assert isinstance(request.body, AlterPartitionReassignmentsRequest)
+                return await self._controller().alter_partition_reassignments(request.body)
+            case ApiKey.LIST_PARTITION_REASSIGNMENTS:
+                assert isinstance(request.body, ListPartitionReassignmentsRequest)
+                return await self._controller().list_partition_reassignments(request.body)
             case ApiKey.STOP_REPLICA:
                 assert isinstance(request.body, StopReplicaRequest)
                 stopped = await self._replica_manager.stop_replica(request.body, self._broker_epoch())

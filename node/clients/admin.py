@@ -7,11 +7,14 @@ async with KeelAdminClient("127.0.0.1:9092") as admin:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TypeVar
 
 from node.clients.closing import AsyncClosing
 from wire.api import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
     ApiVersionsRequest,
     ApiVersionsResponse,
     CreatableTopic,
@@ -30,8 +33,13 @@ from wire.api import (
     ElectLeadersRequest,
     ElectLeadersResponse,
     ElectLeadersTopicPartitions,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+    ListPartitionReassignmentsTopics,
     MetadataRequest,
     MetadataResponse,
+    ReassignablePartition,
+    ReassignableTopic,
     ReelectControllerRequest,
     ReelectControllerResponse,
     Request,
@@ -48,6 +56,9 @@ _CONTROLLER_ATTEMPTS = 3
 _CONTROLLER_BACKOFF_S = 0.2
 
 R = TypeVar("R", bound=Response)
+
+# Pause between attempts while the controller moves (NOT_CONTROLLER or none elected).
+_CONTROLLER_RETRY_S = 0.1
 
 
 class KeelAdminClient(AsyncClosing):
@@ -162,6 +173,58 @@ class KeelAdminClient(AsyncClosing):
             return None
         client = await self._pool.get(endpoint)
         return await client.call(request, response_type, timeout=self._timeout + wait_s)
+
+    # --- partition reassignment (KIP-455), answered by the active controller only ---
+
+    async def alter_partition_reassignments(
+        self, reassignments: Mapping[tuple[str, int], Sequence[int] | None], *, timeout_ms: int = 60000
+    ) -> AlterPartitionReassignmentsResponse:
+        """Start, supersede or cancel (None) reassignments: per (topic, partition) the target
+        replicas, the first being the preferred leader. Each partition's result carries its
+        own error code; the reassignment completes later, once the targets are in sync."""
+        by_topic: dict[str, list[ReassignablePartition]] = {}
+        for (topic, partition), replicas in reassignments.items():
+            by_topic.setdefault(topic, []).append(
+                ReassignablePartition(
+                    partition_index=partition, replicas=None if replicas is None else list(replicas)
+                )
+            )
+        request = AlterPartitionReassignmentsRequest(
+            timeout_ms=timeout_ms,
+            topics=[ReassignableTopic(name=t, partitions=p) for t, p in by_topic.items()],
+        )
+        return await self._call_active_controller(request, AlterPartitionReassignmentsResponse)
+
+    async def list_partition_reassignments(
+        self, partitions: Iterable[tuple[str, int]] | None = None, *, timeout_ms: int = 60000
+    ) -> ListPartitionReassignmentsResponse:
+        """The reassignments in progress: of these partitions, or all of them (None)."""
+        topics = None
+        if partitions is not None:
+            by_topic: dict[str, list[int]] = {}
+            for topic, partition in partitions:
+                by_topic.setdefault(topic, []).append(partition)
+            topics = [
+                ListPartitionReassignmentsTopics(name=t, partition_indexes=p) for t, p in by_topic.items()
+            ]
+        request = ListPartitionReassignmentsRequest(timeout_ms=timeout_ms, topics=topics)
+        return await self._call_active_controller(request, ListPartitionReassignmentsResponse)
+
+    async def _call_active_controller(self, request: Request, response_type: type[R]) -> R:
+        """Send to the active controller; while it moves (none elected yet, NOT_CONTROLLER,
+        a connection lost), look again until the client's timeout runs out."""
+        deadline = time.monotonic() + self._timeout
+        while True:
+            try:
+                answer = await self._call_controller(request, response_type, 0)
+                if answer is not None:
+                    return answer
+                failure: WireError = NotController("no active controller")
+            except (NotController, NetworkException) as e:
+                failure = e
+            if time.monotonic() >= deadline:
+                raise failure
+            await asyncio.sleep(_CONTROLLER_RETRY_S)
 
 
 def _all_not_controller(response: ElectLeadersResponse) -> bool:

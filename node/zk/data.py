@@ -217,3 +217,31 @@ def decode_preferred_replica_election(data: bytes | None) -> list[TopicPartition
             raise ZNodeDataError(f"{what}: {item!r} is not a topic and partition")
         partitions[TopicPartition(topic, partition)] = None
     return list(partitions)
+
+
+def encode_partition_reassignment(reassignments: dict[TopicPartition, tuple[int, ...]]) -> bytes:
+    return orjson.dumps(
+        {
+            "version": 1,
+            "partitions": [
+                {"topic": tp.topic, "partition": tp.partition, "replicas": list(replicas)}
+                for tp, replicas in sorted(reassignments.items())
+            ],
+        }
+    )
+
+
+def decode_partition_reassignment(data: bytes | None) -> dict[TopicPartition, tuple[int, ...]]:
+    what = "/admin/reassign_partitions"
+    entries = _json(data, what).get("partitions")
+    if not isinstance(entries, list):
+        raise ZNodeDataError(f"{what}: partitions is not a list")
+    reassignments = {}
+    for entry in entries:
+        if not isinstance(entry, dict):
+            raise ZNodeDataError(f"{what}: an entry is not an object")
+        topic, partition = entry.get("topic"), entry.get("partition")
+        if not isinstance(topic, str) or type(partition) is not int:
+            raise ZNodeDataError(f"{what}: an entry has no topic and partition")
+        reassignments[TopicPartition(topic, partition)] = _int_list(entry.get("replicas"), what)
+    return reassignments

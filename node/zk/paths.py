@@ -62,3 +62,7 @@ ADMIN_DELETE_TOPICS = "/admin/delete_topics"
 
 def delete_topic_marker(name: str) -> str:
     return f"{ADMIN_DELETE_TOPICS}/{name}"
+
+
+# The legacy admin tools' reassignment request (spec §1, §7.7).
+REASSIGN_PARTITIONS = "/admin/reassign_partitions"

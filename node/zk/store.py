@@ -27,7 +27,9 @@ from actors.ports import (
     LeadershipInfo,
     PartitionStateConflict,
     PreferredReplicaElectionWatcher,
+    ReassignmentWatcher,
     RegisteredBroker,
+    ReplicaAssignment,
     SessionWatcher,
     TopicAlreadyMarkedForDeletionError,
     TopicAssignment,
@@ -461,6 +463,74 @@ class ZkClusterStore:
         """What Kafka's legacy admin tool writes to ask for preferred elections."""
         await self.zk.create(
             paths.PREFERRED_REPLICA_ELECTION, data.encode_preferred_replica_election(partitions)
+        )
+
+    # --- partition reassignment (spec §1, §7.7) ---
+
+    async def partition_reassignments(
+        self, *, watch: bool = False
+    ) -> dict[TopicPartition, tuple[int, ...]] | None:
+        if watch:
+            # The exists-watch is armed whether or not the node is there: it reports creation.
+            _, value = await asyncio.gather(
+                self.zk.exists(paths.REASSIGN_PARTITIONS, watch=True),
+                self.zk.get_or_none(paths.REASSIGN_PARTITIONS),
+            )
+        else:
+            value = await self.zk.get_or_none(paths.REASSIGN_PARTITIONS)
+        if value is None:
+            return None
+        try:
+            return data.decode_partition_reassignment(value[0])
+        except data.ZNodeDataError as e:
+            log.warning("ignoring invalid %s: %s", paths.REASSIGN_PARTITIONS, e)
+            return {}
+
+    async def set_partition_reassignments(
+        self, reassignments: dict[TopicPartition, tuple[int, ...]], epoch_zk_version: int
+    ) -> None:
+        path = paths.REASSIGN_PARTITIONS
+        if not reassignments:
+            error = _failed(await self._fenced([self.zk.delete_op(path)], epoch_zk_version))
+            if error is not None and not isinstance(error, NoNode):
+                raise error
+            return
+        encoded = data.encode_partition_reassignment(reassignments)
+        error = _failed(await self._fenced([self.zk.set_op(path, encoded)], epoch_zk_version))
+        if isinstance(error, NoNode):
+            error = _failed(await self._fenced([self.zk.create_op(path, encoded)], epoch_zk_version))
+        if error is not None:
+            raise error
+
+    async def create_partition_reassignments(
+        self, reassignments: dict[TopicPartition, tuple[int, ...]]
+    ) -> None:
+        try:
+            await self.zk.create(paths.REASSIGN_PARTITIONS, data.encode_partition_reassignment(reassignments))
+        except NodeExists:
+            raise FileExistsError(
+                f"{paths.REASSIGN_PARTITIONS} exists: a reassignment is in progress"
+            ) from None
+
+    async def set_partition_assignments(
+        self, topic: str, partitions: dict[int, ReplicaAssignment], epoch_zk_version: int
+    ) -> None:
+        path = paths.topic(topic)
+        while True:
+            raw, stat = await self.zk.get(path)
+            current = data.decode_topic(topic, raw)
+            updated = TopicAssignment(topic, {**current.partitions, **partitions}, current.topic_id)
+            op = self.zk.set_op(path, data.encode_topic(updated), stat.version)
+            error = _failed(await self._fenced([op], epoch_zk_version))
+            if error is None:
+                return
+            if not isinstance(error, BadVersion):
+                raise error
+            # Someone (an admin adding partitions) wrote it in between: merge again.
+
+    def watch_reassignments(self, watcher: ReassignmentWatcher) -> None:
+        self.zk.add_watch(
+            CREATED, paths.REASSIGN_PARTITIONS, lambda _: watcher.partition_reassignment_created()
         )
 
     # --- admin writes (AdminZkClient, spec §1) ---

@@ -490,3 +490,55 @@ async def test_partitions_are_added_and_an_assignment_restored_fenced(ensemble: 
     assert (await store.topic_assignments({"t"}))["t"] == original
     with pytest.raises(ControllerMovedError):
         await store.set_topic_assignment(grown, fence.zk_version - 1)
+
+
+class ReassignmentRecorder:
+    def __init__(self) -> None:
+        self.created = 0
+
+    def partition_reassignment_created(self) -> None:
+        self.created += 1
+
+
+async def test_the_reassignment_request_is_read_rewritten_and_deleted_fenced(ensemble: Ensemble) -> None:
+    controller, admin = await ensemble.store(), await ensemble.store()
+    recorder = ReassignmentRecorder()
+    controller.watch_reassignments(recorder)
+    assert await controller.partition_reassignments(watch=True) is None
+    one, two = TopicPartition("t", 0), TopicPartition("t", 1)
+    await admin.create_partition_reassignments({one: (4, 5), two: (6,)})
+
+    async def created() -> bool:
+        return recorder.created == 1
+
+    await eventually(created, timeout=5, message="the creation was not reported")
+    with pytest.raises(FileExistsError):
+        await admin.create_partition_reassignments({one: (1,)})
+    fence = await controller.register_controller_and_increment_epoch(1)
+    assert await controller.partition_reassignments() == {one: (4, 5), two: (6,)}
+    await controller.set_partition_reassignments({two: (6,)}, fence.zk_version)
+    assert await controller.partition_reassignments() == {two: (6,)}
+    with pytest.raises(ControllerMovedError):
+        await controller.set_partition_reassignments({}, fence.zk_version - 1)
+    await controller.set_partition_reassignments({}, fence.zk_version)
+    assert await controller.partition_reassignments(watch=True) is None
+    await controller.set_partition_reassignments({}, fence.zk_version)  # already gone: fine
+
+
+async def test_partition_assignments_are_replaced_keeping_the_others_and_the_topic_id(
+    ensemble: Ensemble,
+) -> None:
+    store = await ensemble.store()
+    topic = TopicAssignment(
+        "t", {0: ReplicaAssignment((1,)), 1: ReplicaAssignment((2,))}, "AAAAAAAAAAAAAAAAAAAAAA"
+    )
+    await store.create_topic(topic, {})
+    fence = await store.register_controller_and_increment_epoch(1)
+    moving = ReplicaAssignment((3, 1), (3,), (1,))
+    await store.set_partition_assignments("t", {0: moving}, fence.zk_version)
+    assert (await store.topic_assignments({"t"}))["t"] == TopicAssignment(
+        "t", {0: moving, 1: ReplicaAssignment((2,))}, "AAAAAAAAAAAAAAAAAAAAAA"
+    )
+    with pytest.raises(ControllerMovedError):
+        await store.set_partition_assignments("t", {0: ReplicaAssignment((3,))}, fence.zk_version - 1)
+    assert (await store.topic_assignments({"t"}))["t"].partitions[0] == moving

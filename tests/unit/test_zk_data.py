@@ -137,3 +137,23 @@ def test_preferred_replica_election_round_trips_as_kafka_writes_it() -> None:
     for bad in (b"nope", b'{"partitions":{}}', b'{"partitions":[{"topic":"t","partition":"1"}]}'):
         with pytest.raises(data.ZNodeDataError):
             data.decode_preferred_replica_election(bad)
+
+
+def test_reassign_partitions_json() -> None:
+    from actors.ports import TopicPartition
+
+    raw = data.encode_partition_reassignment({TopicPartition("t", 0): (4, 5, 6)})
+    assert orjson.loads(raw) == {
+        "version": 1,
+        "partitions": [{"topic": "t", "partition": 0, "replicas": [4, 5, 6]}],
+    }
+    assert data.decode_partition_reassignment(raw) == {TopicPartition("t", 0): (4, 5, 6)}
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b"nope", b"{}", b'{"partitions":[{"topic":"t"}]}', b'{"partitions":[{"topic":"t","partition":0}]}'],
+)
+def test_unreadable_reassign_partitions(raw: bytes) -> None:
+    with pytest.raises(data.ZNodeDataError):
+        data.decode_partition_reassignment(raw)

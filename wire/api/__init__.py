@@ -8,6 +8,14 @@ from wire.api.alter_partition import (
     AlterPartitionTopic,
     AlterPartitionTopicResult,
 )
+from wire.api.alter_partition_reassignments import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+    ReassignablePartition,
+    ReassignablePartitionResponse,
+    ReassignableTopic,
+    ReassignableTopicResponse,
+)
 from wire.api.api_versions import ApiVersionRange, ApiVersionsRequest, ApiVersionsResponse
 from wire.api.base import ApiSpec, Request, Response
 from wire.api.create_partitions import (
@@ -66,6 +74,13 @@ from wire.api.list_offsets import (
     ListOffsetsTopic,
     ListOffsetsTopicResponse,
 )
+from wire.api.list_partition_reassignments import (
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+    ListPartitionReassignmentsTopics,
+    OngoingPartitionReassignment,
+    OngoingTopicReassignment,
+)
 from wire.api.metadata import (
     MetadataBroker,
     MetadataPartition,
@@ -116,6 +131,20 @@ API_SPECS: dict[int, ApiSpec] = {
         ),
         ApiSpec(ApiKey.ALTER_PARTITION, 0, 0, AlterPartitionRequest, AlterPartitionResponse),
         ApiSpec(ApiKey.DESCRIBE_CLUSTER, 0, 0, DescribeClusterRequest, DescribeClusterResponse),
+        ApiSpec(
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+            0,
+            0,
+            AlterPartitionReassignmentsRequest,
+            AlterPartitionReassignmentsResponse,
+        ),
+        ApiSpec(
+            ApiKey.LIST_PARTITION_REASSIGNMENTS,
+            0,
+            0,
+            ListPartitionReassignmentsRequest,
+            ListPartitionReassignmentsResponse,
+        ),
         ApiSpec(ApiKey.REELECT_CONTROLLER, 0, 0, ReelectControllerRequest, ReelectControllerResponse),
         ApiSpec(ApiKey.DESCRIBE_CONTROLLER, 0, 0, DescribeControllerRequest, DescribeControllerResponse),
         ApiSpec(ApiKey.ELECT_LEADERS, 0, 0, ElectLeadersRequest, ElectLeadersResponse),
@@ -134,6 +163,8 @@ __all__ = [
     "EARLIEST_TIMESTAMP",
     "LATEST_TIMESTAMP",
     "AlterPartitionItem",
+    "AlterPartitionReassignmentsRequest",
+    "AlterPartitionReassignmentsResponse",
     "AlterPartitionRequest",
     "AlterPartitionResponse",
     "AlterPartitionResult",
@@ -184,6 +215,9 @@ __all__ = [
     "ListOffsetsResponse",
     "ListOffsetsTopic",
     "ListOffsetsTopicResponse",
+    "ListPartitionReassignmentsRequest",
+    "ListPartitionReassignmentsResponse",
+    "ListPartitionReassignmentsTopics",
     "LiveBroker",
     "LiveLeader",
     "MetadataBroker",
@@ -196,6 +230,8 @@ __all__ = [
     "OffsetForLeaderTopicResult",
     "OffsetsForLeaderEpochRequest",
     "OffsetsForLeaderEpochResponse",
+    "OngoingPartitionReassignment",
+    "OngoingTopicReassignment",
     "PartitionElectionResult",
     "PartitionError",
     "ProducePartitionData",
@@ -204,6 +240,10 @@ __all__ = [
     "ProduceResponse",
     "ProduceTopicData",
     "ProduceTopicResponse",
+    "ReassignablePartition",
+    "ReassignablePartitionResponse",
+    "ReassignableTopic",
+    "ReassignableTopicResponse",
     "ReelectControllerRequest",
     "ReelectControllerResponse",
     "ReplicaElectionResult",

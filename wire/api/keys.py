@@ -18,6 +18,8 @@ class ApiKey(IntEnum):
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
     CREATE_PARTITIONS = 37
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
     DESCRIBE_CLUSTER = 60
     ELECT_LEADERS = 43
     # Keel's own: what `zookeeper-shell delete /controller` does, over the wire.

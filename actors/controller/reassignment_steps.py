@@ -1,0 +1,269 @@
+"""The reassignment procedure (Kafka's onPartitionReassignment, spec §7.7), its steps run for
+many partitions at once: one topic-znode write per topic, one pipelined read of the states, one
+request batch per step.
+
+  U   write the new full assignment (ZooKeeper, then memory) and stop the replicas that a
+      superseded reassignment was adding;
+  A   while TRS is not inside the ISR: bump the leader epoch and send LeaderAndIsr with the
+      new assignment to ORS and AR (A1), mark AR NewReplica (A2), then wait;
+  B   once TRS ⊆ ISR: AR online (B1), assignment := TRS (B2), elect a leader from TRS if the
+      leader is not in it or not online, else bump the epoch (B3), take RR through the stop
+      sequence, StopReplica without then with delete (B4, B5), write TRS to the topic znode
+      (B6), drop the partition from `/admin/reassign_partitions` (B7), UpdateMetadata (B8).
+
+`reassignment.py` decides when it runs; this module only runs it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+
+from actors.controller.context import ControllerContext, PartitionReplica, PartitionState, ReplicaState
+from actors.controller.partition_state_machine import (
+    PartitionStateMachine,
+    Strategy,
+    cached_or_read,
+    write_states,
+)
+from actors.controller.replica_state_machine import ReplicaStateMachine
+from actors.controller.request_batch import RequestBatch
+from actors.ports import ClusterStore, LeadershipInfo, ReplicaAssignment, TopicPartition
+
+log = logging.getLogger(__name__)
+
+
+def is_complete(assignment: ReplicaAssignment, isr: Iterable[int]) -> bool:
+    """A reassignment is complete once every target replica is in the ISR."""
+    if not assignment.is_being_reassigned:
+        return True
+    return set(assignment.target_replicas) <= set(isr)
+
+
+@dataclasses.dataclass(frozen=True)
+class DeletionHooks:
+    """How reassignment holds topic deletion back (spec §7.7 step 1: the topic becomes
+    ineligible for deletion) and lets it go on (B8: resumeDeletionForTopics)."""
+
+    mark_ineligible: Callable[[set[str]], None]
+    resume: Callable[[set[str]], Awaitable[None]]
+
+
+class ReassignmentSteps:
+    def __init__(
+        self,
+        *,
+        context: ControllerContext,
+        store: ClusterStore,
+        partitions: PartitionStateMachine,
+        replicas: ReplicaStateMachine,
+        new_batch: Callable[[], RequestBatch],
+        rewatch: Callable[[], None],
+        deletion: DeletionHooks | None = None,
+    ) -> None:
+        self._context = context
+        self._store = store
+        self._partitions = partitions
+        self._replicas = replicas
+        self._new_batch = new_batch
+        # Enqueues ZkPartitionReassignment, which re-arms the creation watch.
+        self._rewatch = rewatch
+        self._deletion = deletion
+
+    async def on_partition_reassignments(
+        self, reassignments: dict[TopicPartition, ReplicaAssignment]
+    ) -> None:
+        """Kafka's onPartitionReassignment for each partition, batched: one topic znode write
+        per topic, one pipelined read of the states, one request batch per step."""
+        context = self._context
+        changed = {tp: new for tp, new in reassignments.items() if new != context.assignment(tp)}
+        if changed:
+            await self._update(changed)
+        context.partitions_being_reassigned.update(reassignments)
+        if self._deletion is not None:
+            # Step 1: a topic being reassigned cannot be deleted until it completes.
+            self._deletion.mark_ineligible({tp.topic for tp in reassignments})
+        fresh = await self._store.partition_states(sorted(reassignments))
+        complete, adding = {}, {}
+        for tp, new in reassignments.items():
+            info = fresh.get(tp)
+            if is_complete(new, () if info is None else info.leader_and_isr.isr):
+                complete[tp] = new
+            else:
+                adding[tp] = new
+        if adding:
+            await self._start_adding(adding, fresh)
+        if complete:
+            await self._complete(complete)
+
+    async def _update(self, changed: dict[TopicPartition, ReplicaAssignment]) -> None:
+        """U: ZooKeeper, then memory; replicas a superseded reassignment was adding stop."""
+        context = self._context
+        for tp, new in sorted(changed.items()):
+            log.info(
+                "reassigning %s: replicas %s, adding %s, removing %s",
+                tp,
+                list(new.replicas),
+                list(new.adding),
+                list(new.removing),
+            )
+        await self._write_assignments(changed)
+        unneeded: list[PartitionReplica] = []
+        for tp, new in changed.items():
+            current = context.assignment(tp)
+            context.set_assignment(tp, new)
+            unneeded.extend(PartitionReplica(tp, r) for r in current.replicas if r not in new.replicas)
+        await self._stop_replicas(unneeded)
+
+    async def _start_adding(
+        self, adding: dict[TopicPartition, ReplicaAssignment], fresh: dict[TopicPartition, LeadershipInfo]
+    ) -> None:
+        """A1 and A2: tell ORS and AR about the new assignment at a new leader epoch, make
+        the AR replicas new followers; then wait for them to join the ISR."""
+        bumped = await self._bump_leader_epochs(sorted(adding), fresh)
+        batch = self._new_batch()
+        for tp, info in bumped.items():
+            new = adding[tp]
+            batch.add_leader_and_isr(new.origin_replicas, tp, info, new)
+            batch.add_leader_and_isr(new.adding, tp, info, new, is_new=True)
+        await batch.send()
+        # A2 only marks the new replicas New: A1 has just sent them LeaderAndIsr with is_new at
+        # the new leader epoch, and Kafka's second copy at the same epoch would be refused.
+        for tp, new in sorted(adding.items()):
+            written = bumped.get(tp)
+            leader = None if written is None else written.leader_and_isr.leader
+            for r in new.adding:
+                replica = PartitionReplica(tp, r)
+                if self._replicas.state(replica) == ReplicaState.NON_EXISTENT and r != leader:
+                    self._context.replica_states[replica] = ReplicaState.NEW
+            isr = () if written is None else written.leader_and_isr.isr
+            log.info(
+                "reassignment of %s waits for replicas %s to join the ISR",
+                tp,
+                [r for r in new.target_replicas if r not in isr],
+            )
+
+    async def _complete(self, complete: dict[TopicPartition, ReplicaAssignment]) -> None:
+        context = self._context
+        targets = {tp: new.target_replicas for tp, new in complete.items()}
+        # B1, B2. A replica that is Online already (its broker started since A2) has the
+        # current state: sending it again at the same leader epoch would only be refused.
+        joined = [PartitionReplica(tp, r) for tp, new in sorted(complete.items()) for r in new.adding]
+        await self._replicas.handle_state_changes(
+            [r for r in joined if self._replicas.state(r) != ReplicaState.ONLINE], ReplicaState.ONLINE
+        )
+        for tp, target in targets.items():
+            context.set_assignment(tp, ReplicaAssignment(target))
+        # B3
+        await self._move_leaders_into(targets)
+        # B4, B5
+        await self._stop_replicas(
+            [PartitionReplica(tp, r) for tp, new in sorted(complete.items()) for r in new.removing]
+        )
+        # B6
+        await self._write_assignments({tp: ReplicaAssignment(target) for tp, target in targets.items()})
+        # B7
+        await self.remove_from_zk(lambda tp, replicas: targets.get(tp) == replicas)
+        context.partitions_being_reassigned.difference_update(complete)
+        # B8
+        batch = self._new_batch()
+        batch.add_update_metadata(context.live_or_shutting_down_ids(), sorted(complete))
+        await batch.send()
+        if self._deletion is not None:
+            await self._deletion.resume({tp.topic for tp in complete})
+        for tp, target in sorted(targets.items()):
+            info = context.leadership.get(tp)
+            log.info(
+                "reassignment of %s completed: replicas %s, leader %s",
+                tp,
+                list(target),
+                None if info is None else info.leader_and_isr.leader,
+            )
+
+    async def _move_leaders_into(self, targets: dict[TopicPartition, tuple[int, ...]]) -> None:
+        """B3: elect from the target replicas where the leader is not among them or not online;
+        elsewhere only bump the leader epoch so that the target replicas learn the assignment."""
+        context = self._context
+        elect, bump = [], []
+        for tp, target in sorted(targets.items()):
+            info = context.leadership.get(tp)
+            leader = -1 if info is None else info.leader_and_isr.leader
+            if leader in target and context.is_replica_online(leader):
+                bump.append(tp)
+            elif self._partitions.state(tp) in (PartitionState.ONLINE, PartitionState.OFFLINE):
+                elect.append(tp)
+        if elect:
+            await self._partitions.handle_state_changes(elect, PartitionState.ONLINE, Strategy.REASSIGN)
+        if bump:
+            bumped = await self._bump_leader_epochs(bump, await cached_or_read(context, self._store, bump))
+            batch = self._new_batch()
+            for tp, info in bumped.items():
+                batch.add_leader_and_isr(targets[tp], tp, info, context.assignment(tp))
+            await batch.send()
+
+    async def _stop_replicas(self, replicas: list[PartitionReplica]) -> None:
+        """Offline (StopReplica, ISR shrink), DeletionStarted (StopReplica with delete),
+        DeletionSuccessful, NonExistent: the replica's log is gone from its broker."""
+        if not replicas:
+            return
+        for state in (
+            ReplicaState.OFFLINE,
+            ReplicaState.DELETION_STARTED,
+            ReplicaState.DELETION_SUCCESSFUL,
+            ReplicaState.NON_EXISTENT,
+        ):
+            await self._replicas.handle_state_changes(replicas, state)
+
+    async def _bump_leader_epochs(
+        self, partitions: list[TopicPartition], current: dict[TopicPartition, LeadershipInfo]
+    ) -> dict[TopicPartition, LeadershipInfo]:
+        """The same leaders and ISRs at leader epoch + 1, each conditional on the partition
+        epoch in `current` (re-read on conflict). Partitions without a state, or written by a
+        newer controller, are left as they are."""
+        context = self._context
+        bumped: dict[TopicPartition, LeadershipInfo] = {}
+        remaining = partitions
+        while remaining:
+            updates = {}
+            for tp in remaining:
+                info = current.get(tp)
+                if info is None:
+                    log.warning("cannot bump the leader epoch of %s: it has no state", tp)
+                elif info.controller_epoch > context.epoch:
+                    log.warning("cannot bump the leader epoch of %s: written by a newer controller", tp)
+                else:
+                    state = info.leader_and_isr
+                    updates[tp] = state.new_leader_and_isr(state.leader, state.isr)
+            outcome = await write_states(context, self._store, updates)
+            bumped.update(outcome.written)
+            for tp, error in outcome.failed.items():
+                log.warning("cannot bump the leader epoch of %s: %s", tp, error)
+            remaining = outcome.conflicts
+            if remaining:
+                current = await self._store.partition_states(remaining)
+        return bumped
+
+    async def _write_assignments(self, assignments: dict[TopicPartition, ReplicaAssignment]) -> None:
+        """One fenced write of each topic's znode with these partitions' full assignments."""
+        by_topic: dict[str, dict[int, ReplicaAssignment]] = {}
+        for tp, assignment in assignments.items():
+            by_topic.setdefault(tp.topic, {})[tp.partition] = assignment
+        epoch_zk_version = self._context.epoch_zk_version
+        for topic, partitions in sorted(by_topic.items()):
+            await self._store.set_partition_assignments(topic, partitions, epoch_zk_version)
+
+    async def remove_from_zk(self, should_remove: Callable[[TopicPartition, tuple[int, ...]], bool]) -> None:
+        """Drop entries from `/admin/reassign_partitions` (fenced); delete it once empty and
+        re-arm its creation watch through the event queue."""
+        found = await self._store.partition_reassignments()
+        if not found:
+            return
+        kept = {tp: replicas for tp, replicas in found.items() if not should_remove(tp, replicas)}
+        if len(kept) == len(found):
+            return
+        epoch_zk_version = self._context.epoch_zk_version
+        await self._store.set_partition_reassignments(kept, epoch_zk_version)
+        if not kept:
+            log.info("no more partitions to reassign through %s: deleted it", "/admin/reassign_partitions")
+            self._rewatch()
