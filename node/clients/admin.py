@@ -7,8 +7,7 @@ async with KeelAdminClient("127.0.0.1:9092") as admin:
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 from node.clients.closing import AsyncClosing
@@ -51,14 +50,7 @@ from wire.errors import ErrorCode, NetworkException, NotController, WireError
 from wire.pool import ConnectionPool
 from wire.retry import Backoff
 
-# ElectLeaders goes to the active controller; when it moved on the way, ask again.
-_CONTROLLER_ATTEMPTS = 3
-_CONTROLLER_BACKOFF_S = 0.2
-
 R = TypeVar("R", bound=Response)
-
-# Pause between attempts while the controller moves (NOT_CONTROLLER or none elected).
-_CONTROLLER_RETRY_S = 0.1
 
 
 class KeelAdminClient(AsyncClosing):
@@ -153,14 +145,9 @@ class KeelAdminClient(AsyncClosing):
         request = ElectLeadersRequest(
             election_type=int(election_type), topic_partitions=topic_partitions, timeout_ms=timeout_ms
         )
-        backoff = Backoff(_CONTROLLER_BACKOFF_S, 1.0)
-        for attempt in range(_CONTROLLER_ATTEMPTS):
-            if attempt:
-                await asyncio.sleep(backoff.next_delay())
-            response = await self._call_controller(request, ElectLeadersResponse, timeout_ms / 1000)
-            if response is not None and not _all_not_controller(response):
-                return response
-        raise NotController("no active controller answered ElectLeaders")
+        return await self._call_active_controller(
+            request, ElectLeadersResponse, wait_s=timeout_ms / 1000, moved=_all_not_controller
+        )
 
     async def _call_controller(self, request: Request, response_type: type[R], wait_s: float) -> R | None:
         """The request sent to the broker named as controller (over the pool), allowing
@@ -210,21 +197,34 @@ class KeelAdminClient(AsyncClosing):
         request = ListPartitionReassignmentsRequest(timeout_ms=timeout_ms, topics=topics)
         return await self._call_active_controller(request, ListPartitionReassignmentsResponse)
 
-    async def _call_active_controller(self, request: Request, response_type: type[R]) -> R:
-        """Send to the active controller; while it moves (none elected yet, NOT_CONTROLLER,
-        a connection lost), look again until the client's timeout runs out."""
-        deadline = time.monotonic() + self._timeout
+    async def _call_active_controller(
+        self,
+        request: Request,
+        response_type: type[R],
+        *,
+        wait_s: float = 0.0,
+        moved: Callable[[R], bool] = lambda _: False,
+    ) -> R:
+        """Send to the active controller; while it moves (none elected yet, a retriable error
+        such as NOT_CONTROLLER or a lost connection, or an answer `moved` says came from a
+        former controller), look again with backoff until the client's timeout runs out."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._timeout
+        backoff = Backoff(0.1, 1.0)
         while True:
             try:
-                answer = await self._call_controller(request, response_type, 0)
-                if answer is not None:
+                answer = await self._call_controller(request, response_type, wait_s)
+                if answer is not None and not moved(answer):
                     return answer
-                failure: WireError = NotController("no active controller")
-            except (NotController, NetworkException) as e:
+                failure: WireError = NotController(f"no active controller answered {type(request).__name__}")
+            except WireError as e:
+                if not e.retriable:
+                    raise
                 failure = e
-            if time.monotonic() >= deadline:
+            delay = backoff.next_delay()
+            if loop.time() + delay > deadline:
                 raise failure
-            await asyncio.sleep(_CONTROLLER_RETRY_S)
+            await asyncio.sleep(delay)
 
 
 def _all_not_controller(response: ElectLeadersResponse) -> bool:
