@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import os
 import sys
 import time
@@ -182,13 +181,12 @@ async def _plan_live(
 
 def _plan_from_file(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any]] | int:
     """Plan on a cluster.json with a SparkSession of this process (node.planner's jobs)."""
+    from node.planner.plan import plan as compute
+    from node.planner.request import PlanError, PlanRequest
     from node.planner.session import spark_session
-
-    snapshots = importlib.import_module("node.planner.snapshot")
-    requests = importlib.import_module("node.planner.request")
-    plans = importlib.import_module("node.planner.plan")
+    from node.planner.snapshot import SnapshotError, load_snapshot_json
     try:
-        request = requests.PlanRequest(
+        request = PlanRequest(
             goals=tuple(args.goal),
             brokers=None if args.brokers is None else tuple(args.brokers),
             remove_brokers=tuple(args.remove_brokers),
@@ -196,17 +194,17 @@ def _plan_from_file(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dic
             balance=args.balance,
             capacity=args.capacity,
         )
-    except requests.PlanError as e:
+    except PlanError as e:
         print(f"keel: {e}", file=sys.stderr)
         return 2
     spark = spark_session(args.spark_master)
     try:
-        snapshot = snapshots.load_snapshot_json(spark, args.from_file)
-        result = plans.plan(spark, snapshot, request)
-    except (snapshots.SnapshotError, OSError) as e:
+        snapshot = load_snapshot_json(spark, args.from_file)
+        result = compute(spark, snapshot, request)
+    except (SnapshotError, OSError) as e:
         print(f"keel: {args.from_file}: {e}", file=sys.stderr)
         return 2
-    except requests.PlanError as e:
+    except PlanError as e:
         print(f"keel: {e}", file=sys.stderr)
         return 1
     return list(result.partitions), dict(result.report)

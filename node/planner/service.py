@@ -10,7 +10,6 @@ loop keeps answering status requests while a plan is computed.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import time
 import uuid
@@ -22,6 +21,9 @@ import orjson
 
 from node.planner import live_snapshot
 from node.planner.live_snapshot import LiveSnapshot
+from node.planner.plan import plan
+from node.planner.request import PlanError, PlanRequest
+from node.planner.snapshot import SnapshotError, snapshot_from_rows
 from wire.api import API_SPECS, ApiKey, ApiVersionRange, ApiVersionsResponse, Response
 from wire.api.planner import (
     CancelPlanResponse,
@@ -31,7 +33,7 @@ from wire.api.planner import (
     PlanReassignmentResponse,
 )
 from wire.envelope import ParsedRequest
-from wire.errors import ErrorCode, InvalidRequest, UnknownServerError
+from wire.errors import ErrorCode, InvalidRequest
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -90,18 +92,12 @@ def compute_plan(
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Run the plan jobs (node.planner.plan) on the snapshot: the changed partitions and
     the report. The planner's own errors (an impossible plan, ...) become InvalidRequest."""
-    try:
-        snapshots = importlib.import_module("node.planner.snapshot")
-        requests = importlib.import_module("node.planner.request")
-        plans = importlib.import_module("node.planner.plan")
-    except ModuleNotFoundError as e:
-        raise UnknownServerError(f"planning is not available in this build: {e}") from None
     fields = ("topic", "partition", "replicas", "leader", "size_bytes")
-    frames = snapshots.snapshot_from_rows(
+    frames = snapshot_from_rows(
         spark, snapshot.brokers, [{f: p[f] for f in fields} for p in snapshot.partitions]
     )
     try:
-        plan_request = requests.PlanRequest(
+        plan_request = PlanRequest(
             goals=tuple(request.goals),
             brokers=None if request.brokers is None else tuple(request.brokers),
             remove_brokers=tuple(request.remove_brokers),
@@ -109,8 +105,8 @@ def compute_plan(
             balance=request.balance,
             capacity=None if request.capacity is None else {int(k): v for k, v in request.capacity.items()},
         )
-        result = plans.plan(spark, frames, plan_request)
-    except (requests.PlanError, snapshots.SnapshotError) as e:
+        result = plan(spark, frames, plan_request)
+    except (PlanError, SnapshotError) as e:
         raise InvalidRequest(str(e)) from None
     return list(result.partitions), dict(result.report)
 
