@@ -24,9 +24,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from actors.ports import RegisteredBroker, TopicPartition
+from actors.ports import ClusterStore, RegisteredBroker, TopicPartition
 from node.clients.admin import KeelAdminClient
-from node.zk.store import ZkClusterStore
 from wire.errors import WireError
 
 if TYPE_CHECKING:
@@ -93,7 +92,7 @@ async def replica_sizes(
     return sizes, missing
 
 
-async def take(store: ZkClusterStore, *, timeout: float, now_ms: int) -> LiveSnapshot:
+async def take(store: ClusterStore, *, timeout: float, now_ms: int) -> LiveSnapshot:
     """Read the cluster: registrations, topic assignments and partition states from
     ZooKeeper, replica sizes from the brokers."""
     registered, topics = await asyncio.gather(store.registered_brokers(), store.topics())
