@@ -185,10 +185,10 @@ class PlannerService:
     async def plan(self, request: PlanReassignmentRequest) -> PlanReassignmentResponse:
         started = time.monotonic()
         check_request(request)
-        if request.execute:
-            self._check_can_execute()
         snapshot, directory = await self.take_snapshot()
         check_request(request, snapshot)
+        if request.execute:
+            self._check_can_execute()
         async with self.spark_lock:
             partitions, report = await asyncio.to_thread(compute_plan, self.spark, snapshot, request)
         plan_id = uuid.uuid4().hex[:12]
