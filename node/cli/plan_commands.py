@@ -184,7 +184,7 @@ def _plan_from_file(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dic
     from node.planner.plan import plan as compute
     from node.planner.request import PlanError, PlanRequest
     from node.planner.session import spark_session
-    from node.planner.snapshot import SnapshotError, load_snapshot_json
+    from node.planner.snapshot import SnapshotError, load_snapshot_json, parse_snapshot
     try:
         request = PlanRequest(
             goals=tuple(args.goal),
@@ -196,6 +196,15 @@ def _plan_from_file(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dic
         )
     except PlanError as e:
         print(f"keel: {e}", file=sys.stderr)
+        return 2
+    try:
+        # The file is checked before Spark starts: a bad one costs no JVM.
+        parse_snapshot(orjson.loads(args.from_file.read_bytes()))
+    except orjson.JSONDecodeError as e:
+        print(f"keel: {args.from_file}: not JSON: {e}", file=sys.stderr)
+        return 2
+    except (SnapshotError, OSError) as e:
+        print(f"keel: {args.from_file}: {e}", file=sys.stderr)
         return 2
     spark = spark_session(args.spark_master)
     try:
