@@ -136,7 +136,7 @@ def build_report(
         topic_before.append(hi - lo)
     topic_after_spreads = [r.hi - (r.lo if r.cells == m else 0) for r in topic_after]
     bound = dict(cell_plan.lower_bound) if cell_plan else {"count": 0, "topic": 0}
-    bound.pop("racks_nested", None)
+    against_rack_shares = bool(bound.pop("rack_shares", 0))
     bound["rack"] = int(totals.violations_before or 0)
     lower = max(bound.values()) if request.moves_data else 0
     moves = int(totals.moves or 0)
@@ -150,6 +150,7 @@ def build_report(
         "moves": moves,
         "lower_bound": lower,
         "lower_bounds": bound,
+        "lower_bound_against_rack_shares": against_rack_shares,
         "moves_over_lower_bound": round(moves / lower, 4) if lower else (0.0 if moves == 0 else None),
         "bytes": int(totals.bytes or 0),
         "leader_changes": int(totals.leader_changes or 0),

@@ -178,6 +178,7 @@ def cell_targets(
             totals, list(members), {i: sum(weights[b] for b in members[i]) for i in members}, rack_current, caps
         )
         targets: Cells = {t: {} for t in totals}
+        nested_floors: Cells = {t: {} for t in totals}
         broker_targets: dict[int, int] = {}
         for i, inside in members.items():
             shares = {t: level.targets[t][i] for t in totals}
@@ -187,14 +188,21 @@ def cell_targets(
             )
             for t in totals:
                 targets[t].update(local.targets[t])
+                nested_floors[t].update(local.floors[t])
             broker_targets.update(local.group_targets)
-        rack_bound = True
+        # Racks of unequal weight cap what a broker can hold below the flat share: the bound
+        # is then taken against the rack shares the plan uses.
+        rack_weights = {round(sum(weights[b] for b in inside), 6) for inside in members.values()}
+        rack_bound = len(rack_weights) > 1
     else:
         flat = allocate(totals, brokers, weights, current, {t: partitions[t] for t in totals})
         targets, broker_targets = flat.targets, flat.group_targets
         rack_bound = False
-    bound = lower_bounds(current, totals, brokers, weights, partitions)
-    bound["racks_nested"] = int(rack_bound)
+    if rack_bound:
+        bound = bounds_against(current, totals, nested_floors, {b: (t, t) for b, t in broker_targets.items()})
+    else:
+        bound = lower_bounds(current, totals, brokers, weights, partitions)
+    bound["rack_shares"] = int(rack_bound)
     return CellPlan(targets, broker_targets, bound)
 
 
@@ -216,31 +224,41 @@ def lower_bounds(
 ) -> dict[str, int]:
     """LB_count (cluster-wide floor/ceil per broker) and Σ_t LB_topic (each topic's cells within
     floor/ceil of its share), both against full balance over `brokers`; see docs/PLANNER.md."""
-    target = set(brokers)
+    floors: Cells = {}
+    for t in current:
+        shares = water_fill(totals[t], [weights[b] for b in brokers], partitions[t])
+        floors[t] = {b: math.floor(x + EPS) for b, x in zip(brokers, shares, strict=True)}
     wsum = sum(weights[b] for b in brokers)
     total = sum(totals.values())
-    held = dict.fromkeys(brokers, 0)
+    ideal = {b: total * weights[b] / wsum for b in brokers}
+    band = {b: (math.floor(x + EPS), math.ceil(x - EPS)) for b, x in ideal.items()}
+    return bounds_against(current, totals, floors, band)
+
+
+def bounds_against(
+    current: Cells, totals: Mapping[str, int], floors: Cells, band: Mapping[int, tuple[int, int]]
+) -> dict[str, int]:
+    """The two bounds for given per-topic cell floors and per-broker (low, high) totals."""
+    held = dict.fromkeys(band, 0)
     outside = 0
     topic_bound = 0
     for t, row in current.items():
-        shares = water_fill(totals[t], [weights[b] for b in brokers], partitions[t])
-        floors = {b: math.floor(x + EPS) for b, x in zip(brokers, shares, strict=True)}
-        r = totals[t] - sum(floors.values())
+        floor_row = floors[t]
+        r = totals[t] - sum(floor_row.values())
         excess = 0
         over = 0
         for b, c in row.items():
-            if b in target:
+            if b in band:
                 held[b] += c
-                if c > floors[b]:
-                    excess += c - floors[b]
+                if c > floor_row[b]:
+                    excess += c - floor_row[b]
                     over += 1
             else:
                 outside += c
                 excess += c
         topic_bound += excess - min(r, over)
-    ideal = [total * weights[b] / wsum for b in brokers]
-    shed = outside + sum(max(0, held[b] - math.ceil(x - EPS)) for b, x in zip(brokers, ideal, strict=True))
-    fill = sum(max(0, math.floor(x + EPS) - held[b]) for b, x in zip(brokers, ideal, strict=True))
+    shed = outside + sum(max(0, held[b] - hi) for b, (_, hi) in band.items())
+    fill = sum(max(0, lo - held[b]) for b, (lo, _) in band.items())
     return {"count": max(shed, fill), "topic": topic_bound}
 
 
@@ -267,4 +285,4 @@ def heal_targets(
             cells[b] += 1
             load[b] += 1
         targets[t] = cells
-    return CellPlan(targets, load, {"count": moving, "topic": moving, "racks_nested": 0})
+    return CellPlan(targets, load, {"count": moving, "topic": moving, "rack_shares": 0})
