@@ -52,9 +52,14 @@ def _capacity(text: str) -> dict[int, float]:
 
 def add_arguments(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser("plan", parents=[common], help="compute a reassignment plan")
-    parser.add_argument("--from-file", type=Path, metavar="CLUSTER_JSON", help="plan on this snapshot, offline")
     parser.add_argument(
-        "--goal", action="append", required=True, metavar="GOAL",
+        "--from-file", type=Path, metavar="CLUSTER_JSON", help="plan on this snapshot, offline"
+    )
+    parser.add_argument(
+        "--goal",
+        action="append",
+        required=True,
+        metavar="GOAL",
         help="rebalance, remove-brokers, heal or leaders (repeat or comma-separate to combine)",
     )
     parser.add_argument("--brokers", type=_ids, help="the target broker set (default: the live brokers)")
@@ -96,14 +101,15 @@ def plan_from_file(args: argparse.Namespace, request: Any) -> int:
     from node.planner.plan import plan
     from node.planner.request import PlanError
     from node.planner.session import spark_session
-    from node.planner.snapshot import SnapshotError, load_snapshot_json
+    from node.planner.snapshot import SnapshotError, frames, read_snapshot_rows
 
-    if not args.from_file.is_file():
-        return _fail(f"{args.from_file}: no such file")
+    try:
+        rows = read_snapshot_rows(args.from_file)
+    except SnapshotError as e:
+        return _fail(f"{args.from_file}: {e}")
     spark = spark_session(args.spark_master)
     try:
-        snapshot = load_snapshot_json(spark, args.from_file)
-        result = plan(spark, snapshot, request)
+        result = plan(spark, frames(spark, *rows), request)
     except SnapshotError as e:
         return _fail(f"{args.from_file}: {e}")
     except PlanError as e:

@@ -47,7 +47,10 @@ def assign(
             if p > 0 and p % n == 0:
                 next_shift += 1
             first = (p + start) % n
-            out.append([brokers[first]] + [brokers[_replica_index(first, next_shift, j, n)] for j in range(replication - 1)])
+            out.append(
+                [brokers[first]]
+                + [brokers[_replica_index(first, next_shift, j, n)] for j in range(replication - 1)]
+            )
         return out
     ordered = rack_alternated(brokers, racks)
     n_racks = len(set(racks[b] for b in brokers))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from node.planner.targets import round_targets
@@ -25,7 +26,9 @@ if TYPE_CHECKING:
 ROUNDS = 4
 
 
-def leader_goals(held: Mapping[int, int], targets: Sequence[int], weights: Mapping[int, float]) -> dict[int, int]:
+def leader_goals(
+    held: Mapping[int, int], targets: Sequence[int], weights: Mapping[int, float]
+) -> dict[int, int]:
     total = sum(held.values())
     wsum = sum(weights[b] for b in targets)
     shares = [total * weights[b] / wsum for b in targets]
@@ -88,8 +91,8 @@ def transport(
         while parent[path[-1]] is not None:
             path.append(parent[path[-1]])  # type: ignore[arg-type]
         path.reverse()
-        amount = min(left_excess[path[0]], left_room[end], *(residual(a, b) for a, b in zip(path, path[1:])))
-        for a, b in zip(path, path[1:]):
+        amount = min(left_excess[path[0]], left_room[end], *(residual(a, b) for a, b in pairwise(path)))
+        for a, b in pairwise(path):
             push(a, b, amount)
         left_excess[path[0]] -= amount
         left_room[end] -= amount
@@ -115,23 +118,34 @@ def balance_leaders(
         if not excess or not room:
             break
         led = parts.select(
-            "topic", "partition", F.col("replicas")[0].alias("first"),
+            "topic",
+            "partition",
+            F.col("replicas")[0].alias("first"),
             F.explode(F.slice("replicas", 2, 1 << 16)).alias("candidate"),
         ).where(F.col("candidate").isin(sorted(target_set)))
-        pairs = {(r.first, r.candidate): r["count"] for r in led.groupBy("first", "candidate").count().collect()}
+        pairs = {
+            (r.first, r.candidate): r["count"] for r in led.groupBy("first", "candidate").count().collect()
+        }
         flow = transport(pairs, excess, room)
         if not flow:
             break
-        wanted = spark.createDataFrame([(a, b, n) for (a, b), n in flow.items()], "first int, candidate int, want int")
+        wanted = spark.createDataFrame(
+            [(a, b, n) for (a, b), n in flow.items()], "first int, candidate int, want int"
+        )
         picked = (
             led.join(F.broadcast(wanted), ["first", "candidate"])
             .withColumn(
-                "n", F.row_number().over(Window.partitionBy("topic", "partition").orderBy(F.hash("candidate", "partition")))
+                "n",
+                F.row_number().over(
+                    Window.partitionBy("topic", "partition").orderBy(F.hash("candidate", "partition"))
+                ),
             )
             .where(F.col("n") == 1)
             .withColumn(
                 "n",
-                F.row_number().over(Window.partitionBy("first", "candidate").orderBy(F.hash("topic", "partition"))),
+                F.row_number().over(
+                    Window.partitionBy("first", "candidate").orderBy(F.hash("topic", "partition"))
+                ),
             )
             .where(F.col("n") <= F.col("want"))
             .select("topic", "partition", "first", "candidate")

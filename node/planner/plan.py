@@ -1,9 +1,9 @@
 """A reassignment plan computed on Spark: which replicas move where, and the report.
 
 The pipeline (docs/PLANNER.md states it in full):
-1. Aggregate the in-scope replicas into (topic, broker) cells (one groupBy, collected: topics ×
+1. Aggregate the in-scope replicas into (topic, broker) cells (one groupBy, collected: topics x
    brokers rows) and decide each cell's target (targets.py, on the driver, over cells only).
-2. Surplus cells give (count − target) replicas: a window over (topic, broker) ranks them,
+2. Surplus cells give (count - target) replicas: a window over (topic, broker) ranks them,
    rack-violating first, then followers before preferred leaders, small before large.
 3. Deficit cells open that many receiving slots. Leaving replicas and slots are matched within
    the topic by rank (a join), each pair checked against the partition's brokers and racks;
@@ -79,6 +79,8 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
     """Plan the request on the snapshot; PlanError (one line) for a request that cannot be."""
     F = _functions()
     started = time.monotonic()
+    if request.balance == "bytes":
+        raise PlanError("--balance bytes is not supported yet: plan with --balance count")
     brokers = broker_info(snapshot, request)
     targets = target_brokers(request, brokers)
     stats = snapshot.partitions.groupBy("topic").agg(
@@ -141,7 +143,7 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
             cell_plan = heal_targets(cells, targets, ctx.weights)
         moved = _move_replicas(ctx, parts, replicas, cells, cell_plan)
     after = parts if moved is None else _apply(parts, moved)
-    if "leaders" in request.goals or request.full_balance:
+    if "leaders" in request.goals or request.moves_data:
         after = balance_leaders(spark, after, targets, ctx.weights)
     after = after.cache()
     from node.planner.report import build_report
@@ -159,7 +161,7 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
 def _valid(ctx: _Context, replicas: Column, leaving: Column, to: Column) -> Column:
     """`to` may replace `leaving` in the partition: not there yet, and its rack not full."""
     F = _functions()
-    ok = ~F.array_contains(replicas, to)
+    ok: Column = ~F.array_contains(replicas, to)
     if ctx.enforce_racks and ctx.rack_of is not None:
         rack_of = ctx.rack_of
         rack = F.element_at(rack_of, to)
@@ -175,7 +177,7 @@ def _small(spark: SparkSession, rows: list[tuple[Any, ...]], schema: str) -> Dat
     return F.broadcast(frame) if len(rows) <= BROADCAST_ROWS else frame
 
 
-def _move_replicas(
+def _move_replicas(  # noqa: PLR0915
     ctx: _Context, parts: DataFrame, replicas: DataFrame, cells: Cells, cell_plan: CellPlan
 ) -> DataFrame:
     """(topic, partition, replicas) of the partitions that change, with their new replicas."""
@@ -198,7 +200,9 @@ def _move_replicas(
     if not surplus:
         return spark.createDataFrame([], "topic string, partition int, replicas array<int>")
 
-    rack_cap_rows = [(t, rack_cap(rf, len({ctx.racks[b] for b in ctx.targets}))) for t, rf in ctx.replication.items()]
+    rack_cap_rows = [
+        (t, rack_cap(rf, len({ctx.racks[b] for b in ctx.targets}))) for t, rf in ctx.replication.items()
+    ]
     caps = _small(spark, rack_cap_rows, "topic string, rack_cap int")
 
     if ctx.enforce_racks and ctx.rack_of is not None:
@@ -209,7 +213,10 @@ def _move_replicas(
     else:
         violating = F.lit(False)
     leave_order = Window.partitionBy("topic", "broker").orderBy(
-        F.col("violating").desc(), (F.col("pos") == 0).asc(), F.col("size").asc(), F.hash("topic", "partition")
+        F.col("violating").desc(),
+        (F.col("pos") == 0).asc(),
+        F.col("size").asc(),
+        F.hash("topic", "partition"),
     )
     leavers = (
         replicas.join(_small(spark, surplus, "topic string, broker int, extra int"), ["topic", "broker"])
@@ -221,8 +228,12 @@ def _move_replicas(
     )
     slots = (
         _small(spark, deficit, "topic string, broker int, short int")
-        .select("topic", F.col("broker").alias("to_broker"), F.explode(F.sequence(F.lit(1), "short")).alias("k"))
-        .withColumn("slot", F.row_number().over(Window.partitionBy("topic").orderBy("k", F.hash("to_broker"))))
+        .select(
+            "topic", F.col("broker").alias("to_broker"), F.explode(F.sequence(F.lit(1), "short")).alias("k")
+        )
+        .withColumn(
+            "slot", F.row_number().over(Window.partitionBy("topic").orderBy("k", F.hash("to_broker")))
+        )
     )
     touched = parts.join(leavers.select("topic", "partition").distinct(), ["topic", "partition"], "left_semi")
     current = touched.select("topic", "partition", "replicas").join(caps, "topic").localCheckpoint()
@@ -234,10 +245,15 @@ def _move_replicas(
         if left == 0:
             break
         if round_number:
-            leavers, slots, current = leavers.localCheckpoint(), slots.localCheckpoint(), current.localCheckpoint()
+            leavers, slots, current = (
+                leavers.localCheckpoint(),
+                slots.localCheckpoint(),
+                current.localCheckpoint(),
+            )
         by_topic = Window.partitionBy("topic")
         ranked = leavers.withColumn(
-            "rank", F.row_number().over(by_topic.orderBy(F.hash("partition", "from_broker", F.lit(round_number))))
+            "rank",
+            F.row_number().over(by_topic.orderBy(F.hash("partition", "from_broker", F.lit(round_number)))),
         )
         open_slots = slots.withColumn("slot", F.row_number().over(by_topic.orderBy("slot"))).withColumn(
             "slots", F.count("*").over(by_topic)
@@ -251,7 +267,9 @@ def _move_replicas(
             .join(open_slots.drop("slots"), ["topic", "slot"])
             .join(current, ["topic", "partition"])
             .where(_valid(ctx, F.col("replicas"), F.col("from_broker"), F.col("to_broker")))
-            .withColumn("n", F.row_number().over(Window.partitionBy("topic", "partition").orderBy("from_broker")))
+            .withColumn(
+                "n", F.row_number().over(Window.partitionBy("topic", "partition").orderBy("from_broker"))
+            )
             .where(F.col("n") == 1)
             .select("topic", "partition", "from_broker", "to_broker", "k")
             .localCheckpoint()
@@ -270,36 +288,35 @@ def _move_replicas(
     if left:
         left_rows = leavers.collect()
         topics = sorted({r.topic for r in left_rows})
-        earlier = [
-            r
-            for frame in accepted
-            for r in frame.where(F.col("topic").isin(topics)).collect()
-        ]
+        earlier = [r for frame in accepted for r in frame.where(F.col("topic").isin(topics)).collect()]
         fixes = _place_leftovers(ctx, parts, current, left_rows, slots.collect(), earlier)
         if fixes:
             fixed = spark.createDataFrame(fixes, "topic string, partition int, replicas array<int>")
-            current = (
-                current.join(fixed.withColumnRenamed("replicas", "fixed"), ["topic", "partition"], "full_outer")
-                .select("topic", "partition", F.coalesce("fixed", "replicas").alias("replicas"))
-            )
+            current = current.join(
+                fixed.withColumnRenamed("replicas", "fixed"), ["topic", "partition"], "full_outer"
+            ).select("topic", "partition", F.coalesce("fixed", "replicas").alias("replicas"))
     return current.select("topic", "partition", "replicas")
 
 
 def _substitute(current: DataFrame, pairs: DataFrame) -> DataFrame:
     F = _functions()
     return (
-        current.join(pairs.select("topic", "partition", "from_broker", "to_broker"), ["topic", "partition"], "left")
+        current.join(
+            pairs.select("topic", "partition", "from_broker", "to_broker"), ["topic", "partition"], "left"
+        )
         .withColumn(
             "replicas",
             F.when(F.col("from_broker").isNull(), F.col("replicas")).otherwise(
-                F.transform("replicas", lambda x: F.when(x == F.col("from_broker"), F.col("to_broker")).otherwise(x))
+                F.transform(
+                    "replicas", lambda x: F.when(x == F.col("from_broker"), F.col("to_broker")).otherwise(x)
+                )
             ),
         )
         .drop("from_broker", "to_broker")
     )
 
 
-def _place_leftovers(
+def _place_leftovers(  # noqa: PLR0915, PLR0917
     ctx: _Context,
     parts: DataFrame,
     current: DataFrame,
@@ -384,7 +401,11 @@ def _place_leftovers(
     def stand_in(topic: str, partition: int, leave: int, options: list[int]) -> bool:
         for to in options:
             for q in sorted(on_broker[topic, leave]):
-                if q != partition and (topic, q, leave) not in leaving and fits(topic, layout[topic][q], leave, to):
+                if (
+                    q != partition
+                    and (topic, q, leave) not in leaving
+                    and fits(topic, layout[topic][q], leave, to)
+                ):
                     options.remove(to)
                     move(topic, q, leave, to)
                     return True
