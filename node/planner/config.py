@@ -40,6 +40,8 @@ DEFINITIONS: dict[str, _Def] = {
     "planner.max.concurrent.moves.per.broker": _Def(_int(1), "5"),
     # The replication throttle a plan is executed with, bytes/s per broker; -1: none.
     "planner.execution.throttle.bytes.per.second": _Def(_int(-1, _LONG_MAX), "52428800"),
+    # Run the plan jobs once at start-up on a tiny made-up cluster (the first plan is then warm).
+    "planner.warm.up.enable": _Def(_bool, "true"),
     "planner.self.healing.enable": _Def(_bool, "false"),
     "planner.self.healing.broker.failure.threshold.ms": _Def(_int(0, _LONG_MAX), "1800000"),
 }
