@@ -36,6 +36,8 @@ DEFINITIONS: dict[str, _Def] = {
     "planner.snapshot.dir": _Def(_str, "/tmp/keel-planner/snapshots"),
     # 0: no periodic snapshots (each plan still takes one).
     "planner.snapshot.interval.ms": _Def(_int(0, _LONG_MAX), "300000"),
+    # Snapshots kept under planner.snapshot.dir, the newest (0: all); a week at the interval.
+    "planner.snapshot.retention.count": _Def(_int(0), "2016"),
     "planner.state.dir": _Def(_str, "/tmp/keel-planner/state"),
     "planner.max.concurrent.moves.per.broker": _Def(_int(1), "5"),
     # The replication throttle a plan is executed with, bytes/s per broker; -1: none.

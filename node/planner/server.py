@@ -67,6 +67,7 @@ class KeelPlanner:
             executor=self.executor,
             self_healing=config.get_bool("planner.self.healing.enable"),
         )
+        self.service.snapshot_retention = config.get_int("planner.snapshot.retention.count")
         self._tasks: list[asyncio.Task[None]] = []
         self._bootstrap = ""
 

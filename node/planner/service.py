@@ -134,6 +134,8 @@ class PlannerService:
         self.is_active = is_active
         self.executor = executor
         self.self_healing = self_healing
+        # How many Parquet snapshots to keep (0: all).
+        self.snapshot_retention = 0
         # One Spark job at a time: plans and Parquet snapshots.
         self.spark_lock = asyncio.Lock()
 
@@ -180,6 +182,8 @@ class PlannerService:
             directory = await asyncio.to_thread(
                 live_snapshot.write_parquet, self.spark, snapshot, self.snapshot_dir
             )
+        if self.snapshot_retention > 0:
+            await asyncio.to_thread(live_snapshot.prune, self.snapshot_dir, self.snapshot_retention)
         return snapshot, directory
 
     async def warm_up(self) -> None:

@@ -3,6 +3,8 @@ partition being reassigned, leaders and ISRs, and sizes from the leader's replic
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from actors.ports import (
@@ -79,3 +81,14 @@ async def test_a_partition_is_as_large_as_its_leaders_replica(monkeypatch: pytes
         {"topic": "t", "partition": 0, "broker": 1, "size_bytes": 700},
         {"topic": "t", "partition": 1, "broker": 2, "size_bytes": 900},
     ]
+
+
+def test_prune_keeps_the_newest_snapshots(tmp_path: Path) -> None:
+    names = [live_snapshot.snapshot_name(ms) for ms in (1_000, 2_000, 3_000)]
+    for name in names:
+        (tmp_path / name / "brokers").mkdir(parents=True)
+    (tmp_path / ".tmp-fresh").mkdir()
+    deleted = live_snapshot.prune(tmp_path, 2)
+    assert deleted == [tmp_path / names[0]]
+    assert live_snapshot.snapshots(tmp_path) == [tmp_path / names[1], tmp_path / names[2]]
+    assert (tmp_path / ".tmp-fresh").exists(), "a snapshot being written is left alone"
