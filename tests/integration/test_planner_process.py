@@ -89,7 +89,7 @@ async def test_planner_registers_plans_snapshots_stands_by_and_stops(
     processes of one core and 1 GiB each): A registers and plans while B stands by; A stops on
     SIGTERM, B takes over and plans on its executors; B stops and the znode goes."""
     await start_cluster(brokers)
-    first = brokers.new_planner({"planner.snapshot.interval.ms": "1000"}).start()
+    first = brokers.new_planner({"planner.snapshot.interval.ms": "60000"}).start()
     await eventually(
         lambda: registered_port(kazoo, first.port), timeout=SPARK_START_S, message="planner not registered"
     )
