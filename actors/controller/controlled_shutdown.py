@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 
+from actors.clock import Clock
 from actors.controller.context import ControllerContext, PartitionReplica, PartitionState, ReplicaState
 from actors.controller.partition_state_machine import PartitionStateMachine, Strategy
 from actors.controller.replica_state_machine import ReplicaStateMachine
@@ -76,10 +77,12 @@ async def controlled_shutdown(
     replicas: ReplicaStateMachine,
     broker_id: int,
     broker_epoch: int,
+    clock: Clock,
 ) -> ControlledShutdownResponse:
     refusal = check(context, broker_id, broker_epoch)
     if refusal is not None:
         return refusal
+    started = clock.monotonic()
     context.shutting_down.add(broker_id)
     hosted = partitions_to_act_on(context, broker_id)
     led = [tp for tp in hosted if context.leadership[tp].leader_and_isr.leader == broker_id]
@@ -94,10 +97,17 @@ async def controlled_shutdown(
     if electable:
         await partitions.handle_state_changes(electable, PartitionState.ONLINE, Strategy.CONTROLLED_SHUTDOWN)
     remaining = partition_leaders_on_broker(context, broker_id)
+    moved = clock.monotonic()
     still_led = set(remaining)
     followed = [PartitionReplica(tp, broker_id) for tp in hosted if tp not in still_led]
     if followed:
         await replicas.handle_state_changes(followed, ReplicaState.OFFLINE)
+    log.info(
+        "controlled shutdown of broker %d: leaders moved in %.0f ms, followers stopped in %.0f ms",
+        broker_id,
+        (moved - started) * 1000,
+        (clock.monotonic() - moved) * 1000,
+    )
     if remaining:
         log.info(
             "controlled shutdown of broker %d: it still leads %d partitions, e.g. %s",

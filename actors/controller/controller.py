@@ -113,6 +113,7 @@ class KafkaController:
         config: ControllerConfig | None = None,
     ) -> None:
         self.broker_id = broker_info.broker_id
+        self._clock = clock
         self._broker_info = broker_info
         self._store = store
         self.channel = channel
@@ -442,6 +443,7 @@ class KafkaController:
                     self.replica_state_machine,
                     broker_id,
                     broker_epoch,
+                    self._clock,
                 )
         except ControllerMovedError:
             raise
