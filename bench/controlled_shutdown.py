@@ -61,7 +61,7 @@ def state_paths(partitions: int) -> list[str]:
 
 async def measure(
     connect: str, processes: dict[int, subprocess.Popen[bytes]], ports: dict[int, int], partitions: int
-) -> tuple[float, float, int]:
+) -> tuple[float, float, float, int]:
     controller, _ = await wait_for(lambda: controller_idle(list(ports.values())), timeout=300, interval=0.2)
     victim = next(b for b in BROKERS if b != controller)
     zk = ZooKeeperClient(connect, session_timeout_s=30, connection_timeout_s=10)

@@ -77,6 +77,7 @@ async def controlled_shutdown(
     replicas: ReplicaStateMachine,
     broker_id: int,
     broker_epoch: int,
+    *,
     clock: Clock,
 ) -> ControlledShutdownResponse:
     refusal = check(context, broker_id, broker_epoch)

@@ -443,7 +443,7 @@ class KafkaController:
                     self.replica_state_machine,
                     broker_id,
                     broker_epoch,
-                    self._clock,
+                    clock=self._clock,
                 )
         except ControllerMovedError:
             raise
