@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import gc
 import logging
+import os
 import signal
 import sys
 import time
@@ -114,5 +115,15 @@ def main(argv: list[str] | None = None) -> int:
     return uvloop.run(run(config))
 
 
+def exit_now(code: int) -> None:
+    """Exit without the interpreter's teardown. Everything is closed and flushed by then, and
+    freeing the objects of 100k partitions one by one takes about a second that a stopping
+    broker (and whoever waits for it) would spend for nothing."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())
