@@ -24,10 +24,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
-import os
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -48,6 +46,7 @@ from bench.failover import (
     wait_for,
 )
 from node.broker.main import tune_gc
+from node.cluster.local import BrokerProcess, LocalCluster
 from node.cluster.zookeeper import EmbeddedZooKeeper
 from node.zk.client import DATA_CHANGED, ZooKeeperClient
 
@@ -59,9 +58,8 @@ def state_paths(partitions: int) -> list[str]:
     return paths[:partitions]
 
 
-async def measure(
-    connect: str, processes: dict[int, subprocess.Popen[bytes]], ports: dict[int, int], partitions: int
-) -> tuple[float, float, float, int]:
+async def measure(connect: str, cluster: LocalCluster, partitions: int) -> tuple[float, float, float, int]:
+    ports = {b.broker_id: b.port for b in cluster.all}
     controller, _ = await wait_for(lambda: controller_idle(list(ports.values())), timeout=300, interval=0.2)
     victim = next(b for b in BROKERS if b != controller)
     zk = ZooKeeperClient(connect, session_timeout_s=30, connection_timeout_s=10)
@@ -73,9 +71,10 @@ async def measure(
     if led < partitions // 3 * 0.99 or full != partitions:
         raise RuntimeError(f"not the starting state: the victim leads {led}, {full} ISRs are full")
     written = await watch_writes(zk, [p for p, s in zip(paths, before, strict=True) if s["leader"] == victim])
-    exited = asyncio.create_task(asyncio.to_thread(_wait_exit, processes[victim]))
+    stopping = cluster.by_id(victim)
+    exited = asyncio.create_task(asyncio.to_thread(_wait_exit, stopping))
     signalled = time.perf_counter()
-    os.kill(processes[victim].pid, signal.SIGTERM)
+    stopping.signal(signal.SIGTERM)
     applied = await leaders_moved_on_survivors(ports, controller, victim) - signalled
     in_zookeeper = await asyncio.wait_for(written, 60) - signalled
     code, exit_time = await exited
@@ -116,8 +115,8 @@ async def watch_writes(zk: ZooKeeperClient, paths: list[str]) -> asyncio.Future[
     return done
 
 
-def _wait_exit(process: subprocess.Popen[bytes]) -> tuple[int, float]:
-    code = process.wait(60)
+def _wait_exit(broker: BrokerProcess) -> tuple[int | None, float]:
+    code = broker.wait(60)
     return code, time.perf_counter()
 
 
@@ -145,17 +144,13 @@ def main() -> None:
                 uvloop.run(populate(connect, args.partitions, {SENTINEL: len(BROKERS)}))
                 home = Path(tmp) / f"run{run}"
                 home.mkdir()
-                processes, ports = uvloop.run(
+                cluster = uvloop.run(
                     ControllerHold.start_together(connect, functools.partial(start_brokers, connect, home))
                 )
                 try:
-                    in_zk, moved, exited, led = uvloop.run(
-                        measure(connect, processes, ports, args.partitions)
-                    )
+                    in_zk, moved, exited, led = uvloop.run(measure(connect, cluster, args.partitions))
                 finally:
-                    for process in processes.values():
-                        process.kill()
-                        process.wait(30)
+                    cluster.kill_all()
                 raw_runs.append(uvloop.run(baseline(connect, args.partitions // 3)))
                 zk_runs.append(in_zk)
                 moved_runs.append(moved)
