@@ -67,7 +67,9 @@ async def controlled_shutdown(
         try:
             timeout = min(config.request_timeout_s, left)
             answer = await asyncio.wait_for(send(request, timeout), timeout)
-        except (WireError, OSError, TimeoutError) as e:
+        except TimeoutError:
+            log.warning("controlled shutdown attempt %d: no answer within %.1f s", attempt, timeout)
+        except (WireError, OSError) as e:
             log.warning("controlled shutdown attempt %d failed: %s", attempt, e)
         else:
             if answer.error_code == ErrorCode.NONE and not answer.remaining_partitions:

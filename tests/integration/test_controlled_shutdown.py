@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import threading
+import time
 
 import orjson
 from kazoo.client import KazooClient
@@ -238,3 +239,26 @@ async def test_a_rolling_restart_under_an_acks_all_producer_loses_nothing_and_fa
     assert not missing, f"{len(missing)} acknowledged records were lost, e.g. {sorted(missing)[:3]}"
     for broker in brokers.all:
         assert "proceeding to an unclean shutdown" not in broker.log()
+
+
+async def test_a_controller_that_never_answers_delays_the_stop_by_at_most_shutdown_timeout(
+    brokers: Brokers, kazoo: KazooClient
+) -> None:
+    await start_with_topic(
+        brokers,
+        kazoo,
+        "t",
+        {0: [0, 1, 2]},
+        shutdown_timeout_ms="3000",
+        controlled_shutdown_max_retries="100",
+        controlled_shutdown_retry_backoff_ms="200",
+    )
+    controller = brokers.by_id(await controller_of(brokers))
+    victim = next(b for b in brokers.running() if b is not controller)
+    controller.signal(signal.SIGSTOP)
+    started = time.monotonic()
+    victim.signal(signal.SIGTERM)
+    assert await asyncio.to_thread(victim.wait, 20) == 0, "it stops anyway, in order"
+    assert time.monotonic() - started < 3.0 + 1.0, "within shutdown.timeout.ms, and some start-up slack"
+    assert f"controlled shutdown of broker {victim.broker_id} failed; proceeding" in victim.log()
+    controller.signal(signal.SIGCONT)
