@@ -75,7 +75,7 @@ async def run(config: BrokerConfig) -> int:
         await _close_quietly(broker)
         return 1
     await stop.wait()
-    log.info("stopping: controlled shutdown first")
+    log.info("stopping")
     # The whole stop, controlled shutdown included, fits in shutdown.timeout.ms: the
     # controlled shutdown may take three quarters of it, the orderly stop the rest.
     timeout = config.get_int("shutdown.timeout.ms") / 1000
