@@ -54,12 +54,13 @@ def check(context: ControllerContext, broker_id: int, broker_epoch: int) -> Cont
 
 
 def partitions_to_act_on(context: ControllerContext, broker_id: int) -> list[TopicPartition]:
-    """The partitions hosted by the broker with a replication factor above 1 and a state.
-    (Partitions of topics queued for deletion are to be left out once deletion exists.)"""
+    """The partitions hosted by the broker with a replication factor above 1, a state, and a
+    topic not queued for deletion (deletion stops those replicas itself)."""
+    deleting = context.topics_to_be_deleted
     return [
         tp
         for tp in context.leadership
-        if broker_id in (replicas := context.replicas(tp)) and len(replicas) > 1
+        if broker_id in (replicas := context.replicas(tp)) and len(replicas) > 1 and tp.topic not in deleting
     ]
 
 

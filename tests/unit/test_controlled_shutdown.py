@@ -194,3 +194,19 @@ async def test_asking_again_moves_only_what_is_left(cluster: Cluster) -> None:
     second = await shut_down(cluster, 1)
     assert first.remaining_partitions == second.remaining_partitions == []
     assert cluster.state("t", 0).leader_epoch == epoch, "nothing to write the second time"
+
+
+async def test_partitions_of_a_topic_queued_for_deletion_are_left_alone(cluster: Cluster) -> None:
+    await started(cluster, 0, 1, 2)
+    await cluster.create_topic("t", {0: (1, 2, 0)})
+    await cluster.create_topic("d", {0: (1, 2, 0)})
+    await eventually(
+        settled(cluster, lambda: len(cluster.zk.partition_states) == 2),
+        timeout=2,
+        message="topics not created",
+    )
+    cluster.controller.context.topics_to_be_deleted.add("d")
+    answer = await shut_down(cluster, 1)
+    assert (answer.error_code, answer.remaining_partitions) == (ErrorCode.NONE, [])
+    assert cluster.state("t", 0).leader == 2
+    assert (cluster.state("d", 0).leader, cluster.state("d", 0).isr) == (1, (1, 2, 0)), "deletion owns it"
