@@ -4,11 +4,15 @@ broker that stops leads 10k of them.
 Each run starts from a fresh cluster (topics and states written straight into ZooKeeper),
 sends SIGTERM to a broker that is not the controller, and times from the signal:
 
-- leaders moved: until both other brokers' Metadata show a new leader for every partition of
-  a small sentinel topic that sorts after every other (as in bench/broker_failure.py: the
-  controller sends the election's LeaderAndIsr sorted by partition, before UpdateMetadata,
-  on one ordered channel, so by then both have applied every moved leader);
-- exit: until the process has exited.
+- leaders moved in ZooKeeper: until every state znode of a partition it led has been
+  written (one data watch on each, armed before the signal);
+- leaders moved, applied: until both other brokers' Metadata show a new leader for every
+  partition of a small sentinel topic that sorts after every other (as in
+  bench/broker_failure.py: the controller sends the election's LeaderAndIsr sorted by
+  partition, before UpdateMetadata, on one ordered channel, so by then both have applied
+  every moved leader);
+- exit: until the process has exited. The broker waits for the controller's answer, which
+  comes after the leader moves and after its other 20k replicas have left their ISRs.
 
 It then checks in ZooKeeper that no partition names the stopped broker as leader or ISR
 member, and that every state znode was last written before the broker's znode went (its
