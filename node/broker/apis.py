@@ -14,6 +14,7 @@ from wire.api import (
     ApiKey,
     ApiVersionRange,
     ApiVersionsResponse,
+    ControlledShutdownRequest,
     CreatePartitionsRequest,
     CreateTopicsRequest,
     DeleteTopicsRequest,
@@ -107,6 +108,10 @@ class BrokerApis:
             case ApiKey.LIST_PARTITION_REASSIGNMENTS:
                 assert isinstance(request.body, ListPartitionReassignmentsRequest)
                 return await self._controller().list_partition_reassignments(request.body)
+            case ApiKey.CONTROLLED_SHUTDOWN:
+                # Any broker hands it to its controller module; only the active one acts.
+                assert isinstance(request.body, ControlledShutdownRequest)
+                return await self._controller().controlled_shutdown(request.body)
             case ApiKey.STOP_REPLICA:
                 assert isinstance(request.body, StopReplicaRequest)
                 stopped = await self._replica_manager.stop_replica(request.body, self._broker_epoch())

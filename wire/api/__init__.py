@@ -18,6 +18,11 @@ from wire.api.alter_partition_reassignments import (
 )
 from wire.api.api_versions import ApiVersionRange, ApiVersionsRequest, ApiVersionsResponse
 from wire.api.base import ApiSpec, Request, Response
+from wire.api.controlled_shutdown import (
+    ControlledShutdownRequest,
+    ControlledShutdownResponse,
+    RemainingPartition,
+)
 from wire.api.create_partitions import (
     CreatePartitionsAssignment,
     CreatePartitionsRequest,
@@ -150,6 +155,7 @@ API_SPECS: dict[int, ApiSpec] = {
         ApiSpec(ApiKey.ELECT_LEADERS, 0, 0, ElectLeadersRequest, ElectLeadersResponse),
         ApiSpec(ApiKey.DELETE_TOPICS, 0, 0, DeleteTopicsRequest, DeleteTopicsResponse),
         ApiSpec(ApiKey.CREATE_PARTITIONS, 0, 0, CreatePartitionsRequest, CreatePartitionsResponse),
+        ApiSpec(ApiKey.CONTROLLED_SHUTDOWN, 0, 0, ControlledShutdownRequest, ControlledShutdownResponse),
     )
 }
 
@@ -175,6 +181,8 @@ __all__ = [
     "ApiVersionRange",
     "ApiVersionsRequest",
     "ApiVersionsResponse",
+    "ControlledShutdownRequest",
+    "ControlledShutdownResponse",
     "CreatableReplicaAssignment",
     "CreatableTopic",
     "CreatableTopicResult",
@@ -246,6 +254,7 @@ __all__ = [
     "ReassignableTopicResponse",
     "ReelectControllerRequest",
     "ReelectControllerResponse",
+    "RemainingPartition",
     "ReplicaElectionResult",
     "Request",
     "Response",
