@@ -1,0 +1,188 @@
+"""Replication throttles and dynamic configs across real broker processes on a real
+ZooKeeper: configs set and described over the API and seen in ZooKeeper with their change
+notifications, and a replica that catches up at the throttled rate."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import orjson
+from kazoo.client import KazooClient
+
+from node.clients.admin import KeelAdminClient
+from node.clients.producer import KeelProducer
+from tests.integration.conftest import BrokerProcess, Brokers
+from tests.integration.replication import bootstrap
+from tests.integration.test_partition_leadership import controller_of, create_topic, settled_to
+from tests.support import eventually
+from wire.api import (
+    AlterableConfig,
+    AlterConfigsResource,
+    DescribableLogDirTopic,
+    DescribeConfigsResource,
+)
+from wire.errors import ErrorCode
+
+TOPIC, BROKER = 2, 4
+MB = 1 << 20
+
+
+def zk_json(kazoo: KazooClient, path: str) -> dict[str, object]:
+    value = orjson.loads(kazoo.get(path)[0])
+    assert isinstance(value, dict)
+    return value
+
+
+async def alter(broker: BrokerProcess, *resources: AlterConfigsResource) -> list[tuple[int, str | None]]:
+    async with KeelAdminClient(f"127.0.0.1:{broker.port}") as admin:
+        response = await admin.incremental_alter_configs(list(resources))
+    return [(r.error_code, r.error_message) for r in response.responses]
+
+
+def setting(resource_type: int, name: str, **configs: str | None) -> AlterConfigsResource:
+    return AlterConfigsResource(
+        resource_type=resource_type,
+        resource_name=name,
+        configs=[
+            AlterableConfig(name=k.replace("_", "."), config_operation=0 if v is not None else 1, value=v)
+            for k, v in configs.items()
+        ],
+    )
+
+
+async def test_configs_set_and_described_over_the_api_and_seen_in_zookeeper(
+    brokers: Brokers, kazoo: KazooClient
+) -> None:
+    (one,) = brokers.start(1)
+    await controller_of(brokers)
+    await create_topic(one, "configured", partitions=2, rf=1)
+    answers = await alter(
+        one,
+        setting(BROKER, "", leader_replication_throttled_rate="1000000"),
+        setting(BROKER, "1", follower_replication_throttled_rate="2000000"),
+        setting(TOPIC, "configured", leader_replication_throttled_replicas="0:1,1:1"),
+    )
+    assert answers == [(ErrorCode.NONE, None)] * 3
+    assert zk_json(kazoo, "/config/brokers/<default>") == {
+        "version": 1,
+        "config": {"leader.replication.throttled.rate": "1000000"},
+    }
+    assert zk_json(kazoo, "/config/brokers/1")["config"] == {"follower.replication.throttled.rate": "2000000"}
+    topic_config = zk_json(kazoo, "/config/topics/configured")["config"]
+    assert topic_config == {"leader.replication.throttled.replicas": "0:1,1:1"}
+    changes = sorted(kazoo.get_children("/config/changes"))
+    assert [zk_json(kazoo, f"/config/changes/{c}") for c in changes] == [
+        {"version": 2, "entity_path": "brokers/<default>"},
+        {"version": 2, "entity_path": "brokers/1"},
+        {"version": 2, "entity_path": "topics/configured"},
+    ]
+    assert all(c.startswith("config_change_") and c[-10:].isdigit() for c in changes)
+
+    # Bad values: one readable error per resource, nothing written.
+    refused = await alter(
+        one,
+        setting(BROKER, "1", leader_replication_throttled_rate="-5"),
+        setting(TOPIC, "configured", follower_replication_throttled_replicas="zero:one"),
+        setting(TOPIC, "missing", retention_ms="1"),
+        setting(BROKER, "one", leader_replication_throttled_rate="1"),
+    )
+    assert [code for code, _ in refused] == [
+        ErrorCode.INVALID_CONFIG,
+        ErrorCode.INVALID_CONFIG,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.INVALID_REQUEST,
+    ]
+    assert all(message for _, message in refused)
+    assert zk_json(kazoo, "/config/brokers/1")["config"] == {"follower.replication.throttled.rate": "2000000"}
+    assert len(kazoo.get_children("/config/changes")) == 3
+
+    # Delete one key; describe shows the broker's own values over the cluster defaults.
+    assert await alter(one, setting(BROKER, "", leader_replication_throttled_rate=None)) == [(0, None)]
+    assert zk_json(kazoo, "/config/brokers/<default>")["config"] == {}
+    assert await alter(one, setting(BROKER, "", follower_replication_throttled_rate="5")) == [(0, None)]
+    async with KeelAdminClient(f"127.0.0.1:{one.port}") as admin:
+        described = await admin.describe_configs(
+            [
+                DescribeConfigsResource(resource_type=BROKER, resource_name="1"),
+                DescribeConfigsResource(resource_type=TOPIC, resource_name="configured"),
+                DescribeConfigsResource(resource_type=TOPIC, resource_name="missing"),
+            ]
+        )
+    broker, topic, missing = described.results
+    assert [(c.name, c.value, c.config_source) for c in broker.configs] == [
+        ("follower.replication.throttled.rate", "2000000", 2)
+    ]
+    assert [(c.name, c.value, c.config_source) for c in topic.configs] == [
+        ("leader.replication.throttled.replicas", "0:1,1:1", 1)
+    ]
+    assert missing.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    # The broker re-read each change from its notification.
+    await eventually(
+        lambda: _logged(one, "applied the config of topic configured"),
+        timeout=10,
+        message="the broker never applied the topic's config change",
+    )
+
+
+async def _logged(broker: BrokerProcess, text: str) -> bool:
+    return text in broker.log()
+
+
+async def replica_size(broker: BrokerProcess, topic: str) -> int:
+    async with KeelAdminClient(f"127.0.0.1:{broker.port}", timeout=2) as admin:
+        response = await admin.describe_log_dirs([DescribableLogDirTopic(topic=topic, partitions=[0])])
+    return sum(p.partition_size for r in response.results for t in r.topics for p in t.partitions)
+
+
+async def test_a_replica_catches_up_at_the_throttled_rate(brokers: Brokers, kazoo: KazooClient) -> None:
+    rate = MB
+    one = brokers.new(1, replica_fetch_max_bytes=str(128 * 1024)).start()
+    two = brokers.new(2, replica_fetch_max_bytes=str(128 * 1024)).start()
+    await controller_of(brokers)
+    await create_topic(one, "moving", assignment={0: [1, 2]})
+    await settled_to(brokers, kazoo, "moving", lambda s: s[0][0] == 1, "broker 1 never led")
+    two.signal(signal.SIGTERM)
+    two.wait(20)
+    # 4 MiB on the leader while the follower is away.
+    async with KeelProducer(bootstrap(brokers), acks=1) as producer:
+        for _ in range(16):
+            await producer.send_many("moving", [(None, b"v" * 4096)] * 64, partition=0)
+    total = await replica_size(one, "moving")
+    assert total >= 4 * MB
+    answers = await alter(
+        one,
+        setting(
+            BROKER,
+            "",
+            leader_replication_throttled_rate=str(rate),
+            follower_replication_throttled_rate=str(rate),
+        ),
+        setting(
+            TOPIC,
+            "moving",
+            leader_replication_throttled_replicas="0:1",
+            follower_replication_throttled_replicas="0:2",
+        ),
+    )
+    assert answers == [(0, None), (0, None)]
+    await eventually(
+        lambda: _logged(one, "applied the config of topic moving"), timeout=10, message="config not applied"
+    )
+    back = brokers.new(2, replica_fetch_max_bytes=str(128 * 1024)).start()  # an empty log dir
+    started: list[tuple[float, int]] = []
+
+    async def caught_up() -> bool:
+        try:
+            size = await replica_size(back, "moving")
+        except Exception:
+            return False
+        if size and not started:
+            started.append((time.monotonic(), size))
+        return size >= total
+
+    await eventually(caught_up, timeout=30, interval=0.05, message="the new replica never caught up")
+    first_seen, first_size = started[0]
+    elapsed = time.monotonic() - first_seen
+    measured = (total - first_size) / elapsed
+    assert 0.75 * rate <= measured <= 1.15 * rate, f"copied at {measured / MB:.2f} MiB/s against 1 MiB/s"
