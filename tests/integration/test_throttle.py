@@ -4,15 +4,19 @@ notifications, and a replica that catches up at the throttled rate."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import orjson
 from kazoo.client import KazooClient
 
 from node.clients.admin import KeelAdminClient
 from node.clients.producer import KeelProducer
-from tests.integration.conftest import BrokerProcess, Brokers
+from tests.integration.conftest import ROOT, BrokerProcess, Brokers
 from tests.integration.replication import bootstrap
 from tests.integration.test_partition_leadership import controller_of, create_topic, settled_to
 from tests.support import eventually
@@ -186,3 +190,104 @@ async def test_a_replica_catches_up_at_the_throttled_rate(brokers: Brokers, kazo
     elapsed = time.monotonic() - first_seen
     measured = (total - first_size) / elapsed
     assert 0.75 * rate <= measured <= 1.15 * rate, f"copied at {measured / MB:.2f} MiB/s against 1 MiB/s"
+
+
+def keel(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "node.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        check=False,
+    )
+
+
+def plan_file(tmp_path: Path, name: str, replicas: list[int]) -> str:
+    path = tmp_path / name
+    path.write_text(
+        orjson.dumps(
+            {"version": 1, "partitions": [{"topic": "r", "partition": 0, "replicas": replicas}]}
+        ).decode()
+    )
+    return str(path)
+
+
+def configs_of(kazoo: KazooClient, path: str) -> dict[str, object]:
+    if not kazoo.exists(path):
+        return {}
+    config = zk_json(kazoo, path)["config"]
+    assert isinstance(config, dict)
+    return config
+
+
+async def test_keel_reassign_execute_verify_list_cancel(
+    brokers: Brokers, kazoo: KazooClient, tmp_path: Path
+) -> None:
+    one, _, _ = brokers.start(1, 2, 3)
+    await controller_of(brokers)
+    await create_topic(one, "r", assignment={0: [1, 2]})
+    await settled_to(brokers, kazoo, "r", lambda s: s[0][0] == 1, "broker 1 never led")
+    async with KeelProducer(bootstrap(brokers), acks=-1) as producer:
+        for _ in range(8):
+            await producer.send_many("r", [(None, b"v" * 4096)] * 64, partition=0)  # 2 MiB
+    server = ["--bootstrap-server", bootstrap(brokers)]
+    move = plan_file(tmp_path, "move.json", [2, 3])
+
+    # execute with a throttle: the configs Kafka's tool would set, then the move starts.
+    started = await asyncio.to_thread(
+        keel, "reassign", "execute", "--reassignment-json-file", move, "--throttle", str(MB), *server
+    )
+    assert started.returncode == 0, started.stderr
+    assert '"replicas":[1,2]' in started.stdout, "the current assignment is printed for a rollback"
+    for broker in (1, 2, 3):
+        assert configs_of(kazoo, f"/config/brokers/{broker}") == {
+            "leader.replication.throttled.rate": str(MB),
+            "follower.replication.throttled.rate": str(MB),
+        }
+    assert configs_of(kazoo, "/config/topics/r") == {
+        "leader.replication.throttled.replicas": "0:1,0:2",
+        "follower.replication.throttled.replicas": "0:3",
+    }
+    listed = await asyncio.to_thread(keel, "reassign", "list", "--format", "json", *server)
+    assert listed.returncode == 0, listed.stderr
+    (ongoing,) = orjson.loads(listed.stdout)
+    assert ongoing["topic"] == "r" and ongoing["adding_replicas"] == [3] and ongoing["bytes_to_copy"] > 0
+
+    async def verified() -> list[dict[str, object]] | None:
+        answer = await asyncio.to_thread(
+            keel, "reassign", "verify", "--reassignment-json-file", move, "--format", "json", *server
+        )
+        assert answer.returncode == 0, answer.stderr
+        states = orjson.loads(answer.stdout)
+        return states if states[0]["state"] == "complete" else None
+
+    (done,) = await eventually(verified, timeout=30, interval=0.5, message="the move never completed")
+    assert done["replicas"] == [2, 3]
+    assert configs_of(kazoo, "/config/brokers/1") == {} and configs_of(kazoo, "/config/topics/r") == {}, (
+        "verify removes the throttles once everything is complete"
+    )
+
+    # A crawling move is cancelled: the replicas go back and the throttles go away.
+    back = plan_file(tmp_path, "back.json", [1, 2])
+    slow = await asyncio.to_thread(
+        keel, "reassign", "execute", "--reassignment-json-file", back, "--throttle", "10000", *server
+    )
+    assert slow.returncode == 0, slow.stderr
+    cancelled = await asyncio.to_thread(
+        keel, "reassign", "cancel", "--reassignment-json-file", back, "--format", "json", *server
+    )
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert orjson.loads(cancelled.stdout) == [{"topic": "r", "partition": 0, "error": None}]
+    await settled_to(brokers, kazoo, "r", lambda s: sorted(s[0][2]) == [2, 3], "the cancel never settled")
+    assert configs_of(kazoo, "/config/topics/r") == {}
+    listed = await asyncio.to_thread(keel, "reassign", "list", "--format", "json", *server)
+    assert orjson.loads(listed.stdout) == []
+
+    # --wait draws progress to the end and verifies.
+    waited = await asyncio.to_thread(
+        keel, "reassign", "execute", "--reassignment-json-file", back, "--wait", *server
+    )
+    assert waited.returncode == 0, waited.stderr
+    assert "1/1 partitions" in waited.stderr and "100.0%" in waited.stderr
+    assert "the throttles are removed" in waited.stdout
