@@ -12,7 +12,7 @@ in the ISR, and the quota is exceeded. In-sync followers and unthrottled partiti
 their data, so a reassignment cannot starve the replication that acks=all produces wait on.
 
 The rate is a token bucket on the Clock port rather than Kafka's sampled rate over a window:
-the bucket starts empty and holds at most `burst_s` seconds of the rate, and a transfer may
+the bucket starts empty and holds at most `burst_s` (0.25) seconds of the rate, and a transfer may
 overdraw it (the next waits until the debt is paid). Over any stretch longer than a fetch the
 bytes moved are the rate times the time, without the initial burst of up to a whole window
 that Kafka's sampled rate allows.
@@ -33,12 +33,15 @@ FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
 WILDCARD = "*"
 # Kafka's default for both rates: Long.MaxValue, i.e. unlimited.
 UNLIMITED = 2**63 - 1
+# How much of the rate an idle quota saves up: enough to bridge the gap between a quota
+# freeing and the next fetch, small enough that a move after a pause starts near the rate.
+BURST_S = 0.25
 
 
 class ReplicationQuota:
     """One direction's quota: a token bucket refilled at `rate` bytes/s (None: unlimited)."""
 
-    def __init__(self, clock: Clock, rate: int | None = None, *, burst_s: float = 1.0) -> None:
+    def __init__(self, clock: Clock, rate: int | None = None, *, burst_s: float = BURST_S) -> None:
         self._clock = clock
         self._burst_s = burst_s
         self._rate: int | None = None
@@ -148,7 +151,7 @@ def parse_rate(value: str) -> int:
 class ReplicationThrottle:
     """This broker's two quotas and which of its partitions they apply to."""
 
-    def __init__(self, broker_id: int, clock: Clock, *, burst_s: float = 1.0) -> None:
+    def __init__(self, broker_id: int, clock: Clock, *, burst_s: float = BURST_S) -> None:
         self.broker_id = broker_id
         self.leader = ReplicationQuota(clock, burst_s=burst_s)
         self.follower = ReplicationQuota(clock, burst_s=burst_s)
