@@ -12,9 +12,10 @@ one run:
 - throttled move: back from [2] to [1], with the throttles `keel reassign --throttle` sets
   (`--throttle-mb` MB/s on both brokers, leader and follower throttled replicas per partition);
   the rate is taken over the same span and compared with the throttle;
-- produce latency: all along, acks=all round trips of small batches to another topic with
-  replicas [1, 2], led by broker 1, whose follower shares its fetcher with the move; p50 and p99
-  before the moves, during the unthrottled move, and during the throttled one.
+- produce latency: all along, acks=all round trips of small batches (one in flight, 20 ms
+  apart) to another topic with replicas [1, 2], led by broker 1, whose follower shares its
+  fetcher with the move; p50 and p99 before the moves, during the unthrottled move, and during
+  the throttled one.
 
     .venv/bin/python -m bench.reassignment [--megabytes 1000] [--throttle-mb 40]
 """
@@ -240,12 +241,14 @@ async def move(
 
 
 class Latency:
-    """acks=all round trips to the probe topic at a steady rate, labelled by phase."""
+    """acks=all round trips to the probe topic, one request at a time with a short pause between
+    (a producer's batch in flight: a broker serves one request per connection at a time, so
+    requests sent faster than they complete would measure the queue, not the round trip)."""
 
-    def __init__(self, port: int, batch: bytes, per_second: int) -> None:
+    def __init__(self, port: int, batch: bytes, pause_s: float) -> None:
         self._port = port
         self._batch = batch
-        self._interval = 1 / per_second
+        self._pause_s = pause_s
         self.phase = "idle"
         self.samples: dict[str, list[float]] = {}
         self._stop = asyncio.Event()
@@ -255,21 +258,16 @@ class Latency:
         self._client = await RpcClient.connect("127.0.0.1", self._port, request_timeout=60)
         self._task = asyncio.create_task(self._run())
 
-    async def _one(self, phase: str) -> None:
-        started = time.perf_counter()
-        response = await self._client.send(produce_request(PROBE, 0, self._batch, -1))
-        assert isinstance(response, ProduceResponse)
-        if response.responses[0].partition_responses[0].error_code == 0:
-            self.samples.setdefault(phase, []).append(time.perf_counter() - started)
-
     async def _run(self) -> None:
-        pending: set[asyncio.Task[None]] = set()
+        request = produce_request(PROBE, 0, self._batch, -1)
         while not self._stop.is_set():
-            task = asyncio.create_task(self._one(self.phase))
-            pending.add(task)
-            task.add_done_callback(pending.discard)
-            await asyncio.sleep(self._interval)
-        await asyncio.gather(*pending, return_exceptions=True)
+            phase = self.phase
+            started = time.perf_counter()
+            response = await self._client.send(request)
+            assert isinstance(response, ProduceResponse)
+            if response.responses[0].partition_responses[0].error_code == 0:
+                self.samples.setdefault(phase, []).append(time.perf_counter() - started)
+            await asyncio.sleep(self._pause_s)
 
     async def stop(self) -> None:
         self._stop.set()
@@ -281,7 +279,10 @@ class Latency:
         values = self.samples.get(phase, [])
         if not values:
             return "no samples"
-        return f"p50 {percentile(values, 0.5) * 1000:.1f} ms p99 {percentile(values, 0.99) * 1000:.1f} ms"
+        return (
+            f"p50 {percentile(values, 0.5) * 1000:.1f} ms p99 {percentile(values, 0.99) * 1000:.1f} ms"
+            f" ({len(values)} sends)"
+        )
 
 
 async def scenario(ports: dict[int, int], args: argparse.Namespace, batch: bytes, batches: int) -> None:
@@ -294,7 +295,7 @@ async def scenario(ports: dict[int, int], args: argparse.Namespace, batch: bytes
     raw = await raw_read(ports[1], args.partitions, total)
     consume_rate, raw_rate = total / MB / consumed, total / MB / raw
     print(f"consume (KeelConsumer) {consume_rate:.1f} MB/s, raw fetch {raw_rate:.1f} MB/s")
-    probe = Latency(ports[1], records.build_batch([(None, b"p" * 100)] * 10, timestamp=0), 50)
+    probe = Latency(ports[1], records.build_batch([(None, b"p" * 100)] * 10, timestamp=0), 0.02)
     await probe.start()
     await asyncio.sleep(3.0)
     probe.phase = "unthrottled"
