@@ -68,6 +68,9 @@ class ReplicaManager(LeaderPath, FollowerPath, Actor[ReplicaMessage]):
         match message:
             case ControlRequest(request=LeaderAndIsrRequest() as request, broker_epoch=epoch):
                 self.topic_configs.update(message.topic_configs)
+                for topic, config in message.topic_configs.items():
+                    # A topic created with throttled replicas gets no change notification.
+                    self.throttle.set_topic_config(topic, config)
                 return self.become_leader_or_follower(request, epoch)
             case ControlRequest(request=StopReplicaRequest() as request, broker_epoch=epoch):
                 return self.stop_replicas(request, epoch)

@@ -48,6 +48,7 @@ class DynamicConfigManager:
         """Arm the watch and note the newest notification first, then read everything: a
         change written after the listing fires the watch, one before it is read anyway."""
         self._store.watch_config_changes(self._wake.set)
+        self._store.watch_session(self)
         existing = await self._store.config_changes(watch=True)
         if existing:
             self._last_seen = _sequence(existing[-1])
@@ -58,6 +59,15 @@ class DynamicConfigManager:
             await self._replica_manager.set_throttles(topic_configs=throttled)
         self._task = asyncio.create_task(self._run(), name="dynamic-config")
         await self._purge(existing)
+
+    # --- SessionWatcher: a new session has lost the old one's watches ---
+
+    async def before_new_session(self) -> None:
+        return None
+
+    def after_new_session(self) -> None:
+        """Re-list (which re-arms the watch) and catch up on what the gap missed."""
+        self._wake.set()
 
     async def shutdown(self) -> None:
         if self._task is not None:
