@@ -34,7 +34,7 @@ import uvloop
 
 from bench.election import cpu_model, percentile
 from node.broker.main import tune_gc
-from node.cli.reassign_commands import clear_throttle_resources, throttle_plan, throttle_resources
+from node.cli.reassignment_plan import clear_throttle_resources, throttle_plan, throttle_resources
 from node.clients.admin import KeelAdminClient
 from node.clients.consumer import KeelConsumer
 from node.cluster.zookeeper import EmbeddedZooKeeper, free_ports

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from node.cli.main import main
-from node.cli.reassign_commands import (
+from node.cli.reassignment_plan import (
     ReassignmentFileError,
     clear_throttle_resources,
     parse_reassignment,
