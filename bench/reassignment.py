@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,7 +36,8 @@ from node.broker.main import tune_gc
 from node.cli.reassignment_plan import clear_throttle_resources, throttle_plan, throttle_resources
 from node.clients.admin import KeelAdminClient
 from node.clients.consumer import KeelConsumer
-from node.cluster.zookeeper import EmbeddedZooKeeper, free_ports
+from node.cluster.local import LocalCluster
+from node.cluster.zookeeper import EmbeddedZooKeeper
 from wire import records
 from wire.api import (
     CreatableReplicaAssignment,
@@ -54,29 +54,16 @@ from wire.api import (
 from wire.client import RpcClient
 from wire.errors import WireError
 
-ROOT = Path(__file__).resolve().parents[1]
 TOPIC = "moving"
 PROBE = "probe"
 MB = 1_000_000
 
 
-def start_brokers(connect: str, home: Path) -> tuple[list[subprocess.Popen[bytes]], dict[int, int]]:
-    ports = dict(zip((1, 2), free_ports(2), strict=True))
-    processes = []
-    for broker_id, port in ports.items():
-        properties = home / f"broker-{broker_id}.properties"
-        properties.write_text(
-            f"broker.id={broker_id}\nlisteners=PLAINTEXT://127.0.0.1:{port}\n"
-            f"zookeeper.connect={connect}\nlog.dirs={home / f'data-{broker_id}'}\n"
-            "log.segment.bytes=268435456\n"
-        )
-        log = (home / f"broker-{broker_id}.log").open("wb")
-        processes.append(
-            subprocess.Popen(
-                [sys.executable, "-m", "node.broker.main", str(properties)], stdout=log, stderr=log, cwd=ROOT
-            )
-        )
-    return processes, ports
+def start_brokers(connect: str, home: Path) -> tuple[LocalCluster, dict[int, int]]:
+    cluster = LocalCluster(home, connect)
+    for broker_id in (1, 2):
+        cluster.new(broker_id, {"log.segment.bytes": "268435456"}, home=home / f"broker-{broker_id}").start()
+    return cluster, {b.broker_id: b.port for b in cluster.all}
 
 
 def bootstrap(ports: dict[int, int]) -> str:
@@ -343,13 +330,11 @@ def main() -> None:
         try:
             home = Path(tmp) / "run"
             home.mkdir()
-            processes, ports = start_brokers(f"{zookeeper.connect_string}/bench", home)
+            cluster, ports = start_brokers(f"{zookeeper.connect_string}/bench", home)
             try:
                 uvloop.run(scenario(ports, args, batch, batches))
             finally:
-                for process in processes:
-                    process.kill()
-                    process.wait(30)
+                cluster.kill_all()
         finally:
             zookeeper.stop()
 
