@@ -81,7 +81,9 @@ class FollowerPath(ReplicaState):
         state.removed.clear()
         wait_ms = self.config.fetch_wait_max_ms
         if held:
-            wait_ms = min(wait_ms, max(1, math.ceil(self.throttle.follower.wait_s() * 1000)))
+            # (A zero rate waits forever: the long poll's own limit still applies.)
+            wait_s = min(wait_ms / 1000, self.throttle.follower.wait_s())
+            wait_ms = max(1, math.ceil(wait_s * 1000))
         fetches: dict[str, list[FetchPartition]] = {}
         for tp in changed:
             offset, epoch = session.sent[tp]

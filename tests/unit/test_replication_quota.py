@@ -178,3 +178,17 @@ async def test_the_follower_leaves_throttled_partitions_out_of_its_fetch(brokers
     assert [p.fetch_offset for t in plan.fetch_request.topics for p in t.partitions] == [20]
     follower.process_fetched(1, plan, brokers[1].read(plan.fetch_request, wait=False).response)
     assert follower.partitions[TP].log_end_offset == 25
+
+
+async def test_a_zero_rate_holds_throttled_replicas_within_the_long_poll(brokers: Brokers) -> None:
+    brokers.lead(1, 0, [1, 2])
+    follower = brokers[3]
+    follower.set_throttles((None, 0), {"t": {FOLLOWER_REPLICAS: "*"}})
+    brokers[1].append_records(produce(_batch_of(5_000), acks=1))
+    brokers.replicate(3, 1)  # the first transfer goes through, as in Kafka
+    assert follower.partitions[TP].log_end_offset == 5
+    brokers[1].append_records(produce(_batch_of(5_000), acks=1))
+    plan = follower.plan_fetch(1)
+    assert plan is not None and plan.fetch_request is not None
+    assert not plan.fetch_request.topics
+    assert plan.fetch_request.max_wait_ms == follower.config.fetch_wait_max_ms
