@@ -26,6 +26,7 @@ from collections.abc import Mapping
 
 import orjson
 
+from node.cli.arguments import non_negative_int
 from node.cli.output import print_json, print_table
 from node.cli.reassignment_plan import (
     Partition,
@@ -379,22 +380,12 @@ async def _alter(
     return bool(failed)
 
 
-def _throttle(value: str) -> int:
-    try:
-        rate = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of bytes per second") from None
-    if rate < 0:
-        raise argparse.ArgumentTypeError("the throttle cannot be negative")
-    return rate
-
-
 def add_arguments(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:  # type: ignore[type-arg]
     file_help = 'Kafka\'s reassignment JSON: {"version":1,"partitions":[{"topic","partition","replicas"}]}'
     execute_parser = sub.add_parser("execute", parents=[common], help="start the reassignments in a file")
     execute_parser.add_argument("--reassignment-json-file", required=True, help=file_help)
     execute_parser.add_argument(
-        "--throttle", type=_throttle, default=None, metavar="BYTES_PER_S", help="replication throttle"
+        "--throttle", type=non_negative_int, default=None, metavar="BYTES_PER_S", help="replication throttle"
     )
     execute_parser.add_argument("--wait", action="store_true", help="show progress until complete")
     execute_parser.add_argument(
