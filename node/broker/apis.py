@@ -160,7 +160,9 @@ class BrokerApis:
                 return await self._config_admin.describe_configs(request.body)
             case ApiKey.DESCRIBE_LOG_DIRS if self._logs is not None:
                 assert isinstance(request.body, DescribeLogDirsRequest)
-                return describe_log_dirs(self._logs, request.body)
+                topics = None if request.body.topics is None else {t.topic for t in request.body.topics}
+                remaining = await self._replica_manager.bytes_to_copy(topics)
+                return describe_log_dirs(self._logs, request.body, remaining)
             case ApiKey.METADATA:
                 assert isinstance(request.body, MetadataRequest)
                 answer = await self._replica_manager.metadata(request.body)

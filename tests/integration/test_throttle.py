@@ -8,6 +8,7 @@ import asyncio
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable
 from pathlib import Path
 
 import orjson
@@ -138,6 +139,19 @@ async def replica_size(broker: BrokerProcess, topic: str) -> int:
     return sum(p.partition_size for r in response.results for t in r.topics for p in t.partitions)
 
 
+async def _equals(value: Awaitable[int], expected: int) -> bool:
+    return await value == expected
+
+
+async def bytes_to_copy(leader: BrokerProcess, topic: str) -> int:
+    async with KeelAdminClient(f"127.0.0.1:{leader.port}", timeout=2) as admin:
+        response = await admin.describe_log_dirs([DescribableLogDirTopic(topic=topic, partitions=[0])])
+    (figure,) = [
+        p.reassignment_bytes_to_copy for r in response.results for t in r.topics for p in t.partitions
+    ]
+    return figure
+
+
 async def test_a_new_replica_is_copied_at_the_throttled_rate(brokers: Brokers, kazoo: KazooClient) -> None:
     rate = MB
     one = brokers.new(1, replica_fetch_max_bytes=str(128 * 1024)).start()
@@ -177,8 +191,10 @@ async def test_a_new_replica_is_copied_at_the_throttled_rate(brokers: Brokers, k
         started = await admin.alter_partition_reassignments({("moving", 0): [1, 2]})
     assert [p.error_code for t in started.responses for p in t.partitions] == [0]
     first: list[tuple[float, int]] = []
+    figures: list[int] = []
 
     async def copied() -> bool:
+        figures.append(await bytes_to_copy(one, "moving"))
         size = await replica_size(two, "moving")
         if size and not first:
             first.append((time.monotonic(), size))
@@ -188,8 +204,16 @@ async def test_a_new_replica_is_copied_at_the_throttled_rate(brokers: Brokers, k
     first_seen, first_size = first[0]
     measured = (total - first_size) / (time.monotonic() - first_seen)
     assert 0.75 * rate <= measured <= 1.15 * rate, f"copied at {measured / MB:.2f} MiB/s against 1 MiB/s"
+    # The leader's progress metric counted down while the copy ran.
+    counting = [f for f in figures if f > 0]
+    assert len(counting) > 5 and counting[0] > counting[-1] and counting[0] <= total
     await settled_to(
         brokers, kazoo, "moving", lambda s: sorted(s[0][2]) == [1, 2], "the move never completed"
+    )
+    await eventually(
+        lambda: _equals(bytes_to_copy(one, "moving"), -1),
+        timeout=10,
+        message="the leader still counts bytes to copy after the move",
     )
 
 
