@@ -86,6 +86,23 @@ class Maintain:
     shrink: bool = True
 
 
+@dataclasses.dataclass(frozen=True)
+class SetThrottles:
+    """Dynamic config changes for replication throttles: the two broker rates in bytes/s
+    (None: unlimited) when `rates` is given, and the configs of topics that changed."""
+
+    rates: tuple[int | None, int | None] | None = None
+    topic_configs: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class BytesToCopy:
+    """Reassignment progress on the leader: bytes the adding replicas still lack, per
+    partition, of these topics (None: all)."""
+
+    topics: frozenset[str] | None = None
+
+
 ReplicaMessage = (
     ControlRequest
     | MetadataRequest
@@ -98,5 +115,7 @@ ReplicaMessage = (
     | EpochEndsFetched
     | IsrChangeAnswered
     | Maintain
+    | SetThrottles
+    | BytesToCopy
     | None
 )
