@@ -25,33 +25,24 @@ bare ZooKeeper client, the writes of the leader moves alone.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import functools
 import signal
 import statistics
-import sys
-import tempfile
 import time
-from pathlib import Path
 
 import orjson
 import uvloop
 
-from bench.broker_failure import SENTINEL, baseline, leaders_moved_on_survivors, start_brokers
-from bench.election import cpu_model
+from bench.broker_failure import baseline, leaders_moved_on_survivors
 from bench.failover import (
     BROKERS,
     PER_TOPIC,
-    ControllerHold,
     controller_idle,
-    populate,
     topic_names,
     wait_for,
 )
-from node.broker.main import tune_gc
+from bench.scale import fresh_clusters, parse_args
 from node.cluster.local import BrokerProcess, LocalCluster
-from node.cluster.zookeeper import EmbeddedZooKeeper
 from node.zk.client import DATA_CHANGED, ZooKeeperClient
 
 
@@ -125,47 +116,20 @@ def _wait_exit(broker: BrokerProcess) -> tuple[int | None, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--partitions", type=int, default=30_000)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--keep-logs", action="store_true", help="keep broker logs in a directory it prints")
-    args = parser.parse_args()
-    tune_gc()
-    print(
-        f"machine: {cpu_model()}, python {sys.version.split()[0]}, "
-        f"{args.partitions} partitions, RF 3, 3 brokers"
-    )
+    args = parse_args(__doc__.splitlines()[0])
     zk_runs, moved_runs, exit_runs, raw_runs = [], [], [], []
-    with tempfile.TemporaryDirectory(prefix="keel-controlled-shutdown-") as scratch:
-        tmp = tempfile.mkdtemp(prefix="keel-controlled-shutdown-") if args.keep_logs else scratch
-        if args.keep_logs:
-            print(f"logs kept in {tmp}")
-        zookeeper = EmbeddedZooKeeper(Path(tmp) / "zk", heap_mb=2048)
-        zookeeper.start()
-        try:
-            for run in range(1, args.runs + 1):
-                connect = f"{zookeeper.connect_string}/run{run}"
-                uvloop.run(populate(connect, args.partitions, {SENTINEL: len(BROKERS)}))
-                home = Path(tmp) / f"run{run}"
-                home.mkdir()
-                cluster = uvloop.run(
-                    ControllerHold.start_together(connect, functools.partial(start_brokers, connect, home))
-                )
-                try:
-                    in_zk, moved, exited, led = uvloop.run(measure(connect, cluster, args.partitions))
-                finally:
-                    cluster.kill_all()
-                raw_runs.append(uvloop.run(baseline(connect, args.partitions // 3)))
-                zk_runs.append(in_zk)
-                moved_runs.append(moved)
-                exit_runs.append(exited)
-                print(
-                    f"run {run}: {led} leaders moved in ZooKeeper {in_zk:.2f} s after SIGTERM,"
-                    f" applied by the other brokers after {moved:.2f} s"
-                    f" (raw ZooKeeper work {raw_runs[-1]:.2f} s); process exited after {exited:.2f} s"
-                )
-        finally:
-            zookeeper.stop()
+    for run, connect, cluster in fresh_clusters("controlled-shutdown", args):
+        in_zk, moved, exited, led = uvloop.run(measure(connect, cluster, args.partitions))
+        cluster.kill_all()  # the baseline runs on a quiet ZooKeeper
+        raw_runs.append(uvloop.run(baseline(connect, args.partitions // 3)))
+        zk_runs.append(in_zk)
+        moved_runs.append(moved)
+        exit_runs.append(exited)
+        print(
+            f"run {run}: {led} leaders moved in ZooKeeper {in_zk:.2f} s after SIGTERM,"
+            f" applied by the other brokers after {moved:.2f} s"
+            f" (raw ZooKeeper work {raw_runs[-1]:.2f} s); process exited after {exited:.2f} s"
+        )
     for label, runs in (
         ("leaders moved in ZooKeeper", zk_runs),
         ("leaders moved, applied by the other brokers", moved_runs),
