@@ -427,6 +427,10 @@ class PartitionLog(Protocol):
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int, int] | None: ...
 
+    def size_from(self, offset: int) -> int:
+        """Bytes from the batch holding `offset` to the log end (the whole log below its start)."""
+        ...
+
 
 class LogStore(Protocol):
     """Every log on this broker and the high-watermark checkpoint (Kafka's LogManager)."""

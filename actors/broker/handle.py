@@ -12,6 +12,7 @@ from actors.broker.fetcher import ReplicaFetcher
 from actors.broker.partition import PendingIsr
 from actors.broker.replica_manager import ReplicaManager
 from actors.broker.replica_messages import (
+    BytesToCopy,
     ControlRequest,
     EpochEndsFetched,
     Fetched,
@@ -185,6 +186,12 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
         """Apply replication throttle configs: (leader, follower) rates in bytes/s (None:
         unlimited), and topics' configs (their throttled-replicas lists)."""
         await self.ask(SetThrottles(rates, topic_configs or {}))
+
+    async def bytes_to_copy(self, topics: set[str] | None = None) -> dict[TopicPartition, int]:
+        """Per partition led here with replicas being added: the bytes they still lack."""
+        remaining = await self.ask(BytesToCopy(None if topics is None else frozenset(topics)))
+        assert isinstance(remaining, dict)
+        return remaining
 
     async def maintain(self, *, checkpoint: bool = False, shrink: bool = True) -> None:
         await self.ask(Maintain(checkpoint=checkpoint, shrink=shrink))

@@ -13,8 +13,8 @@ from enum import Enum, IntEnum
 from typing import ClassVar
 
 from actors.ports import TopicPartition
-from wire.api import AlterPartitionRequest, ElectionType
-from wire.errors import NotController
+from wire.api import AlterPartitionRequest, ControlledShutdownResponse, ElectionType
+from wire.errors import ErrorCode, NotController
 
 
 class ControllerState(IntEnum):
@@ -211,6 +211,26 @@ class ListPartitionReassignments(CallbackEvent):
     partitions: list[TopicPartition] | None = dataclasses.field(kw_only=True)
 
 
+@dataclasses.dataclass(frozen=True)
+class ControlledShutdown(CallbackEvent):
+    """A broker asks to move its leaders away before it stops (spec §7.3); answered through
+    `reply` with a ControlledShutdownResponse."""
+
+    state = ControllerState.CONTROLLED_SHUTDOWN
+    broker_id: int = dataclasses.field(kw_only=True)
+    broker_epoch: int = dataclasses.field(kw_only=True)
+
+    def preempt(self) -> None:
+        # Kafka answers a pre-empted controlled shutdown as a moved controller.
+        if not self.reply.done():
+            self.reply.set_result(
+                ControlledShutdownResponse(
+                    error_code=ErrorCode.STALE_CONTROLLER_EPOCH,
+                    error_message="controlled shutdown pre-empted: the controller moved",
+                )
+            )
+
+
 ControllerEvent = (
     Startup
     | ControllerChange
@@ -230,4 +250,5 @@ ControllerEvent = (
     | ZkPartitionReassignment
     | ApiPartitionReassignment
     | ListPartitionReassignments
+    | ControlledShutdown
 )

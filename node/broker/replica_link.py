@@ -12,6 +12,8 @@ from actors.ports import RegisteredBroker
 from wire.api import (
     AlterPartitionRequest,
     AlterPartitionResponse,
+    ControlledShutdownRequest,
+    ControlledShutdownResponse,
     FetchRequest,
     FetchResponse,
     OffsetsForLeaderEpochRequest,
@@ -65,6 +67,20 @@ class RpcReplicaLink:
             raise NotController("no active controller is known")
         response = await self._send(registered.info.endpoints[0], request, self._timeout_s)
         assert isinstance(response, AlterPartitionResponse)
+        return response
+
+    async def controlled_shutdown(
+        self, request: ControlledShutdownRequest, timeout_s: float
+    ) -> ControlledShutdownResponse:
+        """To the controller this broker knows now (from its `/controller` watch), as Kafka
+        finds it in its metadata cache."""
+        controller = self._controller_id()
+        registered = None if controller < 0 else await self._registered_broker(controller)
+        if registered is None or not registered.info.endpoints:
+            raise NotController("no active controller is known")
+        log.info("controlled shutdown: asking the controller, broker %d", controller)
+        response = await self._send(registered.info.endpoints[0], request, timeout_s)
+        assert isinstance(response, ControlledShutdownResponse)
         return response
 
     async def close(self) -> None:

@@ -25,6 +25,7 @@ from node.broker.apis import BrokerApis
 from node.broker.channel_manager import ControllerChannelManager
 from node.broker.config import BrokerConfig
 from node.broker.config_admin import ConfigAdmin
+from node.broker.controlled_shutdown import ControlledShutdownConfig, controlled_shutdown
 from node.broker.dynamic_config import DynamicConfigManager
 from node.broker.log.config import LogConfig
 from node.broker.log.manager import LogManager
@@ -213,6 +214,23 @@ class KeelBroker:
             (config.get_int("log.flush.scheduler.interval.ms"), flush),
         ):
             self._periodic.append(asyncio.create_task(every(interval_ms, work), name=work.__name__))
+
+    async def controlled_shutdown(self, deadline: float) -> bool:
+        """Ask the controller to move this broker's leaders away before it stops (spec §7.3);
+        `deadline` on `time.monotonic()`'s clock. True when it did."""
+        if self._controller is None:
+            return False
+        try:
+            return await controlled_shutdown(
+                self.broker_id,
+                self.broker_epoch,
+                self.replica_link.controlled_shutdown,
+                ControlledShutdownConfig.from_broker_config(self.config),
+                deadline,
+            )
+        except Exception:
+            log.exception("controlled shutdown failed; stopping anyway")
+            return False
 
     async def shutdown(self) -> None:
         log.info("broker %d shutting down", self.broker_id)

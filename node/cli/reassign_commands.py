@@ -11,9 +11,10 @@ broker that holds or receives a moving replica, and on each topic sets
 once every partition in the file is complete, as does `cancel` (Kafka's default without
 --preserve-throttles).
 
-Bytes still to copy: for each partition in progress, the leader's replica size minus each
-adding replica's size, from DescribeLogDirs on the leader and on each adding broker (a
-replica not created yet counts as empty). `--wait` draws them as a progress bar.
+Bytes still to copy: for each partition in progress, the leader's figure from DescribeLogDirs
+(the bytes from each adding replica's last fetch offset to the log end), or while it has none
+yet, the leader's replica size minus each adding replica's. `--wait` draws them as a progress
+bar.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from wire.api import (
     DescribableLogDirTopic,
     MetadataResponse,
 )
-from wire.errors import ErrorCode
+from wire.errors import ErrorCode, WireError
 
 # Seconds between two looks at the progress of `execute --wait`.
 POLL_INTERVAL_S = 0.5
@@ -65,14 +66,15 @@ def _assignment(metadata: MetadataResponse) -> tuple[dict[Partition, list[int]],
 
 
 class _SizeReader:
-    """Replica sizes by DescribeLogDirs, one connection per broker, kept between looks."""
+    """DescribeLogDirs on each broker, one connection per broker, kept between looks: per
+    partition (replica size, the leader's bytes-to-copy figure or -1)."""
 
     def __init__(self, metadata: MetadataResponse, timeout: float) -> None:
         self._addresses = {b.broker_id: f"{b.host}:{b.port}" for b in metadata.brokers}
         self._timeout = timeout
         self._clients: dict[int, KeelAdminClient] = {}
 
-    async def sizes(self, broker: int, partitions: list[Partition]) -> dict[Partition, int]:
+    async def sizes(self, broker: int, partitions: list[Partition]) -> dict[Partition, tuple[int, int]]:
         address = self._addresses.get(broker)
         if address is None or not partitions:
             return {}
@@ -86,10 +88,10 @@ class _SizeReader:
             response = await client.describe_log_dirs(
                 [DescribableLogDirTopic(topic=t, partitions=ps) for t, ps in by_topic.items()]
             )
-        except Exception:  # a broker that does not answer counts as having nothing yet
+        except WireError:  # a broker that does not answer counts as having nothing yet
             return {}
         return {
-            (t.name, p.partition_index): p.partition_size
+            (t.name, p.partition_index): (p.partition_size, p.reassignment_bytes_to_copy)
             for r in response.results
             for t in r.topics
             for p in t.partitions
@@ -103,7 +105,9 @@ class _SizeReader:
 async def bytes_to_copy(
     reader: _SizeReader, adding: Mapping[Partition, list[int]], leaders: Mapping[Partition, int]
 ) -> dict[Partition, int]:
-    """Per partition in progress: the sum over adding replicas of the leader's size minus theirs."""
+    """Per partition in progress: the leader's figure (the bytes from each adding replica's
+    fetch offset to its log end); while the leader has none yet, the leader's replica size
+    minus each adding replica's."""
     wanted: dict[int, set[Partition]] = {}
     for tp, brokers in adding.items():
         for broker in [leaders.get(tp, -1), *brokers]:
@@ -112,8 +116,11 @@ async def bytes_to_copy(
     sizes = {b: await reader.sizes(b, sorted(tps)) for b, tps in wanted.items()}
     remaining = {}
     for tp, brokers in adding.items():
-        leader_size = sizes.get(leaders.get(tp, -1), {}).get(tp, 0)
-        remaining[tp] = sum(max(0, leader_size - sizes.get(b, {}).get(tp, 0)) for b in brokers)
+        leader_size, figure = sizes.get(leaders.get(tp, -1), {}).get(tp, (0, -1))
+        if figure >= 0:
+            remaining[tp] = figure
+        else:
+            remaining[tp] = sum(max(0, leader_size - sizes.get(b, {}).get(tp, (0, -1))[0]) for b in brokers)
     return remaining
 
 

@@ -280,19 +280,20 @@ def cmd_status(args: argparse.Namespace, state: ClusterState) -> int:
 
 
 def cmd_stop(args: argparse.Namespace, state: ClusterState) -> int:
-    """Every broker gets SIGTERM at once and shuts down in order (moving its leaders away
-    first, when controlled shutdown is on); one that lingers past --timeout is killed."""
+    """The planner stops first. Then brokers stop one at a time with SIGTERM, the controller
+    last, so that each one's controlled shutdown can move its leaders to brokers that stay (and
+    the controller moves once); one that lingers past --timeout is killed. Then ZooKeeper stops."""
     planner = state.planner_process()
     if planner is not None and state.planner is not None:
         planner.stop(args.timeout)
         state.planner.pid = None
     cluster = state.cluster()
-    for broker in cluster.all:
-        broker.signal(signal.SIGCONT)  # a paused broker cannot handle SIGTERM
-        broker.signal(signal.SIGTERM)
-    for broker in cluster.all:
+    views = asyncio.run(cluster.views())
+    controllers = {v.controller_id for v in views.values() if v is not None}
+    for broker in sorted(cluster.all, key=lambda b: (b.broker_id in controllers, b.broker_id)):
         broker.stop(args.timeout)
         state.brokers[broker.broker_id].pid = None
+        state.save()
     for pid in state.zookeeper_pids:
         send_signal(pid, signal.SIGTERM)
     for pid in state.zookeeper_pids:

@@ -18,6 +18,11 @@ from wire.api.alter_partition_reassignments import (
 )
 from wire.api.api_versions import ApiVersionRange, ApiVersionsRequest, ApiVersionsResponse
 from wire.api.base import ApiSpec, Request, Response
+from wire.api.controlled_shutdown import (
+    ControlledShutdownRequest,
+    ControlledShutdownResponse,
+    RemainingPartition,
+)
 from wire.api.create_partitions import (
     CreatePartitionsAssignment,
     CreatePartitionsRequest,
@@ -195,6 +200,7 @@ API_SPECS: dict[int, ApiSpec] = {
         ApiSpec(ApiKey.PLANNER_STATUS, 0, 0, PlannerStatusRequest, PlannerStatusResponse),
         ApiSpec(ApiKey.CANCEL_PLAN, 0, 0, CancelPlanRequest, CancelPlanResponse),
         ApiSpec(ApiKey.DESCRIBE_PLANNER, 0, 0, DescribePlannerRequest, DescribePlannerResponse),
+        ApiSpec(ApiKey.CONTROLLED_SHUTDOWN, 0, 0, ControlledShutdownRequest, ControlledShutdownResponse),
     )
 }
 
@@ -223,6 +229,8 @@ __all__ = [
     "ApiVersionRange",
     "ApiVersionsRequest",
     "ApiVersionsResponse",
+    "ControlledShutdownRequest",
+    "ControlledShutdownResponse",
     "CreatableReplicaAssignment",
     "CreatableTopic",
     "CreatableTopicResult",
@@ -307,6 +315,7 @@ __all__ = [
     "ReassignableTopicResponse",
     "ReelectControllerRequest",
     "ReelectControllerResponse",
+    "RemainingPartition",
     "ReplicaElectionResult",
     "Request",
     "Response",
