@@ -75,10 +75,15 @@ def broker_info(snapshot: Snapshot, request: PlanRequest) -> Brokers:
     )
 
 
-def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanResult:
+def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanResult:  # noqa: PLR0915
     """Plan the request on the snapshot; PlanError (one line) for a request that cannot be."""
     F = _functions()
     started = time.monotonic()
+    stages: dict[str, float] = {}
+
+    def lap(name: str) -> None:
+        stages[name] = round(time.monotonic() - started - sum(stages.values()), 3)
+
     if request.balance == "bytes":
         raise PlanError("--balance bytes is not supported yet: plan with --balance count")
     brokers = broker_info(snapshot, request)
@@ -119,6 +124,7 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
         "topic", "partition", "replicas", "leader", F.coalesce("size_bytes", F.lit(0)).alias("size")
     ).cache()
     cells: Cells = {r.topic: dict(zip(r.brokers, r.counts, strict=True)) for r in topic_rows}
+    lap("cells")
     del cell_rows
 
     rack_names = {brokers.racks[b] for b in targets}
@@ -155,15 +161,20 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
             )
         else:
             cell_plan = heal_targets(cells, targets, ctx.weights)
+        lap("targets")
         moved = _move_replicas(ctx, parts, replicas, cells, cell_plan)
+        lap("moves")
     after = parts if moved is None else _apply(parts, moved)
     if "leaders" in request.goals or request.moves_data:
         after = balance_leaders(spark, after, targets, ctx.weights)
+        lap("leaders")
     after = after.cache()
     from node.planner.report import build_report
 
     report, changed = build_report(ctx, parts, after, cells, cell_plan, request)
+    lap("report")
     report["seconds"] = round(time.monotonic() - started, 3)
+    report["stage_seconds"] = stages
     parts.unpersist()
     after.unpersist()
     return PlanResult(partitions=changed, report=report)
