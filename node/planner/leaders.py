@@ -106,23 +106,26 @@ def balance_leaders(
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    parts = parts.localCheckpoint()
+    base = parts.localCheckpoint()
     held: dict[int, int] = dict.fromkeys(targets, 0)
-    for row in parts.groupBy(F.col("replicas")[0].alias("b")).count().collect():
+    for row in base.groupBy(F.col("replicas")[0].alias("b")).count().collect():
         held[row.b] = held.get(row.b, 0) + row["count"]
     goal = leader_goals(held, targets, weights)
-    target_set = set(targets)
+    target_set = sorted(targets)
+    # Partition -> its new first replica, over the rounds (small: a broadcast join).
+    chosen: DataFrame | None = None
+    view = base
     for _ in range(ROUNDS):
         excess = {b: held[b] - goal[b] for b in held if held[b] > goal[b]}
         room = {b: goal[b] - held[b] for b in goal if held[b] < goal[b]}
         if not excess or not room:
             break
-        led = parts.select(
+        led = view.select(
             "topic",
             "partition",
             F.col("replicas")[0].alias("first"),
             F.explode(F.slice("replicas", 2, 1 << 16)).alias("candidate"),
-        ).where(F.col("candidate").isin(sorted(target_set)))
+        ).where(F.col("candidate").isin(target_set))
         pairs = {
             (r.first, r.candidate): r["count"] for r in led.groupBy("first", "candidate").count().collect()
         }
@@ -157,15 +160,24 @@ def balance_leaders(
         for row in done:
             held[row.first] -= row["count"]
             held[row.candidate] = held.get(row.candidate, 0) + row["count"]
-        parts = (
-            parts.join(picked.select("topic", "partition", "candidate"), ["topic", "partition"], "left")
-            .withColumn(
-                "replicas",
-                F.when(F.col("candidate").isNull(), F.col("replicas")).otherwise(
-                    F.concat(F.array("candidate"), F.filter("replicas", lambda x: x != F.col("candidate")))
-                ),
-            )
-            .drop("candidate")
-            .localCheckpoint()
+        latest = picked.select("topic", "partition", "candidate")
+        if chosen is not None:
+            latest = chosen.join(latest, ["topic", "partition"], "left_anti").unionByName(latest)
+        chosen = latest.localCheckpoint()
+        view = _reorder(base, chosen)
+    return view
+
+
+def _reorder(base: DataFrame, chosen: DataFrame) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    return (
+        base.join(F.broadcast(chosen), ["topic", "partition"], "left")
+        .withColumn(
+            "replicas",
+            F.when(F.col("candidate").isNull(), F.col("replicas")).otherwise(
+                F.concat(F.array("candidate"), F.filter("replicas", lambda x: x != F.col("candidate")))
+            ),
         )
-    return parts
+        .drop("candidate")
+    )

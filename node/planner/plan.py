@@ -75,23 +75,43 @@ def broker_info(snapshot: Snapshot, request: PlanRequest) -> Brokers:
     )
 
 
-def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanResult:
+def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanResult:  # noqa: PLR0915
     """Plan the request on the snapshot; PlanError (one line) for a request that cannot be."""
     F = _functions()
     started = time.monotonic()
+    stages: dict[str, float] = {}
+
+    def lap(name: str) -> None:
+        stages[name] = round(time.monotonic() - started - sum(stages.values()), 3)
+
     if request.balance == "bytes":
         raise PlanError("--balance bytes is not supported yet: plan with --balance count")
     brokers = broker_info(snapshot, request)
     targets = target_brokers(request, brokers)
-    stats = snapshot.partitions.groupBy("topic").agg(
-        F.count("*").alias("n"),
-        F.max(F.size("replicas")).alias("rf"),
-        F.min(F.size("replicas")).alias("rf_min"),
+    # One pass: (topic, broker) cells with the partition count (first replicas) and the
+    # replication factor, collected as one row per topic.
+    cell_rows = (
+        snapshot.partitions.select(
+            "topic", F.size("replicas").alias("rf"), F.posexplode("replicas").alias("pos", "broker")
+        )
+        .groupBy("topic", "broker")
+        .agg(
+            F.count("*").alias("c"),
+            F.sum((F.col("pos") == 0).cast("int")).alias("lead"),
+            F.max("rf").alias("rf"),
+        )
+        .groupBy("topic")
+        .agg(
+            F.collect_list("broker").alias("brokers"),
+            F.collect_list("c").alias("counts"),
+            F.sum("lead").alias("n"),
+            F.max("rf").alias("rf"),
+        )
+        .collect()
     )
-    topic_rows = stats.collect()
-    check_topics(request, (r.topic for r in topic_rows))
+    check_topics(request, (r.topic for r in cell_rows))
     scope = set(request.topics) if request.topics is not None else None
-    topic_rows = [r for r in topic_rows if scope is None or r.topic in scope]
+    topic_rows = [r for r in cell_rows if scope is None or r.topic in scope]
     parts = snapshot.partitions
     if scope is not None:
         parts = parts.filter(F.col("topic").isin(sorted(scope)))
@@ -103,6 +123,9 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
     parts = parts.select(
         "topic", "partition", "replicas", "leader", F.coalesce("size_bytes", F.lit(0)).alias("size")
     ).cache()
+    cells: Cells = {r.topic: dict(zip(r.brokers, r.counts, strict=True)) for r in topic_rows}
+    lap("cells")
+    del cell_rows
 
     rack_names = {brokers.racks[b] for b in targets}
     enforce = None not in rack_names and len(rack_names) > 1
@@ -124,9 +147,6 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
     replicas = parts.select(
         "topic", "partition", F.posexplode("replicas").alias("pos", "broker"), "size", "replicas"
     )
-    cells: Cells = defaultdict(dict)
-    for row in replicas.groupBy("topic", "broker").count().collect():
-        cells[row.topic][row.broker] = row["count"]
     cell_plan: CellPlan | None = None
     moved: DataFrame | None = None
     if request.moves_data:
@@ -141,15 +161,20 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
             )
         else:
             cell_plan = heal_targets(cells, targets, ctx.weights)
+        lap("targets")
         moved = _move_replicas(ctx, parts, replicas, cells, cell_plan)
+        lap("moves")
     after = parts if moved is None else _apply(parts, moved)
     if "leaders" in request.goals or request.moves_data:
         after = balance_leaders(spark, after, targets, ctx.weights)
+        lap("leaders")
     after = after.cache()
     from node.planner.report import build_report
 
     report, changed = build_report(ctx, parts, after, cells, cell_plan, request)
+    lap("report")
     report["seconds"] = round(time.monotonic() - started, 3)
+    report["stage_seconds"] = stages
     parts.unpersist()
     after.unpersist()
     return PlanResult(partitions=changed, report=report)
@@ -184,22 +209,35 @@ def _move_replicas(  # noqa: PLR0915
     from pyspark.sql import Window
 
     F = _functions()
-    surplus = []
-    deficit = []
+    # One row per topic: the brokers giving and receiving, and how many (exploded in Spark).
+    changes = []
     for topic, row in cells.items():
         goal = cell_plan.targets.get(topic, {})
-        for broker, count in row.items():
-            extra = count - goal.get(broker, 0)
-            if extra > 0:
-                surplus.append((topic, broker, extra))
-        for broker, want in goal.items():
-            short = want - row.get(broker, 0)
-            if short > 0:
-                deficit.append((topic, broker, short))
+        give = [(b, c - goal.get(b, 0)) for b, c in row.items() if c > goal.get(b, 0)]
+        take = [(b, want - row.get(b, 0)) for b, want in goal.items() if want > row.get(b, 0)]
+        if give:
+            changes.append(
+                (
+                    topic,
+                    [b for b, _ in give],
+                    [n for _, n in give],
+                    [b for b, _ in take],
+                    [n for _, n in take],
+                )
+            )
     spark = ctx.spark
-    if not surplus:
+    if not changes:
         return spark.createDataFrame([], "topic string, partition int, replicas array<int>")
-
+    per_topic = spark.createDataFrame(
+        changes,
+        "topic string, give array<int>, give_n array<int>, take array<int>, take_n array<int>",
+    ).cache()
+    surplus = per_topic.select("topic", F.explode(F.arrays_zip("give", "give_n")).alias("z")).select(
+        "topic", F.col("z.give").alias("broker"), F.col("z.give_n").alias("extra")
+    )
+    deficit = per_topic.select("topic", F.explode(F.arrays_zip("take", "take_n")).alias("z")).select(
+        "topic", F.col("z.take").alias("broker"), F.col("z.take_n").alias("short")
+    )
     rack_cap_rows = [
         (t, rack_cap(rf, len({ctx.racks[b] for b in ctx.targets}))) for t, rf in ctx.replication.items()
     ]
@@ -219,22 +257,16 @@ def _move_replicas(  # noqa: PLR0915
         F.hash("topic", "partition"),
     )
     leavers = (
-        replicas.join(_small(spark, surplus, "topic string, broker int, extra int"), ["topic", "broker"])
+        replicas.join(surplus, ["topic", "broker"])
         .join(caps, "topic")
         .withColumn("violating", violating)
         .withColumn("n", F.row_number().over(leave_order))
         .where(F.col("n") <= F.col("extra"))
         .select("topic", "partition", F.col("broker").alias("from_broker"))
     )
-    slots = (
-        _small(spark, deficit, "topic string, broker int, short int")
-        .select(
-            "topic", F.col("broker").alias("to_broker"), F.explode(F.sequence(F.lit(1), "short")).alias("k")
-        )
-        .withColumn(
-            "slot", F.row_number().over(Window.partitionBy("topic").orderBy("k", F.hash("to_broker")))
-        )
-    )
+    slots = deficit.select(
+        "topic", F.col("broker").alias("to_broker"), F.explode(F.sequence(F.lit(1), "short")).alias("k")
+    ).withColumn("slot", F.row_number().over(Window.partitionBy("topic").orderBy("k", F.hash("to_broker"))))
     touched = parts.join(leavers.select("topic", "partition").distinct(), ["topic", "partition"], "left_semi")
     current = touched.select("topic", "partition", "replicas").join(caps, "topic").localCheckpoint()
     leavers = leavers.localCheckpoint()
