@@ -13,6 +13,7 @@ import random
 import re
 from collections.abc import Mapping, Sequence
 
+from actors.broker.replication_quota import FOLLOWER_REPLICAS, LEADER_REPLICAS, parse_throttled_replicas
 from actors.ports import ReplicaAssignment
 from wire.errors import ErrorCode
 
@@ -70,6 +71,11 @@ def _policy(value: str) -> bool:
     return True
 
 
+def _throttled_replicas(value: str) -> bool:
+    parse_throttled_replicas(value)
+    return True
+
+
 # The topic configs Keel knows, with Kafka's names.
 TOPIC_CONFIGS = {
     "unclean.leader.election.enable": _bool,
@@ -81,6 +87,9 @@ TOPIC_CONFIGS = {
     "flush.messages": _int_at_least(1),
     "flush.ms": _int_at_least(0),
     "cleanup.policy": _policy,
+    # Replication throttles (KIP-73): which replicas the broker quotas apply to.
+    LEADER_REPLICAS: _throttled_replicas,
+    FOLLOWER_REPLICAS: _throttled_replicas,
 }
 
 

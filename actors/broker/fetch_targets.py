@@ -23,6 +23,8 @@ class Source:
     updates: set[TopicPartition] = dataclasses.field(default_factory=set)
     removed: set[TopicPartition] = dataclasses.field(default_factory=set)
     truncating: set[TopicPartition] = dataclasses.field(default_factory=set)
+    # Left out of fetches by the follower quota (replication throttle) until it frees.
+    held: set[TopicPartition] = dataclasses.field(default_factory=set)
     session: FetchSessionClient = dataclasses.field(default_factory=FetchSessionClient)
 
 
@@ -54,6 +56,7 @@ class FetchTargets:
         state.followed.discard(tp)
         state.updates.discard(tp)
         state.truncating.discard(tp)
+        state.held.discard(tp)
         state.removed.add(tp)
 
     def moved(self, source: int, tp: TopicPartition) -> None:

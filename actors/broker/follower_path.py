@@ -5,6 +5,7 @@ epoch after a leader change."""
 from __future__ import annotations
 
 import logging
+import math
 
 from actors.broker.partition import Partition, Role, TopicPartition
 from actors.broker.replica_state import ReplicaState
@@ -62,17 +63,27 @@ class FollowerPath(ReplicaState):
             epochs = {p.tp: p.leader_epoch for p in truncating}
             return FetchPlan(state.endpoint, epochs, epoch_request=epoch_request)
         session = state.session
+        held = self._held_by_follower_quota(state.followed)
+        released, state.held = state.held - held, held
         if session.needs_full_fetch:
             session_id, session_epoch, changed = session.build_full(
-                {tp: self._fetch_state(tp) for tp in state.followed}
+                {tp: self._fetch_state(tp) for tp in state.followed if tp not in held}
             )
             forgotten: dict[str, list[int]] = {}
         else:
+            # A held partition leaves the session (else the leader would still answer it)
+            # and comes back as new once the quota frees, as in Kafka's fetch sessions.
             session_id, session_epoch, changed, forgotten = session.build_incremental(
-                {tp: self._fetch_state(tp) for tp in state.updates}, state.removed
+                {tp: self._fetch_state(tp) for tp in state.updates | released if tp not in held},
+                state.removed | (held & session.sent.keys()),
             )
         state.updates.clear()
         state.removed.clear()
+        wait_ms = self.config.fetch_wait_max_ms
+        if held:
+            # (A zero rate waits forever: the long poll's own limit still applies.)
+            wait_s = min(wait_ms / 1000, self.throttle.follower.wait_s())
+            wait_ms = max(1, math.ceil(wait_s * 1000))
         fetches: dict[str, list[FetchPartition]] = {}
         for tp in changed:
             offset, epoch = session.sent[tp]
@@ -81,7 +92,7 @@ class FollowerPath(ReplicaState):
             )
         request = FetchRequest(
             replica_id=self.broker_id,
-            max_wait_ms=self.config.fetch_wait_max_ms,
+            max_wait_ms=wait_ms,
             min_bytes=self.config.fetch_min_bytes,
             max_bytes=self.config.fetch_response_max_bytes,
             session_id=session_id,
@@ -90,6 +101,17 @@ class FollowerPath(ReplicaState):
             forgotten_topics_data=session.forgotten_topics(forgotten),
         )
         return FetchPlan(state.endpoint, {}, fetch_request=request)
+
+    def _held_by_follower_quota(self, followed: set[TopicPartition]) -> set[TopicPartition]:
+        """Kafka's shouldFollowerThrottle over the partitions followed on one leader."""
+        throttle = self.throttle
+        if not throttle.follows_throttled or not throttle.follower.exceeded():
+            return set()
+        return {
+            tp
+            for tp in followed
+            if throttle.follower_throttled(tp) and self.broker_id not in self.partitions[tp].isr
+        }
 
     def _still_following(self, tp: TopicPartition, source: int, leader_epoch: int | None) -> Partition | None:
         """The partition, if it still follows `source` at the leader epoch an answer is for."""
@@ -161,6 +183,8 @@ class FollowerPath(ReplicaState):
                 # nothing was appended; the next fetch starts from the log end again.
                 log.warning("dropping fetched data for %s: %s", partition.tp, e.message)
                 return True
+            if self.throttle.follower_throttled(partition.tp):
+                self.throttle.follower.record(len(data.records))
             self.fetch_targets.moved(partition.leader, partition.tp)
         partition.high_watermark = min(data.high_watermark, partition_log.log_end_offset)
         self._wake_readers(partition.tp)

@@ -20,6 +20,7 @@ from actors.broker.replica_messages import (
     PlanFetch,
     Read,
     ReplicaMessage,
+    SetThrottles,
     Snapshot,
 )
 from actors.broker.replication import FetchPlan, ProduceOutcome, ReadOutcome, ReplicationConfig
@@ -150,10 +151,16 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
         assert isinstance(outcome, ReadOutcome)
         if outcome.waiter is None:
             return outcome.response
+        timeout_s = request.max_wait_ms / 1000
+        if outcome.retry_s is not None:
+            # A throttled partition was held back: look again once the leader quota frees,
+            # not only at the end of the long poll, or the rate falls short of the quota.
+            timeout_s = min(timeout_s, outcome.retry_s)
         try:
-            await asyncio.wait_for(outcome.waiter, request.max_wait_ms / 1000)
+            await asyncio.wait_for(outcome.waiter, timeout_s)
         except TimeoutError:
-            return outcome.response
+            if outcome.retry_s is None or not outcome.session_id:
+                return outcome.response
         again = await self.ask(Read(request, wait=False, reread=outcome.session_id))
         assert isinstance(again, ReadOutcome)
         return again.response
@@ -169,6 +176,15 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
         response = await self.ask(request)
         assert isinstance(response, OffsetsForLeaderEpochResponse)
         return response
+
+    async def set_throttles(
+        self,
+        rates: tuple[int | None, int | None] | None = None,
+        topic_configs: dict[str, dict[str, str]] | None = None,
+    ) -> None:
+        """Apply replication throttle configs: (leader, follower) rates in bytes/s (None:
+        unlimited), and topics' configs (their throttled-replicas lists)."""
+        await self.ask(SetThrottles(rates, topic_configs or {}))
 
     async def maintain(self, *, checkpoint: bool = False, shrink: bool = True) -> None:
         await self.ask(Maintain(checkpoint=checkpoint, shrink=shrink))

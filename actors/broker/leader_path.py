@@ -50,6 +50,9 @@ _WAIT_FOR_LEADER_AND_ISR = {
 
 
 class LeaderPath(ReplicaState):
+    # Set by a read when the leader quota held a throttled partition back.
+    _held_back = False
+
     # --- Produce: appends on the leader ---
 
     def append_records(self, request: ProduceRequest) -> ProduceOutcome:
@@ -109,6 +112,7 @@ class LeaderPath(ReplicaState):
         now_ms = self._now_ms()
         replica = request.replica_id if request.replica_id >= 0 else None
         budget = request.max_bytes
+        self._held_back = False
         by_topic: dict[str, list[FetchPartitionData]] = {}
         total = 0
         errors = False
@@ -127,6 +131,8 @@ class LeaderPath(ReplicaState):
             responses=[FetchableTopicResponse(topic=t, partitions=a) for t, a in by_topic.items()],
         )
         outcome = ReadOutcome(response, total)
+        if self._held_back:
+            outcome.retry_s = self.throttle.leader.wait_s()
         if not wait:
             return outcome
         if session is not None:
@@ -201,8 +207,17 @@ class LeaderPath(ReplicaState):
             # Nothing was ever written: an empty log, without creating one on disk.
             code = ErrorCode.NONE if item.fetch_offset == 0 else ErrorCode.OFFSET_OUT_OF_RANGE
             return make_fetch_answer(item.partition, code, 0, 0, b"")
+        throttled = replica is not None and self.throttle.leader_throttled(tp)
+        if throttled and self.throttle.leader_holds(tp, replica in partition.isr):
+            # Kafka's shouldLeaderThrottle: no records for this follower until the quota frees.
+            self._held_back = True
+            return make_fetch_answer(
+                item.partition, ErrorCode.NONE, partition.high_watermark, partition_log.log_start_offset, b""
+            )
         try:
             data = partition_log.read(item.fetch_offset, max(0, min(item.partition_max_bytes, budget)), limit)
+            if throttled:
+                self.throttle.leader.record(len(data))
         except OffsetOutOfRange:
             return FetchPartitionData(
                 partition_index=item.partition,

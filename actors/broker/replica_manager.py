@@ -32,6 +32,7 @@ from actors.broker.replica_messages import (
     PlanFetch,
     Read,
     ReplicaMessage,
+    SetThrottles,
     Snapshot,
 )
 from actors.runtime import Actor
@@ -67,6 +68,9 @@ class ReplicaManager(LeaderPath, FollowerPath, Actor[ReplicaMessage]):
         match message:
             case ControlRequest(request=LeaderAndIsrRequest() as request, broker_epoch=epoch):
                 self.topic_configs.update(message.topic_configs)
+                for topic, config in message.topic_configs.items():
+                    # A topic created with throttled replicas gets no change notification.
+                    self.throttle.set_topic_config(topic, config)
                 return self.become_leader_or_follower(request, epoch)
             case ControlRequest(request=StopReplicaRequest() as request, broker_epoch=epoch):
                 return self.stop_replicas(request, epoch)
@@ -99,10 +103,26 @@ class ReplicaManager(LeaderPath, FollowerPath, Actor[ReplicaMessage]):
                 if checkpoint:
                     self.checkpoint_high_watermarks()
                 return None
+            case SetThrottles(rates=rates, topic_configs=topic_configs):
+                self.set_throttles(rates, topic_configs)
+                return None
             case None:
                 return self.snapshot()
             case _:
                 raise TypeError(f"replica manager cannot handle {message!r}")
+
+    # --- dynamic configs: replication throttles ---
+
+    def set_throttles(
+        self, rates: tuple[int | None, int | None] | None, topic_configs: dict[str, dict[str, str]]
+    ) -> None:
+        if rates is not None:
+            self.throttle.set_rates(*rates)
+            log.info("replication throttle rates now leader %s, follower %s bytes/s", *rates)
+        for topic, config in topic_configs.items():
+            self.throttle.set_topic_config(topic, config)
+            # Logs created from now on see the new configs too.
+            self.topic_configs[topic] = dict(config)
 
     # --- checks shared by every controller request (spec §2.6, §9) ---
 

@@ -86,6 +86,15 @@ class Maintain:
     shrink: bool = True
 
 
+@dataclasses.dataclass(frozen=True)
+class SetThrottles:
+    """Dynamic config changes for replication throttles: the two broker rates in bytes/s
+    (None: unlimited) when `rates` is given, and the configs of topics that changed."""
+
+    rates: tuple[int | None, int | None] | None = None
+    topic_configs: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
+
+
 ReplicaMessage = (
     ControlRequest
     | MetadataRequest
@@ -98,5 +107,6 @@ ReplicaMessage = (
     | EpochEndsFetched
     | IsrChangeAnswered
     | Maintain
+    | SetThrottles
     | None
 )

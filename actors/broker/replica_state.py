@@ -15,6 +15,7 @@ from actors.broker.metadata_cache import MetadataCache
 from actors.broker.partition import Partition, PendingIsr, Role, TopicPartition
 from actors.broker.replica_messages import Snapshot
 from actors.broker.replication import ReplicationConfig
+from actors.broker.replication_quota import ReplicationThrottle
 from actors.clock import Clock, SystemClock
 from actors.ports import LogStore, PartitionLog
 from wire.errors import ErrorCode
@@ -49,6 +50,8 @@ class ReplicaState:
         self.fetch_sessions = FetchSessionCache()
         # What this broker fetches as a follower, per leader.
         self.fetch_targets = FetchTargets()
+        # Replication throttles (dynamic configs): the leader's and the follower's quotas.
+        self.throttle = ReplicationThrottle(broker_id, self.clock)
 
     def snapshot(self) -> Snapshot:
         return Snapshot(

@@ -55,3 +55,5 @@ class ReadOutcome:
     waiter: asyncio.Future[None] | None = None
     # The fetch session to reread when the waiter fires (0: reread the request itself).
     session_id: int = 0
+    # Set when the leader quota held a throttled partition back: seconds until it frees.
+    retry_s: float | None = None

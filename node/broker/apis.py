@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from node.broker.leader_election import elect_leaders
+from node.broker.log_dirs import describe_log_dirs
 from wire.api import (
     API_SPECS,
     AlterPartitionReassignmentsRequest,
@@ -34,6 +35,9 @@ from wire.api import (
     StopReplicaRequest,
     UpdateMetadataRequest,
 )
+from wire.api.describe_configs import DescribeConfigsRequest
+from wire.api.describe_log_dirs import DescribeLogDirsRequest
+from wire.api.incremental_alter_configs import IncrementalAlterConfigsRequest
 from wire.envelope import ParsedRequest
 from wire.errors import InvalidRequest
 
@@ -41,6 +45,8 @@ if TYPE_CHECKING:
     from actors.broker.handle import ReplicaManagerHandle
     from actors.controller import KafkaController
     from node.broker.admin_manager import AdminManager
+    from node.broker.config_admin import ConfigAdmin
+    from node.broker.log.manager import LogManager
     from node.zk.store import ZkClusterStore
 
 
@@ -61,6 +67,8 @@ class BrokerApis:
         controller: Callable[[], KafkaController],
         broker_epoch: Callable[[], int],
         cluster_id: Callable[[], str],
+        config_admin: ConfigAdmin | None = None,
+        logs: LogManager | None = None,
     ) -> None:
         self._broker_id = broker_id
         self._store = store
@@ -70,6 +78,8 @@ class BrokerApis:
         self._broker_epoch = broker_epoch
         self._cluster_id = cluster_id
         self._known_topic_configs: dict[str, dict[str, str]] = {}
+        self._config_admin = config_admin
+        self._logs = logs
 
     async def handle(self, request: ParsedRequest) -> Response:
         match request.spec.key:
@@ -137,6 +147,15 @@ class BrokerApis:
             case ApiKey.CREATE_PARTITIONS:
                 assert isinstance(request.body, CreatePartitionsRequest)
                 return await self._admin.create_partitions(request.body)
+            case ApiKey.INCREMENTAL_ALTER_CONFIGS if self._config_admin is not None:
+                assert isinstance(request.body, IncrementalAlterConfigsRequest)
+                return await self._config_admin.incremental_alter_configs(request.body)
+            case ApiKey.DESCRIBE_CONFIGS if self._config_admin is not None:
+                assert isinstance(request.body, DescribeConfigsRequest)
+                return await self._config_admin.describe_configs(request.body)
+            case ApiKey.DESCRIBE_LOG_DIRS if self._logs is not None:
+                assert isinstance(request.body, DescribeLogDirsRequest)
+                return describe_log_dirs(self._logs, request.body)
             case ApiKey.METADATA:
                 assert isinstance(request.body, MetadataRequest)
                 answer = await self._replica_manager.metadata(request.body)

@@ -24,6 +24,8 @@ from node.broker.admin_manager import AdminManager
 from node.broker.apis import BrokerApis
 from node.broker.channel_manager import ControllerChannelManager
 from node.broker.config import BrokerConfig
+from node.broker.config_admin import ConfigAdmin
+from node.broker.dynamic_config import DynamicConfigManager
 from node.broker.log.config import LogConfig
 from node.broker.log.manager import LogManager
 from node.broker.replica_link import RpcReplicaLink
@@ -108,6 +110,11 @@ class KeelBroker:
             controller=lambda: self.controller,
             broker_epoch=lambda: self.broker_epoch,
             cluster_id=lambda: self.cluster_id,
+            config_admin=ConfigAdmin(self.store),
+            logs=self.logs,
+        )
+        self.dynamic_config = DynamicConfigManager(
+            self.broker_id, self.store, self.replica_manager, self.clock
         )
         self._periodic: list[asyncio.Task[None]] = []
 
@@ -129,6 +136,7 @@ class KeelBroker:
         self.cluster_id = await self.store.get_or_create_cluster_id()
         self.logs.load()
         self.replica_manager.start()
+        await self.dynamic_config.startup()
         self._start_periodic_tasks()
         endpoints = []
         for listener in self.config.listeners:
@@ -216,6 +224,7 @@ class KeelBroker:
             task.cancel()
         await asyncio.gather(*self._periodic, return_exceptions=True)
         await self.replica_manager.maintain(checkpoint=True, shrink=False)
+        await self.dynamic_config.shutdown()
         await self.replica_manager.stop()
         await self.replica_link.close()
         self.logs.close()

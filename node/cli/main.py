@@ -8,6 +8,8 @@
     keel consume --topic T       records to stdout (Kafka's console consumer)
     keel leader-election --election-type preferred|unclean
                                  elect leaders (Kafka's kafka-leader-election)
+    keel reassign execute|verify|cancel|list
+                                 partition reassignment (Kafka's kafka-reassign-partitions)
 
 Every command takes `--bootstrap-server host:port[,host:port]` (default: the brokers of the
 local cluster under .keel-cluster, else 127.0.0.1:9092), `--format table|json`, `--timeout S`
@@ -23,7 +25,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from node.cli import console_commands, election_commands, topic_commands
+from node.cli import console_commands, election_commands, reassign_commands, topic_commands
 from node.cli.arguments import CommandConfigError, add_global_options, apply_command_config
 from node.cli.output import print_json, print_table
 from node.clients.admin import KeelAdminClient
@@ -130,6 +132,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     console_commands.add_arguments(groups, common)
     election_commands.add_arguments(groups, common)
+    reassign_commands.add_arguments(
+        groups.add_parser("reassign", help="move partition replicas between brokers").add_subparsers(
+            dest="command", required=True
+        ),
+        common,
+    )
     for group in sorted({g for g, _ in COMMANDS}):
         sub = groups.add_parser(group).add_subparsers(dest="command", required=True)
         for (g, command), handler in COMMANDS.items():
@@ -141,6 +149,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 async def run(args: argparse.Namespace) -> int:
     if args.group in console_commands.COMMANDS:
         return await console_commands.COMMANDS[args.group](args.bootstrap_server or default_bootstrap(), args)
+    if args.group == "reassign":
+        return await reassign_commands.run(args, args.bootstrap_server or default_bootstrap())
     async with KeelAdminClient(args.bootstrap_server or default_bootstrap(), timeout=args.timeout) as admin:
         if args.group == "topic":
             return await topic_commands.COMMANDS[args.command](admin, args)

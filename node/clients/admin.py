@@ -12,6 +12,7 @@ from typing import TypeVar
 
 from node.clients.closing import AsyncClosing
 from wire.api import (
+    AlterConfigsResource,
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
     ApiVersionsRequest,
@@ -24,14 +25,22 @@ from wire.api import (
     CreateTopicsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
+    DescribableLogDirTopic,
     DescribeClusterRequest,
     DescribeClusterResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+    DescribeConfigsResponse,
     DescribeControllerRequest,
     DescribeControllerResponse,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
     ElectionType,
     ElectLeadersRequest,
     ElectLeadersResponse,
     ElectLeadersTopicPartitions,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
     ListPartitionReassignmentsTopics,
@@ -225,6 +234,25 @@ class KeelAdminClient(AsyncClosing):
             if loop.time() + delay > deadline:
                 raise failure
             await asyncio.sleep(delay)
+
+    # --- dynamic configs and log dirs ---
+
+    async def incremental_alter_configs(
+        self, resources: list[AlterConfigsResource], *, validate_only: bool = False
+    ) -> IncrementalAlterConfigsResponse:
+        request = IncrementalAlterConfigsRequest(resources=resources, validate_only=validate_only)
+        return await (await self._connection()).call(request, IncrementalAlterConfigsResponse)
+
+    async def describe_configs(self, resources: list[DescribeConfigsResource]) -> DescribeConfigsResponse:
+        request = DescribeConfigsRequest(resources=resources)
+        return await (await self._connection()).call(request, DescribeConfigsResponse)
+
+    async def describe_log_dirs(
+        self, topics: list[DescribableLogDirTopic] | None = None
+    ) -> DescribeLogDirsResponse:
+        """The replica sizes on the broker this client is connected to."""
+        request = DescribeLogDirsRequest(topics=topics)
+        return await (await self._connection()).call(request, DescribeLogDirsResponse)
 
 
 def _all_not_controller(response: ElectLeadersResponse) -> bool:

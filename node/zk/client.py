@@ -195,9 +195,11 @@ class ZooKeeperClient:
     def check_op(self, path: str, version: int) -> protocol.Request:
         return protocol.CheckVersionRequest(path=self.path(path), version=version)
 
-    def create_op(self, path: str, data: bytes | None = None, *, ephemeral: bool = False) -> protocol.Request:
+    def create_op(
+        self, path: str, data: bytes | None = None, *, ephemeral: bool = False, sequential: bool = False
+    ) -> protocol.Request:
         request = protocol.Create2Request(path=self.path(path), data=data, acl=[protocol.UNRESTRICTED_ACCESS])
-        request.set_flags(ephemeral, False, False)
+        request.set_flags(ephemeral, sequential, False)
         return request
 
     def set_op(self, path: str, data: bytes, version: int = -1) -> protocol.Request:

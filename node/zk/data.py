@@ -245,3 +245,31 @@ def decode_partition_reassignment(data: bytes | None) -> dict[TopicPartition, tu
             raise ZNodeDataError(f"{what}: an entry has no topic and partition")
         reassignments[TopicPartition(topic, partition)] = _int_list(entry.get("replicas"), what)
     return reassignments
+
+
+def encode_entity_config(config: dict[str, str]) -> bytes:
+    """`/config/<type>/<name>`: the same JSON for topics, brokers and the others."""
+    return encode_topic_config(config)
+
+
+def decode_entity_config(path: str, data: bytes | None) -> dict[str, str]:
+    config = _json(data, path).get("config") or {}
+    if not isinstance(config, dict):
+        raise ZNodeDataError(f"{path}: config is not a map")
+    return {str(k): str(v) for k, v in config.items()}
+
+
+def encode_config_change(entity_path: str) -> bytes:
+    """A change notification, version 2: `{"version":2,"entity_path":"brokers/1"}`."""
+    return orjson.dumps({"version": 2, "entity_path": entity_path})
+
+
+def decode_config_change(data: bytes | None) -> str:
+    """The entity path a notification names; version 1 (`entity_type` and `entity_name`,
+    topics only in old Kafka) is read too."""
+    value = _json(data, "config change notification")
+    if value.get("version") == 2 and isinstance(value.get("entity_path"), str):
+        return str(value["entity_path"])
+    if value.get("version") == 1 and isinstance(value.get("entity_name"), str):
+        return f"{value.get('entity_type', 'topics')}/{value['entity_name']}"
+    raise ZNodeDataError(f"config change notification: unknown content {value!r}")

@@ -66,3 +66,19 @@ def delete_topic_marker(name: str) -> str:
 
 # The legacy admin tools' reassignment request (spec §1, §7.7).
 REASSIGN_PARTITIONS = "/admin/reassign_partitions"
+# --- dynamic configs (spec §1): /config/<type>/<name> and change notifications ---
+
+CONFIG_CHANGES = "/config/changes"
+CONFIG_CHANGE_PREFIX = "config_change_"
+
+
+def entity_config(entity_type: str, name: str) -> str:
+    return f"/config/{entity_type}/{name}"
+
+
+def entity_configs(entity_type: str) -> str:
+    return f"/config/{entity_type}"
+
+
+def config_change(name: str) -> str:
+    return f"{CONFIG_CHANGES}/{name}"

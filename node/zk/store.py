@@ -626,6 +626,87 @@ class ZkClusterStore:
         except NoNode:
             raise UnknownTopicError(f"topic {assignment.topic} does not exist") from None
 
+    # --- dynamic configs and their change notifications (AdminZkClient, spec §1) ---
+
+    async def entity_config(self, entity_type: str, name: str) -> tuple[dict[str, str], int | None]:
+        """`/config/<type>/<name>` and its data version (None: the znode does not exist)."""
+        path = paths.entity_config(entity_type, name)
+        value = await self.zk.get_or_none(path)
+        if value is None:
+            return {}, None
+        try:
+            return data.decode_entity_config(path, value[0]), value[1].version
+        except data.ZNodeDataError as e:
+            log.warning("ignoring unreadable config: %s", e)
+            return {}, value[1].version
+
+    async def entity_configs(self, entity_type: str) -> dict[str, dict[str, str]]:
+        """Every entity's config under `/config/<type>`, read pipelined."""
+        try:
+            names = sorted(await self.zk.children(paths.entity_configs(entity_type)))
+        except NoNode:
+            return {}
+        values = await self.zk.get_many([paths.entity_config(entity_type, n) for n in names])
+        configs = {}
+        for name, value in zip(names, values, strict=True):
+            if value is None:
+                continue
+            path = paths.entity_config(entity_type, name)
+            try:
+                configs[name] = data.decode_entity_config(path, value[0])
+            except data.ZNodeDataError as e:
+                log.warning("ignoring unreadable config: %s", e)
+        return configs
+
+    async def change_entity_config(
+        self, entity_type: str, name: str, config: dict[str, str], version: int | None
+    ) -> bool:
+        """Write `/config/<type>/<name>` (conditional on the version read, None: create it)
+        and a sequential `/config/changes/config_change_<seq>` naming it, in one multi-op,
+        as Kafka's changeEntityConfig does in two steps. False when the config moved since it
+        was read: read it again and retry."""
+        path = paths.entity_config(entity_type, name)
+        encoded = data.encode_entity_config(config)
+        if version is None:
+            write = self.zk.create_op(path, encoded)
+        else:
+            write = self.zk.set_op(path, encoded, version)
+        notify = self.zk.create_op(
+            paths.config_change(paths.CONFIG_CHANGE_PREFIX),
+            data.encode_config_change(f"{entity_type}/{name}"),
+            sequential=True,
+        )
+        error = _failed(await self.zk.multi([write, notify]))
+        if isinstance(error, NodeExists | BadVersion):
+            return False
+        if error is not None:
+            raise error
+        return True
+
+    async def config_changes(self, *, watch: bool = False) -> list[str]:
+        """The change notifications' names, oldest first; `watch` arms the children watch."""
+        children = await self.zk.children(paths.CONFIG_CHANGES, watch=watch)
+        return sorted(c for c in children if c.startswith(paths.CONFIG_CHANGE_PREFIX))
+
+    async def config_change(self, name: str) -> tuple[str | None, int] | None:
+        """(entity path or None if unreadable, creation time in ms) of a notification."""
+        value = await self.zk.get_or_none(paths.config_change(name))
+        if value is None:
+            return None
+        try:
+            return data.decode_config_change(value[0]), int(value[1].created)
+        except data.ZNodeDataError as e:
+            log.warning("ignoring %s: %s", name, e)
+            return None, int(value[1].created)
+
+    async def delete_config_change(self, name: str) -> None:
+        with contextlib.suppress(NoNode):
+            await self.zk.delete(paths.config_change(name))
+
+    def watch_config_changes(self, on_change: Callable[[], None]) -> None:
+        """`on_change` must only wake whoever re-reads (callbacks only enqueue)."""
+        self.zk.add_watch(CHILDREN_CHANGED, paths.CONFIG_CHANGES, lambda _: on_change())
+
     # --- cluster set-up (spec §1) ---
 
     async def ensure_persistent_paths(self) -> None:

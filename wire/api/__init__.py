@@ -38,7 +38,22 @@ from wire.api.describe_cluster import (
     DescribeClusterResponse,
     DescribedBroker,
 )
+from wire.api.describe_configs import (
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+    DescribeConfigsResourceResult,
+    DescribeConfigsResponse,
+    DescribeConfigsResult,
+)
 from wire.api.describe_controller import DescribeControllerRequest, DescribeControllerResponse
+from wire.api.describe_log_dirs import (
+    DescribableLogDirTopic,
+    DescribeLogDirsPartition,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+    DescribeLogDirsResult,
+    DescribeLogDirsTopic,
+)
 from wire.api.elect_leaders import (
     ElectionType,
     ElectLeadersRequest,
@@ -55,6 +70,13 @@ from wire.api.fetch import (
     FetchResponse,
     FetchTopic,
     ForgottenTopic,
+)
+from wire.api.incremental_alter_configs import (
+    AlterableConfig,
+    AlterConfigsResource,
+    AlterConfigsResourceResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
 )
 from wire.api.keys import ApiKey
 from wire.api.leader_and_isr import (
@@ -145,6 +167,15 @@ API_SPECS: dict[int, ApiSpec] = {
             ListPartitionReassignmentsRequest,
             ListPartitionReassignmentsResponse,
         ),
+        ApiSpec(
+            ApiKey.INCREMENTAL_ALTER_CONFIGS,
+            0,
+            0,
+            IncrementalAlterConfigsRequest,
+            IncrementalAlterConfigsResponse,
+        ),
+        ApiSpec(ApiKey.DESCRIBE_CONFIGS, 0, 0, DescribeConfigsRequest, DescribeConfigsResponse),
+        ApiSpec(ApiKey.DESCRIBE_LOG_DIRS, 0, 0, DescribeLogDirsRequest, DescribeLogDirsResponse),
         ApiSpec(ApiKey.REELECT_CONTROLLER, 0, 0, ReelectControllerRequest, ReelectControllerResponse),
         ApiSpec(ApiKey.DESCRIBE_CONTROLLER, 0, 0, DescribeControllerRequest, DescribeControllerResponse),
         ApiSpec(ApiKey.ELECT_LEADERS, 0, 0, ElectLeadersRequest, ElectLeadersResponse),
@@ -162,6 +193,8 @@ __all__ = [
     "API_SPECS",
     "EARLIEST_TIMESTAMP",
     "LATEST_TIMESTAMP",
+    "AlterConfigsResource",
+    "AlterConfigsResourceResponse",
     "AlterPartitionItem",
     "AlterPartitionReassignmentsRequest",
     "AlterPartitionReassignmentsResponse",
@@ -170,6 +203,7 @@ __all__ = [
     "AlterPartitionResult",
     "AlterPartitionTopic",
     "AlterPartitionTopicResult",
+    "AlterableConfig",
     "ApiKey",
     "ApiSpec",
     "ApiVersionRange",
@@ -188,10 +222,21 @@ __all__ = [
     "DeletableTopicResult",
     "DeleteTopicsRequest",
     "DeleteTopicsResponse",
+    "DescribableLogDirTopic",
     "DescribeClusterRequest",
     "DescribeClusterResponse",
+    "DescribeConfigsRequest",
+    "DescribeConfigsResource",
+    "DescribeConfigsResourceResult",
+    "DescribeConfigsResponse",
+    "DescribeConfigsResult",
     "DescribeControllerRequest",
     "DescribeControllerResponse",
+    "DescribeLogDirsPartition",
+    "DescribeLogDirsRequest",
+    "DescribeLogDirsResponse",
+    "DescribeLogDirsResult",
+    "DescribeLogDirsTopic",
     "DescribedBroker",
     "ElectLeadersRequest",
     "ElectLeadersResponse",
@@ -206,6 +251,8 @@ __all__ = [
     "FetchTopic",
     "FetchableTopicResponse",
     "ForgottenTopic",
+    "IncrementalAlterConfigsRequest",
+    "IncrementalAlterConfigsResponse",
     "LeaderAndIsrPartitionState",
     "LeaderAndIsrRequest",
     "LeaderAndIsrResponse",

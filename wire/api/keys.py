@@ -20,6 +20,9 @@ class ApiKey(IntEnum):
     CREATE_PARTITIONS = 37
     ALTER_PARTITION_REASSIGNMENTS = 45
     LIST_PARTITION_REASSIGNMENTS = 46
+    DESCRIBE_CONFIGS = 32
+    DESCRIBE_LOG_DIRS = 35
+    INCREMENTAL_ALTER_CONFIGS = 44
     DESCRIBE_CLUSTER = 60
     ELECT_LEADERS = 43
     # Keel's own: what `zookeeper-shell delete /controller` does, over the wire.

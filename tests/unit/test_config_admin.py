@@ -1,0 +1,84 @@
+"""Dynamic config decisions: resource names, set and delete, validation (a negative rate or a
+malformed throttled-replicas list is INVALID_CONFIG and nothing applies), and what
+DescribeConfigs shows for a broker."""
+
+from __future__ import annotations
+
+import pytest
+
+from actors.config_admin import (
+    ConfigError,
+    apply_operations,
+    effective_broker_configs,
+    entity_for,
+    throttle_rates,
+)
+from wire.api import AlterableConfig
+from wire.errors import ErrorCode
+
+SET, DELETE = 0, 1
+
+
+def op(name: str, value: str | None = None, operation: int = SET) -> AlterableConfig:
+    return AlterableConfig(name=name, config_operation=operation, value=value)
+
+
+def test_resources_name_their_znodes() -> None:
+    assert entity_for(2, "t") == ("topics", "t")
+    assert entity_for(4, "") == ("brokers", "<default>")
+    assert entity_for(4, "<default>") == ("brokers", "<default>")
+    assert entity_for(4, "7") == ("brokers", "7")
+    for resource_type, name in ((4, "x"), (4, "-1"), (3, "c"), (2, "")):
+        with pytest.raises(ConfigError) as e:
+            entity_for(resource_type, name)
+        assert e.value.code == ErrorCode.INVALID_REQUEST
+
+
+def test_set_and_delete() -> None:
+    current = {"leader.replication.throttled.rate": "100", "follower.replication.throttled.rate": "5"}
+    assert apply_operations(
+        "brokers",
+        current,
+        [
+            op("leader.replication.throttled.rate", "2000"),
+            op("follower.replication.throttled.rate", None, DELETE),
+        ],
+    ) == {"leader.replication.throttled.rate": "2000"}
+    assert current["follower.replication.throttled.rate"] == "5", "the input is not changed"
+    topic = apply_operations("topics", {}, [op("leader.replication.throttled.replicas", "0:1,1:2")])
+    assert topic == {"leader.replication.throttled.replicas": "0:1,1:2"}
+    assert apply_operations("topics", topic, [op("follower.replication.throttled.replicas", "*")]) == {
+        "leader.replication.throttled.replicas": "0:1,1:2",
+        "follower.replication.throttled.replicas": "*",
+    }
+
+
+@pytest.mark.parametrize(
+    ("entity_type", "operations", "code"),
+    [
+        ("brokers", [op("leader.replication.throttled.rate", "-1")], ErrorCode.INVALID_CONFIG),
+        ("brokers", [op("leader.replication.throttled.rate", "fast")], ErrorCode.INVALID_CONFIG),
+        ("brokers", [op("log.dirs", "/tmp")], ErrorCode.INVALID_CONFIG),
+        ("brokers", [op("leader.replication.throttled.rate")], ErrorCode.INVALID_CONFIG),
+        ("topics", [op("leader.replication.throttled.replicas", "0-1")], ErrorCode.INVALID_CONFIG),
+        ("topics", [op("follower.replication.throttled.replicas", "*,0:1")], ErrorCode.INVALID_CONFIG),
+        ("topics", [op("no.such.config", "1")], ErrorCode.INVALID_CONFIG),
+        ("topics", [op("retention.ms", "1"), op("retention.ms", "2")], ErrorCode.INVALID_REQUEST),
+        ("topics", [op("retention.ms", "1", 7)], ErrorCode.INVALID_REQUEST),
+    ],
+)
+def test_bad_values_are_refused(entity_type: str, operations: list[AlterableConfig], code: ErrorCode) -> None:
+    with pytest.raises(ConfigError) as e:
+        apply_operations(entity_type, {}, operations)
+    assert e.value.code == code and e.value.message
+
+
+def test_a_broker_shows_its_own_values_over_the_cluster_defaults() -> None:
+    own = {"leader.replication.throttled.rate": "10"}
+    defaults = {"leader.replication.throttled.rate": "20", "follower.replication.throttled.rate": "30"}
+    assert effective_broker_configs(own, defaults) == {
+        "leader.replication.throttled.rate": ("10", 2),
+        "follower.replication.throttled.rate": ("30", 3),
+    }
+    assert throttle_rates(own, defaults) == (10, 30)
+    assert throttle_rates({}, {}) == (None, None)
