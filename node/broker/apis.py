@@ -38,8 +38,9 @@ from wire.api import (
 from wire.api.describe_configs import DescribeConfigsRequest
 from wire.api.describe_log_dirs import DescribeLogDirsRequest
 from wire.api.incremental_alter_configs import IncrementalAlterConfigsRequest
+from wire.api.planner import DescribePlannerResponse
 from wire.envelope import ParsedRequest
-from wire.errors import InvalidRequest
+from wire.errors import BrokerNotAvailable, InvalidRequest
 
 if TYPE_CHECKING:
     from actors.broker.handle import ReplicaManagerHandle
@@ -160,7 +161,18 @@ class BrokerApis:
                 assert isinstance(request.body, MetadataRequest)
                 answer = await self._replica_manager.metadata(request.body)
                 return dataclasses.replace(answer, cluster_id=self._cluster_id())
+            case ApiKey.DESCRIBE_PLANNER:
+                return await self._describe_planner()
         raise InvalidRequest(f"{request.spec.key.name} is not served by brokers")
+
+    async def _describe_planner(self) -> DescribePlannerResponse:
+        """Where the active planner listens, as `/keel/planner` says."""
+        registration = await self._store.planner()
+        if registration is None:
+            raise BrokerNotAvailable("no planner is running (/keel/planner does not exist)")
+        return DescribePlannerResponse(
+            host=registration.host, port=registration.port, spark_master=registration.spark_master
+        )
 
     def _forget_deleted_topic_configs(self, request: StopReplicaRequest, response: Response) -> None:
         """A topic whose partitions are deleted may come back with other configs: read them

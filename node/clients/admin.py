@@ -53,6 +53,7 @@ from wire.api import (
     Request,
     Response,
 )
+from wire.api.planner import DescribePlannerRequest, DescribePlannerResponse
 from wire.client import RpcClient
 from wire.endpoint import Endpoint, parse_bootstrap
 from wire.errors import ErrorCode, NetworkException, NotController, WireError
@@ -254,6 +255,13 @@ class KeelAdminClient(AsyncClosing):
         request = DescribeLogDirsRequest(topics=topics)
         return await (await self._connection()).call(request, DescribeLogDirsResponse)
 
+
+    # --- the planner ---
+
+    async def describe_planner(self) -> DescribePlannerResponse:
+        """Where the active planner listens, as the broker reads `/keel/planner`; raises
+        BrokerNotAvailable when no planner runs."""
+        return await (await self._connection()).call(DescribePlannerRequest(), DescribePlannerResponse)
 
 def _all_not_controller(response: ElectLeadersResponse) -> bool:
     """The broker asked was not the controller (any more): every result says so. (Asked

@@ -118,6 +118,16 @@ from wire.api.offsets_for_leader_epoch import (
     OffsetsForLeaderEpochRequest,
     OffsetsForLeaderEpochResponse,
 )
+from wire.api.planner import (
+    CancelPlanRequest,
+    CancelPlanResponse,
+    DescribePlannerRequest,
+    DescribePlannerResponse,
+    PlannerStatusRequest,
+    PlannerStatusResponse,
+    PlanReassignmentRequest,
+    PlanReassignmentResponse,
+)
 from wire.api.produce import (
     ProducePartitionData,
     ProducePartitionResponse,
@@ -181,6 +191,10 @@ API_SPECS: dict[int, ApiSpec] = {
         ApiSpec(ApiKey.ELECT_LEADERS, 0, 0, ElectLeadersRequest, ElectLeadersResponse),
         ApiSpec(ApiKey.DELETE_TOPICS, 0, 0, DeleteTopicsRequest, DeleteTopicsResponse),
         ApiSpec(ApiKey.CREATE_PARTITIONS, 0, 0, CreatePartitionsRequest, CreatePartitionsResponse),
+        ApiSpec(ApiKey.PLAN_REASSIGNMENT, 0, 0, PlanReassignmentRequest, PlanReassignmentResponse),
+        ApiSpec(ApiKey.PLANNER_STATUS, 0, 0, PlannerStatusRequest, PlannerStatusResponse),
+        ApiSpec(ApiKey.CANCEL_PLAN, 0, 0, CancelPlanRequest, CancelPlanResponse),
+        ApiSpec(ApiKey.DESCRIBE_PLANNER, 0, 0, DescribePlannerRequest, DescribePlannerResponse),
     )
 }
 
