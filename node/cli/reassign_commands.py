@@ -22,7 +22,6 @@ import argparse
 import asyncio
 import sys
 import time
-from collections.abc import Mapping
 
 import orjson
 
@@ -31,18 +30,17 @@ from node.cli.output import print_json, print_table
 from node.cli.reassignment_plan import (
     Partition,
     ReassignmentFileError,
-    clear_throttle_resources,
     load_reassignment_file,
     mib,
     reassignment_json,
     render_progress,
-    throttle_plan,
-    throttle_resources,
 )
 from node.clients.admin import KeelAdminClient
+from node.clients.replica_sizes import ReplicaSizeReader as _SizeReader
+from node.clients.replica_sizes import bytes_to_copy
+from node.clients.throttles import clear_throttle_resources, throttle_plan, throttle_resources
 from wire.api import (
     AlterConfigsResource,
-    DescribableLogDirTopic,
     MetadataResponse,
 )
 from wire.errors import ErrorCode
@@ -61,59 +59,6 @@ def _assignment(metadata: MetadataResponse) -> tuple[dict[Partition, list[int]],
             replicas[topic.name, p.partition] = list(p.replicas)
             leaders[topic.name, p.partition] = p.leader
     return replicas, leaders
-
-
-class _SizeReader:
-    """Replica sizes by DescribeLogDirs, one connection per broker, kept between looks."""
-
-    def __init__(self, metadata: MetadataResponse, timeout: float) -> None:
-        self._addresses = {b.broker_id: f"{b.host}:{b.port}" for b in metadata.brokers}
-        self._timeout = timeout
-        self._clients: dict[int, KeelAdminClient] = {}
-
-    async def sizes(self, broker: int, partitions: list[Partition]) -> dict[Partition, int]:
-        address = self._addresses.get(broker)
-        if address is None or not partitions:
-            return {}
-        client = self._clients.get(broker)
-        if client is None:
-            client = self._clients[broker] = KeelAdminClient(address, timeout=self._timeout)
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in partitions:
-            by_topic.setdefault(topic, []).append(partition)
-        try:
-            response = await client.describe_log_dirs(
-                [DescribableLogDirTopic(topic=t, partitions=ps) for t, ps in by_topic.items()]
-            )
-        except Exception:  # a broker that does not answer counts as having nothing yet
-            return {}
-        return {
-            (t.name, p.partition_index): p.partition_size
-            for r in response.results
-            for t in r.topics
-            for p in t.partitions
-        }
-
-    async def close(self) -> None:
-        for client in self._clients.values():
-            await client.close()
-
-
-async def bytes_to_copy(
-    reader: _SizeReader, adding: Mapping[Partition, list[int]], leaders: Mapping[Partition, int]
-) -> dict[Partition, int]:
-    """Per partition in progress: the sum over adding replicas of the leader's size minus theirs."""
-    wanted: dict[int, set[Partition]] = {}
-    for tp, brokers in adding.items():
-        for broker in [leaders.get(tp, -1), *brokers]:
-            if broker >= 0:
-                wanted.setdefault(broker, set()).add(tp)
-    sizes = {b: await reader.sizes(b, sorted(tps)) for b, tps in wanted.items()}
-    remaining = {}
-    for tp, brokers in adding.items():
-        leader_size = sizes.get(leaders.get(tp, -1), {}).get(tp, 0)
-        remaining[tp] = sum(max(0, leader_size - sizes.get(b, {}).get(tp, 0)) for b in brokers)
-    return remaining
 
 
 async def _ongoing(admin: KeelAdminClient, partitions: list[Partition] | None) -> dict[Partition, list[int]]:
