@@ -1,0 +1,468 @@
+"""A reassignment plan computed on Spark: which replicas move where, and the report.
+
+The pipeline (docs/PLANNER.md states it in full):
+1. Aggregate the in-scope replicas into (topic, broker) cells (one groupBy, collected: topics ×
+   brokers rows) and decide each cell's target (targets.py, on the driver, over cells only).
+2. Surplus cells give (count − target) replicas: a window over (topic, broker) ranks them,
+   rack-violating first, then followers before preferred leaders, small before large.
+3. Deficit cells open that many receiving slots. Leaving replicas and slots are matched within
+   the topic by rank (a join), each pair checked against the partition's brokers and racks;
+   leftovers are re-ranked with a rotation and joined again, a few rounds. The few that
+   remain are placed on the driver (a swap with another replica of the same cell, else a
+   two-step move through a balanced cell).
+4. Preferred leaders: partitions whose first replica sits on a broker leading more than its
+   floor/ceil share get another of their replicas, on a broker under its share, first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+from node.planner.request import Brokers, PlanError, PlanRequest, check_topics, target_brokers
+from node.planner.snapshot import Snapshot
+from node.planner.targets import CellPlan, Cells, cell_targets, heal_targets, rack_cap, round_targets
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+MATCH_ROUNDS = 6
+LEADER_ROUNDS = 6
+# Below this many rows a small table is broadcast to every task.
+BROADCAST_ROWS = 200_000
+
+
+@dataclasses.dataclass
+class PlanResult:
+    partitions: list[dict[str, Any]]
+    report: dict[str, Any]
+
+    def to_reassignment_json(self) -> dict[str, Any]:
+        return {"version": 1, "partitions": self.partitions}
+
+
+@dataclasses.dataclass
+class _Context:
+    spark: SparkSession
+    targets: list[int]
+    racks: dict[int, str | None]
+    enforce_racks: bool
+    rack_of: Column | None  # map broker -> rack (literal), when racks are enforced
+    replication: dict[str, int]
+    partitions: dict[str, int]
+    weights: dict[int, float]
+
+
+def _functions() -> Any:
+    from pyspark.sql import functions
+
+    return functions
+
+
+def broker_info(snapshot: Snapshot, request: PlanRequest) -> Brokers:
+    rows = snapshot.brokers.collect()
+    capacity = {r.id: float(r.capacity) if r.capacity is not None else 1.0 for r in rows}
+    for broker, weight in (request.capacity or {}).items():
+        if broker not in capacity:
+            raise PlanError(f"broker {broker} does not exist")
+        capacity[broker] = weight
+    return Brokers(
+        racks={r.id: r.rack for r in rows}, alive={r.id: bool(r.alive) for r in rows}, capacity=capacity
+    )
+
+
+def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanResult:
+    """Plan the request on the snapshot; PlanError (one line) for a request that cannot be."""
+    F = _functions()
+    started = time.monotonic()
+    brokers = broker_info(snapshot, request)
+    targets = target_brokers(request, brokers)
+    stats = snapshot.partitions.groupBy("topic").agg(
+        F.count("*").alias("n"),
+        F.max(F.size("replicas")).alias("rf"),
+        F.min(F.size("replicas")).alias("rf_min"),
+    )
+    topic_rows = stats.collect()
+    check_topics(request, (r.topic for r in topic_rows))
+    scope = set(request.topics) if request.topics is not None else None
+    topic_rows = [r for r in topic_rows if scope is None or r.topic in scope]
+    parts = snapshot.partitions
+    if scope is not None:
+        parts = parts.filter(F.col("topic").isin(sorted(scope)))
+    for r in topic_rows:
+        if r.rf > len(targets):
+            raise PlanError(
+                f"topic {r.topic} has replication factor {r.rf} but only {len(targets)} target brokers"
+            )
+    parts = parts.select(
+        "topic", "partition", "replicas", "leader", F.coalesce("size_bytes", F.lit(0)).alias("size")
+    ).cache()
+
+    rack_names = {brokers.racks[b] for b in targets}
+    enforce = None not in rack_names and len(rack_names) > 1
+    rack_map = None
+    if any(r is not None for r in brokers.racks.values()):
+        pairs = [x for b, r in sorted(brokers.racks.items()) if r is not None for x in (F.lit(b), F.lit(r))]
+        rack_map = F.create_map(*pairs)
+    ctx = _Context(
+        spark=spark,
+        targets=targets,
+        racks=brokers.racks,
+        enforce_racks=enforce,
+        rack_of=rack_map,
+        replication={r.topic: r.rf for r in topic_rows},
+        partitions={r.topic: r.n for r in topic_rows},
+        weights={b: brokers.capacity.get(b, 1.0) for b in targets},
+    )
+
+    replicas = parts.select(
+        "topic", "partition", F.posexplode("replicas").alias("pos", "broker"), "size", "replicas"
+    )
+    cells: Cells = defaultdict(dict)
+    for row in replicas.groupBy("topic", "broker").count().collect():
+        cells[row.topic][row.broker] = row["count"]
+    cell_plan: CellPlan | None = None
+    moved: DataFrame | None = None
+    if request.moves_data:
+        if request.full_balance:
+            cell_plan = cell_targets(
+                cells,
+                ctx.partitions,
+                ctx.replication,
+                targets,
+                ctx.weights,
+                {b: str(brokers.racks[b]) for b in targets} if enforce else None,
+            )
+        else:
+            cell_plan = heal_targets(cells, targets, ctx.weights)
+        moved = _move_replicas(ctx, parts, replicas, cells, cell_plan)
+    after = parts if moved is None else _apply(parts, moved)
+    leader_changed = None
+    if "leaders" in request.goals or request.full_balance:
+        after, leader_changed = _balance_leaders(ctx, after)
+    after = after.cache()
+    from node.planner.report import build_report
+
+    report, changed = build_report(ctx, parts, after, cells, cell_plan, request)
+    report["seconds"] = round(time.monotonic() - started, 3)
+    parts.unpersist()
+    after.unpersist()
+    del leader_changed
+    return PlanResult(partitions=changed, report=report)
+
+
+# --- replica moves ---
+
+
+def _valid(ctx: _Context, replicas: Column, leaving: Column, to: Column) -> Column:
+    """`to` may replace `leaving` in the partition: not there yet, and its rack not full."""
+    F = _functions()
+    ok = ~F.array_contains(replicas, to)
+    if ctx.enforce_racks and ctx.rack_of is not None:
+        rack_of = ctx.rack_of
+        rack = F.element_at(rack_of, to)
+        others = F.filter(replicas, lambda x: x != leaving)
+        same = F.size(F.filter(others, lambda x: F.element_at(rack_of, x) == rack))
+        ok = ok & (same < F.col("rack_cap"))
+    return ok
+
+
+def _small(spark: SparkSession, rows: list[tuple[Any, ...]], schema: str) -> DataFrame:
+    F = _functions()
+    frame = spark.createDataFrame(rows, schema)
+    return F.broadcast(frame) if len(rows) <= BROADCAST_ROWS else frame
+
+
+def _move_replicas(
+    ctx: _Context, parts: DataFrame, replicas: DataFrame, cells: Cells, cell_plan: CellPlan
+) -> DataFrame:
+    """(topic, partition, replicas) of the partitions that change, with their new replicas."""
+    from pyspark.sql import Window
+
+    F = _functions()
+    surplus = []
+    deficit = []
+    for topic, row in cells.items():
+        goal = cell_plan.targets.get(topic, {})
+        for broker, count in row.items():
+            extra = count - goal.get(broker, 0)
+            if extra > 0:
+                surplus.append((topic, broker, extra))
+        for broker, want in goal.items():
+            short = want - row.get(broker, 0)
+            if short > 0:
+                deficit.append((topic, broker, short))
+    spark = ctx.spark
+    if not surplus:
+        return spark.createDataFrame([], "topic string, partition int, replicas array<int>")
+
+    rack_cap_rows = [(t, rack_cap(rf, len({ctx.racks[b] for b in ctx.targets}))) for t, rf in ctx.replication.items()]
+    caps = _small(spark, rack_cap_rows, "topic string, rack_cap int")
+
+    if ctx.enforce_racks and ctx.rack_of is not None:
+        rack_of = ctx.rack_of
+        mine = F.element_at(rack_of, F.col("broker"))
+        earlier = F.slice("replicas", 1, F.col("pos"))
+        violating = F.size(F.filter(earlier, lambda x: F.element_at(rack_of, x) == mine)) >= F.col("rack_cap")
+    else:
+        violating = F.lit(False)
+    leave_order = Window.partitionBy("topic", "broker").orderBy(
+        F.col("violating").desc(), (F.col("pos") == 0).asc(), F.col("size").asc(), F.hash("topic", "partition")
+    )
+    leavers = (
+        replicas.join(_small(spark, surplus, "topic string, broker int, extra int"), ["topic", "broker"])
+        .join(caps, "topic")
+        .withColumn("violating", violating)
+        .withColumn("n", F.row_number().over(leave_order))
+        .where(F.col("n") <= F.col("extra"))
+        .select("topic", "partition", F.col("broker").alias("from_broker"))
+    )
+    slots = (
+        _small(spark, deficit, "topic string, broker int, short int")
+        .select("topic", F.col("broker").alias("to_broker"), F.explode(F.sequence(F.lit(1), "short")).alias("k"))
+        .withColumn("slot", F.row_number().over(Window.partitionBy("topic").orderBy("k", F.hash("to_broker"))))
+    )
+    touched = parts.join(leavers.select("topic", "partition").distinct(), ["topic", "partition"], "left_semi")
+    current = touched.select("topic", "partition", "replicas").join(caps, "topic").localCheckpoint()
+    leavers = leavers.localCheckpoint()
+    slots = slots.localCheckpoint()
+    accepted_all: list[DataFrame] = []
+    for round_number in range(MATCH_ROUNDS):
+        if leavers.isEmpty():
+            break
+        by_topic = Window.partitionBy("topic")
+        ranked = leavers.withColumn(
+            "rank", F.row_number().over(by_topic.orderBy(F.hash("partition", "from_broker", F.lit(round_number))))
+        )
+        open_slots = slots.withColumn("slot", F.row_number().over(by_topic.orderBy("slot"))).withColumn(
+            "slots", F.count("*").over(by_topic)
+        )
+        counts = open_slots.groupBy("topic").agg(F.max("slots").alias("slots"))
+        shift = round_number * 7919
+        pairs = (
+            ranked.join(counts, "topic")
+            .withColumn("slot", ((F.col("rank") - 1 + F.lit(shift)) % F.col("slots")) + 1)
+            .drop("slots")
+            .join(open_slots.drop("slots"), ["topic", "slot"])
+            .join(current, ["topic", "partition"])
+            .where(_valid(ctx, F.col("replicas"), F.col("from_broker"), F.col("to_broker")))
+            .withColumn("n", F.row_number().over(Window.partitionBy("topic", "partition").orderBy("from_broker")))
+            .where(F.col("n") == 1)
+            .select("topic", "partition", "from_broker", "to_broker", "k", "slot")
+            .localCheckpoint()
+        )
+        if pairs.isEmpty():
+            continue
+        accepted_all.append(pairs.select("topic", "partition", "from_broker", "to_broker"))
+        leavers = leavers.join(pairs, ["topic", "partition", "from_broker"], "left_anti").localCheckpoint()
+        slots = slots.join(
+            pairs.select("topic", "to_broker", "k"), ["topic", "to_broker", "k"], "left_anti"
+        ).localCheckpoint()
+        current = _substitute(current, pairs).localCheckpoint()
+
+    left_rows = leavers.collect()
+    if left_rows:
+        fixes = _place_leftovers(ctx, parts, current, left_rows, slots.collect())
+        if fixes:
+            fixed = spark.createDataFrame(fixes, "topic string, partition int, replicas array<int>")
+            current = (
+                current.join(fixed.withColumnRenamed("replicas", "fixed"), ["topic", "partition"], "full_outer")
+                .select("topic", "partition", F.coalesce("fixed", "replicas").alias("replicas"))
+            )
+    return current.select("topic", "partition", "replicas")
+
+
+def _substitute(current: DataFrame, pairs: DataFrame) -> DataFrame:
+    F = _functions()
+    return (
+        current.join(pairs.select("topic", "partition", "from_broker", "to_broker"), ["topic", "partition"], "left")
+        .withColumn(
+            "replicas",
+            F.when(F.col("from_broker").isNull(), F.col("replicas")).otherwise(
+                F.transform("replicas", lambda x: F.when(x == F.col("from_broker"), F.col("to_broker")).otherwise(x))
+            ),
+        )
+        .drop("from_broker", "to_broker")
+    )
+
+
+def _place_leftovers(
+    ctx: _Context,
+    parts: DataFrame,
+    current: DataFrame,
+    leftovers: list[Any],
+    open_slots: list[Any],
+) -> list[tuple[str, int, list[int]]]:
+    """The few leaving replicas the joins could not place, on the driver: each is matched to an
+    open slot of its topic if one is valid, else another replica of the same cell that can take
+    that slot leaves instead, else it moves in two steps through a broker whose cell stays at its
+    target (the replica there moves on to the slot)."""
+    F = _functions()
+    topics = sorted({r.topic for r in leftovers})
+    touched = current.select("topic", "partition", F.col("replicas").alias("new"))
+    rows = (
+        parts.filter(F.col("topic").isin(topics))
+        .join(touched, ["topic", "partition"], "left")
+        .select("topic", "partition", F.coalesce("new", "replicas").alias("replicas"))
+        .collect()
+    )
+    layout: dict[str, dict[int, list[int]]] = defaultdict(dict)
+    for row in rows:
+        layout[row.topic][row.partition] = list(row.replicas)
+    slots: dict[str, list[int]] = defaultdict(list)
+    for s in open_slots:
+        slots[s.topic].append(s.to_broker)
+    leaving: set[tuple[str, int, int]] = {(r.topic, r.partition, r.from_broker) for r in leftovers}
+    changed: set[tuple[str, int]] = set()
+    n_racks = len({ctx.racks[b] for b in ctx.targets})
+
+    def fits(topic: str, replicas: list[int], leave: int, to: int) -> bool:
+        if to in replicas:
+            return False
+        if not ctx.enforce_racks:
+            return True
+        cap = rack_cap(ctx.replication[topic], n_racks)
+        rack = ctx.racks[to]
+        return sum(1 for b in replicas if b != leave and ctx.racks.get(b) == rack) < cap
+
+    def move(topic: str, partition: int, leave: int, to: int) -> None:
+        replicas = layout[topic][partition]
+        replicas[replicas.index(leave)] = to
+        changed.add((topic, partition))
+
+    for topic, partition, leave in sorted(leaving):
+        replicas = layout[topic][partition]
+        options = slots[topic]
+        direct = next((to for to in options if fits(topic, replicas, leave, to)), None)
+        if direct is not None:
+            options.remove(direct)
+            move(topic, partition, leave, direct)
+            continue
+        swapped = False
+        for to in list(options):
+            stand_in = next(
+                (
+                    q
+                    for q, others in sorted(layout[topic].items())
+                    if q != partition and leave in others and (topic, q, leave) not in leaving
+                    and fits(topic, others, leave, to)
+                ),
+                None,
+            )
+            if stand_in is not None:
+                options.remove(to)
+                move(topic, stand_in, leave, to)
+                swapped = True
+                break
+        if swapped:
+            # The leaving replica stays: its cell loses the stand-in's replica instead.
+            continue
+        for to in list(options):
+            chain = None
+            for via in ctx.targets:
+                if not fits(topic, replicas, leave, via):
+                    continue
+                q = next(
+                    (
+                        q
+                        for q, others in sorted(layout[topic].items())
+                        if q != partition and via in others and fits(topic, others, via, to)
+                    ),
+                    None,
+                )
+                if q is not None:
+                    chain = (via, q)
+                    break
+            if chain is not None:
+                via, q = chain
+                options.remove(to)
+                move(topic, partition, leave, via)
+                move(topic, q, via, to)
+                break
+        else:
+            # No slot of its topic can be reached: the least loaded broker that fits.
+            fallback = next((b for b in ctx.targets if fits(topic, replicas, leave, b)), None)
+            if fallback is not None:
+                move(topic, partition, leave, fallback)
+    return [(t, p, layout[t][p]) for t, p in sorted(changed)]
+
+
+def _apply(parts: DataFrame, changed: DataFrame) -> DataFrame:
+    F = _functions()
+    return (
+        parts.join(changed.withColumnRenamed("replicas", "new"), ["topic", "partition"], "left")
+        .withColumn("replicas", F.coalesce("new", "replicas"))
+        .drop("new")
+    )
+
+
+# --- preferred leaders ---
+
+
+def _balance_leaders(ctx: _Context, parts: DataFrame) -> tuple[DataFrame, DataFrame | None]:
+    """Reorder replica lists so each target broker is the first replica of floor/ceil of its
+    share of the partitions; a partition keeps its first replica unless that broker leads too
+    many and another of its replicas is on a broker that leads too few."""
+    from pyspark.sql import Window
+
+    F = _functions()
+    parts = parts.localCheckpoint()
+    held: dict[int, int] = {b: 0 for b in ctx.targets}
+    for row in parts.groupBy(F.col("replicas")[0].alias("b")).count().collect():
+        held[row.b] = held.get(row.b, 0) + row["count"]
+    total = sum(held.values())
+    wsum = sum(ctx.weights.values())
+    goal = dict(
+        zip(
+            ctx.targets,
+            round_targets([total * ctx.weights[b] / wsum for b in ctx.targets], total, [held[b] for b in ctx.targets]),
+            strict=True,
+        )
+    )
+    goal.update({b: 0 for b in held if b not in goal})
+    changes: list[DataFrame] = []
+    for _ in range(LEADER_ROUNDS):
+        excess = {b: held[b] - goal[b] for b in held if held[b] > goal[b]}
+        room = {b: goal[b] - held[b] for b in goal if held[b] < goal[b]}
+        if not excess or not room:
+            break
+        excess_df = _small(ctx.spark, list(excess.items()), "first int, excess int")
+        room_df = _small(ctx.spark, list(room.items()), "candidate int, room int")
+        picked = (
+            parts.withColumn("first", F.col("replicas")[0])
+            .join(excess_df, "first")
+            .select("topic", "partition", "first", "excess", F.explode(F.slice("replicas", 2, 1000)).alias("candidate"))
+            .join(room_df, "candidate")
+            .withColumn("n", F.row_number().over(Window.partitionBy("candidate").orderBy(F.hash("topic", "partition"))))
+            .where(F.col("n") <= F.col("room"))
+            .withColumn(
+                "n",
+                F.row_number().over(Window.partitionBy("topic", "partition").orderBy(F.col("room").desc(), "candidate")),
+            )
+            .where(F.col("n") == 1)
+            .withColumn("n", F.row_number().over(Window.partitionBy("first").orderBy(F.hash("partition", "topic"))))
+            .where(F.col("n") <= F.col("excess"))
+            .select("topic", "partition", "first", "candidate")
+            .localCheckpoint()
+        )
+        moved = picked.groupBy("first", "candidate").count().collect()
+        if not moved:
+            break
+        for row in moved:
+            held[row.first] -= row["count"]
+            held[row.candidate] += row["count"]
+        changes.append(picked)
+        parts = (
+            parts.join(picked.select("topic", "partition", "candidate"), ["topic", "partition"], "left")
+            .withColumn(
+                "replicas",
+                F.when(F.col("candidate").isNull(), F.col("replicas")).otherwise(
+                    F.concat(F.array("candidate"), F.filter("replicas", lambda x: x != F.col("candidate")))
+                ),
+            )
+            .drop("candidate")
+            .localCheckpoint()
+        )
+    return parts, None

@@ -1,0 +1,173 @@
+"""A plan's report: movement against its lower bound, and the balance before and after.
+
+    moves              Σ_p |new_p \\ old_p| (a reorder within the same set is no move)
+    bytes              Σ over moved replicas of the partition's size
+    leader_changes     partitions whose new first replica is not the current leader
+    lower_bound        max(count, topic, rack) (docs/PLANNER.md)
+    spread             max − min over the target brokers, before and after, of replicas,
+                       preferred leaders and bytes; topic spread is the largest over topics
+    rack_violations    Σ_p Σ_rack max(0, replicas in the rack − cap_p)
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+from node.planner.targets import Cells, rack_cap
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+    from node.planner.plan import _Context
+    from node.planner.request import PlanRequest
+    from node.planner.targets import CellPlan
+
+
+def _violations(ctx: _Context, replicas: Column) -> Column:
+    from pyspark.sql import functions as F
+
+    if not ctx.enforce_racks or ctx.rack_of is None:
+        return F.lit(0)
+    rack_of = ctx.rack_of
+    racks = F.filter(F.transform(replicas, lambda x: F.element_at(rack_of, x)), lambda r: r.isNotNull())
+    excess = F.transform(
+        F.array_distinct(racks), lambda r: F.greatest(F.size(F.filter(racks, lambda x: x == r)) - F.col("cap"), F.lit(0))
+    )
+    return F.aggregate(excess, F.lit(0), lambda acc, x: acc + x)
+
+
+def _spread(values: list[float]) -> float:
+    return max(values) - min(values) if values else 0
+
+
+def build_report(
+    ctx: _Context,
+    before: DataFrame,
+    after: DataFrame,
+    cells: Cells,
+    cell_plan: CellPlan | None,
+    request: PlanRequest,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The report and the changed partitions (Kafka's reassignment entries)."""
+    from pyspark.sql import functions as F
+
+    n_racks = len({ctx.racks[b] for b in ctx.targets})
+    caps = ctx.spark.createDataFrame(
+        [(t, rack_cap(rf, n_racks)) for t, rf in ctx.replication.items()], "topic string, cap int"
+    )
+    joined = (
+        before.select("topic", "partition", "leader", "size", F.col("replicas").alias("old"))
+        .join(after.select("topic", "partition", F.col("replicas").alias("new")), ["topic", "partition"])
+        .join(F.broadcast(caps), "topic")
+        .withColumn("added", F.size(F.array_except("new", "old")))
+        .cache()
+    )
+    totals = joined.agg(
+        F.sum("added").alias("moves"),
+        F.sum(F.col("added") * F.col("size")).alias("bytes"),
+        F.sum((F.col("new")[0] != F.coalesce("leader", F.col("old")[0])).cast("int")).alias("leader_changes"),
+        F.sum((F.col("new")[0] != F.col("old")[0]).cast("int")).alias("preferred_changes"),
+        F.sum(_violations(ctx, F.col("old"))).alias("violations_before"),
+        F.sum(_violations(ctx, F.col("new"))).alias("violations_after"),
+        F.count("*").alias("partitions"),
+    ).first()
+    changed = [
+        {"topic": r.topic, "partition": r.partition, "replicas": list(r.new)}
+        for r in joined.where(F.col("new") != F.col("old")).orderBy("topic", "partition").collect()
+    ]
+    per_broker = (
+        joined.select(F.lit(0).alias("side"), F.posexplode("old").alias("pos", "broker"), "size")
+        .unionByName(joined.select(F.lit(1).alias("side"), F.posexplode("new").alias("pos", "broker"), "size"))
+        .groupBy("side", "broker")
+        .agg(
+            F.count("*").alias("replicas"),
+            F.sum((F.col("pos") == 0).cast("int")).alias("leaders"),
+            F.sum("size").alias("bytes"),
+        )
+        .collect()
+    )
+    topic_after = (
+        joined.select("topic", F.explode("new").alias("broker"))
+        .where(F.col("broker").isin(ctx.targets))
+        .groupBy("topic", "broker")
+        .count()
+        .groupBy("topic")
+        .agg(F.max("count").alias("hi"), F.min("count").alias("lo"), F.count("*").alias("cells"))
+        .collect()
+    )
+    joined.unpersist()
+
+    table: dict[int, dict[str, Any]] = defaultdict(
+        lambda: {f"{k}_{s}": 0 for k in ("replicas", "leaders", "bytes") for s in ("before", "after")}
+    )
+    for row in per_broker:
+        side = "after" if row.side else "before"
+        entry = table[row.broker]
+        entry[f"replicas_{side}"] = row.replicas
+        entry[f"leaders_{side}"] = row.leaders
+        entry[f"bytes_{side}"] = row.bytes
+    for b in ctx.targets:
+        _ = table[b]
+    brokers = []
+    for b in sorted(table):
+        brokers.append(
+            {
+                "broker": b,
+                "rack": ctx.racks.get(b),
+                "target": b in ctx.targets,
+                **({"target_replicas": cell_plan.broker_targets.get(b, 0)} if cell_plan else {}),
+                **table[b],
+            }
+        )
+
+    def spread_of(key: str) -> dict[str, float]:
+        return {
+            side: _spread([table[b][f"{key}_{side}"] for b in ctx.targets]) for side in ("before", "after")
+        }
+
+    m = len(ctx.targets)
+    target = set(ctx.targets)
+    topic_before = []
+    for row in cells.values():
+        counts = [c for b, c in row.items() if b in target]
+        hi = max(counts, default=0)
+        lo = min(counts, default=0) if len(counts) == m else 0
+        topic_before.append(hi - lo)
+    topic_after_spreads = [r.hi - (r.lo if r.cells == m else 0) for r in topic_after]
+    bound = dict(cell_plan.lower_bound) if cell_plan else {"count": 0, "topic": 0}
+    bound.pop("racks_nested", None)
+    bound["rack"] = int(totals.violations_before or 0)
+    lower = max(bound.values()) if request.moves_data else 0
+    moves = int(totals.moves or 0)
+    mean_bytes = sum(table[b]["bytes_after"] for b in ctx.targets) / m
+    report: dict[str, Any] = {
+        "goals": list(request.goals),
+        "balance": request.balance,
+        "target_brokers": ctx.targets,
+        "topics": len(ctx.replication),
+        "partitions": int(totals.partitions or 0),
+        "moves": moves,
+        "lower_bound": lower,
+        "lower_bounds": bound,
+        "moves_over_lower_bound": round(moves / lower, 4) if lower else (0.0 if moves == 0 else None),
+        "bytes": int(totals.bytes or 0),
+        "leader_changes": int(totals.leader_changes or 0),
+        "preferred_leader_changes": int(totals.preferred_changes or 0),
+        "changed_partitions": len(changed),
+        "replica_spread": spread_of("replicas"),
+        "leader_spread": spread_of("leaders"),
+        "bytes_spread": spread_of("bytes"),
+        "bytes_spread_pct_of_mean": {
+            side: round(100 * spread_of("bytes")[side] / mean_bytes, 2) if mean_bytes else 0.0
+            for side in ("before", "after")
+        },
+        "topic_spread": {"before": max(topic_before, default=0), "after": max(topic_after_spreads, default=0)},
+        "topics_spread_over_1": {
+            "before": sum(1 for s in topic_before if s > 1),
+            "after": sum(1 for s in topic_after_spreads if s > 1),
+        },
+        "rack_violations": {"before": int(totals.violations_before or 0), "after": int(totals.violations_after or 0)},
+        "brokers": brokers,
+    }
+    return report, changed
