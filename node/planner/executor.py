@@ -434,12 +434,19 @@ class PlanExecutor:
 
     # --- throttles ---
 
+    @property
+    def _throttle(self) -> int:
+        """The plan's own throttle (a resumed plan keeps the one it started with);
+        `throttle_bytes_per_s` is what the next plan starts with."""
+        value = self._plan.get("throttle_bytes_per_s")
+        return value if isinstance(value, int) else self.throttle_bytes_per_s
+
     async def _apply_rates(self) -> None:
         """The throttle rates on every broker that a move still to finish copies from or to."""
-        if self.throttle_bytes_per_s < 0:
+        if self._throttle < 0:
             return
         brokers = sorted({b for m in self._moves if m.state not in FINISHED for b in (*m.source, *m.target)})
-        if await self._alter(broker_rate_resources(brokers, self.throttle_bytes_per_s)):
+        if await self._alter(broker_rate_resources(brokers, self._throttle)):
             known = {_int(b) for b in _list(self._plan.get("throttled_brokers"))}
             self._plan["throttled_brokers"] = sorted(known | set(brokers))
 
@@ -448,7 +455,7 @@ class PlanExecutor:
     ) -> bool:
         """Each topic's throttled replicas: the moves in flight and those starting. False
         when the configs could not be written (the moves then wait for the next look)."""
-        if self.throttle_bytes_per_s < 0:
+        if self._throttle < 0:
             return True
         origins = {m.tp: list(m.step_origin) for m in self._moves if m.state is MoveState.IN_FLIGHT}
         steps = {m.tp: list(m.step or ()) for m in self._moves if m.state is MoveState.IN_FLIGHT}

@@ -177,8 +177,10 @@ async def test_a_restarted_executor_resumes_skipping_what_is_done_and_watching_w
     await first.close()  # the planner stops here
     controller.complete(("a", 0))  # one completes while no planner runs
 
-    second = executor(controller, tmp_path, clock, record, limit=2)
+    # Restarted with another default throttle: the plan keeps its own.
+    second = executor(controller, tmp_path, clock, record, limit=2, throttle=5000)
     assert await second.resume()
+    assert controller.throttle_config(BROKER, "3")["follower.replication.throttled.rate"] == "1000"
     submitted_before = len(controller.submitted)
     await second.tick()
     states = {m.partition: m.state for m in second.moves()}
