@@ -107,6 +107,7 @@ class PlanExecutor:
         clock: Clock,
         record: PlanRecord | None = None,
         poll_interval_s: float = 1.0,
+        watch_interval_s: float = 0.2,
         settle_s: float = SETTLE_S,
         size_source_factory: Callable[[MetadataResponse], SizeSource] | None = None,
         autorun: bool = True,
@@ -123,6 +124,7 @@ class PlanExecutor:
         self._clock = clock
         self._record: PlanRecord = record or MemoryPlanRecord()
         self._poll_interval_s = poll_interval_s
+        self._watch_interval_s = watch_interval_s
         self._settle_s = settle_s
         self._size_source_factory = size_source_factory or (lambda m: ReplicaSizeReader(m, timeout=10.0))
         self._sizes: SizeSource | None = None
@@ -573,9 +575,29 @@ class PlanExecutor:
                 self._last_error = message
             if self._stopping or not self.running:
                 break
-            self._wake.clear()
+            await self._wait_for_change()
+
+    async def _wait_for_change(self) -> None:
+        """Until the next full look: `poll_interval_s`, or sooner when a move in flight is
+        no longer in progress at the controller (a cheap ListPartitionReassignments of the
+        moves in flight every `watch_interval_s`), so that the next moves start at once."""
+        deadline = self._clock.monotonic() + self._poll_interval_s
+        in_flight = [m.tp for m in self._moves if m.state is MoveState.IN_FLIGHT]
+        self._wake.clear()
+        while not self._stopping:
+            left = deadline - self._clock.monotonic()
+            if left <= 0:
+                return
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._poll_interval_s)
+                await asyncio.wait_for(self._wake.wait(), min(left, self._watch_interval_s))
+            if self._wake.is_set() or not in_flight:
+                continue
+            try:
+                ongoing = await self._list_ongoing(self._connect(), in_flight)
+            except (WireError, OSError, TimeoutError):
+                continue
+            if len(ongoing) < len(in_flight):
+                return
 
     async def _stop_loop(self) -> None:
         self._stopping = True
