@@ -9,14 +9,31 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
+from typing import Protocol
 
-from node.planner.healing import SelfHealer
-from node.zk.store import ZkClusterStore
+from actors.ports import RegisteredBroker, TopicAssignment
 
 log = logging.getLogger(__name__)
 
 
-async def replica_holders(store: ZkClusterStore) -> set[int]:
+class RegistrationStore(Protocol):
+    """The part of the ClusterStore port this needs (ZkClusterStore has it)."""
+
+    async def registered_brokers(self, *, watch: bool = False) -> list[RegisteredBroker]: ...
+
+    async def topics(self, *, watch: bool = False) -> set[str]: ...
+
+    async def topic_assignments(
+        self, topics: set[str], *, watch: bool = False
+    ) -> dict[str, TopicAssignment]: ...
+
+
+class BrokerListener(Protocol):
+    def brokers_changed(self, registered: Iterable[int], *, holders: Iterable[int] | None = None) -> None: ...
+
+
+async def replica_holders(store: RegistrationStore) -> set[int]:
     assignments = await store.topic_assignments(await store.topics())
     return {
         broker
@@ -26,7 +43,9 @@ async def replica_holders(store: ZkClusterStore) -> set[int]:
     }
 
 
-async def follow_brokers(store: ZkClusterStore, healer: SelfHealer, *, interval_s: float = 1.0) -> None:
+async def follow_brokers(
+    store: RegistrationStore, healer: BrokerListener, *, interval_s: float = 1.0
+) -> None:
     """Until cancelled: the registrations to the healer whenever they change."""
     last: set[int] | None = None
     failing = False

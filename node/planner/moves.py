@@ -249,9 +249,11 @@ def bytes_copied(move: Move, adding_sizes: Mapping[int, int]) -> int:
     added holds so far (`adding_sizes`, broker → bytes)."""
     if move.state is MoveState.DONE:
         return move.bytes_total
+    if move.state is MoveState.PENDING:
+        # Pending after a first step: that step's new replicas are complete.
+        return move.size_bytes * len(frozenset(move.step or ()) & move.added)
     if move.state is not MoveState.IN_FLIGHT or move.step is None:
-        complete = frozenset(move.step or ()) & move.added if move.state is MoveState.PENDING else frozenset()
-        return move.size_bytes * len(complete)
+        return 0
     copying = frozenset(move.step) - frozenset(move.step_origin)
     total = 0
     for broker in move.added:
