@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Protocol
 
 from actors.clock import Clock
@@ -55,6 +56,10 @@ log = logging.getLogger(__name__)
 RUNNING, COMPLETE, FAILED, CANCELLED = "running", "complete", "failed", "cancelled"
 # How many moves in flight and failures status() lists by name.
 LISTED = 20
+# The plan is saved at most this often while it runs (and always when it starts and ends):
+# a large plan's file is megabytes, and a save that lags only makes a resumed executor look
+# at the controller for what changed since (moves.py's rules need nothing more).
+SAVE_INTERVAL_S = 1.0
 
 
 class PlanInProgress(Exception):
@@ -103,7 +108,7 @@ class PlanExecutor:
         *,
         max_moves_per_broker: int = 5,
         throttle_bytes_per_s: int = -1,
-        state_dir: str,
+        state_dir: str | Path,
         clock: Clock,
         record: PlanRecord | None = None,
         poll_interval_s: float = 1.0,
@@ -138,6 +143,8 @@ class PlanExecutor:
         self._wake = asyncio.Event()
         self._stopping = False
         self._last_error = ""
+        self._unsaved = False
+        self._saved_at = float("-inf")
 
     # --- the public interface ---
 
@@ -301,6 +308,8 @@ class PlanExecutor:
     async def close(self) -> None:
         """Stop looking (the plan stays saved, to be resumed) and close the connections."""
         await self._stop_loop()
+        if self._unsaved:
+            await self._save()
         if self._sizes is not None:
             await self._sizes.close()
             self._sizes = None
@@ -387,6 +396,8 @@ class PlanExecutor:
         started = await self._start_batch(admin, current, leaders, blocked)
         await self._measure(metadata)
         if changed or started:
+            self._unsaved = True
+        if self._unsaved and self._clock.monotonic() - self._saved_at >= SAVE_INTERVAL_S:
             await self._save()
 
     async def _start_batch(
@@ -622,6 +633,7 @@ class PlanExecutor:
         )
 
     async def _save(self, *, record_too: bool = True) -> None:
+        self._unsaved, self._saved_at = False, self._clock.monotonic()
         document: dict[str, object] = {
             "version": 1,
             **self._plan,

@@ -5,6 +5,7 @@ removed, resuming after a restart, cancelling, and plans that cannot start."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -41,7 +42,7 @@ def executor(
     )
 
 
-def entries(plan: dict[tuple[str, int], tuple[int, ...]]) -> list[dict[str, object]]:
+def entries(plan: Mapping[tuple[str, int], tuple[int, ...]]) -> list[dict[str, object]]:
     return [{"topic": t, "partition": p, "replicas": list(r)} for (t, p), r in plan.items()]
 
 
@@ -297,3 +298,27 @@ async def test_the_task_runs_the_plan_to_its_end(tmp_path: Path, record: MemoryP
     assert ex.status()["state"] == "complete"
     await ex.close()
     assert controller.closed
+
+
+async def test_the_plan_is_saved_at_most_once_a_second_while_it_runs(
+    tmp_path: Path, clock: ManualClock, record: MemoryPlanRecord
+) -> None:
+    controller = FakeController({("a", 0): (1, 2), ("a", 1): (1, 2)})
+    ex = executor(controller, tmp_path, clock, record, limit=1)
+    await ex.start("p1", entries({("a", 0): (3, 2), ("a", 1): (3, 2)}))
+
+    def saved_states() -> list[object]:
+        saved = PlanFile(tmp_path).load()
+        assert saved is not None
+        return [m["state"] for m in saved["moves"]]  # type: ignore[attr-defined]
+
+    assert saved_states() == ["pending", "pending"]
+    await ex.tick()
+    assert saved_states() == ["pending", "pending"], "saved at the start less than a second ago"
+    clock.advance(1)
+    await ex.tick()
+    assert saved_states() == ["in_flight", "pending"]
+    controller.complete()
+    await ex.tick()
+    await ex.close()  # what is not saved yet is saved on close
+    assert saved_states() == ["done", "in_flight"]

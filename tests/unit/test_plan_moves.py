@@ -118,8 +118,8 @@ def test_a_move_that_vanished_fails_only_once_the_metadata_had_time_to_settle() 
     stale = {m.tp: (4, 2, 1)}  # a broker's cache that has not seen the completion yet
     reconcile([m], stale, {}, 100.0, settle_s=30)
     assert m.state is MoveState.IN_FLIGHT
-    reconcile([m], {m.tp: (4, 2)}, {}, 110.0, settle_s=30)
-    assert m.state is MoveState.DONE
+    changed, _ = reconcile([m], {m.tp: (4, 2)}, {}, 110.0, settle_s=30)
+    assert [c.state for c in changed] == [MoveState.DONE]
 
     cancelled = move(1, (4, 2), (1, 2))
     start_step(cancelled, (1, 2), (4, 2))

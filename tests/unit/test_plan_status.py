@@ -11,7 +11,8 @@ import pytest
 
 from node.cli.plan_status import describe, progress_line, status_command
 from node.cluster.zookeeper import free_ports
-from wire.api import PlannerStatusResponse, Response
+from wire.api import Response
+from wire.api.planner import PlannerStatusResponse
 from wire.envelope import ParsedRequest
 from wire.server import RpcServer
 
