@@ -13,6 +13,7 @@ from pathlib import Path
 
 import orjson
 from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
 
 from node.clients.planner import PlannerClient
 from node.clients.producer import KeelProducer
@@ -60,9 +61,11 @@ async def fill(
 
 
 async def registered(kazoo: KazooClient, planner: PlannerProcess) -> bool:
-    if kazoo.exists("/keel/planner") is None:
+    try:
+        data = kazoo.get("/keel/planner")[0]
+    except NoNodeError:  # none yet, or the killed planner's session just expired
         return False
-    return bool(orjson.loads(kazoo.get("/keel/planner")[0])["port"] == planner.port)
+    return bool(orjson.loads(data)["port"] == planner.port)
 
 
 def plan_record(kazoo: KazooClient) -> dict[str, object]:
