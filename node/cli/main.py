@@ -10,7 +10,7 @@
                                  elect leaders (Kafka's kafka-leader-election)
     keel reassign execute|verify|cancel|list
                                  partition reassignment (Kafka's kafka-reassign-partitions)
-    keel reassign plan|snapshot  plans from the planner (node/cli/plan_commands.py)
+    keel reassign plan|snapshot  reassignment plans from the planner (or --from-file)
     keel reassign status [--wait]
                                  the progress of the plan the planner executes
 
@@ -28,7 +28,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from node.cli import console_commands, election_commands, plan_commands, reassign_commands, topic_commands
+from node.cli import console_commands, election_commands, reassign_commands, topic_commands
 from node.cli.arguments import CommandConfigError, add_global_options, apply_command_config
 from node.cli.output import print_json, print_table
 from node.clients.admin import KeelAdminClient
@@ -135,11 +135,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     console_commands.add_arguments(groups, common)
     election_commands.add_arguments(groups, common)
-    reassign = groups.add_parser("reassign", help="move partition replicas between brokers").add_subparsers(
-        dest="command", required=True
+    reassign_commands.add_arguments(
+        groups.add_parser("reassign", help="move partition replicas between brokers").add_subparsers(
+            dest="command", required=True
+        ),
+        common,
     )
-    reassign_commands.add_arguments(reassign, common)
-    plan_commands.add_arguments(reassign, common)
     for group in sorted({g for g, _ in COMMANDS}):
         sub = groups.add_parser(group).add_subparsers(dest="command", required=True)
         for (g, command), handler in COMMANDS.items():
@@ -151,8 +152,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 async def run(args: argparse.Namespace) -> int:
     if args.group in console_commands.COMMANDS:
         return await console_commands.COMMANDS[args.group](args.bootstrap_server or default_bootstrap(), args)
-    if args.group == "reassign" and args.command in plan_commands.COMMANDS:
-        return await plan_commands.run(args, args.bootstrap_server or default_bootstrap())
     if args.group == "reassign":
         return await reassign_commands.run(args, args.bootstrap_server or default_bootstrap())
     async with KeelAdminClient(args.bootstrap_server or default_bootstrap(), timeout=args.timeout) as admin:

@@ -1,32 +1,35 @@
-"""`keel reassign plan` and `keel reassign snapshot`: plans from the planner.
+"""`keel reassign plan` and `keel reassign snapshot`: reassignment plans.
 
+    keel reassign plan --goal rebalance [--goal leaders ...] [--brokers 1,2,...]
+        [--remove-brokers 3,4] [--topics t1,t2] [--balance count|bytes] [--capacity 1=2,2=1]
+        --output plan.json [--report report.json] [--format json|table]
+        [--execute] [--throttle BYTES_PER_S] [--planner host:port]
+        [--from-file cluster.json [--spark-master local[*]]]
     keel reassign snapshot --output cluster.json [--zookeeper host:port/chroot]
-    keel reassign plan --goal G[,G...] [--brokers 1,2] [--remove-brokers 3] [--topics t1,t2]
-                       [--balance count|bytes] [--capacity 1=2.0,2=1.0] --output plan.json
-                       [--report report.json] [--execute] [--throttle BYTES_PER_S]
-                       [--from-file cluster.json [--spark-master local[*]]] [--planner host:port]
 
-`plan` asks the live planner (found through any broker, which reads `/keel/planner`, or given
-by `--planner`); with `--from-file` it plans on that snapshot file with a SparkSession of its
-own and no cluster at all. Either way it writes Kafka's reassignment JSON of the partitions
-that change to `--output`, the report to `--report`, and prints the report's summary and its
-per-broker before/after table. `snapshot` reads ZooKeeper and asks every live broker for its
-replica sizes (DescribeLogDirs): the cluster.json format, no Spark.
+`plan` asks the cluster's planner (found through any broker, which reads `/keel/planner`, or
+named by `--planner`); with `--from-file` it plans on that cluster.json with a local
+SparkSession and no cluster at all. The plan file is Kafka's reassignment JSON (for `keel
+reassign execute`); the table shows each broker before and after, the moves against their
+lower bound, and the balance. `--execute` has the planner's executor carry the plan out.
 
-Bad arguments are argparse's exit 2; a planner that is not running, or that refuses the
-request (an unknown broker, a plan that cannot be made), is one line on stderr and exit 1,
-and nothing is executed.
+A bad request or snapshot file is one line on stderr and exit 2, before Spark starts or
+anything connects when the arguments alone show it. A planner that is not running, or that
+refuses the request (a broker the cluster does not know, a plan that cannot be made), is one
+line and exit 1; nothing is executed either way.
+
+`snapshot` reads ZooKeeper and asks every live broker for its replica sizes (DescribeLogDirs):
+the cluster.json format, no Spark.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -36,72 +39,63 @@ from node.clients.planner import PlannerClient, PlannerNotRunning, find_planner
 from wire.api.planner import PlanReassignmentRequest
 from wire.errors import ErrorCode
 
-GOALS = ("rebalance", "remove-brokers", "heal", "leaders")
+if TYPE_CHECKING:
+    from node.planner.request import PlanRequest
+
 COMMANDS = ("plan", "snapshot")
 
 
-def _goals(text: str) -> list[str]:
-    goals = [g.strip() for g in text.split(",") if g.strip()]
-    for goal in goals:
-        if goal not in GOALS:
-            raise argparse.ArgumentTypeError(f"unknown goal {goal!r} (one of {', '.join(GOALS)})")
-    return goals
-
-
-def _ids(text: str) -> list[int]:
+def _ids(text: str) -> tuple[int, ...]:
     try:
-        ids = [int(part) for part in text.split(",") if part.strip()]
+        values = tuple(int(x) for x in text.split(",") if x.strip())
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of broker ids") from None
-    if any(i < 0 for i in ids):
-        raise argparse.ArgumentTypeError(f"{text!r}: a broker id is never negative")
-    return ids
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of broker ids: {text!r}") from None
+    if not values or any(v < 0 for v in values):
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of broker ids: {text!r}")
+    return values
 
 
-def _names(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
+def _names(text: str) -> tuple[str, ...]:
+    values = tuple(x.strip() for x in text.split(",") if x.strip())
+    if not values:
+        raise argparse.ArgumentTypeError("no topic named")
+    return values
 
 
 def _capacity(text: str) -> dict[int, float]:
-    capacity = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        broker, sep, weight = item.partition("=")
+    out = {}
+    for item in text.split(","):
+        broker, _, weight = item.partition("=")
         try:
-            capacity[int(broker)] = float(weight)
+            out[int(broker)] = float(weight)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{item!r} is not BROKER=WEIGHT") from None
-        if not sep or capacity[int(broker)] <= 0:
-            raise argparse.ArgumentTypeError(f"{item!r} is not BROKER=WEIGHT with a positive weight")
-    return capacity
+            raise argparse.ArgumentTypeError(f"not broker=weight: {item!r}") from None
+    return out
 
 
 def add_arguments(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:  # type: ignore[type-arg]
-    plan = sub.add_parser("plan", parents=[common], help="compute a reassignment plan")
-    plan.add_argument(
+    parser = sub.add_parser("plan", parents=[common], help="compute a reassignment plan")
+    parser.add_argument(
+        "--from-file", type=Path, metavar="CLUSTER_JSON", help="plan on this snapshot, offline"
+    )
+    parser.add_argument(
         "--goal",
-        type=_goals,
-        action="extend",
+        action="append",
         required=True,
-        help=f"one or more of {', '.join(GOALS)} (comma-separated or repeated)",
+        metavar="GOAL",
+        help="rebalance, remove-brokers, heal or leaders (repeat or comma-separate to combine)",
     )
-    plan.add_argument(
-        "--brokers", type=_ids, default=None, help="the target broker set (default: the live ones)"
-    )
-    plan.add_argument(
-        "--remove-brokers", type=_ids, default=[], help="brokers to empty (goal remove-brokers)"
-    )
-    plan.add_argument("--topics", type=_names, default=None, help="plan only these topics")
-    plan.add_argument("--balance", choices=["count", "bytes"], default="count")
-    plan.add_argument("--capacity", type=_capacity, default=None, help="relative broker weights: 1=2.0,2=1.0")
-    plan.add_argument("--output", type=Path, required=True, help="the reassignment JSON to write")
-    plan.add_argument("--report", type=Path, default=None, help="write the plan's report (JSON) here")
-    plan.add_argument("--execute", action="store_true", help="have the planner's executor carry it out")
-    plan.add_argument("--throttle", type=non_negative_int, default=None, metavar="BYTES_PER_S")
-    plan.add_argument("--from-file", type=Path, default=None, help="plan on this cluster.json, offline")
-    plan.add_argument("--spark-master", default="local[*]", help="Spark master for --from-file")
-    plan.add_argument(
-        "--planner", default=None, metavar="HOST:PORT", help="the planner (default: ask a broker)"
-    )
+    parser.add_argument("--brokers", type=_ids, help="the target broker set (default: the live brokers)")
+    parser.add_argument("--remove-brokers", type=_ids, default=(), help="brokers to drain")
+    parser.add_argument("--topics", type=_names, help="plan only these topics")
+    parser.add_argument("--balance", default="count", help="count (default) or bytes")
+    parser.add_argument("--capacity", type=_capacity, help="relative broker weights: 1=2,2=1")
+    parser.add_argument("--output", type=Path, required=True, help="where to write the reassignment JSON")
+    parser.add_argument("--report", type=Path, help="where to write the report JSON")
+    parser.add_argument("--spark-master", default="local[*]", help="Spark master for --from-file")
+    parser.add_argument("--execute", action="store_true", help="have the planner's executor carry it out")
+    parser.add_argument("--throttle", type=non_negative_int, default=None, metavar="BYTES_PER_S")
+    parser.add_argument("--planner", metavar="HOST:PORT", help="the planner (default: ask a broker)")
     snapshot = sub.add_parser("snapshot", parents=[common], help="export the live cluster as cluster.json")
     snapshot.add_argument("--output", type=Path, required=True)
     snapshot.add_argument(
@@ -112,42 +106,69 @@ def add_arguments(sub: argparse._SubParsersAction, common: argparse.ArgumentPars
     )
 
 
+def _fail(message: str, code: int = 2) -> int:
+    print(f"keel: {message}", file=sys.stderr)
+    return code
+
+
+async def run(args: argparse.Namespace, bootstrap: str) -> int:
+    if args.command == "snapshot":
+        return await snapshot(args)
+    from node.planner.request import PlanError, PlanRequest
+
+    goals = tuple(g.strip() for value in args.goal for g in value.split(",") if g.strip())
+    try:
+        request = PlanRequest(
+            goals=goals,
+            brokers=args.brokers,
+            remove_brokers=args.remove_brokers,
+            topics=args.topics,
+            balance=args.balance,
+            capacity=args.capacity,
+        )
+    except PlanError as e:
+        return _fail(str(e))
+    if args.from_file is not None:
+        if args.execute:
+            return _fail("--execute needs the cluster's planner, not --from-file")
+        return plan_from_file(args, request)
+    outcome = await _plan_live(args, bootstrap, request)
+    if isinstance(outcome, int):
+        return outcome
+    partitions, report = outcome
+    return _write_and_show(args, {"version": 1, "partitions": partitions}, report)
+
+
+def _write_and_show(args: argparse.Namespace, reassignment: dict[str, Any], report: dict[str, Any]) -> int:
+    try:
+        args.output.write_bytes(orjson.dumps(reassignment))
+        if args.report is not None:
+            args.report.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
+    except OSError as e:
+        return _fail(f"cannot write: {e}")
+    if args.format == "json":
+        print_json(report)
+    else:
+        print_report(report)
+        if report.get("executing"):
+            print("The planner's executor is carrying the plan out: see `keel reassign status`.")
+    return 0
+
+
 # --- plan ---
 
 
-def _write_json(path: Path, value: object) -> None:
-    path.write_bytes(orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
-
-
-def print_report(report: dict[str, Any], partitions: int) -> None:
-    """The report's scalar figures as lines, then each of its row lists as a table (the
-    per-broker before/after rows among them)."""
-    print(f"Partitions to reassign: {partitions}")
-    tables = []
-    for key, value in report.items():
-        if isinstance(value, list) and value and all(isinstance(row, dict) for row in value):
-            tables.append((key, value))
-        elif isinstance(value, dict):
-            print(f"{key}: " + ", ".join(f"{k} {v}" for k, v in value.items()))
-        else:
-            print(f"{key}: {value}")
-    for key, rows in tables:
-        print()
-        print(key.replace("_", " ").capitalize() + ":")
-        headers = list(dict.fromkeys(k for row in rows for k in row))
-        print_table([h.upper() for h in headers], [[row.get(h) for h in headers] for row in rows])
-
-
 async def _plan_live(
-    args: argparse.Namespace, bootstrap: str
+    args: argparse.Namespace, bootstrap: str, checked: PlanRequest
 ) -> tuple[list[dict[str, Any]], dict[str, Any]] | int:
+    """The plan from the cluster's planner, for a request already checked here."""
     request = PlanReassignmentRequest(
-        goals=list(args.goal),
-        brokers=args.brokers,
-        remove_brokers=list(args.remove_brokers),
-        topics=args.topics,
-        balance=args.balance,
-        capacity=None if args.capacity is None else {str(k): v for k, v in args.capacity.items()},
+        goals=list(checked.goals),
+        brokers=None if checked.brokers is None else list(checked.brokers),
+        remove_brokers=list(checked.remove_brokers),
+        topics=None if checked.topics is None else list(checked.topics),
+        balance=checked.balance,
+        capacity=None if checked.capacity is None else {str(k): v for k, v in checked.capacity.items()},
         execute=args.execute,
         throttle_bytes_per_s=-1 if args.throttle is None else args.throttle,
     )
@@ -179,64 +200,59 @@ async def _plan_live(
     return partitions, report
 
 
-def _plan_from_file(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any]] | int:
-    """Plan on a cluster.json with a SparkSession of this process (node.planner's jobs)."""
-    from node.planner.plan import plan as compute
-    from node.planner.request import PlanError, PlanRequest
+def plan_from_file(args: argparse.Namespace, request: Any) -> int:
+    from node.planner.plan import plan
+    from node.planner.request import PlanError
     from node.planner.session import spark_session
-    from node.planner.snapshot import SnapshotError, load_snapshot_json
+    from node.planner.snapshot import SnapshotError, frames, read_snapshot_rows
+
     try:
-        request = PlanRequest(
-            goals=tuple(args.goal),
-            brokers=None if args.brokers is None else tuple(args.brokers),
-            remove_brokers=tuple(args.remove_brokers),
-            topics=None if args.topics is None else tuple(args.topics),
-            balance=args.balance,
-            capacity=args.capacity,
-        )
-    except PlanError as e:
-        print(f"keel: {e}", file=sys.stderr)
-        return 2
+        rows = read_snapshot_rows(args.from_file)
+    except SnapshotError as e:
+        return _fail(f"{args.from_file}: {e}")
     spark = spark_session(args.spark_master)
     try:
-        snapshot = load_snapshot_json(spark, args.from_file)
-        result = compute(spark, snapshot, request)
-    except (SnapshotError, OSError) as e:
-        print(f"keel: {args.from_file}: {e}", file=sys.stderr)
-        return 2
+        result = plan(spark, frames(spark, *rows), request)
+    except SnapshotError as e:
+        return _fail(f"{args.from_file}: {e}")
     except PlanError as e:
-        print(f"keel: {e}", file=sys.stderr)
-        return 1
-    return list(result.partitions), dict(result.report)
+        return _fail(str(e))
+    return _write_and_show(args, result.to_reassignment_json(), result.report)
 
 
-async def plan(args: argparse.Namespace, bootstrap: str) -> int:
-    if args.from_file is not None:
-        if args.execute:
-            print("keel: --execute needs the live planner, not --from-file", file=sys.stderr)
-            return 2
-        outcome = await asyncio.to_thread(_plan_from_file, args)
-    else:
-        outcome = await _plan_live(args, bootstrap)
-    if isinstance(outcome, int):
-        return outcome
-    partitions, report = outcome
-    _write_json(args.output, {"version": 1, "partitions": partitions})
-    if args.report is not None:
-        _write_json(args.report, report)
-    if args.format == "json":
-        print_json({"partitions": partitions, "report": report})
-    else:
-        print_report(report, len(partitions))
-        print()
-        print(
-            f"Wrote the plan to {args.output}"
-            + (f" and its report to {args.report}" if args.report else "")
-            + "."
-        )
-        if args.execute and report.get("executing"):
-            print("The planner's executor is carrying it out: see `keel reassign status`.")
-    return 0
+def print_report(report: dict[str, Any]) -> None:
+    rows = [
+        [
+            b["broker"],
+            b["rack"],
+            "" if b["target"] else "no",
+            f"{b['replicas_before']} -> {b['replicas_after']}",
+            f"{b['leaders_before']} -> {b['leaders_after']}",
+            f"{_gib(b['bytes_before'])} -> {_gib(b['bytes_after'])}",
+        ]
+        for b in report["brokers"]
+    ]
+    print_table(["BROKER", "RACK", "TARGET", "REPLICAS", "LEADERS", "GIB"], rows)
+    print()
+    bound = report["lower_bound"]
+    ratio = report["moves_over_lower_bound"]
+    print(f"Moves:            {report['moves']} (lower bound {bound}" + (f", {ratio}x)" if ratio else ")"))
+    print(f"Bytes to move:    {_gib(report['bytes'])} GiB")
+    print(f"Leader changes:   {report['leader_changes']}")
+    print(f"Partitions:       {report['changed_partitions']} of {report['partitions']} change")
+    for key, label in (
+        ("replica_spread", "Replica spread"),
+        ("leader_spread", "Leader spread"),
+        ("topic_spread", "Topic spread"),
+        ("rack_violations", "Rack violations"),
+        ("bytes_spread_pct_of_mean", "Bytes spread %"),
+    ):
+        print(f"{label + ':':<18}{report[key]['before']} -> {report[key]['after']}")
+    print(f"Seconds:          {report['seconds']}")
+
+
+def _gib(value: int) -> str:
+    return f"{value / (1 << 30):.1f}"
 
 
 # --- snapshot ---
@@ -277,7 +293,7 @@ async def snapshot(args: argparse.Namespace) -> int:
     finally:
         await zk.close()
     document = taken.cluster_json()
-    _write_json(args.output, document)
+    args.output.write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
     for broker in taken.unanswered:
         print(f"keel: broker {broker} did not report its replica sizes", file=sys.stderr)
     summary = {
@@ -295,9 +311,3 @@ async def snapshot(args: argparse.Namespace) -> int:
             f"({summary['alive']} alive, {summary['bytes']} bytes) to {args.output}."
         )
     return 0
-
-
-async def run(args: argparse.Namespace, bootstrap: str) -> int:
-    if args.command == "snapshot":
-        return await snapshot(args)
-    return await plan(args, bootstrap)

@@ -25,7 +25,7 @@ import time
 
 import orjson
 
-from node.cli import plan_status
+from node.cli import plan_commands, plan_status
 from node.cli.arguments import non_negative_int
 from node.cli.output import print_json, print_table
 from node.cli.reassignment_plan import (
@@ -344,6 +344,7 @@ def add_arguments(sub: argparse._SubParsersAction, common: argparse.ArgumentPars
         parser = sub.add_parser(name, parents=[common], help=text)
         parser.add_argument("--reassignment-json-file", required=True, help=file_help)
     sub.add_parser("list", parents=[common], help="the reassignments in progress")
+    plan_commands.add_arguments(sub, common)
     plan_status.add_arguments(sub, common)
 
 
@@ -351,6 +352,8 @@ async def run(args: argparse.Namespace, bootstrap: str) -> int:
     """The file is checked before anything connects: a bad one is one line and exit 2."""
     if args.command == "status":
         return await plan_status.status_command(args, bootstrap)
+    if args.command in plan_commands.COMMANDS:
+        return await plan_commands.run(args, bootstrap)
     targets: dict[Partition, list[int]] = {}
     if args.command != "list":
         try:

@@ -346,6 +346,8 @@ class LocalCluster:
                 "zookeeper.session.timeout.ms": str(self.session_timeout_ms),
                 "spark.master": "local[2]",
                 "spark.driver.memory": "1g",
+                # Tests ask for their first plan at once: warming up first would only delay it.
+                "planner.warm.up.enable": "false",
                 **(settings or {}),
             },
         )

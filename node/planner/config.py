@@ -36,10 +36,14 @@ DEFINITIONS: dict[str, _Def] = {
     "planner.snapshot.dir": _Def(_str, "/tmp/keel-planner/snapshots"),
     # 0: no periodic snapshots (each plan still takes one).
     "planner.snapshot.interval.ms": _Def(_int(0, _LONG_MAX), "300000"),
+    # Snapshots kept under planner.snapshot.dir, the newest (0: all); a week at the interval.
+    "planner.snapshot.retention.count": _Def(_int(0), "2016"),
     "planner.state.dir": _Def(_str, "/tmp/keel-planner/state"),
     "planner.max.concurrent.moves.per.broker": _Def(_int(1), "5"),
     # The replication throttle a plan is executed with, bytes/s per broker; -1: none.
     "planner.execution.throttle.bytes.per.second": _Def(_int(-1, _LONG_MAX), "52428800"),
+    # Run the plan jobs once at start-up on a tiny made-up cluster (the first plan is then warm).
+    "planner.warm.up.enable": _Def(_bool, "true"),
     "planner.self.healing.enable": _Def(_bool, "false"),
     "planner.self.healing.broker.failure.threshold.ms": _Def(_int(0, _LONG_MAX), "1800000"),
 }

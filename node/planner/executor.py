@@ -160,9 +160,11 @@ class PlanExecutor:
         *,
         origin: str = "request",
         reason: str = "",
+        throttle_bytes_per_s: int | None = None,
     ) -> dict[str, object]:
         """Start executing `partitions` (Kafka's reassignment entries: topic, partition,
-        replicas) with `sizes` (bytes per partition; a missing one is asked of its leader).
+        replicas) with `sizes` (bytes per partition; a missing one is asked of its leader),
+        at this plan's throttle (None: the executor's `throttle_bytes_per_s`).
         Raises PlanInProgress, or PlanExecutionError with nothing executed."""
         if self.running:
             raise PlanInProgress(f"plan {self._plan.get('plan_id')} is still being executed")
@@ -187,6 +189,7 @@ class PlanExecutor:
                 move.state = MoveState.DONE
         await self._fill_sizes(metadata, leaders, [m for m in moves if m.size_bytes <= 0])
         self._moves, self._topic_lists, self._rates, self._copied = moves, {}, RateWindow(), 0
+        throttle = self.throttle_bytes_per_s if throttle_bytes_per_s is None else throttle_bytes_per_s
         self._plan = {
             "plan_id": plan_id,
             "origin": origin,
@@ -194,7 +197,7 @@ class PlanExecutor:
             "state": RUNNING,
             "created_ms": self._clock.wall_ms(),
             "finished_ms": None,
-            "throttle_bytes_per_s": self.throttle_bytes_per_s,
+            "throttle_bytes_per_s": throttle,
             "max_moves_per_broker": self.max_moves_per_broker,
             "throttled_brokers": [],
             "throttled_topics": [],
@@ -207,9 +210,7 @@ class PlanExecutor:
             len(moves),
             sum(m.bytes_total for m in moves),
             self.max_moves_per_broker,
-            f"throttle {self.throttle_bytes_per_s} bytes/s"
-            if self.throttle_bytes_per_s >= 0
-            else "no throttle",
+            f"throttle {throttle} bytes/s" if throttle >= 0 else "no throttle",
         )
         await self._apply_rates()
         await self._save()

@@ -20,13 +20,13 @@ import dataclasses
 import datetime
 import logging
 import shutil
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from actors.ports import RegisteredBroker, TopicPartition
+from actors.ports import ClusterStore, RegisteredBroker, TopicPartition
 from node.clients.admin import KeelAdminClient
-from node.zk.store import ZkClusterStore
 from wire.errors import WireError
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ async def replica_sizes(
     return sizes, missing
 
 
-async def take(store: ZkClusterStore, *, timeout: float, now_ms: int) -> LiveSnapshot:
+async def take(store: ClusterStore, *, timeout: float, now_ms: int) -> LiveSnapshot:
     """Read the cluster: registrations, topic assignments and partition states from
     ZooKeeper, replica sizes from the brokers."""
     registered, topics = await asyncio.gather(store.registered_brokers(), store.topics())
@@ -201,6 +201,19 @@ def snapshots(root: Path) -> list[Path]:
     if not root.is_dir():
         return []
     return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def prune(root: Path, keep: int) -> list[Path]:
+    """Delete all but the newest `keep` snapshots (and staging left by a crash); the deleted."""
+    found = snapshots(root)
+    doomed = found[: max(0, len(found) - keep)]
+    if root.is_dir():
+        doomed += [
+            p for p in root.iterdir() if p.name.startswith(".tmp-") and p.stat().st_mtime < time.time() - 3600
+        ]
+    for directory in doomed:
+        shutil.rmtree(directory, ignore_errors=True)
+    return doomed
 
 
 def read_parquet(spark: SparkSession, directory: Path) -> dict[str, DataFrame]:

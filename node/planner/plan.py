@@ -1,9 +1,9 @@
 """A reassignment plan computed on Spark: which replicas move where, and the report.
 
 The pipeline (docs/PLANNER.md states it in full):
-1. Aggregate the in-scope replicas into (topic, broker) cells (one groupBy, collected: topics ×
+1. Aggregate the in-scope replicas into (topic, broker) cells (one groupBy, collected: topics x
    brokers rows) and decide each cell's target (targets.py, on the driver, over cells only).
-2. Surplus cells give (count − target) replicas: a window over (topic, broker) ranks them,
+2. Surplus cells give (count - target) replicas: a window over (topic, broker) ranks them,
    rack-violating first, then followers before preferred leaders, small before large.
 3. Deficit cells open that many receiving slots. Leaving replicas and slots are matched within
    the topic by rank (a join), each pair checked against the partition's brokers and racks;
@@ -21,15 +21,17 @@ import time
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
+from node.planner.leaders import balance_leaders
 from node.planner.request import Brokers, PlanError, PlanRequest, check_topics, target_brokers
 from node.planner.snapshot import Snapshot
-from node.planner.targets import CellPlan, Cells, cell_targets, heal_targets, rack_cap, round_targets
+from node.planner.targets import CellPlan, Cells, cell_targets, heal_targets, rack_cap
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
 MATCH_ROUNDS = 6
-LEADER_ROUNDS = 6
+# Leaving replicas still unplaced after a round when the rest is done on the driver.
+DRIVER_LEFTOVERS = 2000
 # Below this many rows a small table is broadcast to every task.
 BROADCAST_ROWS = 200_000
 
@@ -77,6 +79,8 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
     """Plan the request on the snapshot; PlanError (one line) for a request that cannot be."""
     F = _functions()
     started = time.monotonic()
+    if request.balance == "bytes":
+        raise PlanError("--balance bytes is not supported yet: plan with --balance count")
     brokers = broker_info(snapshot, request)
     targets = target_brokers(request, brokers)
     stats = snapshot.partitions.groupBy("topic").agg(
@@ -139,9 +143,8 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
             cell_plan = heal_targets(cells, targets, ctx.weights)
         moved = _move_replicas(ctx, parts, replicas, cells, cell_plan)
     after = parts if moved is None else _apply(parts, moved)
-    leader_changed = None
-    if "leaders" in request.goals or request.full_balance:
-        after, leader_changed = _balance_leaders(ctx, after)
+    if "leaders" in request.goals or request.moves_data:
+        after = balance_leaders(spark, after, targets, ctx.weights)
     after = after.cache()
     from node.planner.report import build_report
 
@@ -149,7 +152,6 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
     report["seconds"] = round(time.monotonic() - started, 3)
     parts.unpersist()
     after.unpersist()
-    del leader_changed
     return PlanResult(partitions=changed, report=report)
 
 
@@ -159,7 +161,7 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
 def _valid(ctx: _Context, replicas: Column, leaving: Column, to: Column) -> Column:
     """`to` may replace `leaving` in the partition: not there yet, and its rack not full."""
     F = _functions()
-    ok = ~F.array_contains(replicas, to)
+    ok: Column = ~F.array_contains(replicas, to)
     if ctx.enforce_racks and ctx.rack_of is not None:
         rack_of = ctx.rack_of
         rack = F.element_at(rack_of, to)
@@ -175,7 +177,7 @@ def _small(spark: SparkSession, rows: list[tuple[Any, ...]], schema: str) -> Dat
     return F.broadcast(frame) if len(rows) <= BROADCAST_ROWS else frame
 
 
-def _move_replicas(
+def _move_replicas(  # noqa: PLR0915
     ctx: _Context, parts: DataFrame, replicas: DataFrame, cells: Cells, cell_plan: CellPlan
 ) -> DataFrame:
     """(topic, partition, replicas) of the partitions that change, with their new replicas."""
@@ -198,7 +200,9 @@ def _move_replicas(
     if not surplus:
         return spark.createDataFrame([], "topic string, partition int, replicas array<int>")
 
-    rack_cap_rows = [(t, rack_cap(rf, len({ctx.racks[b] for b in ctx.targets}))) for t, rf in ctx.replication.items()]
+    rack_cap_rows = [
+        (t, rack_cap(rf, len({ctx.racks[b] for b in ctx.targets}))) for t, rf in ctx.replication.items()
+    ]
     caps = _small(spark, rack_cap_rows, "topic string, rack_cap int")
 
     if ctx.enforce_racks and ctx.rack_of is not None:
@@ -209,7 +213,10 @@ def _move_replicas(
     else:
         violating = F.lit(False)
     leave_order = Window.partitionBy("topic", "broker").orderBy(
-        F.col("violating").desc(), (F.col("pos") == 0).asc(), F.col("size").asc(), F.hash("topic", "partition")
+        F.col("violating").desc(),
+        (F.col("pos") == 0).asc(),
+        F.col("size").asc(),
+        F.hash("topic", "partition"),
     )
     leavers = (
         replicas.join(_small(spark, surplus, "topic string, broker int, extra int"), ["topic", "broker"])
@@ -221,20 +228,32 @@ def _move_replicas(
     )
     slots = (
         _small(spark, deficit, "topic string, broker int, short int")
-        .select("topic", F.col("broker").alias("to_broker"), F.explode(F.sequence(F.lit(1), "short")).alias("k"))
-        .withColumn("slot", F.row_number().over(Window.partitionBy("topic").orderBy("k", F.hash("to_broker"))))
+        .select(
+            "topic", F.col("broker").alias("to_broker"), F.explode(F.sequence(F.lit(1), "short")).alias("k")
+        )
+        .withColumn(
+            "slot", F.row_number().over(Window.partitionBy("topic").orderBy("k", F.hash("to_broker")))
+        )
     )
     touched = parts.join(leavers.select("topic", "partition").distinct(), ["topic", "partition"], "left_semi")
     current = touched.select("topic", "partition", "replicas").join(caps, "topic").localCheckpoint()
     leavers = leavers.localCheckpoint()
     slots = slots.localCheckpoint()
-    accepted_all: list[DataFrame] = []
+    left = leavers.count()
+    accepted: list[DataFrame] = []
     for round_number in range(MATCH_ROUNDS):
-        if leavers.isEmpty():
+        if left == 0:
             break
+        if round_number:
+            leavers, slots, current = (
+                leavers.localCheckpoint(),
+                slots.localCheckpoint(),
+                current.localCheckpoint(),
+            )
         by_topic = Window.partitionBy("topic")
         ranked = leavers.withColumn(
-            "rank", F.row_number().over(by_topic.orderBy(F.hash("partition", "from_broker", F.lit(round_number))))
+            "rank",
+            F.row_number().over(by_topic.orderBy(F.hash("partition", "from_broker", F.lit(round_number)))),
         )
         open_slots = slots.withColumn("slot", F.row_number().over(by_topic.orderBy("slot"))).withColumn(
             "slots", F.count("*").over(by_topic)
@@ -248,72 +267,89 @@ def _move_replicas(
             .join(open_slots.drop("slots"), ["topic", "slot"])
             .join(current, ["topic", "partition"])
             .where(_valid(ctx, F.col("replicas"), F.col("from_broker"), F.col("to_broker")))
-            .withColumn("n", F.row_number().over(Window.partitionBy("topic", "partition").orderBy("from_broker")))
+            .withColumn(
+                "n", F.row_number().over(Window.partitionBy("topic", "partition").orderBy("from_broker"))
+            )
             .where(F.col("n") == 1)
-            .select("topic", "partition", "from_broker", "to_broker", "k", "slot")
+            .select("topic", "partition", "from_broker", "to_broker", "k")
             .localCheckpoint()
         )
-        if pairs.isEmpty():
-            continue
-        accepted_all.append(pairs.select("topic", "partition", "from_broker", "to_broker"))
-        leavers = leavers.join(pairs, ["topic", "partition", "from_broker"], "left_anti").localCheckpoint()
-        slots = slots.join(
-            pairs.select("topic", "to_broker", "k"), ["topic", "to_broker", "k"], "left_anti"
-        ).localCheckpoint()
-        current = _substitute(current, pairs).localCheckpoint()
+        done = pairs.count()
+        if done == 0:
+            break
+        left -= done
+        accepted.append(pairs.select("topic", "partition", "from_broker", "to_broker"))
+        leavers = leavers.join(pairs, ["topic", "partition", "from_broker"], "left_anti")
+        slots = slots.join(pairs.select("topic", "to_broker", "k"), ["topic", "to_broker", "k"], "left_anti")
+        current = _substitute(current, pairs)
+        if left <= DRIVER_LEFTOVERS:
+            break
 
-    left_rows = leavers.collect()
-    if left_rows:
-        fixes = _place_leftovers(ctx, parts, current, left_rows, slots.collect())
+    if left:
+        left_rows = leavers.collect()
+        topics = sorted({r.topic for r in left_rows})
+        earlier = [r for frame in accepted for r in frame.where(F.col("topic").isin(topics)).collect()]
+        fixes = _place_leftovers(ctx, parts, current, left_rows, slots.collect(), earlier)
         if fixes:
             fixed = spark.createDataFrame(fixes, "topic string, partition int, replicas array<int>")
-            current = (
-                current.join(fixed.withColumnRenamed("replicas", "fixed"), ["topic", "partition"], "full_outer")
-                .select("topic", "partition", F.coalesce("fixed", "replicas").alias("replicas"))
-            )
+            current = current.join(
+                fixed.withColumnRenamed("replicas", "fixed"), ["topic", "partition"], "full_outer"
+            ).select("topic", "partition", F.coalesce("fixed", "replicas").alias("replicas"))
     return current.select("topic", "partition", "replicas")
 
 
 def _substitute(current: DataFrame, pairs: DataFrame) -> DataFrame:
     F = _functions()
     return (
-        current.join(pairs.select("topic", "partition", "from_broker", "to_broker"), ["topic", "partition"], "left")
+        current.join(
+            pairs.select("topic", "partition", "from_broker", "to_broker"), ["topic", "partition"], "left"
+        )
         .withColumn(
             "replicas",
             F.when(F.col("from_broker").isNull(), F.col("replicas")).otherwise(
-                F.transform("replicas", lambda x: F.when(x == F.col("from_broker"), F.col("to_broker")).otherwise(x))
+                F.transform(
+                    "replicas", lambda x: F.when(x == F.col("from_broker"), F.col("to_broker")).otherwise(x)
+                )
             ),
         )
         .drop("from_broker", "to_broker")
     )
 
 
-def _place_leftovers(
+def _place_leftovers(  # noqa: PLR0915, PLR0917
     ctx: _Context,
     parts: DataFrame,
     current: DataFrame,
     leftovers: list[Any],
     open_slots: list[Any],
+    earlier: list[Any],
 ) -> list[tuple[str, int, list[int]]]:
-    """The few leaving replicas the joins could not place, on the driver: each is matched to an
-    open slot of its topic if one is valid, else another replica of the same cell that can take
-    that slot leaves instead, else it moves in two steps through a broker whose cell stays at its
-    target (the replica there moves on to the slot)."""
+    """The few leaving replicas the joins could not place, on the driver (their topics only).
+    Each takes an open slot of its topic if one fits; else it takes the broker of a move made
+    earlier whose replica can go to an open slot instead (same moves); else another replica of
+    its cell that fits the slot leaves instead; else it moves in two steps, through a broker
+    whose cell stays at its target; else to the first target broker that fits."""
     F = _functions()
     topics = sorted({r.topic for r in leftovers})
     touched = current.select("topic", "partition", F.col("replicas").alias("new"))
     rows = (
         parts.filter(F.col("topic").isin(topics))
         .join(touched, ["topic", "partition"], "left")
-        .select("topic", "partition", F.coalesce("new", "replicas").alias("replicas"))
+        .select("topic", "partition", "replicas", F.coalesce("new", "replicas").alias("new"))
         .collect()
     )
     layout: dict[str, dict[int, list[int]]] = defaultdict(dict)
+    on_broker: dict[tuple[str, int], set[int]] = defaultdict(set)
     for row in rows:
-        layout[row.topic][row.partition] = list(row.replicas)
+        layout[row.topic][row.partition] = list(row.new)
+        for b in row.new:
+            on_broker[row.topic, b].add(row.partition)
     slots: dict[str, list[int]] = defaultdict(list)
     for s in open_slots:
         slots[s.topic].append(s.to_broker)
+    made: dict[str, list[tuple[int, int, int]]] = defaultdict(list)
+    for r in earlier:
+        made[r.topic].append((r.partition, r.from_broker, r.to_broker))
     leaving: set[tuple[str, int, int]] = {(r.topic, r.partition, r.from_broker) for r in leftovers}
     changed: set[tuple[str, int]] = set()
     n_racks = len({ctx.racks[b] for b in ctx.targets})
@@ -330,62 +366,73 @@ def _place_leftovers(
     def move(topic: str, partition: int, leave: int, to: int) -> None:
         replicas = layout[topic][partition]
         replicas[replicas.index(leave)] = to
+        on_broker[topic, leave].discard(partition)
+        on_broker[topic, to].add(partition)
         changed.add((topic, partition))
 
-    for topic, partition, leave in sorted(leaving):
+    def direct(topic: str, partition: int, leave: int, options: list[int]) -> bool:
         replicas = layout[topic][partition]
-        options = slots[topic]
-        direct = next((to for to in options if fits(topic, replicas, leave, to)), None)
-        if direct is not None:
-            options.remove(direct)
-            move(topic, partition, leave, direct)
-            continue
-        swapped = False
-        for to in list(options):
-            stand_in = next(
-                (
-                    q
-                    for q, others in sorted(layout[topic].items())
-                    if q != partition and leave in others and (topic, q, leave) not in leaving
-                    and fits(topic, others, leave, to)
-                ),
-                None,
-            )
-            if stand_in is not None:
-                options.remove(to)
-                move(topic, stand_in, leave, to)
-                swapped = True
-                break
-        if swapped:
-            # The leaving replica stays: its cell loses the stand-in's replica instead.
-            continue
-        for to in list(options):
-            chain = None
+        to = next((to for to in options if fits(topic, replicas, leave, to)), None)
+        if to is None:
+            return False
+        options.remove(to)
+        move(topic, partition, leave, to)
+        made[topic].append((partition, leave, to))
+        return True
+
+    def rematch(topic: str, partition: int, leave: int, options: list[int]) -> bool:
+        replicas = layout[topic][partition]
+        for i, (q, was, took) in enumerate(made[topic]):
+            if q == partition or not fits(topic, replicas, leave, took):
+                continue
+            mine = layout[topic][q]
+            reverted = [was if b == took else b for b in mine]
+            to = next((to for to in options if fits(topic, reverted, was, to)), None)
+            if to is None:
+                continue
+            options.remove(to)
+            move(topic, q, took, to)
+            move(topic, partition, leave, took)
+            made[topic][i] = (q, was, to)
+            made[topic].append((partition, leave, took))
+            return True
+        return False
+
+    def stand_in(topic: str, partition: int, leave: int, options: list[int]) -> bool:
+        for to in options:
+            for q in sorted(on_broker[topic, leave]):
+                if (
+                    q != partition
+                    and (topic, q, leave) not in leaving
+                    and fits(topic, layout[topic][q], leave, to)
+                ):
+                    options.remove(to)
+                    move(topic, q, leave, to)
+                    return True
+        return False
+
+    def two_steps(topic: str, partition: int, leave: int, options: list[int]) -> bool:
+        replicas = layout[topic][partition]
+        for to in options:
             for via in ctx.targets:
                 if not fits(topic, replicas, leave, via):
                     continue
-                q = next(
-                    (
-                        q
-                        for q, others in sorted(layout[topic].items())
-                        if q != partition and via in others and fits(topic, others, via, to)
-                    ),
-                    None,
-                )
-                if q is not None:
-                    chain = (via, q)
-                    break
-            if chain is not None:
-                via, q = chain
-                options.remove(to)
-                move(topic, partition, leave, via)
-                move(topic, q, via, to)
-                break
-        else:
-            # No slot of its topic can be reached: the least loaded broker that fits.
-            fallback = next((b for b in ctx.targets if fits(topic, replicas, leave, b)), None)
-            if fallback is not None:
-                move(topic, partition, leave, fallback)
+                for q in sorted(on_broker[topic, via]):
+                    if q != partition and fits(topic, layout[topic][q], via, to):
+                        options.remove(to)
+                        move(topic, partition, leave, via)
+                        move(topic, q, via, to)
+                        return True
+        return False
+
+    for topic, partition, leave in sorted(leaving):
+        options = slots[topic]
+        if any(step(topic, partition, leave, options) for step in (direct, rematch, stand_in, two_steps)):
+            continue
+        replicas = layout[topic][partition]
+        fallback = next((b for b in ctx.targets if fits(topic, replicas, leave, b)), None)
+        if fallback is not None:
+            move(topic, partition, leave, fallback)
     return [(t, p, layout[t][p]) for t, p in sorted(changed)]
 
 
@@ -396,73 +443,3 @@ def _apply(parts: DataFrame, changed: DataFrame) -> DataFrame:
         .withColumn("replicas", F.coalesce("new", "replicas"))
         .drop("new")
     )
-
-
-# --- preferred leaders ---
-
-
-def _balance_leaders(ctx: _Context, parts: DataFrame) -> tuple[DataFrame, DataFrame | None]:
-    """Reorder replica lists so each target broker is the first replica of floor/ceil of its
-    share of the partitions; a partition keeps its first replica unless that broker leads too
-    many and another of its replicas is on a broker that leads too few."""
-    from pyspark.sql import Window
-
-    F = _functions()
-    parts = parts.localCheckpoint()
-    held: dict[int, int] = {b: 0 for b in ctx.targets}
-    for row in parts.groupBy(F.col("replicas")[0].alias("b")).count().collect():
-        held[row.b] = held.get(row.b, 0) + row["count"]
-    total = sum(held.values())
-    wsum = sum(ctx.weights.values())
-    goal = dict(
-        zip(
-            ctx.targets,
-            round_targets([total * ctx.weights[b] / wsum for b in ctx.targets], total, [held[b] for b in ctx.targets]),
-            strict=True,
-        )
-    )
-    goal.update({b: 0 for b in held if b not in goal})
-    changes: list[DataFrame] = []
-    for _ in range(LEADER_ROUNDS):
-        excess = {b: held[b] - goal[b] for b in held if held[b] > goal[b]}
-        room = {b: goal[b] - held[b] for b in goal if held[b] < goal[b]}
-        if not excess or not room:
-            break
-        excess_df = _small(ctx.spark, list(excess.items()), "first int, excess int")
-        room_df = _small(ctx.spark, list(room.items()), "candidate int, room int")
-        picked = (
-            parts.withColumn("first", F.col("replicas")[0])
-            .join(excess_df, "first")
-            .select("topic", "partition", "first", "excess", F.explode(F.slice("replicas", 2, 1000)).alias("candidate"))
-            .join(room_df, "candidate")
-            .withColumn("n", F.row_number().over(Window.partitionBy("candidate").orderBy(F.hash("topic", "partition"))))
-            .where(F.col("n") <= F.col("room"))
-            .withColumn(
-                "n",
-                F.row_number().over(Window.partitionBy("topic", "partition").orderBy(F.col("room").desc(), "candidate")),
-            )
-            .where(F.col("n") == 1)
-            .withColumn("n", F.row_number().over(Window.partitionBy("first").orderBy(F.hash("partition", "topic"))))
-            .where(F.col("n") <= F.col("excess"))
-            .select("topic", "partition", "first", "candidate")
-            .localCheckpoint()
-        )
-        moved = picked.groupBy("first", "candidate").count().collect()
-        if not moved:
-            break
-        for row in moved:
-            held[row.first] -= row["count"]
-            held[row.candidate] += row["count"]
-        changes.append(picked)
-        parts = (
-            parts.join(picked.select("topic", "partition", "candidate"), ["topic", "partition"], "left")
-            .withColumn(
-                "replicas",
-                F.when(F.col("candidate").isNull(), F.col("replicas")).otherwise(
-                    F.concat(F.array("candidate"), F.filter("replicas", lambda x: x != F.col("candidate")))
-                ),
-            )
-            .drop("candidate")
-            .localCheckpoint()
-        )
-    return parts, None

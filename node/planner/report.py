@@ -1,12 +1,12 @@
 """A plan's report: movement against its lower bound, and the balance before and after.
 
-    moves              Σ_p |new_p \\ old_p| (a reorder within the same set is no move)
-    bytes              Σ over moved replicas of the partition's size
-    leader_changes     partitions whose new first replica is not the current leader
-    lower_bound        max(count, topic, rack) (docs/PLANNER.md)
-    spread             max − min over the target brokers, before and after, of replicas,
-                       preferred leaders and bytes; topic spread is the largest over topics
-    rack_violations    Σ_p Σ_rack max(0, replicas in the rack − cap_p)
+moves              sum _p |new_p \\ old_p| (a reorder within the same set is no move)
+bytes              sum  over moved replicas of the partition's size
+leader_changes     partitions whose new first replica is not the current leader
+lower_bound        max(count, topic, rack) (docs/PLANNER.md)
+spread             max - min over the target brokers, before and after, of replicas,
+                   preferred leaders and bytes; topic spread is the largest over topics
+rack_violations    sum _p sum _rack max(0, replicas in the rack - cap_p)
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ def _violations(ctx: _Context, replicas: Column) -> Column:
     rack_of = ctx.rack_of
     racks = F.filter(F.transform(replicas, lambda x: F.element_at(rack_of, x)), lambda r: r.isNotNull())
     excess = F.transform(
-        F.array_distinct(racks), lambda r: F.greatest(F.size(F.filter(racks, lambda x: x == r)) - F.col("cap"), F.lit(0))
+        F.array_distinct(racks),
+        lambda r: F.greatest(F.size(F.filter(racks, lambda x: x == r)) - F.col("cap"), F.lit(0)),
     )
     return F.aggregate(excess, F.lit(0), lambda acc, x: acc + x)
 
@@ -41,7 +42,7 @@ def _spread(values: list[float]) -> float:
     return max(values) - min(values) if values else 0
 
 
-def build_report(
+def build_report(  # noqa: PLR0917
     ctx: _Context,
     before: DataFrame,
     after: DataFrame,
@@ -72,13 +73,16 @@ def build_report(
         F.sum(_violations(ctx, F.col("new"))).alias("violations_after"),
         F.count("*").alias("partitions"),
     ).first()
+    assert totals is not None
     changed = [
         {"topic": r.topic, "partition": r.partition, "replicas": list(r.new)}
         for r in joined.where(F.col("new") != F.col("old")).orderBy("topic", "partition").collect()
     ]
     per_broker = (
         joined.select(F.lit(0).alias("side"), F.posexplode("old").alias("pos", "broker"), "size")
-        .unionByName(joined.select(F.lit(1).alias("side"), F.posexplode("new").alias("pos", "broker"), "size"))
+        .unionByName(
+            joined.select(F.lit(1).alias("side"), F.posexplode("new").alias("pos", "broker"), "size")
+        )
         .groupBy("side", "broker")
         .agg(
             F.count("*").alias("replicas"),
@@ -129,14 +133,14 @@ def build_report(
     m = len(ctx.targets)
     target = set(ctx.targets)
     topic_before = []
-    for row in cells.values():
-        counts = [c for b, c in row.items() if b in target]
+    for cell_row in cells.values():
+        counts = [c for b, c in cell_row.items() if b in target]
         hi = max(counts, default=0)
         lo = min(counts, default=0) if len(counts) == m else 0
         topic_before.append(hi - lo)
     topic_after_spreads = [r.hi - (r.lo if r.cells == m else 0) for r in topic_after]
     bound = dict(cell_plan.lower_bound) if cell_plan else {"count": 0, "topic": 0}
-    bound.pop("racks_nested", None)
+    against_rack_shares = bool(bound.pop("rack_shares", 0))
     bound["rack"] = int(totals.violations_before or 0)
     lower = max(bound.values()) if request.moves_data else 0
     moves = int(totals.moves or 0)
@@ -150,6 +154,7 @@ def build_report(
         "moves": moves,
         "lower_bound": lower,
         "lower_bounds": bound,
+        "lower_bound_against_rack_shares": against_rack_shares,
         "moves_over_lower_bound": round(moves / lower, 4) if lower else (0.0 if moves == 0 else None),
         "bytes": int(totals.bytes or 0),
         "leader_changes": int(totals.leader_changes or 0),
@@ -162,12 +167,18 @@ def build_report(
             side: round(100 * spread_of("bytes")[side] / mean_bytes, 2) if mean_bytes else 0.0
             for side in ("before", "after")
         },
-        "topic_spread": {"before": max(topic_before, default=0), "after": max(topic_after_spreads, default=0)},
+        "topic_spread": {
+            "before": max(topic_before, default=0),
+            "after": max(topic_after_spreads, default=0),
+        },
         "topics_spread_over_1": {
             "before": sum(1 for s in topic_before if s > 1),
             "after": sum(1 for s in topic_after_spreads if s > 1),
         },
-        "rack_violations": {"before": int(totals.violations_before or 0), "after": int(totals.violations_after or 0)},
+        "rack_violations": {
+            "before": int(totals.violations_before or 0),
+            "after": int(totals.violations_after or 0),
+        },
         "brokers": brokers,
     }
     return report, changed

@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 # How often a standing-by planner looks at /keel/planner besides its watch, and how often the
 # active one checks it still holds it.
 _REGISTRATION_CHECK_S = 2.0
+# How often a standing-by planner's snapshot task looks whether it became active.
+_STANDBY_POLL_S = 0.5
 
 
 class KeelPlanner:
@@ -68,6 +70,7 @@ class KeelPlanner:
             executor=self.executor,
             self_healing=config.get_bool("planner.self.healing.enable"),
         )
+        self.service.snapshot_retention = config.get_int("planner.snapshot.retention.count")
         self._tasks: list[asyncio.Task[None]] = []
         self._bootstrap = ""
         self.healer = self._self_healer()
@@ -125,6 +128,8 @@ class KeelPlanner:
             endpoint.host, endpoint.port, self.config.spark_master, self.clock.wall_ms()
         )
         await self._refresh_bootstrap()
+        if self.config.get_bool("planner.warm.up.enable"):
+            self._tasks.append(asyncio.create_task(self._warm_up(), name="planner-warm-up"))
         self._tasks.append(asyncio.create_task(self._hold_registration(), name="planner-registration"))
         if self.healer is not None:
             self.healer.start()
@@ -199,10 +204,18 @@ class KeelPlanner:
         if self.healer is not None:
             self.healer.set_active(False)
 
+    async def _warm_up(self) -> None:
+        try:
+            await self.service.warm_up()
+        except Exception:
+            log.exception("warming the plan jobs up failed (the first plan will be slower)")
+
     async def _snapshots(self, interval_ms: int) -> None:
+        """The first snapshot as soon as this planner is active (it also runs Spark's first
+        jobs, so the first plan request does not pay for their warm-up), then one per interval."""
         while True:
-            await asyncio.sleep(interval_ms / 1000)
             if not self.active:
+                await asyncio.sleep(_STANDBY_POLL_S)
                 continue
             try:
                 await self._refresh_bootstrap()
@@ -215,6 +228,7 @@ class KeelPlanner:
                 )
             except Exception:
                 log.exception("periodic snapshot failed")
+            await asyncio.sleep(interval_ms / 1000)
 
     async def shutdown(self) -> None:
         log.info("planner shutting down")

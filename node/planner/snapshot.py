@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import orjson
 
@@ -61,7 +61,7 @@ def partition_schema() -> StructType:
     )
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return type(value) is int
 
 
@@ -111,9 +111,9 @@ def parse_snapshot(document: object) -> tuple[list[tuple[Any, ...]], list[tuple[
     version = document.get("version", 1)
     if version != 1:
         raise SnapshotError(f"version {version!r} is not 1")
-    for key in ("brokers", "partitions"):
-        if not isinstance(document.get(key), list):
-            raise SnapshotError(f'"{key}" is missing or not a list')
+    for name in ("brokers", "partitions"):
+        if not isinstance(document.get(name), list):
+            raise SnapshotError(f'"{name}" is missing or not a list')
     brokers = [_broker_row(n, e) for n, e in enumerate(document["brokers"], 1)]
     seen_brokers: set[int] = set()
     for row in brokers:
@@ -122,16 +122,22 @@ def parse_snapshot(document: object) -> tuple[list[tuple[Any, ...]], list[tuple[
         seen_brokers.add(row[0])
     partitions = [_partition_row(n, e) for n, e in enumerate(document["partitions"], 1)]
     seen: set[tuple[str, int]] = set()
-    for row in partitions:
-        key = (row[0], row[1])
+    for entry in partitions:
+        key = (entry[0], entry[1])
         if key in seen:
-            raise SnapshotError(f"partition {row[0]}-{row[1]} is listed twice")
+            raise SnapshotError(f"partition {key[0]}-{key[1]} is listed twice")
         seen.add(key)
     return brokers, partitions
 
 
 def load_snapshot_json(spark: SparkSession, path: str | Path) -> Snapshot:
     """Read and check a cluster.json; raises SnapshotError (one line) when it cannot be used."""
+    brokers, partitions = read_snapshot_rows(path)
+    return frames(spark, brokers, partitions)
+
+
+def read_snapshot_rows(path: str | Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """The checked rows of a cluster.json, without Spark (so a bad file fails fast)."""
     try:
         text = Path(path).read_bytes()
     except OSError as e:
@@ -140,8 +146,7 @@ def load_snapshot_json(spark: SparkSession, path: str | Path) -> Snapshot:
         document = orjson.loads(text)
     except orjson.JSONDecodeError as e:
         raise SnapshotError(f"not JSON: {e}") from None
-    brokers, partitions = parse_snapshot(document)
-    return _frames(spark, brokers, partitions)
+    return parse_snapshot(document)
 
 
 def snapshot_from_rows(
@@ -151,10 +156,10 @@ def snapshot_from_rows(
     broker_rows, partition_rows = parse_snapshot(
         {"version": 1, "brokers": list(brokers), "partitions": list(partitions)}
     )
-    return _frames(spark, broker_rows, partition_rows)
+    return frames(spark, broker_rows, partition_rows)
 
 
-def _frames(
+def frames(
     spark: SparkSession, brokers: Sequence[tuple[Any, ...]], partitions: Sequence[tuple[Any, ...]]
 ) -> Snapshot:
     return Snapshot(

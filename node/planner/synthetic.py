@@ -2,11 +2,11 @@
 
 Old brokers are ids 0..brokers-1, broker i in rack "r{i % racks}" (racks=0: no racks), so
 consecutive ids alternate racks. Partition p of topic number t starts at broker
-(p + start_t) % n and its followers sit at offsets j + racks·q (q varying by topic and round),
+(p + start_t) % n and its followers sit at offsets j + racks*q (q varying by topic and round),
 which keeps the replicas of a partition on distinct brokers and, with racks, distinct racks.
 New brokers (ids brokers..brokers+new-1) are alive and empty; `dead` old brokers are listed
 with alive false. `skew` places that fraction of the topics on the first half of the brokers
-only. `uneven` varies the partition count of the topics (1 .. 2 × partitions).
+only. `uneven` varies the partition count of the topics (1 .. 2 x partitions).
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ def synthetic_snapshot(spark: SparkSession, shape: Shape) -> Snapshot:
 
     capacity = dict(shape.capacity)
     broker_rows = [
-        (b, rack_name(b, shape), b not in shape.dead, capacity.get(b)) for b in range(shape.brokers + shape.new)
+        (b, rack_name(b, shape), b not in shape.dead, capacity.get(b))
+        for b in range(shape.brokers + shape.new)
     ]
     brokers = spark.createDataFrame(broker_rows, broker_schema())
     n = shape.brokers
@@ -64,7 +65,10 @@ def synthetic_snapshot(spark: SparkSession, shape: Shape) -> Snapshot:
         spark.range(shape.topics)
         .select(F.col("id").cast("int").alias("t"))
         .withColumn("n", count)
-        .withColumn("width", F.when(F.pmod(F.hash("t", F.lit(7)), F.lit(1000)) < int(shape.skew * 1000), half).otherwise(n))
+        .withColumn(
+            "width",
+            F.when(F.pmod(F.hash("t", F.lit(7)), F.lit(1000)) < int(shape.skew * 1000), half).otherwise(n),
+        )
         .withColumn("start", F.pmod(F.hash("t", F.lit(1)), F.col("width")))
         .withColumn("shift0", F.pmod(F.hash("t", F.lit(2)), F.lit(1 << 20)))
     )
@@ -82,14 +86,11 @@ def synthetic_snapshot(spark: SparkSession, shape: Shape) -> Snapshot:
         if shape.sizes
         else F.lit(None).cast("long")
     )
-    partitions = (
-        topics.select("*", F.explode(F.sequence(F.lit(0), F.col("n") - 1)).alias("p"))
-        .select(
-            F.format_string("topic-%05d", "t").alias("topic"),
-            F.col("p").cast("int").alias("partition"),
-            replicas.alias("replicas"),
-            first.cast("int").alias("leader"),
-            size.alias("size_bytes"),
-        )
+    partitions = topics.select("*", F.explode(F.sequence(F.lit(0), F.col("n") - 1)).alias("p")).select(
+        F.format_string("topic-%05d", "t").alias("topic"),
+        F.col("p").cast("int").alias("partition"),
+        replicas.alias("replicas"),
+        first.cast("int").alias("leader"),
+        size.alias("size_bytes"),
     )
     return Snapshot(brokers=brokers, partitions=partitions)

@@ -1,8 +1,8 @@
 """How many replicas of each topic each broker should hold: the (topic, broker) cell targets.
 
-Pure Python over the aggregated cells (topics × brokers, never partitions). For a topic t with
-n_t replicas over groups g of weight w_g, the share x_tg = n_t·w_g/W (water-filled under a cap
-when racks limit a topic's share of a rack); each cell gets floor(x_tg) and r_t = n_t − Σ floors
+Pure Python over the aggregated cells (topics x brokers, never partitions). For a topic t with
+n_t replicas over groups g of weight w_g, the share x_tg = n_t*w_g/W (water-filled under a cap
+when racks limit a topic's share of a rack); each cell gets floor(x_tg) and r_t = n_t - sum  floors
 cells get one more (a "ceil slot"). Which cells get the ceil slots is free: it costs no move,
 so a cell that already holds more than its floor is preferred (keeping its replica saves a
 move), and the slots are placed so every group's total lands on its own floor/ceil target.
@@ -10,7 +10,7 @@ Bulk swap passes fix the totals: a group over its target hands a ceil slot of so
 group under it that has none of that topic, cheapest swaps first.
 
 With racks (every target broker in one, two racks or more) this runs twice: racks first (a
-topic's share of a rack capped at partitions × per-partition rack cap), then the brokers inside
+topic's share of a rack capped at partitions x per-partition rack cap), then the brokers inside
 each rack share their rack's cells.
 """
 
@@ -49,9 +49,7 @@ def round_targets(ideal: Sequence[float], total: int, current: Sequence[int]) ->
     fractions, then to the groups holding most now (so a balanced start stays as it is)."""
     floors = [math.floor(x + EPS) for x in ideal]
     extra = total - sum(floors)
-    order = sorted(
-        range(len(ideal)), key=lambda i: (-round(ideal[i] - floors[i], 6), -current[i], i)
-    )
+    order = sorted(range(len(ideal)), key=lambda i: (-round(ideal[i] - floors[i], 6), -current[i], i))
     for i in order[: max(0, extra)]:
         floors[i] += 1
     return floors
@@ -65,7 +63,7 @@ class Allocation:
     remainders: dict[str, int]
 
 
-def allocate(
+def allocate(  # noqa: PLR0915, PLR0917
     totals: Mapping[str, int],
     groups: Sequence[int],
     weights: Mapping[int, float],
@@ -106,9 +104,7 @@ def allocate(
             continue
         have = current.get(topic, {})
         row = floors[topic]
-        chosen = sorted(
-            candidates[topic], key=lambda g: (have.get(g, 0) <= row[g], -left[g], g)
-        )[:r]
+        chosen = sorted(candidates[topic], key=lambda g: (have.get(g, 0) <= row[g], -left[g], g))[:r]
         for g in chosen:
             slots[g].add(topic)
             left[g] -= 1
@@ -156,7 +152,7 @@ def rack_cap(replication: int, racks: int) -> int:
     return 1 if replication <= racks else math.ceil(replication / racks)
 
 
-def cell_targets(
+def cell_targets(  # noqa: PLR0917
     current: Cells,
     partitions: Mapping[str, int],
     replication: Mapping[str, int],
@@ -175,26 +171,44 @@ def cell_targets(
         }
         caps = {t: partitions[t] * rack_cap(replication[t], len(names)) for t in totals}
         level = allocate(
-            totals, list(members), {i: sum(weights[b] for b in members[i]) for i in members}, rack_current, caps
+            totals,
+            list(members),
+            {i: sum(weights[b] for b in members[i]) for i in members},
+            rack_current,
+            caps,
         )
         targets: Cells = {t: {} for t in totals}
+        nested_floors: Cells = {t: {} for t in totals}
         broker_targets: dict[int, int] = {}
         for i, inside in members.items():
             shares = {t: level.targets[t][i] for t in totals}
             local = allocate(
-                shares, inside, weights, current, {t: partitions[t] for t in totals},
-                None if len(members) == 1 else _rack_broker_totals(level.group_targets[i], inside, weights, current),
+                shares,
+                inside,
+                weights,
+                current,
+                {t: partitions[t] for t in totals},
+                None
+                if len(members) == 1
+                else _rack_broker_totals(level.group_targets[i], inside, weights, current),
             )
             for t in totals:
                 targets[t].update(local.targets[t])
+                nested_floors[t].update(local.floors[t])
             broker_targets.update(local.group_targets)
-        rack_bound = True
+        # Racks of unequal weight cap what a broker can hold below the flat share: the bound
+        # is then taken against the rack shares the plan uses.
+        rack_weights = {round(sum(weights[b] for b in inside), 6) for inside in members.values()}
+        rack_bound = len(rack_weights) > 1
     else:
         flat = allocate(totals, brokers, weights, current, {t: partitions[t] for t in totals})
         targets, broker_targets = flat.targets, flat.group_targets
         rack_bound = False
-    bound = lower_bounds(current, totals, brokers, weights, partitions)
-    bound["racks_nested"] = int(rack_bound)
+    if rack_bound:
+        bound = bounds_against(current, totals, nested_floors, {b: (t, t) for b, t in broker_targets.items()})
+    else:
+        bound = lower_bounds(current, totals, brokers, weights, partitions)
+    bound["rack_shares"] = int(rack_bound)
     return CellPlan(targets, broker_targets, bound)
 
 
@@ -214,39 +228,47 @@ def lower_bounds(
     weights: Mapping[int, float],
     partitions: Mapping[str, int],
 ) -> dict[str, int]:
-    """LB_count (cluster-wide floor/ceil per broker) and Σ_t LB_topic (each topic's cells within
+    """LB_count (cluster-wide floor/ceil per broker) and sum _t LB_topic (each topic's cells within
     floor/ceil of its share), both against full balance over `brokers`; see docs/PLANNER.md."""
-    target = set(brokers)
+    floors: Cells = {}
+    for t in current:
+        shares = water_fill(totals[t], [weights[b] for b in brokers], partitions[t])
+        floors[t] = {b: math.floor(x + EPS) for b, x in zip(brokers, shares, strict=True)}
     wsum = sum(weights[b] for b in brokers)
     total = sum(totals.values())
-    held = dict.fromkeys(brokers, 0)
+    ideal = {b: total * weights[b] / wsum for b in brokers}
+    band = {b: (math.floor(x + EPS), math.ceil(x - EPS)) for b, x in ideal.items()}
+    return bounds_against(current, totals, floors, band)
+
+
+def bounds_against(
+    current: Cells, totals: Mapping[str, int], floors: Cells, band: Mapping[int, tuple[int, int]]
+) -> dict[str, int]:
+    """The two bounds for given per-topic cell floors and per-broker (low, high) totals."""
+    held = dict.fromkeys(band, 0)
     outside = 0
     topic_bound = 0
     for t, row in current.items():
-        shares = water_fill(totals[t], [weights[b] for b in brokers], partitions[t])
-        floors = {b: math.floor(x + EPS) for b, x in zip(brokers, shares, strict=True)}
-        r = totals[t] - sum(floors.values())
+        floor_row = floors[t]
+        r = totals[t] - sum(floor_row.values())
         excess = 0
         over = 0
         for b, c in row.items():
-            if b in target:
+            if b in band:
                 held[b] += c
-                if c > floors[b]:
-                    excess += c - floors[b]
+                if c > floor_row[b]:
+                    excess += c - floor_row[b]
                     over += 1
             else:
                 outside += c
                 excess += c
         topic_bound += excess - min(r, over)
-    ideal = [total * weights[b] / wsum for b in brokers]
-    shed = outside + sum(max(0, held[b] - math.ceil(x - EPS)) for b, x in zip(brokers, ideal, strict=True))
-    fill = sum(max(0, math.floor(x + EPS) - held[b]) for b, x in zip(brokers, ideal, strict=True))
+    shed = outside + sum(max(0, held[b] - hi) for b, (_, hi) in band.items())
+    fill = sum(max(0, lo - held[b]) for b, (lo, _) in band.items())
     return {"count": max(shed, fill), "topic": topic_bound}
 
 
-def heal_targets(
-    current: Cells, brokers: Sequence[int], weights: Mapping[int, float]
-) -> CellPlan:
+def heal_targets(current: Cells, brokers: Sequence[int], weights: Mapping[int, float]) -> CellPlan:
     """Targets that keep every replica on a target broker and place the others (on dead or
     removed brokers) where their topic and the broker totals are lowest."""
     target = set(brokers)
@@ -267,4 +289,4 @@ def heal_targets(
             cells[b] += 1
             load[b] += 1
         targets[t] = cells
-    return CellPlan(targets, load, {"count": moving, "topic": moving, "racks_nested": 0})
+    return CellPlan(targets, load, {"count": moving, "topic": moving, "rack_shares": 0})

@@ -16,7 +16,6 @@ from kazoo.client import KazooClient
 from node.clients.admin import KeelAdminClient
 from node.clients.planner import PlannerClient
 from node.clients.producer import KeelProducer
-from node.cluster.local import PlannerProcess
 from node.planner import live_snapshot
 from tests.integration.conftest import ROOT, Brokers
 from tests.integration.replication import bootstrap
@@ -84,89 +83,81 @@ def test_bad_properties_exit_2_naming_the_key(tmp_path: Path) -> None:
 
 
 async def test_planner_registers_plans_snapshots_stands_by_and_stops(
-    brokers: Brokers, kazoo: KazooClient, zk_connect: str, tmp_path: Path
+    brokers: Brokers, kazoo: KazooClient, tmp_path: Path
 ) -> None:
+    """Planner A (local[2]) and planner B on Spark's local-cluster master (two executor
+    processes of one core and 1 GiB each): A registers and plans while B stands by; A stops on
+    SIGTERM, B takes over and plans on its executors; B stops and the znode goes."""
     await start_cluster(brokers)
-    planner = brokers.new_planner({"planner.snapshot.interval.ms": "1000"}).start()
+    first = brokers.new_planner({"planner.snapshot.interval.ms": "1000"}).start()
     await eventually(
-        lambda: registered_port(kazoo, planner.port), timeout=SPARK_START_S, message="planner not registered"
+        lambda: registered_port(kazoo, first.port), timeout=SPARK_START_S, message="planner not registered"
     )
-    # The brokers name it to clients.
+    second = brokers.new_planner(
+        {"spark.master": "local-cluster[2,1,1024]", "planner.snapshot.interval.ms": "0"}
+    ).start()
+    # The brokers name the registered planner to clients.
     async with KeelAdminClient(bootstrap(brokers)) as admin:
-        assert (await admin.describe_planner()).port == planner.port
+        assert (await admin.describe_planner()).port == first.port
 
-    # A plan for the live cluster: broker 3 gets replicas, all from brokers 1 and 2.
-    async with PlannerClient.at(planner.address) as client:
-        answer = await client.plan(PlanReassignmentRequest(goals=["rebalance"]))
-        assert answer.error_code == ErrorCode.NONE, answer.error_message
-        assert answer.partitions, "a rebalance onto the empty broker 3 moves something"
-        assert all(len(p.replicas) == 2 and len(set(p.replicas)) == 2 for p in answer.partitions)
-        assert any(3 in p.replicas for p in answer.partitions)
-        report = orjson.loads(answer.report_json)
-        assert report["moves"] >= 1
+    # The CLI finds it through a broker; the plan for the live cluster fills broker 3.
+    done = keel(
+        "reassign", "plan", "--goal", "rebalance", "--bootstrap-server", bootstrap(brokers),
+        "--output", str(tmp_path / "plan.json"), "--report", str(tmp_path / "report.json"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    written = orjson.loads((tmp_path / "plan.json").read_bytes())
+    assert written["version"] == 1 and written["partitions"]
+    assert all(len(set(p["replicas"])) == 2 for p in written["partitions"])
+    assert any(3 in p["replicas"] for p in written["partitions"])
+    assert orjson.loads((tmp_path / "report.json").read_bytes())["moves"] >= 1
+    assert "BROKER" in done.stdout and "Moves:" in done.stdout
 
-        # Bad input: a clear error each, nothing planned or executed.
+    # Bad input: a clear error each, nothing planned or executed.
+    async with PlannerClient.at(first.address) as client:
         for request, words in (
-            (PlanReassignmentRequest(goals=["shuffle"]), "unknown goal 'shuffle'"),
-            (PlanReassignmentRequest(goals=["rebalance"], brokers=[1, 2, 9]), "broker 9"),
+            (PlanReassignmentRequest(goals=["shuffle"], execute=True), "unknown goal 'shuffle'"),
+            (PlanReassignmentRequest(goals=["rebalance"], brokers=[1, 2, 9], execute=True), "broker 9"),
             (PlanReassignmentRequest(goals=["remove-brokers"], remove_brokers=[7]), "broker 7"),
         ):
             refused = await client.plan(request)
             assert refused.error_code == ErrorCode.INVALID_REQUEST, request
             assert words in (refused.error_message or ""), refused.error_message
             assert not refused.partitions
-        status = await client.status()
-        assert status.active
+        assert (await client.status()).active
     async with KeelAdminClient(bootstrap(brokers)) as admin:
         assert not (await admin.list_partition_reassignments(None)).topics
     assert kazoo.exists("/admin/reassign_partitions") is None
 
-    # The CLI finds the planner through a broker and writes Kafka's reassignment JSON.
-    done = keel(
-        "reassign",
-        "plan",
-        "--goal",
-        "rebalance",
-        "--output",
-        str(tmp_path / "plan.json"),
-        "--report",
-        str(tmp_path / "report.json"),
-        "--bootstrap-server",
-        bootstrap(brokers),
-    )
-    assert done.returncode == 0, done.stderr
-    written = orjson.loads((tmp_path / "plan.json").read_bytes())
-    assert written["version"] == 1 and written["partitions"]
-    assert orjson.loads((tmp_path / "report.json").read_bytes())["moves"] >= 1
-    assert "moves" in done.stdout
-
     # Parquet snapshots, one directory per snapshot with its three tables.
-    snapshots = Path(planner.settings["planner.snapshot.dir"])
-
     def complete_snapshots() -> list[Path]:
-        tables = ("brokers", "partitions", "replicas")
-        found = live_snapshot.snapshots(snapshots)
-        return [d for d in found if all((d / t / "_SUCCESS").exists() for t in tables)]
+        found = live_snapshot.snapshots(Path(first.settings["planner.snapshot.dir"]))
+        return [
+            d
+            for d in found
+            if all((d / t / "_SUCCESS").exists() for t in ("brokers", "partitions", "replicas"))
+        ]
 
-    found = await eventually(
-        lambda: asyncio.to_thread(complete_snapshots), timeout=30, message="no snapshots"
-    )
-    assert len(found) >= 1
+    await eventually(lambda: asyncio.to_thread(complete_snapshots), timeout=30, message="no snapshots")
 
-    # A second planner stands by while the first holds the znode.
-    second = brokers.new_planner().start()
+    # The second planner stands by while the first holds the znode.
     await asyncio.to_thread(second.wait_for_log, "standing by", SPARK_START_S)
-    assert registered(kazoo)["port"] == planner.port  # type: ignore[index]
+    assert registered(kazoo)["port"] == first.port  # type: ignore[index]
     async with PlannerClient.at(second.address) as client:
         assert not (await client.status()).active
 
-    # SIGTERM: the first stops cleanly, its znode goes, and the second takes over.
-    assert await asyncio.to_thread(planner.stop, 30) == 0
+    # SIGTERM: the first stops cleanly, its znode goes, and the second takes over and plans.
+    assert await asyncio.to_thread(first.stop, 30) == 0
     await eventually(
         lambda: registered_port(kazoo, second.port),
         timeout=20,
-        message="the second planner did not take over",
+        message="the second planner took nothing over",
     )
+    async with PlannerClient.at(second.address) as client:
+        answer = await client.plan(PlanReassignmentRequest(goals=["rebalance"]))
+    assert answer.error_code == ErrorCode.NONE, answer.error_message
+    assert any(3 in p.replicas for p in answer.partitions)
+    assert "local-cluster[2,1,1024]" in second.log()
     assert await asyncio.to_thread(second.stop, 30) == 0
     await eventually(
         lambda: asyncio.sleep(0, registered(kazoo) is None), timeout=10, message="/keel/planner left behind"
@@ -198,20 +189,3 @@ async def test_snapshot_command_reads_zookeeper_and_the_brokers(
         assert entry["replicas"] == [1 + p % 2, 2 - p % 2]
         assert entry["leader"] == 1 + p % 2
         assert entry["size_bytes"] > 20_000
-
-
-async def test_planner_plans_on_a_local_spark_cluster(brokers: Brokers, kazoo: KazooClient) -> None:
-    """Spark's local-cluster master: two executor processes of one core and 1 GiB each."""
-    await start_cluster(brokers)
-    planner: PlannerProcess = brokers.new_planner(
-        {"spark.master": "local-cluster[2,1,1024]", "planner.snapshot.interval.ms": "0"}
-    ).start()
-    await eventually(
-        lambda: registered_port(kazoo, planner.port), timeout=SPARK_START_S, message="planner not registered"
-    )
-    async with PlannerClient.at(planner.address) as client:
-        answer = await client.plan(PlanReassignmentRequest(goals=["rebalance"]))
-    assert answer.error_code == ErrorCode.NONE, answer.error_message
-    assert any(3 in p.replicas for p in answer.partitions)
-    assert "local-cluster[2,1,1024]" in planner.log()
-    assert await asyncio.to_thread(planner.stop, 30) == 0

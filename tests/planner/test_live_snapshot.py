@@ -52,3 +52,17 @@ def test_snapshots_written_read_back_and_their_history(spark: SparkSession, tmp_
         (1, 300),
         (2, 300),
     ]
+
+
+async def test_the_service_warms_the_plan_jobs_up(spark: SparkSession, tmp_path: Path) -> None:
+    from node.planner.service import PlannerService
+
+    service = PlannerService(
+        spark=spark,
+        store=None,  # type: ignore[arg-type]  # warming up reads no store
+        snapshot_dir=tmp_path,
+        request_timeout_s=1.0,
+        is_active=lambda: True,
+    )
+    await service.warm_up()
+    assert not service.spark_lock.locked()

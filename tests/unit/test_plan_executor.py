@@ -127,6 +127,10 @@ async def test_no_throttle_sets_no_config(
     await ex.tick()
     assert ex.status()["state"] == "complete"
     assert controller.configs == []
+    # A plan's own throttle applies to it alone.
+    await ex.start("p2", entries({("a", 0): (4, 2)}), throttle_bytes_per_s=700)
+    assert controller.throttle_config(BROKER, "4")["leader.replication.throttled.rate"] == "700"
+    assert ex.status()["throttle_bytes_per_s"] == 700 and ex.throttle_bytes_per_s == -1
 
 
 async def test_a_partition_whose_replicas_all_move_goes_in_two_steps(
