@@ -219,8 +219,9 @@ class PlanExecutor:
 
     async def resume(self) -> bool:
         """Pick up the plan saved under the state dir if it was still running and
-        `/keel/plan` names it; True when it goes on. A finished one is loaded for status()."""
-        if self.running:
+        `/keel/plan` names it; True when it goes on. A finished one is loaded for status().
+        A plan stopped by close() (this planner stood down) goes on from where it was."""
+        if self.running and self._task is not None:
             return True
         try:
             document = self._file.load()

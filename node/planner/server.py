@@ -203,6 +203,13 @@ class KeelPlanner:
         self.active = False
         if self.healer is not None:
             self.healer.set_active(False)
+        # Only the planner holding /keel/planner moves partitions: the plan stays saved, and
+        # whichever planner becomes active resumes it.
+        if self.executor is not None:
+            try:
+                await self.executor.close()
+            except Exception:
+                log.exception("stopping the executor on standing down failed")
 
     async def _warm_up(self) -> None:
         try:

@@ -326,3 +326,20 @@ async def test_the_plan_is_saved_at_most_once_a_second_while_it_runs(
     await ex.tick()
     await ex.close()  # what is not saved yet is saved on close
     assert saved_states() == ["done", "in_flight"]
+
+
+async def test_an_executor_stood_down_goes_on_when_resumed(
+    tmp_path: Path, clock: ManualClock, record: MemoryPlanRecord
+) -> None:
+    """A planner that loses /keel/planner closes its executor; taking it back resumes."""
+    controller = FakeController({("a", 0): (1, 2), ("a", 1): (1, 2)})
+    ex = executor(controller, tmp_path, clock, record, limit=1)
+    await ex.start("p1", entries({("a", 0): (3, 2), ("a", 1): (3, 2)}))
+    await ex.tick()
+    await ex.close()
+    assert ex.status()["state"] == "running"
+    assert await ex.resume()
+    while ex.running:
+        controller.complete()
+        await ex.tick()
+    assert ex.status()["moves_done"] == 2 and controller.closed
