@@ -324,6 +324,16 @@ class LeaderPath(ReplicaState):
         if partition.may_join_isr(replica):
             self._propose(partition, (*partition.isr, replica))
 
+    def _expand_caught_up(self, partition: Partition) -> None:
+        """After an ISR change, propose the next follower that caught up while it was
+        pending: a follower at the log end sends no more fetch offsets for the partition in
+        its incremental fetch session, so no later fetch would bring it in."""
+        for replica in partition.replicas:
+            if partition.pending_isr is not None:
+                return
+            if replica not in partition.isr:
+                self._maybe_expand_isr(partition, replica)
+
     def maybe_shrink_isr(self) -> None:
         now_ms = self._now_ms()
         for partition in self.partitions.values():
@@ -359,6 +369,7 @@ class LeaderPath(ReplicaState):
                 partition.pending_isr = None
                 self._advance_high_watermark(partition)
                 self._complete_produce_waiters(partition)
+                self._expand_caught_up(partition)
             return
         if code in (ErrorCode.OPERATION_NOT_ATTEMPTED, ErrorCode.INELIGIBLE_REPLICA):
             partition.pending_isr = None

@@ -23,7 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 from actors.clock import SystemClock
 from node.clients.admin import KeelAdminClient
+from node.planner.broker_watch import follow_brokers
 from node.planner.config import PlannerConfig
+from node.planner.healing import SelfHealer
+from node.planner.plan_state import ZkPlanRecord
 from node.planner.service import PlannerService
 from node.zk import paths
 from node.zk.client import ZooKeeperClient
@@ -70,6 +73,21 @@ class KeelPlanner:
         self.service.snapshot_retention = config.get_int("planner.snapshot.retention.count")
         self._tasks: list[asyncio.Task[None]] = []
         self._bootstrap = ""
+        self.healer = self._self_healer()
+        self.service.healer = self.healer
+
+    def _self_healer(self) -> SelfHealer | None:
+        """Self-healing, fed the broker registrations; it acts only while this planner is
+        active, and only with planner.self.healing.enable (otherwise it reports the absences)."""
+        if self.executor is None:
+            return None
+        return SelfHealer(
+            self.clock,
+            self.executor,
+            threshold_ms=self.config.get_int("planner.self.healing.broker.failure.threshold.ms"),
+            on_heal=self.service.heal,
+            enabled=self.config.get_bool("planner.self.healing.enable"),
+        )
 
     def _admin(self) -> KeelAdminClient:
         """An admin client on the brokers registered at the last look (for the executor)."""
@@ -90,6 +108,7 @@ class KeelPlanner:
             throttle_bytes_per_s=self.config.get_int("planner.execution.throttle.bytes.per.second"),
             state_dir=Path(self.config.get_str("planner.state.dir")),
             clock=self.clock,
+            record=ZkPlanRecord(self.zk),
         )
 
     async def startup(self) -> None:
@@ -112,6 +131,11 @@ class KeelPlanner:
         if self.config.get_bool("planner.warm.up.enable"):
             self._tasks.append(asyncio.create_task(self._warm_up(), name="planner-warm-up"))
         self._tasks.append(asyncio.create_task(self._hold_registration(), name="planner-registration"))
+        if self.healer is not None:
+            self.healer.start()
+            self._tasks.append(
+                asyncio.create_task(follow_brokers(self.store, self.healer), name="planner-brokers")
+            )
         interval_ms = self.config.get_int("planner.snapshot.interval.ms")
         if interval_ms > 0:
             self._tasks.append(asyncio.create_task(self._snapshots(interval_ms), name="planner-snapshots"))
@@ -160,6 +184,8 @@ class KeelPlanner:
     def _become_active(self) -> None:
         self.active = True
         log.info("registered /keel/planner: this planner is active")
+        if self.healer is not None:
+            self.healer.set_active(True)
         if self.executor is not None and hasattr(self.executor, "resume"):
             self._tasks.append(asyncio.create_task(self._resume(), name="planner-resume"))
 
@@ -175,6 +201,15 @@ class KeelPlanner:
 
     async def _resign(self) -> None:
         self.active = False
+        if self.healer is not None:
+            self.healer.set_active(False)
+        # Only the planner holding /keel/planner moves partitions: the plan stays saved, and
+        # whichever planner becomes active resumes it.
+        if self.executor is not None:
+            try:
+                await self.executor.close()
+            except Exception:
+                log.exception("stopping the executor on standing down failed")
 
     async def _warm_up(self) -> None:
         try:
@@ -207,6 +242,8 @@ class KeelPlanner:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.healer is not None:
+            await self.healer.close()
         if self.executor is not None:
             with contextlib.suppress(Exception):
                 await self.executor.close()

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from node.planner import live_snapshot
+from node.planner.executor import PlanExecutionError, PlanInProgress
 from node.planner.live_snapshot import LiveSnapshot
 from node.planner.plan import plan
 from node.planner.request import PlanError, PlanRequest
@@ -134,6 +135,8 @@ class PlannerService:
         self.is_active = is_active
         self.executor = executor
         self.self_healing = self_healing
+        # The SelfHealer, when the planner runs one: its status goes with the executor's.
+        self.healer: Any | None = None
         # How many Parquet snapshots to keep (0: all).
         self.snapshot_retention = 0
         # One Spark job at a time: plans and Parquet snapshots.
@@ -171,6 +174,8 @@ class PlannerService:
 
     def _status_json(self) -> str:
         status = {} if self.executor is None else self.executor.status()
+        if self.healer is not None:
+            status = {**status, "self_healing": self.healer.status()}
         return orjson.dumps(status, default=str).decode()
 
     async def take_snapshot(self) -> tuple[LiveSnapshot, Path]:
@@ -210,7 +215,9 @@ class PlannerService:
             )
         log.info("plan jobs warmed up in %.1f s", time.monotonic() - started)
 
-    async def plan(self, request: PlanReassignmentRequest) -> PlanReassignmentResponse:
+    async def plan(
+        self, request: PlanReassignmentRequest, *, origin: str = "request"
+    ) -> PlanReassignmentResponse:
         started = time.monotonic()
         check_request(request)
         snapshot, directory = await self.take_snapshot()
@@ -237,9 +244,15 @@ class PlannerService:
             self._check_can_execute()
             sizes = {(p["topic"], p["partition"]): p["size_bytes"] or 0 for p in snapshot.partitions}
             assert self.executor is not None
-            if request.throttle_bytes_per_s != -1 and hasattr(self.executor, "throttle_bytes_per_s"):
-                self.executor.throttle_bytes_per_s = request.throttle_bytes_per_s
-            await self.executor.start(plan_id, partitions, sizes)
+            throttle = None if request.throttle_bytes_per_s == -1 else request.throttle_bytes_per_s
+            try:
+                await self.executor.start(
+                    plan_id, partitions, sizes, origin=origin, throttle_bytes_per_s=throttle
+                )
+            except PlanInProgress as e:
+                raise Refused(ErrorCode.REASSIGNMENT_IN_PROGRESS, str(e)) from None
+            except PlanExecutionError as e:
+                raise InvalidRequest(f"the plan cannot be executed: {e}") from None
             executing = True
         return PlanReassignmentResponse(
             plan_id=plan_id,
@@ -274,5 +287,7 @@ class PlannerService:
         if not self.is_active():
             return
         log.warning("brokers %s gone past the threshold: planning a heal", sorted(dead))
-        response = await self.plan(PlanReassignmentRequest(goals=["heal"], execute=True))
+        response = await self.plan(
+            PlanReassignmentRequest(goals=["heal"], execute=True), origin="self-healing"
+        )
         log.info("heal plan %s: %d partitions", response.plan_id, len(response.partitions))
