@@ -154,11 +154,11 @@ def election_response(
     )
 
 
-def not_controller(
-    partitions: Iterable[TopicPartition], broker_id: int
+def failed_outcomes(
+    partitions: Iterable[TopicPartition], error: WireError
 ) -> dict[TopicPartition, ElectionOutcome]:
-    message = f"broker {broker_id} is not the controller"
-    return {tp: ElectionOutcome(error=ErrorCode.NOT_CONTROLLER, message=message) for tp in partitions}
+    """The same error for every partition asked for (e.g. NOT_CONTROLLER)."""
+    return {tp: ElectionOutcome(error=error.error_code, message=error.message) for tp in partitions}
 
 
 # --- applying them ---

@@ -265,7 +265,7 @@ class KeelAdminClient(AsyncClosing):
 
 def _all_not_controller(response: ElectLeadersResponse) -> bool:
     """The broker asked was not the controller (any more): every result says so. (Asked
-    for every partition, such a broker answers no results, which cannot be told apart.)"""
+    for every partition, such a broker answers a top-level NOT_CONTROLLER instead.)"""
     results = [r for topic in response.replica_election_results for r in topic.partition_result]
     if not results:
         return False
