@@ -37,10 +37,11 @@ _OK: Outcome = (ErrorCode.NONE, None)
 
 
 def validate_target(
-    current: ReplicaAssignment, target: tuple[int, ...], registered: set[int]
+    current: ReplicaAssignment, target: tuple[int, ...], live: set[int]
 ) -> Outcome | None:
     """Kafka's checks of an API reassignment's target replicas: an error, or None if valid.
-    Only the replicas the reassignment would add must be on registered brokers."""
+    Only the replicas the reassignment would add must be on live brokers (registered and
+    not in controlled shutdown: Kafka's liveBrokerIds, spec §7.7)."""
     if not target:
         return ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Empty replica list specified in partition reassignment."
     if len(set(target)) != len(target):
@@ -51,11 +52,11 @@ def validate_target(
     if any(r < 0 for r in target):
         return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Invalid broker id in replica list: {list(target)}"
     adding = current.reassign_to(target).adding
-    if not set(adding) <= registered:
+    if not set(adding) <= live:
         return (
             ErrorCode.INVALID_REPLICA_ASSIGNMENT,
             f"Replica assignment has brokers that are not alive. Replica list: {list(adding)}, "
-            f"live broker list: {sorted(registered)}",
+            f"live broker list: {sorted(live)}",
         )
     return None
 
@@ -129,12 +130,12 @@ class PartitionReassignment:
         """AlterPartitionReassignments: validate each target, cancel (None) or start it. An
         API reassignment supersedes one asked for through ZooKeeper."""
         context = self._context
-        registered = set(context.live_brokers)
+        live = context.live_ids()
         results: dict[TopicPartition, Outcome] = {}
         to_reassign: dict[TopicPartition, ReplicaAssignment] = {}
         for tp, target in reassignments.items():
             current = context.assignment(tp)
-            error = None if target is None else validate_target(current, target, registered)
+            error = None if target is None else validate_target(current, target, live)
             if error is not None:
                 log.info("reassignment of %s to %s refused: %s", tp, target, error[1])
                 results[tp] = error
