@@ -66,7 +66,7 @@ from actors.controller.reassignment_api import (
 )
 from actors.controller.replica_state_machine import ReplicaStateMachine
 from actors.controller.request_batch import RequestBatch
-from actors.controller.topic_deletion import TopicDeletionManager
+from actors.controller.topic_deletion import TopicDeletionManager, deletion_errors
 from actors.controller.workflows import Workflows
 from actors.ports import (
     BrokerChannel,
@@ -288,8 +288,7 @@ class KafkaController:
         self, broker_id: int, response: Response, partitions: tuple[TopicPartition, ...]
     ) -> None:
         """A StopReplica-with-delete answer (in the channel's callback): only enqueue."""
-        reported = {(e.topic, e.partition): e.error_code for e in getattr(response, "partition_errors", [])}
-        errors = tuple((tp, reported.get((tp.topic, tp.partition), response.error_code)) for tp in partitions)
+        errors = deletion_errors(response, partitions)
         self.event_manager.put(
             TopicDeletionStopReplicaResponseReceived(broker_id, response.error_code, errors)
         )
