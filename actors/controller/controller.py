@@ -412,7 +412,7 @@ class KafkaController:
 
     async def _on_failover_elections(self) -> None:
         """Failover steps 10 and 11: pending preferred elections, then the rebalance task."""
-        await self.leader_elections.on_zk_trigger(at_failover=True)
+        await self.leader_elections.on_zk_trigger()
         if self.config.auto_leader_rebalance_enable:
             self.auto_rebalance.schedule(FIRST_REBALANCE_DELAY_S)
 

@@ -178,11 +178,12 @@ class LeaderElections:
         self._partitions = partitions
         self._rearm_zk_trigger = rearm_zk_trigger
 
-    async def on_zk_trigger(self, *, at_failover: bool = False) -> None:
+    async def on_zk_trigger(self) -> None:
         """`/admin/preferred_replica_election` was created (or is pending at failover):
-        elect the named partitions whose leader is not their preferred replica."""
+        elect the named partitions whose leader is not their preferred replica. No node:
+        nothing to delete, and the read has armed the watch again."""
         named = await self._store.preferred_replica_election()
-        if named is None and not at_failover:
+        if named is None:
             return
         plan = plan_election(self._context, named or [], ElectionType.PREFERRED)
         for tp in plan.unknown:

@@ -416,6 +416,18 @@ async def test_auto_rebalance_runs_5_s_after_failover_then_every_interval(cluste
     assert clock.pending() == [], "resigning cancels the task"
 
 
+async def test_a_failover_without_an_election_node_neither_deletes_it_nor_rearms_it(cluster: Cluster) -> None:
+    await led_by_its_second_replica(cluster)
+    elections = cluster.controller.metrics.timers[ControllerState.MANUAL_LEADER_BALANCE]
+    assert (elections.count, cluster.stores[1].preferred_election_watch_armed) == (0, True)
+    await cluster.stores[1].create_preferred_replica_election([T0])
+    await eventually(
+        settled(cluster, lambda: cluster.zk.preferred_replica_election is None),
+        timeout=2,
+        message="the election node was not processed",
+    )
+
+
 async def test_auto_rebalance_can_be_disabled(cluster: Cluster) -> None:
     await led_by_its_second_replica(cluster, auto_leader_rebalance_enable=False)
     assert cluster.clocks[1].pending() == []
