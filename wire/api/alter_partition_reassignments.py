@@ -7,8 +7,9 @@ progress, which restores the original replicas.
 
 Top level: NOT_CONTROLLER (41) when the controller is not active or moved while the request
 was queued or processed; REQUEST_TIMED_OUT (7) when not answered within `timeout_ms`;
-UNKNOWN_SERVER_ERROR (-1) when processing failed otherwise. Per partition: INVALID_REPLICA_ASSIGNMENT (39) for an empty list, a duplicate or
-negative broker id, or a new replica whose broker is not live; UNKNOWN_TOPIC_OR_PARTITION (3)
+UNKNOWN_SERVER_ERROR (-1) when processing failed otherwise. Per partition:
+INVALID_REPLICA_ASSIGNMENT (39) for an empty list, a duplicate or negative broker id, or a
+new replica whose broker is not live (or is in controlled shutdown); UNKNOWN_TOPIC_OR_PARTITION (3)
 for an unknown partition or a topic queued for deletion; NO_REASSIGNMENT_IN_PROGRESS (85) for
 a cancellation of a partition that is not being reassigned. A success means the reassignment
 was started (or cancelled); it completes later, once the target replicas are in the ISR.
