@@ -49,21 +49,23 @@ class ControlledShutdownConfig:
 
 async def controlled_shutdown(
     broker_id: int,
-    broker_epoch: int,
+    broker_epoch: Callable[[], int],
     send: SendToController,
     config: ControlledShutdownConfig,
     deadline: float,
 ) -> bool:
     """Ask until the controller has moved every leader away; True on success. `deadline`
-    is on `time.monotonic()`'s clock."""
+    is on `time.monotonic()`'s clock. The request is built per attempt with the broker epoch
+    read then, as Kafka's does: a session expiry between attempts re-registers the broker
+    with a new epoch, and the old one would be refused as stale."""
     if not config.enable:
         return False
     started = time.monotonic()
-    request = ControlledShutdownRequest(broker_id=broker_id, broker_epoch=broker_epoch)
     for attempt in range(1, config.max_retries + 1):
         left = deadline - time.monotonic()
         if left <= 0:
             break
+        request = ControlledShutdownRequest(broker_id=broker_id, broker_epoch=broker_epoch())
         try:
             timeout = min(config.request_timeout_s, left)
             answer = await asyncio.wait_for(send(request, timeout), timeout)

@@ -223,7 +223,7 @@ class KeelBroker:
         try:
             return await controlled_shutdown(
                 self.broker_id,
-                self.broker_epoch,
+                lambda: self.broker_epoch,
                 self.replica_link.controlled_shutdown,
                 ControlledShutdownConfig.from_broker_config(self.config),
                 deadline,

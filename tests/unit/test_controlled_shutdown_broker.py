@@ -40,33 +40,43 @@ def config(**kwargs: object) -> ControlledShutdownConfig:
 
 async def test_done_at_the_first_answer_without_remaining_partitions() -> None:
     controller = Controller(DONE)
-    assert await controlled_shutdown(3, 77, controller, config(), time.monotonic() + 10)
+    assert await controlled_shutdown(3, lambda: 77, controller, config(), time.monotonic() + 10)
     ((request, _),) = controller.requests
     assert (request.broker_id, request.broker_epoch) == (3, 77)
 
 
 async def test_a_moved_controller_a_lost_connection_and_partitions_left_are_retried() -> None:
     controller = Controller(MOVED, NetworkException("refused"), LEFT, DONE)
-    assert await controlled_shutdown(3, 77, controller, config(max_retries=4), time.monotonic() + 10)
+    assert await controlled_shutdown(3, lambda: 77, controller, config(max_retries=4), time.monotonic() + 10)
     assert len(controller.requests) == 4
+
+
+async def test_each_attempt_carries_the_broker_epoch_of_that_moment() -> None:
+    """After a session expiry the broker registers again with a new epoch."""
+    epochs = iter([77, 90])
+    controller = Controller(ControlledShutdownResponse(error_code=ErrorCode.STALE_BROKER_EPOCH), DONE)
+    assert await controlled_shutdown(3, lambda: next(epochs), controller, config(), time.monotonic() + 10)
+    assert [request.broker_epoch for request, _ in controller.requests] == [77, 90]
 
 
 async def test_it_gives_up_after_max_retries() -> None:
     controller = Controller(LEFT, LEFT, LEFT, DONE)
-    assert not await controlled_shutdown(3, 77, controller, config(), time.monotonic() + 10)
+    assert not await controlled_shutdown(3, lambda: 77, controller, config(), time.monotonic() + 10)
     assert len(controller.requests) == 3
 
 
 async def test_disabled_asks_nothing() -> None:
     controller = Controller()
-    assert not await controlled_shutdown(3, 77, controller, config(enable=False), time.monotonic() + 10)
+    assert not await controlled_shutdown(
+        3, lambda: 77, controller, config(enable=False), time.monotonic() + 10
+    )
     assert controller.requests == []
 
 
 async def test_the_deadline_bounds_each_request_and_ends_the_backoffs() -> None:
     controller = Controller(LEFT, DONE)
     deadline = time.monotonic() + 1.0
-    assert not await controlled_shutdown(3, 77, controller, config(retry_backoff_s=5.0), deadline)
+    assert not await controlled_shutdown(3, lambda: 77, controller, config(retry_backoff_s=5.0), deadline)
     ((_, timeout),) = controller.requests
     assert timeout <= 1.0, "the request may not outlive the deadline"
     assert time.monotonic() < deadline, "a backoff past the deadline is not slept"
