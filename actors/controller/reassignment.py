@@ -36,9 +36,7 @@ _OK: Outcome = (ErrorCode.NONE, None)
 # --- pure decisions ---
 
 
-def validate_target(
-    current: ReplicaAssignment, target: tuple[int, ...], live: set[int]
-) -> Outcome | None:
+def validate_target(current: ReplicaAssignment, target: tuple[int, ...], live: set[int]) -> Outcome | None:
     """Kafka's checks of an API reassignment's target replicas: an error, or None if valid.
     Only the replicas the reassignment would add must be on live brokers (registered and
     not in controlled shutdown: Kafka's liveBrokerIds, spec §7.7)."""
@@ -205,21 +203,30 @@ class PartitionReassignment:
             else:
                 valid[tp] = reassignment
         if valid:
-            outcome = await self._run_guarded(valid)
-            results.update(dict.fromkeys(valid, outcome))
+            results.update(await self._run_guarded(valid))
         return results
 
-    async def _run_guarded(self, reassignments: dict[TopicPartition, ReplicaAssignment]) -> Outcome:
-        """Run the procedure; an unexpected error fails every partition of the call (a fenced
-        write is not unexpected: the controller resigns)."""
+    async def _run_guarded(
+        self, reassignments: dict[TopicPartition, ReplicaAssignment]
+    ) -> dict[TopicPartition, Outcome]:
+        """Run the procedure; the outcome per partition. After an unexpected error (a fenced
+        write is not unexpected: the controller resigns) a partition whose new assignment was
+        written (step U) counts as started: it is in ZooKeeper and memory, and is resumed as
+        any reassignment in progress is. The others failed."""
         try:
             await self._steps.on_partition_reassignments(reassignments)
         except ControllerMovedError:
             raise
         except Exception as e:
             log.error("reassignment of %s failed: %r", sorted(map(str, reassignments)), e, exc_info=e)
-            return ErrorCode.UNKNOWN_SERVER_ERROR, str(e)
-        return _OK
+            context = self._context
+            return {
+                tp: _OK
+                if tp in context.partitions_being_reassigned and context.assignment(tp) == new
+                else (ErrorCode.UNKNOWN_SERVER_ERROR, str(e))
+                for tp, new in reassignments.items()
+            }
+        return dict.fromkeys(reassignments, _OK)
 
     async def _resume(self, should_resume: Callable[[TopicPartition, ReplicaAssignment], bool]) -> None:
         context = self._context
