@@ -28,7 +28,10 @@ class Controller:
         self.asked: list[tuple[ElectionType, frozenset[TopicPartition] | None]] = []
 
     async def elect_leaders(
-        self, election_type: ElectionType, partitions: frozenset[TopicPartition] | None
+        self,
+        election_type: ElectionType,
+        partitions: frozenset[TopicPartition] | None,
+        timeout_s: float | None = None,
     ) -> dict[TopicPartition, ElectionOutcome]:
         self.asked.append((election_type, partitions))
         return dict(self.outcomes)
