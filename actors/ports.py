@@ -176,6 +176,10 @@ class UnknownTopicError(Exception):
     """`/brokers/topics/<T>` does not exist."""
 
 
+class TopicVersionConflict(Exception):
+    """`/brokers/topics/<T>` changed since it was read (BADVERSION): re-read and re-check."""
+
+
 class TopicAlreadyMarkedForDeletionError(Exception):
     """`/admin/delete_topics/<T>` exists already."""
 

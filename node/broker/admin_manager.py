@@ -18,6 +18,7 @@ from actors.ports import (
     TopicAlreadyMarkedForDeletionError,
     TopicAssignment,
     TopicExistsError,
+    TopicVersionConflict,
     UnknownTopicError,
 )
 from actors.topic_admin import (
@@ -54,6 +55,8 @@ MetadataSource = Callable[[list[str]], Awaitable[MetadataResponse]]
 
 # How often a waiting DeleteTopics or CreatePartitions looks at the metadata cache again.
 _WAIT_INTERVAL_S = 0.05
+# CreatePartitions re-reads a topic that changed under its write at most this many times.
+_GROW_ATTEMPTS = 5
 
 
 class AdminManager:
@@ -187,9 +190,7 @@ class AdminManager:
                 errors[name] = (ErrorCode.INVALID_REQUEST, "the topic is named twice in the request")
                 continue
             try:
-                assignment = await self._grow(topic, existing, marked, brokers)
-                if not request.validate_only:
-                    await self._store.add_partitions(assignment)
+                if await self._grow(topic, existing, marked, brokers, validate_only=request.validate_only):
                     log.info("topic %s now has %d partitions", name, topic.count)
                     grown[name] = topic.count
             except TopicError as e:
@@ -225,19 +226,35 @@ class AdminManager:
         existing: set[str],
         marked: set[str],
         brokers: dict[int, str | None],
-    ) -> TopicAssignment:
+        *,
+        validate_only: bool,
+    ) -> bool:
+        """Check and (unless `validate_only`) write the grown assignment, conditional on the
+        version read: if the topic changed meanwhile (a reassignment started, partitions
+        added), read it again and check again. True when written."""
         if topic.name not in existing:
             raise UnknownTopicError(f"topic {topic.name} does not exist")
         if topic.name in marked:
             raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic {topic.name} is queued for deletion")
-        current = (await self._store.topic_assignments({topic.name})).get(topic.name)
-        if current is None:
-            raise UnknownTopicError(f"topic {topic.name} does not exist")
-        given = None if topic.assignments is None else [a.broker_ids for a in topic.assignments]
-        added = plan_added_partitions(current.partitions, topic.count, given, brokers)
-        partitions = dict(current.partitions)
-        partitions.update({p: ReplicaAssignment(tuple(r)) for p, r in added.items()})
-        return TopicAssignment(topic.name, partitions, current.topic_id)
+        for _ in range(_GROW_ATTEMPTS):
+            found = await self._store.topic_assignment_and_version(topic.name)
+            if found is None:
+                raise UnknownTopicError(f"topic {topic.name} does not exist")
+            current, version = found
+            given = None if topic.assignments is None else [a.broker_ids for a in topic.assignments]
+            added = plan_added_partitions(current.partitions, topic.count, given, brokers)
+            if validate_only:
+                return False
+            partitions = dict(current.partitions)
+            partitions.update({p: ReplicaAssignment(tuple(r)) for p, r in added.items()})
+            try:
+                await self._store.add_partitions(
+                    TopicAssignment(topic.name, partitions, current.topic_id), version
+                )
+                return True
+            except TopicVersionConflict:
+                log.info("topic %s changed while adding partitions; checking again", topic.name)
+        raise TopicError(ErrorCode.UNKNOWN_SERVER_ERROR, f"topic {topic.name} kept changing; try again")
 
     async def _served(self, topics: list[str]) -> MetadataResponse:
         if self._metadata is None or not topics:

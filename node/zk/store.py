@@ -36,6 +36,7 @@ from actors.ports import (
     TopicDeletionWatcher,
     TopicExistsError,
     TopicPartition,
+    TopicVersionConflict,
     UnknownTopicError,
 )
 from node.zk import data, paths
@@ -618,13 +619,29 @@ class ZkClusterStore:
                 f"topic {topic} is already marked for deletion"
             ) from None
 
-    async def add_partitions(self, assignment: TopicAssignment) -> None:
+    async def add_partitions(self, assignment: TopicAssignment, expected_version: int = -1) -> None:
         """Rewrite `/brokers/topics/<T>` with the old partitions plus the new ones, as
-        AdminZkClient.addPartitions does; the controller's data watch sees the new ones."""
+        AdminZkClient.addPartitions does; the controller's data watch sees the new ones.
+        Conditional on the version read (`topic_assignment_and_version`; -1: any): a topic
+        changed meanwhile (a reassignment started, say) raises TopicVersionConflict."""
         try:
-            await self.zk.set(paths.topic(assignment.topic), data.encode_topic(assignment))
+            await self.zk.set(paths.topic(assignment.topic), data.encode_topic(assignment), expected_version)
         except NoNode:
             raise UnknownTopicError(f"topic {assignment.topic} does not exist") from None
+        except BadVersion:
+            raise TopicVersionConflict(f"topic {assignment.topic} changed since it was read") from None
+
+    async def topic_assignment_and_version(self, topic: str) -> tuple[TopicAssignment, int] | None:
+        """`/brokers/topics/<T>` and its data version, for a conditional `add_partitions`;
+        None when it does not exist (or cannot be read)."""
+        value = await self._get_if_exists(paths.topic(topic), False)
+        if value is None:
+            return None
+        try:
+            return data.decode_topic(topic, value[0]), value[1].version
+        except data.ZNodeDataError as e:
+            log.warning("ignoring unreadable topic: %s", e)
+            return None
 
     # --- dynamic configs and their change notifications (AdminZkClient, spec §1) ---
 
