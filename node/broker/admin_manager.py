@@ -8,7 +8,6 @@ old partitions plus the new and waits until they have leaders."""
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import logging
 from collections.abc import Awaitable, Callable
@@ -53,8 +52,9 @@ log = logging.getLogger(__name__)
 # partitions as Kafka's delayed operations do.
 MetadataSource = Callable[[list[str]], Awaitable[MetadataResponse]]
 
-# How often a waiting DeleteTopics or CreatePartitions looks at the metadata cache again.
-_WAIT_INTERVAL_S = 0.05
+# Asks its check (which reads the metadata cache) now and after each control request the
+# broker applies, until the check says True or the timeout (seconds) passes; its last answer.
+MetadataWaiter = Callable[[Callable[[], Awaitable[bool]], float], Awaitable[bool]]
 # CreatePartitions re-reads a topic that changed under its write at most this many times.
 _GROW_ATTEMPTS = 5
 
@@ -68,12 +68,14 @@ class AdminManager:
         default_replication_factor: int,
         delete_topic_enable: bool = True,
         metadata: MetadataSource | None = None,
+        wait_for_metadata: MetadataWaiter | None = None,
     ) -> None:
         self._store = store
         self._default_partitions = default_partitions
         self._default_replication_factor = default_replication_factor
         self._delete_topic_enable = delete_topic_enable
         self._metadata = metadata
+        self._wait_for_metadata = wait_for_metadata
 
     async def create_topics(self, request: CreateTopicsRequest) -> CreateTopicsResponse:
         existing = await self._store.topics()
@@ -261,21 +263,25 @@ class AdminManager:
             return MetadataResponse()
         return await self._metadata(topics)
 
-    @staticmethod
     async def _wait_until_none(
-        waited: set[str], pending: Callable[[], Awaitable[set[str]]], timeout_ms: int
+        self, waited: set[str], pending: Callable[[], Awaitable[set[str]]], timeout_ms: int
     ) -> set[str]:
-        """Poll `pending` until it is empty or `timeout_ms` passes; what is still pending.
-        With a timeout of 0 or less nothing is waited for and every topic in `waited` times
-        out, as Kafka answers."""
+        """Wait until `pending` is empty or `timeout_ms` passes, asking it again each time the
+        metadata cache changes; what is still pending. With a timeout of 0 or less nothing is
+        waited for and every topic in `waited` times out, as Kafka answers."""
         if not waited or timeout_ms <= 0:
             return waited
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_ms / 1000
-        left = await pending()
-        while left and loop.time() < deadline:
-            await asyncio.sleep(_WAIT_INTERVAL_S)
+        left = waited
+
+        async def none_left() -> bool:
+            nonlocal left
             left = await pending()
+            return not left
+
+        if self._wait_for_metadata is None:
+            await none_left()
+        else:
+            await self._wait_for_metadata(none_left, timeout_ms / 1000)
         return left
 
 

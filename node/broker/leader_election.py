@@ -8,7 +8,6 @@ partition not shown in time answers REQUEST_TIMED_OUT.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from typing import TYPE_CHECKING
@@ -23,8 +22,6 @@ if TYPE_CHECKING:
     from actors.controller import KafkaController
 
 log = logging.getLogger(__name__)
-
-_POLL_S = 0.02
 
 
 async def elect_leaders(
@@ -59,22 +56,22 @@ async def _await_leaders(
 ) -> None:
     """Until this broker's metadata names each elected leader; the rest time out, in place."""
     waiting = {tp: o.leader for tp, o in outcomes.items() if o.error == ErrorCode.NONE}
-    deadline = time.monotonic() + max(timeout_s, 0.0)
-    while waiting:
-        metadata = await replica_manager.metadata(
-            MetadataRequest(topics=sorted({tp.topic for tp in waiting}))
-        )
+    if not waiting:
+        return
+    request = MetadataRequest(topics=sorted({tp.topic for tp in waiting}))
+
+    async def all_shown() -> bool:
+        nonlocal waiting
+        metadata = await replica_manager.metadata(request)
         shown = {
             TopicPartition(topic.name, p.partition): p.leader
             for topic in metadata.topics
             for p in topic.partitions
         }
         waiting = {tp: leader for tp, leader in waiting.items() if shown.get(tp) != leader}
-        if not waiting:
-            return
-        if time.monotonic() >= deadline:
-            break
-        await asyncio.sleep(_POLL_S)
+        return not waiting
+
+    await replica_manager.wait_for_metadata(all_shown, timeout_s)
     for tp in waiting:
         outcomes[tp] = ElectionOutcome(
             error=ErrorCode.REQUEST_TIMED_OUT, message=f"the new leader of {tp} was not propagated in time"

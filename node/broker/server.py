@@ -80,6 +80,7 @@ class KeelBroker:
             default_replication_factor=config.get_int("default.replication.factor"),
             delete_topic_enable=config.get_bool("delete.topic.enable"),
             metadata=lambda topics: self.replica_manager.metadata(MetadataRequest(topics=topics)),
+            wait_for_metadata=self._wait_for_metadata,
         )
         self.servers: list[RpcServer] = []
         self.cluster_id = ""
@@ -214,6 +215,10 @@ class KeelBroker:
             (config.get_int("log.flush.scheduler.interval.ms"), flush),
         ):
             self._periodic.append(asyncio.create_task(every(interval_ms, work), name=work.__name__))
+
+    async def _wait_for_metadata(self, ready: Callable[[], Awaitable[bool]], timeout_s: float) -> bool:
+        # The replica manager is built after the admin manager, which waits through this.
+        return await self.replica_manager.wait_for_metadata(ready, timeout_s)
 
     async def controlled_shutdown(self, deadline: float) -> bool:
         """Ask the controller to move this broker's leaders away before it stops (spec §7.3);

@@ -3,6 +3,7 @@ answer held until the broker's own metadata shows each new leader, or timed out.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 from actors.controller.leader_election import ElectionOutcome
@@ -59,6 +60,10 @@ class ReplicaManager:
             for tp, leader in sorted(self.leaders.items())
         ]
         return MetadataResponse(topics=[MetadataTopic(error_code=0, name="t", partitions=partitions)])
+
+    async def wait_for_metadata(self, ready: Callable[[], Awaitable[bool]], timeout_s: float) -> bool:
+        """Its metadata never changes: asked once."""
+        return await ready()
 
 
 def request(election_type: int, timeout_ms: int = 1000) -> ElectLeadersRequest:
