@@ -29,8 +29,8 @@ import orjson
 from node.cli import plan_commands, plan_status
 from node.cli.arguments import non_negative_int
 from node.cli.output import print_json, print_table
+from node.cli.partition_file import EXIT_BAD_FILE, Partition
 from node.cli.reassignment_plan import (
-    Partition,
     ReassignmentFileError,
     load_reassignment_file,
     mib,
@@ -360,7 +360,7 @@ async def run(args: argparse.Namespace, bootstrap: str) -> int:
             targets = load_reassignment_file(args.reassignment_json_file)
         except ReassignmentFileError as e:
             print(f"keel: {args.reassignment_json_file}: {e}", file=sys.stderr)
-            return 2
+            return EXIT_BAD_FILE
     async with KeelAdminClient(bootstrap, timeout=args.timeout) as admin:
         if args.command == "list":
             return await list_reassignments(admin, args)

@@ -4,15 +4,11 @@ throttles Kafka's tool sets for a move, and the progress line of `--wait`."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 
-import orjson
+from node.cli.partition_file import Partition, PartitionFileError, parse_partition_entries, read_text
 
-Partition = tuple[str, int]
-
-
-class ReassignmentFileError(ValueError):
-    """The reassignment file cannot be used; the message says why, in one line."""
+# A reassignment file that cannot be used (the shared partition-file error).
+ReassignmentFileError = PartitionFileError
 
 
 # --- the reassignment file (pure) ---
@@ -20,31 +16,11 @@ class ReassignmentFileError(ValueError):
 
 def parse_reassignment(text: str) -> dict[Partition, list[int]]:
     """(topic, partition) → target replicas, in file order. Raises ReassignmentFileError."""
-    try:
-        document = orjson.loads(text)
-    except orjson.JSONDecodeError as e:
-        raise ReassignmentFileError(f"not JSON: {e}") from None
-    if not isinstance(document, dict):
-        raise ReassignmentFileError("not a JSON object with a partitions list")
-    version = document.get("version", 1)
-    if version != 1:
-        raise ReassignmentFileError(f"version {version!r} is not 1")
-    entries = document.get("partitions")
-    if not isinstance(entries, list):
-        raise ReassignmentFileError('"partitions" is missing or not a list')
-    if not entries:
-        raise ReassignmentFileError('"partitions" is empty')
+    entries = parse_partition_entries(text, version=1)
     targets: dict[Partition, list[int]] = {}
-    for number, entry in enumerate(entries, 1):
-        where = f"partitions entry {number}"
-        if not isinstance(entry, dict):
-            raise ReassignmentFileError(f"{where} is not an object")
-        topic, partition, replicas = entry.get("topic"), entry.get("partition"), entry.get("replicas")
-        if not isinstance(topic, str) or not topic:
-            raise ReassignmentFileError(f'{where}: "topic" is missing or not a non-empty string')
-        if type(partition) is not int or partition < 0:
-            raise ReassignmentFileError(f'{where}: "partition" is missing or not a non-negative integer')
+    for (topic, partition), entry in entries:
         where = f"{topic}-{partition}"
+        replicas = entry.get("replicas")
         if not isinstance(replicas, list) or not replicas:
             raise ReassignmentFileError(f'{where}: "replicas" is missing or not a non-empty list')
         if any(type(r) is not int for r in replicas):
@@ -53,18 +29,12 @@ def parse_reassignment(text: str) -> dict[Partition, list[int]]:
             raise ReassignmentFileError(f"{where}: broker id {min(replicas)} is negative")
         if len(set(replicas)) != len(replicas):
             raise ReassignmentFileError(f"{where}: a broker is listed twice in {replicas}")
-        if (topic, partition) in targets:
-            raise ReassignmentFileError(f"{where} is listed twice")
         targets[topic, partition] = list(replicas)
     return targets
 
 
 def load_reassignment_file(path: str) -> dict[Partition, list[int]]:
-    try:
-        text = Path(path).read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise ReassignmentFileError(f"cannot read it: {e}") from None
-    return parse_reassignment(text)
+    return parse_reassignment(read_text(path))
 
 
 def reassignment_json(assignment: Mapping[Partition, list[int]]) -> dict[str, object]:

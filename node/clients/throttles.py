@@ -12,15 +12,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 
+from actors.broker.replication_quota import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
 from wire.api import AlterableConfig, AlterConfigsResource
+from wire.api.incremental_alter_configs import BROKER_RESOURCE, DELETE_CONFIG, SET_CONFIG, TOPIC_RESOURCE
 
 Partition = tuple[str, int]
-LEADER_RATE = "leader.replication.throttled.rate"
-FOLLOWER_RATE = "follower.replication.throttled.rate"
-LEADER_REPLICAS = "leader.replication.throttled.replicas"
-FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
-_TOPIC, _BROKER = 2, 4
-_SET, _DELETE = 0, 1
 
 
 # --- throttles (pure) ---
@@ -58,7 +54,7 @@ def _resource(resource_type: int, name: str, configs: Mapping[str, str | None]) 
         resource_type=resource_type,
         resource_name=name,
         configs=[
-            AlterableConfig(name=k, config_operation=_DELETE if v is None else _SET, value=v)
+            AlterableConfig(name=k, config_operation=DELETE_CONFIG if v is None else SET_CONFIG, value=v)
             for k, v in configs.items()
         ],
     )
@@ -66,12 +62,14 @@ def _resource(resource_type: int, name: str, configs: Mapping[str, str | None]) 
 
 def throttle_resources(plan: ThrottlePlan, rate: int) -> list[AlterConfigsResource]:
     resources = [
-        _resource(_BROKER, str(b), {LEADER_RATE: str(rate), FOLLOWER_RATE: str(rate)})
+        _resource(BROKER_RESOURCE, str(b), {LEADER_RATE: str(rate), FOLLOWER_RATE: str(rate)})
         for b in sorted(plan.brokers)
     ]
     for topic, (leader, follower) in plan.topics.items():
         resources.append(
-            _resource(_TOPIC, topic, {LEADER_REPLICAS: leader or None, FOLLOWER_REPLICAS: follower or None})
+            _resource(
+                TOPIC_RESOURCE, topic, {LEADER_REPLICAS: leader or None, FOLLOWER_REPLICAS: follower or None}
+            )
         )
     return resources
 
@@ -79,10 +77,11 @@ def throttle_resources(plan: ThrottlePlan, rate: int) -> list[AlterConfigsResour
 def clear_throttle_resources(brokers: list[int], topics: list[str]) -> list[AlterConfigsResource]:
     """Kafka's clearAllThrottles: the rates on every broker, the lists on the file's topics."""
     resources = [
-        _resource(_BROKER, str(b), {LEADER_RATE: None, FOLLOWER_RATE: None}) for b in sorted(brokers)
+        _resource(BROKER_RESOURCE, str(b), {LEADER_RATE: None, FOLLOWER_RATE: None}) for b in sorted(brokers)
     ]
     resources += [
-        _resource(_TOPIC, t, {LEADER_REPLICAS: None, FOLLOWER_REPLICAS: None}) for t in sorted(set(topics))
+        _resource(TOPIC_RESOURCE, t, {LEADER_REPLICAS: None, FOLLOWER_REPLICAS: None})
+        for t in sorted(set(topics))
     ]
     return resources
 
@@ -90,7 +89,10 @@ def clear_throttle_resources(brokers: list[int], topics: list[str]) -> list[Alte
 def broker_rate_resources(brokers: Iterable[int], rate: int | None) -> list[AlterConfigsResource]:
     """Both throttle rates on each broker: set to `rate`, or deleted (None)."""
     value = None if rate is None else str(rate)
-    return [_resource(_BROKER, str(b), {LEADER_RATE: value, FOLLOWER_RATE: value}) for b in sorted(brokers)]
+    return [
+        _resource(BROKER_RESOURCE, str(b), {LEADER_RATE: value, FOLLOWER_RATE: value})
+        for b in sorted(brokers)
+    ]
 
 
 def topic_list_resources(lists: Mapping[str, tuple[str, str] | None]) -> list[AlterConfigsResource]:
@@ -99,6 +101,8 @@ def topic_list_resources(lists: Mapping[str, tuple[str, str] | None]) -> list[Al
     for topic, pair in sorted(lists.items()):
         leader, follower = pair or ("", "")
         resources.append(
-            _resource(_TOPIC, topic, {LEADER_REPLICAS: leader or None, FOLLOWER_REPLICAS: follower or None})
+            _resource(
+                TOPIC_RESOURCE, topic, {LEADER_REPLICAS: leader or None, FOLLOWER_REPLICAS: follower or None}
+            )
         )
     return resources
