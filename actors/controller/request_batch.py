@@ -34,6 +34,7 @@ from wire.api import (
     UpdateMetadataPartitionState,
     UpdateMetadataRequest,
 )
+from wire.api.update_metadata import LEADER_DURING_DELETE
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +44,6 @@ make_stop_replica_partition = StopReplicaPartition.make
 
 
 _StateKey = tuple[TopicPartition, int, int, bool]
-
-# The leader UpdateMetadata gives a partition of a topic queued for deletion.
-LEADER_DURING_DELETE = -2
 
 
 @dataclasses.dataclass
