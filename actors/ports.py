@@ -176,6 +176,10 @@ class UnknownTopicError(Exception):
     """`/brokers/topics/<T>` does not exist."""
 
 
+class TopicVersionConflict(Exception):
+    """`/brokers/topics/<T>` changed since it was read (BADVERSION): re-read and re-check."""
+
+
 class TopicAlreadyMarkedForDeletionError(Exception):
     """`/admin/delete_topics/<T>` exists already."""
 
@@ -426,6 +430,10 @@ class PartitionLog(Protocol):
         ...
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int, int] | None: ...
+
+    def size_from(self, offset: int) -> int:
+        """Bytes from the batch holding `offset` to the log end (the whole log below its start)."""
+        ...
 
 
 class LogStore(Protocol):

@@ -25,44 +25,25 @@ work is 30k conditional sets (10k elections, 20k ISR shrinks) in fenced multi-op
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import functools
 import signal
 import statistics
-import sys
-import tempfile
 import time
-from pathlib import Path
 
 import orjson
 import uvloop
 
-from bench.election import cpu_model
 from bench.failover import (
     BROKERS,
     PER_TOPIC,
-    ControllerHold,
     controller_idle,
-    populate,
     topic_names,
     wait_for,
 )
-from node.broker.main import tune_gc
+from bench.scale import SENTINEL, fresh_clusters, parse_args
 from node.clients.admin import KeelAdminClient
 from node.cluster.local import LocalCluster
-from node.cluster.zookeeper import EmbeddedZooKeeper
 from node.zk.client import DELETED, ZooKeeperClient
-
-# Sorts after every benchmark topic; one partition led by each broker.
-SENTINEL = "topic-zz-sentinel"
-
-
-def start_brokers(connect: str, home: Path) -> LocalCluster:
-    cluster = LocalCluster(home, connect, session_timeout_ms=10_000)
-    for broker_id in BROKERS:
-        cluster.new(broker_id, home=home / f"broker-{broker_id}").start()
-    return cluster
 
 
 async def elections_done(port: int) -> float:
@@ -169,48 +150,21 @@ async def baseline(connect: str, partitions: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--partitions", type=int, default=30_000)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--keep-logs", action="store_true", help="keep broker logs in a directory it prints")
-    args = parser.parse_args()
-    tune_gc()
-    print(
-        f"machine: {cpu_model()}, python {sys.version.split()[0]}, "
-        f"{args.partitions} partitions, RF 3, 3 brokers"
-    )
+    args = parse_args(__doc__.splitlines()[0])
     moved_runs, whole_runs, raw_moved, raw_whole = [], [], [], []
-    with tempfile.TemporaryDirectory(prefix="keel-broker-failure-") as scratch:
-        tmp = tempfile.mkdtemp(prefix="keel-broker-failure-") if args.keep_logs else scratch
-        if args.keep_logs:
-            print(f"logs kept in {tmp}")
-        zookeeper = EmbeddedZooKeeper(Path(tmp) / "zk", heap_mb=2048)
-        zookeeper.start()
-        try:
-            for run in range(1, args.runs + 1):
-                connect = f"{zookeeper.connect_string}/run{run}"
-                uvloop.run(populate(connect, args.partitions, {SENTINEL: len(BROKERS)}))
-                home = Path(tmp) / f"run{run}"
-                home.mkdir()
-                cluster = uvloop.run(
-                    ControllerHold.start_together(connect, functools.partial(start_brokers, connect, home))
-                )
-                try:
-                    moved, whole, led = uvloop.run(measure(connect, cluster, args.partitions))
-                finally:
-                    cluster.kill_all()
-                # The elections alone are a third of the conditional sets; the whole change all.
-                raw_moved.append(uvloop.run(baseline(connect, args.partitions // 3)))
-                raw_whole.append(uvloop.run(baseline(connect, args.partitions)))
-                moved_runs.append(moved)
-                whole_runs.append(whole)
-                print(
-                    f"run {run}: {led} leaders moved and acknowledged in {moved:.2f} s"
-                    f" (raw ZooKeeper work {raw_moved[-1]:.2f} s); whole change {whole:.2f} s"
-                    f" (raw {raw_whole[-1]:.2f} s)"
-                )
-        finally:
-            zookeeper.stop()
+    for run, connect, cluster in fresh_clusters("broker-failure", args):
+        moved, whole, led = uvloop.run(measure(connect, cluster, args.partitions))
+        cluster.kill_all()  # the baseline runs on a quiet ZooKeeper
+        # The elections alone are a third of the conditional sets; the whole change all.
+        raw_moved.append(uvloop.run(baseline(connect, args.partitions // 3)))
+        raw_whole.append(uvloop.run(baseline(connect, args.partitions)))
+        moved_runs.append(moved)
+        whole_runs.append(whole)
+        print(
+            f"run {run}: {led} leaders moved and acknowledged in {moved:.2f} s"
+            f" (raw ZooKeeper work {raw_moved[-1]:.2f} s); whole change {whole:.2f} s"
+            f" (raw {raw_whole[-1]:.2f} s)"
+        )
     for label, keel, raw in (
         ("leaders moved", moved_runs, raw_moved),
         ("whole change", whole_runs, raw_whole),

@@ -25,7 +25,6 @@ from pathlib import Path
 import aiozk
 import uvloop
 
-from node.clients.admin import KeelAdminClient
 from node.cluster.local import LocalCluster
 from node.cluster.zookeeper import EmbeddedZooKeeper
 from node.zk.client import split_connect
@@ -55,34 +54,18 @@ def start_brokers(connect: str, count: int, home: Path) -> LocalCluster:
     return cluster
 
 
-async def wait_for_agreement(ports: list[int], timeout: float = 30) -> tuple[int, int]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        views = []
-        for port in ports:
-            try:
-                async with KeelAdminClient(f"127.0.0.1:{port}", timeout=2) as admin:
-                    views.append(await admin.describe_cluster())
-            except Exception:
-                break
-        named = {(v.controller_id, v.controller_epoch) for v in views}
-        if len(views) == len(ports) and len(named) == 1 and -1 not in {v.controller_id for v in views}:
-            return next(iter(named))
-        await asyncio.sleep(0.05)
-    seen = [(v.controller_id, v.controller_epoch) for v in views]
-    raise RuntimeError(f"brokers did not agree on a controller: (controller, epoch) per broker: {seen}")
-
-
 def zk_client(connect: str) -> aiozk.ZKClient:
     servers, chroot = split_connect(connect)
     return aiozk.ZKClient(servers, chroot=chroot)
 
 
-async def keel_elections(zk_connect: str, ports: list[int], elections: int) -> list[float]:
+async def keel_elections(zk_connect: str, cluster: LocalCluster, elections: int) -> list[float]:
     zk = zk_client(zk_connect)
     await zk.start()
-    clients = {i + 1: await RpcClient.connect("127.0.0.1", p, request_timeout=5) for i, p in enumerate(ports)}
-    _, epoch = await wait_for_agreement(ports)
+    clients = {
+        b.broker_id: await RpcClient.connect("127.0.0.1", b.port, request_timeout=5) for b in cluster.all
+    }
+    _, epoch = await cluster.wait_for_controller(timeout=30)
     samples = []
     for _ in range(elections):
         started = time.perf_counter()
@@ -99,7 +82,7 @@ async def keel_elections(zk_connect: str, ports: list[int], elections: int) -> l
                 await asyncio.sleep(0.001)
         samples.append((time.perf_counter() - started) * 1000)
         epoch += 1
-        await wait_for_agreement(ports)  # let the losers settle before the next round
+        await cluster.wait_for_controller(timeout=30)  # let the losers settle before the next round
     for client in clients.values():
         await client.close()
     await zk.close()
@@ -144,10 +127,9 @@ async def one_run(
     await root.ensure_path(chroot)
     await root.close()
     cluster = start_brokers(connect, brokers, Path(os.environ.get("KEEL_BENCH_LOGS", home)))
-    ports = [b.port for b in cluster.all]
     try:
-        await wait_for_agreement(ports)
-        keel = await keel_elections(connect, ports, elections)
+        await cluster.wait_for_controller(timeout=30)
+        keel = await keel_elections(connect, cluster, elections)
     finally:
         cluster.stop_all(20)
     bare = await bare_elections(connect, elections)

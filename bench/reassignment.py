@@ -33,9 +33,9 @@ import uvloop
 
 from bench.election import cpu_model, percentile
 from node.broker.main import tune_gc
-from node.cli.reassignment_plan import clear_throttle_resources, throttle_plan, throttle_resources
 from node.clients.admin import KeelAdminClient
 from node.clients.consumer import KeelConsumer
+from node.clients.throttles import clear_throttle_resources, throttle_plan, throttle_resources
 from node.cluster.local import LocalCluster
 from node.cluster.zookeeper import EmbeddedZooKeeper
 from wire import records

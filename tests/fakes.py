@@ -34,6 +34,7 @@ from actors.ports import (
     TopicDeletionWatcher,
     TopicExistsError,
     TopicPartition,
+    TopicVersionConflict,
     UnknownTopicError,
 )
 from wire.api import API_SPECS, PartitionError, Request, Response, StopReplicaRequest, StopReplicaResponse
@@ -49,9 +50,32 @@ class _Ephemeral:
     czxid: int
 
 
+class _VersionedTopics(dict[str, TopicAssignment]):
+    """The topic znodes: each write bumps the topic's data version, as ZooKeeper's does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._versions: dict[str, int] = {}
+
+    def version(self, topic: str) -> int:
+        return self._versions[topic]
+
+    def __setitem__(self, topic: str, assignment: TopicAssignment) -> None:
+        self._versions[topic] = self._versions[topic] + 1 if topic in self else 0
+        super().__setitem__(topic, assignment)
+
+    def __delitem__(self, topic: str) -> None:
+        super().__delitem__(topic)
+        del self._versions[topic]
+
+    def pop(self, topic: str, default: object = None) -> object:  # type: ignore[override]
+        self._versions.pop(topic, None)
+        return super().pop(topic, default)
+
+
 class FakeZooKeeper:
     def __init__(self) -> None:
-        self.topics: dict[str, TopicAssignment] = {}
+        self.topics = _VersionedTopics()
         self.topic_configs: dict[str, dict[str, str]] = {}
         # partition -> (state, controller epoch that wrote it, data version)
         self.partition_states: dict[TopicPartition, tuple[LeaderAndIsr, int, int]] = {}
@@ -407,12 +431,19 @@ class FakeClusterStore:
         self.zk.deletion_markers.add(topic)
         self.zk.fire_topic_deletions()
 
-    async def add_partitions(self, assignment: TopicAssignment) -> None:
+    async def add_partitions(self, assignment: TopicAssignment, expected_version: int = -1) -> None:
         await self._io()
         if assignment.topic not in self.zk.topics:
             raise UnknownTopicError(f"topic {assignment.topic} does not exist")
+        if expected_version not in (-1, self.zk.topics.version(assignment.topic)):
+            raise TopicVersionConflict(f"topic {assignment.topic} changed since it was read")
         self.zk.topics[assignment.topic] = assignment
         self.zk.fire(f"/brokers/topics/{assignment.topic}", "topic_modified", assignment.topic)
+
+    async def topic_assignment_and_version(self, topic: str) -> tuple[TopicAssignment, int] | None:
+        await self._io()
+        found = self.zk.topics.get(topic)
+        return None if found is None else (found, self.zk.topics.version(topic))
 
     def watch_cluster(self, watcher: ClusterWatcher) -> None:
         self.zk.cluster_watchers.append((self, watcher))

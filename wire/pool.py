@@ -2,14 +2,23 @@
 use, reopened after it closes, and dropped when a request on it fails with a wire error (the
 next request to that peer connects anew). The producer, consumer, admin client, the
 controller's senders and the follower's replica link all hold one.
+
+Requests to a peer share its connection, so a request that only timed out does not drop it:
+the others in flight on it (fetches behind a slow ControlledShutdown, say) go on. Concurrent
+first uses share one connection attempt, and a drop closes only the connection that failed,
+never a newer one opened meanwhile.
 """
 
 from __future__ import annotations
 
+import asyncio
+
 from wire.api import Request, Response
 from wire.client import RpcClient
 from wire.endpoint import Endpoint
-from wire.errors import WireError
+from wire.errors import RequestTimedOut, WireError
+
+_Key = tuple[str, int]
 
 
 class ConnectionPool:
@@ -17,13 +26,25 @@ class ConnectionPool:
         self.client_id = client_id
         self.request_timeout = request_timeout
         self.connect_timeout = connect_timeout
-        self._clients: dict[tuple[str, int], RpcClient] = {}
+        self._clients: dict[_Key, RpcClient] = {}
+        self._connecting: dict[_Key, asyncio.Task[RpcClient]] = {}
 
     async def get(self, endpoint: Endpoint) -> RpcClient:
-        """The open connection to `endpoint`, connecting if there is none."""
+        """The open connection to `endpoint`, connecting if there is none (one attempt at a
+        time per peer: concurrent callers wait for the same one)."""
         key = (endpoint.host, endpoint.port)
         client = self._clients.get(key)
-        if client is None or client.closed:
+        if client is not None and not client.closed:
+            return client
+        connecting = self._connecting.get(key)
+        if connecting is None:
+            connecting = asyncio.create_task(self._connect(key, endpoint), name=f"connect-{key[0]}:{key[1]}")
+            self._connecting[key] = connecting
+        # Shielded: one caller giving up does not cancel the attempt the others wait for.
+        return await asyncio.shield(connecting)
+
+    async def _connect(self, key: _Key, endpoint: Endpoint) -> RpcClient:
+        try:
             client = await RpcClient.connect(
                 endpoint.host,
                 endpoint.port,
@@ -32,21 +53,31 @@ class ConnectionPool:
                 connect_timeout=self.connect_timeout,
             )
             self._clients[key] = client
-        return client
+            return client
+        finally:
+            del self._connecting[key]
 
     async def send(self, endpoint: Endpoint, request: Request, *, timeout: float | None = None) -> Response:
-        """One request to `endpoint`; a wire error drops the connection and is raised."""
+        """One request to `endpoint`; a wire error drops the connection (unless the request
+        only timed out) and is raised."""
         client = await self.get(endpoint)
         try:
             return await client.send(request, timeout=timeout or self.request_timeout)
+        except RequestTimedOut:
+            raise
         except WireError:
-            await self.drop(endpoint)
+            await self.drop(endpoint, client)
             raise
 
-    async def drop(self, endpoint: Endpoint) -> None:
-        client = self._clients.pop((endpoint.host, endpoint.port), None)
-        if client is not None:
-            await client.close()
+    async def drop(self, endpoint: Endpoint, client: RpcClient | None = None) -> None:
+        """Close the connection to `endpoint`; given `client`, only if it is still the one
+        held (a newer connection opened since stays)."""
+        key = (endpoint.host, endpoint.port)
+        held = self._clients.get(key)
+        if held is None or (client is not None and held is not client):
+            return
+        del self._clients[key]
+        await held.close()
 
     async def close(self) -> None:
         clients, self._clients = list(self._clients.values()), {}

@@ -105,7 +105,7 @@ class FollowerPath(ReplicaState):
     def _held_by_follower_quota(self, followed: set[TopicPartition]) -> set[TopicPartition]:
         """Kafka's shouldFollowerThrottle over the partitions followed on one leader."""
         throttle = self.throttle
-        if not throttle.throttled_topics or not throttle.follower.exceeded():
+        if not throttle.follows_throttled or not throttle.follower.exceeded():
             return set()
         return {
             tp

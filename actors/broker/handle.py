@@ -5,13 +5,15 @@ the waiting and the I/O (fetchers, the AlterPartition sender) so that the actor 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+from collections.abc import Awaitable, Callable
 
 from actors.broker.alter_partition_manager import AlterPartitionManager
 from actors.broker.fetcher import ReplicaFetcher
 from actors.broker.partition import PendingIsr
 from actors.broker.replica_manager import ReplicaManager
 from actors.broker.replica_messages import (
+    BytesToCopy,
     ControlRequest,
     EpochEndsFetched,
     Fetched,
@@ -74,6 +76,8 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
         self._broker_epoch = broker_epoch
         self._fetchers: dict[int, ReplicaFetcher] = {}
         self._alter_partition: AlterPartitionManager | None = None
+        # Set, then replaced, each time a control request has been applied (wait_for_metadata).
+        self._metadata_applied = asyncio.Event()
         if link is not None:
             actor.start_fetcher = self._ensure_fetcher
             actor.propose_isr = self._propose_isr
@@ -95,11 +99,13 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
         topic_configs: dict[str, dict[str, str]] | None = None,
     ) -> LeaderAndIsrResponse:
         response = await self.ask(ControlRequest(request, broker_epoch, topic_configs or {}))
+        self._signal_metadata_applied()
         assert isinstance(response, LeaderAndIsrResponse)
         return response
 
     async def stop_replica(self, request: StopReplicaRequest, broker_epoch: int) -> StopReplicaResponse:
         response = await self.ask(ControlRequest(request, broker_epoch))
+        self._signal_metadata_applied()
         assert isinstance(response, StopReplicaResponse)
         return response
 
@@ -107,8 +113,31 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
         self, request: UpdateMetadataRequest, broker_epoch: int
     ) -> UpdateMetadataResponse:
         response = await self.ask(ControlRequest(request, broker_epoch))
+        self._signal_metadata_applied()
         assert isinstance(response, UpdateMetadataResponse)
         return response
+
+    def _signal_metadata_applied(self) -> None:
+        applied, self._metadata_applied = self._metadata_applied, asyncio.Event()
+        applied.set()
+
+    async def wait_for_metadata(self, ready: Callable[[], Awaitable[bool]], timeout_s: float) -> bool:
+        """Ask `ready` (which reads this broker's metadata) now and again after each control
+        request applied here, until it says True or `timeout_s` passes; its last answer. What
+        Kafka's delayed operations do (DelayedElectLeader, DelayedDeleteTopics,
+        DelayedCreatePartitions), without polling."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(timeout_s, 0.0)
+        while True:
+            # Taken before asking, so that a change applied meanwhile is not missed.
+            applied = self._metadata_applied
+            if await ready():
+                return True
+            left = deadline - loop.time()
+            if left <= 0:
+                return False
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(applied.wait(), left)
 
     async def metadata(self, request: MetadataRequest) -> MetadataResponse:
         response = await self.ask(request)
@@ -185,6 +214,12 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
         """Apply replication throttle configs: (leader, follower) rates in bytes/s (None:
         unlimited), and topics' configs (their throttled-replicas lists)."""
         await self.ask(SetThrottles(rates, topic_configs or {}))
+
+    async def bytes_to_copy(self, topics: set[str] | None = None) -> dict[TopicPartition, int]:
+        """Per partition led here with replicas being added: the bytes they still lack."""
+        remaining = await self.ask(BytesToCopy(None if topics is None else frozenset(topics)))
+        assert isinstance(remaining, dict)
+        return remaining
 
     async def maintain(self, *, checkpoint: bool = False, shrink: bool = True) -> None:
         await self.ask(Maintain(checkpoint=checkpoint, shrink=shrink))

@@ -294,6 +294,28 @@ class LeaderPath(ReplicaState):
             topics.append(OffsetForLeaderTopicResult(topic=topic.topic, partitions=answers))
         return OffsetsForLeaderEpochResponse(topics=topics)
 
+    # --- reassignment progress ---
+
+    def bytes_to_copy(self, topics: set[str] | None = None) -> dict[TopicPartition, int]:
+        """For each partition this broker leads with replicas being added (a reassignment in
+        progress): the bytes those replicas still lack, from each one's last fetch offset to
+        the log end (the whole log for one that has not fetched yet)."""
+        remaining: dict[TopicPartition, int] = {}
+        for tp, partition in self.partitions.items():
+            if not partition.adding_replicas or partition.role is not Role.LEADER or partition.stopped:
+                continue
+            if topics is not None and tp.topic not in topics:
+                continue
+            partition_log = partition.log
+            total = 0
+            if partition_log is not None:
+                for replica in partition.adding_replicas:
+                    state = partition.followers.get(replica)
+                    offset = state.log_end_offset if state is not None else -1
+                    total += partition_log.size_from(max(offset, 0))
+            remaining[tp] = total
+        return remaining
+
     # --- ISR maintenance on the leader (spec §9.5) ---
 
     def _maybe_expand_isr(self, partition: Partition, replica: int) -> None:
@@ -301,6 +323,16 @@ class LeaderPath(ReplicaState):
             return
         if partition.may_join_isr(replica):
             self._propose(partition, (*partition.isr, replica))
+
+    def _expand_caught_up(self, partition: Partition) -> None:
+        """After an ISR change, propose the next follower that caught up while it was
+        pending: a follower at the log end sends no more fetch offsets for the partition in
+        its incremental fetch session, so no later fetch would bring it in."""
+        for replica in partition.replicas:
+            if partition.pending_isr is not None:
+                return
+            if replica not in partition.isr:
+                self._maybe_expand_isr(partition, replica)
 
     def maybe_shrink_isr(self) -> None:
         now_ms = self._now_ms()
@@ -337,6 +369,7 @@ class LeaderPath(ReplicaState):
                 partition.pending_isr = None
                 self._advance_high_watermark(partition)
                 self._complete_produce_waiters(partition)
+                self._expand_caught_up(partition)
             return
         if code in (ErrorCode.OPERATION_NOT_ATTEMPTED, ErrorCode.INELIGIBLE_REPLICA):
             partition.pending_isr = None

@@ -16,9 +16,8 @@ from wire.api import (
     UpdateMetadataPartitionState,
     UpdateMetadataRequest,
 )
+from wire.api.update_metadata import LEADER_DURING_DELETE
 from wire.errors import ErrorCode
-
-LEADER_DURING_DELETE = -2
 
 
 @dataclasses.dataclass

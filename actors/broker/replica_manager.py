@@ -24,6 +24,7 @@ from actors.broker.follower_path import FollowerPath
 from actors.broker.leader_path import LeaderPath
 from actors.broker.partition import Partition, Role, TopicPartition
 from actors.broker.replica_messages import (
+    BytesToCopy,
     ControlRequest,
     EpochEndsFetched,
     Fetched,
@@ -103,6 +104,8 @@ class ReplicaManager(LeaderPath, FollowerPath, Actor[ReplicaMessage]):
                 if checkpoint:
                     self.checkpoint_high_watermarks()
                 return None
+            case BytesToCopy(topics=topics):
+                return self.bytes_to_copy(None if topics is None else set(topics))
             case SetThrottles(rates=rates, topic_configs=topic_configs):
                 self.set_throttles(rates, topic_configs)
                 return None

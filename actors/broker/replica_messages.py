@@ -95,6 +95,14 @@ class SetThrottles:
     topic_configs: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
 
 
+@dataclasses.dataclass(frozen=True)
+class BytesToCopy:
+    """Reassignment progress on the leader: bytes the adding replicas still lack, per
+    partition, of these topics (None: all)."""
+
+    topics: frozenset[str] | None = None
+
+
 ReplicaMessage = (
     ControlRequest
     | MetadataRequest
@@ -108,5 +116,6 @@ ReplicaMessage = (
     | IsrChangeAnswered
     | Maintain
     | SetThrottles
+    | BytesToCopy
     | None
 )

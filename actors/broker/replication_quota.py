@@ -195,3 +195,8 @@ class ReplicationThrottle:
     @property
     def throttled_topics(self) -> set[str]:
         return set(self._leader_throttled) | set(self._follower_throttled)
+
+    @property
+    def follows_throttled(self) -> bool:
+        """Whether any topic throttles replicas on this broker's follower side."""
+        return bool(self._follower_throttled)

@@ -19,6 +19,7 @@ from typing import assert_never
 from actors.clock import Clock
 from actors.controller.alter_partition import alter_partition
 from actors.controller.context import ControllerContext
+from actors.controller.controlled_shutdown import controlled_shutdown
 from actors.controller.event_manager import ControllerEventManager
 from actors.controller.events import (
     AlterPartitionReceived,
@@ -26,6 +27,7 @@ from actors.controller.events import (
     AutoPreferredReplicaLeaderElection,
     BrokerChange,
     BrokerModifications,
+    ControlledShutdown,
     ControllerChange,
     ControllerEvent,
     ControllerState,
@@ -49,7 +51,7 @@ from actors.controller.leader_election import (
     AutoRebalanceTask,
     ElectionOutcome,
     LeaderElections,
-    not_controller,
+    failed_outcomes,
 )
 from actors.controller.metrics import ControllerMetrics
 from actors.controller.partition_state_machine import PartitionStateMachine
@@ -64,7 +66,7 @@ from actors.controller.reassignment_api import (
 )
 from actors.controller.replica_state_machine import ReplicaStateMachine
 from actors.controller.request_batch import RequestBatch
-from actors.controller.topic_deletion import TopicDeletionManager
+from actors.controller.topic_deletion import TopicDeletionManager, deletion_errors
 from actors.controller.workflows import Workflows
 from actors.ports import (
     BrokerChannel,
@@ -79,12 +81,14 @@ from wire.api import (
     AlterPartitionReassignmentsResponse,
     AlterPartitionRequest,
     AlterPartitionResponse,
+    ControlledShutdownRequest,
+    ControlledShutdownResponse,
     ElectionType,
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
     Response,
 )
-from wire.errors import ErrorCode, NotController
+from wire.errors import ErrorCode, NotController, RequestTimedOut, UnknownServerError, WireError
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +113,7 @@ class KafkaController:
         config: ControllerConfig | None = None,
     ) -> None:
         self.broker_id = broker_info.broker_id
+        self._clock = clock
         self._broker_info = broker_info
         self._store = store
         self.channel = channel
@@ -186,53 +191,79 @@ class KafkaController:
     async def alter_partition(self, request: AlterPartitionRequest) -> AlterPartitionResponse:
         """Queue a leader's ISR change and wait for the answer."""
         reply: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-        self.event_manager.put(AlterPartitionReceived(reply, request=request))
-        answer = await reply
+        try:
+            answer = await self._answer(AlterPartitionReceived(reply, request=request), reply, None)
+        except WireError as e:
+            return AlterPartitionResponse(error_code=e.error_code, error_message=e.message)
         assert isinstance(answer, AlterPartitionResponse)
         return answer
 
     async def elect_leaders(
-        self, election_type: ElectionType, partitions: frozenset[TopicPartition] | None
+        self,
+        election_type: ElectionType,
+        partitions: frozenset[TopicPartition] | None,
+        timeout_s: float | None = None,
     ) -> dict[TopicPartition, ElectionOutcome]:
-        """Queue an admin election (spec §7.8) and wait for a result per partition; None
-        asks for every partition (and is answered with none when not the controller)."""
+        """Queue an admin election (spec §7.8) and wait, up to `timeout_s`, for a result per
+        partition. None asks for every partition: then an error that leaves no partition to
+        answer for (NotController, RequestTimedOut, UnknownServerError) is raised."""
         reply: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-        self.event_manager.put(
-            ReplicaLeaderElection(partitions, election_type, ElectionTrigger.ADMIN_CLIENT_TRIGGERED, reply)
-        )
+        trigger = ElectionTrigger.ADMIN_CLIENT_TRIGGERED
+        event = ReplicaLeaderElection(partitions, election_type, trigger, reply)
         try:
-            outcomes = await reply
-        except NotController:
-            outcomes = not_controller(partitions or (), self.broker_id)
+            outcomes = await self._answer(event, reply, timeout_s)
+        except WireError as e:
+            if partitions is None:
+                raise
+            return failed_outcomes(partitions, e)
         assert isinstance(outcomes, dict)
         return outcomes
 
     async def alter_partition_reassignments(
         self, request: AlterPartitionReassignmentsRequest
     ) -> AlterPartitionReassignmentsResponse:
-        """Queue an AlterPartitionReassignments and wait for the answer."""
+        """Queue an AlterPartitionReassignments and wait, up to its timeout, for the answer."""
         reply: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-        reassignments = reassignments_requested(request)
-        self.event_manager.put(ApiPartitionReassignment(reply, reassignments=reassignments))
+        event = ApiPartitionReassignment(reply, reassignments=reassignments_requested(request))
         try:
-            answer = await reply
-        except NotController as e:
-            return not_controller_alter(e.message)
+            answer = await self._answer(event, reply, request.timeout_ms / 1000)
+        except WireError as e:
+            return AlterPartitionReassignmentsResponse(error_code=e.error_code, error_message=e.message)
         assert isinstance(answer, AlterPartitionReassignmentsResponse)
         return answer
 
     async def list_partition_reassignments(
         self, request: ListPartitionReassignmentsRequest
     ) -> ListPartitionReassignmentsResponse:
-        """Queue a ListPartitionReassignments and wait for the answer."""
+        """Queue a ListPartitionReassignments and wait, up to its timeout, for the answer."""
         reply: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-        self.event_manager.put(ListPartitionReassignments(reply, partitions=requested_partitions(request)))
+        event = ListPartitionReassignments(reply, partitions=requested_partitions(request))
         try:
-            answer = await reply
-        except NotController as e:
-            return not_controller_list(e.message)
+            answer = await self._answer(event, reply, request.timeout_ms / 1000)
+        except WireError as e:
+            return ListPartitionReassignmentsResponse(error_code=e.error_code, error_message=e.message)
         assert isinstance(answer, ListPartitionReassignmentsResponse)
         return answer
+
+    async def controlled_shutdown(self, request: ControlledShutdownRequest) -> ControlledShutdownResponse:
+        """Queue a broker's controlled shutdown and wait for the answer (spec §7.3); the
+        event answers every failure itself (`ControlledShutdown.fail`)."""
+        reply: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        event = ControlledShutdown(reply, broker_id=request.broker_id, broker_epoch=request.broker_epoch)
+        answer = await self._answer(event, reply, None)
+        assert isinstance(answer, ControlledShutdownResponse)
+        return answer
+
+    async def _answer(
+        self, event: ControllerEvent, reply: asyncio.Future[object], timeout_s: float | None
+    ) -> object:
+        """Enqueue `event` and wait for its reply, up to `timeout_s` (None: no bound). Raises
+        the WireError it was failed with, or RequestTimedOut."""
+        self.event_manager.put(event)
+        try:
+            return await asyncio.wait_for(reply, timeout_s)
+        except TimeoutError:
+            raise RequestTimedOut(f"{type(event).__name__} not answered within {timeout_s:.1f} s") from None
 
     async def shutdown(self) -> None:
         await self.event_manager.close()
@@ -257,8 +288,7 @@ class KafkaController:
         self, broker_id: int, response: Response, partitions: tuple[TopicPartition, ...]
     ) -> None:
         """A StopReplica-with-delete answer (in the channel's callback): only enqueue."""
-        reported = {(e.topic, e.partition): e.error_code for e in getattr(response, "partition_errors", [])}
-        errors = tuple((tp, reported.get((tp.topic, tp.partition), response.error_code)) for tp in partitions)
+        errors = deletion_errors(response, partitions)
         self.event_manager.put(
             TopicDeletionStopReplicaResponseReceived(broker_id, response.error_code, errors)
         )
@@ -285,16 +315,25 @@ class KafkaController:
 
     async def _process_event(self, event: Event) -> None:
         assert isinstance(event, ControllerEvent)
+        name = type(event).__name__
         try:
             with self.metrics.timing(event.state):
                 await self._dispatch(event)
         except ControllerMovedError as e:
-            log.info("controller moved to another broker while processing %s: %s", type(event).__name__, e)
+            log.info("controller moved to another broker while processing %s: %s", name, e)
+            # Fenced out mid-way: a waiting caller hears NOT_CONTROLLER, as Kafka's does.
+            event.fail(NotController(f"the controller moved while processing {name}"))
             await self._maybe_resign()
+        except Exception as e:
+            event.fail(UnknownServerError(f"{name} failed: {e!r}"))
+            raise
+        else:
+            event.fail(UnknownServerError(f"{name} was processed without an answer"))
         finally:
             self.metrics.event_processed()
 
-    async def _dispatch(self, event: ControllerEvent) -> None:
+    # One arm per event, as Kafka's process(); the closed set has outgrown the statement limit.
+    async def _dispatch(self, event: ControllerEvent) -> None:  # noqa: PLR0915
         match event:
             case Startup():
                 await self._elect(await self._read_active_controller())
@@ -347,6 +386,8 @@ class KafkaController:
                     await self._on_auto_preferred_replica_leader_election()
             case ZkPartitionReassignment() | ApiPartitionReassignment() | ListPartitionReassignments():
                 await self._on_reassignment_event(event)
+            case ControlledShutdown(broker_id=broker_id, broker_epoch=broker_epoch, reply=reply):
+                await self._on_controlled_shutdown(broker_id, broker_epoch, reply)
             case _:
                 assert_never(event)
 
@@ -355,8 +396,7 @@ class KafkaController:
     async def _on_replica_leader_election(self, event: ReplicaLeaderElection) -> None:
         reply = event.reply
         if not self.is_active:
-            if reply is not None and not reply.done():
-                reply.set_result(not_controller(event.partitions or (), self.broker_id))
+            event.fail(NotController(f"broker {self.broker_id} is not the controller"))
         elif event.trigger == ElectionTrigger.ADMIN_CLIENT_TRIGGERED:
             outcomes = await self.leader_elections.on_admin(event.election_type, event.partitions)
             if reply is not None and not reply.done():
@@ -372,7 +412,7 @@ class KafkaController:
 
     async def _on_failover_elections(self) -> None:
         """Failover steps 10 and 11: pending preferred elections, then the rebalance task."""
-        await self.leader_elections.on_zk_trigger(at_failover=True)
+        await self.leader_elections.on_zk_trigger()
         if self.config.auto_leader_rebalance_enable:
             self.auto_rebalance.schedule(FIRST_REBALANCE_DELAY_S)
 
@@ -392,13 +432,7 @@ class KafkaController:
                 if not self.is_active:
                     answer = not_controller_alter(not_active)
                 else:
-                    try:
-                        outcomes = await self.reassignment.on_api_reassignment(reassignments)
-                    except ControllerMovedError:
-                        # Fenced out mid-way: the caller hears NOT_CONTROLLER, as Kafka's does.
-                        if not event.reply.done():
-                            event.reply.set_result(not_controller_alter("the controller moved"))
-                        raise
+                    outcomes = await self.reassignment.on_api_reassignment(reassignments)
                     answer = alter_reassignments_response(outcomes)
             case ListPartitionReassignments(partitions=partitions):
                 if not self.is_active:
@@ -407,6 +441,27 @@ class KafkaController:
                     answer = list_reassignments_response(self.reassignment.list_reassignments(partitions))
         if not event.reply.done():
             event.reply.set_result(answer)
+
+    async def _on_controlled_shutdown(
+        self, broker_id: int, broker_epoch: int, reply: asyncio.Future[object]
+    ) -> None:
+        if not self.is_active:
+            # Kafka's ControllerMovedException, which goes on the wire as STALE_CONTROLLER_EPOCH.
+            answer = ControlledShutdownResponse(
+                error_code=ErrorCode.STALE_CONTROLLER_EPOCH,
+                error_message=f"broker {self.broker_id} is not the controller",
+            )
+        else:
+            answer = await controlled_shutdown(
+                self.context,
+                self.partition_state_machine,
+                self.replica_state_machine,
+                broker_id,
+                broker_epoch,
+                clock=self._clock,
+            )
+        if not reply.done():
+            reply.set_result(answer)
 
     async def _on_expire(self) -> None:
         # Resignation is idempotent, so it runs whether or not this broker was controller.

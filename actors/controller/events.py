@@ -2,7 +2,8 @@
 
 Each event names the ControllerState the controller is in while processing it. Events that
 carry a caller's reply derive from `CallbackEvent`; when pre-empted by `clear_and_put` their
-caller gets NOT_CONTROLLER, as Kafka's `preempt` answers.
+caller gets NOT_CONTROLLER, as Kafka's `preempt` answers, and the controller `fail`s any reply
+that processing left unanswered.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from enum import Enum, IntEnum
 from typing import ClassVar
 
 from actors.ports import TopicPartition
-from wire.api import AlterPartitionRequest, ElectionType
-from wire.errors import NotController
+from wire.api import AlterPartitionRequest, ControlledShutdownResponse, ElectionType
+from wire.errors import ErrorCode, NotController, WireError
 
 
 class ControllerState(IntEnum):
@@ -46,15 +47,20 @@ class Event:
 
     def preempt(self) -> None:
         """Called instead of processing when `clear_and_put` drops this event."""
+        self.fail(NotController(f"{type(self).__name__} pre-empted: controller moved"))
+
+    def fail(self, error: WireError) -> None:
+        """Answer the caller, if it waits and has no answer yet, with `error`: the event was
+        pre-empted, or processing it raised or gave no answer."""
 
 
 @dataclasses.dataclass(frozen=True)
 class CallbackEvent(Event):
     reply: asyncio.Future[object] = dataclasses.field(compare=False, repr=False)
 
-    def preempt(self) -> None:
+    def fail(self, error: WireError) -> None:
         if not self.reply.done():
-            self.reply.set_exception(NotController(f"{type(self).__name__} pre-empted: controller moved"))
+            self.reply.set_exception(error)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,9 +164,9 @@ class ReplicaLeaderElection(Event):
     trigger: ElectionTrigger
     reply: asyncio.Future[object] | None = dataclasses.field(default=None, compare=False, repr=False)
 
-    def preempt(self) -> None:
+    def fail(self, error: WireError) -> None:
         if self.reply is not None and not self.reply.done():
-            self.reply.set_exception(NotController("leader election pre-empted: controller moved"))
+            self.reply.set_exception(error)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -211,6 +217,23 @@ class ListPartitionReassignments(CallbackEvent):
     partitions: list[TopicPartition] | None = dataclasses.field(kw_only=True)
 
 
+@dataclasses.dataclass(frozen=True)
+class ControlledShutdown(CallbackEvent):
+    """A broker asks to move its leaders away before it stops (spec §7.3); answered through
+    `reply` with a ControlledShutdownResponse."""
+
+    state = ControllerState.CONTROLLED_SHUTDOWN
+    broker_id: int = dataclasses.field(kw_only=True)
+    broker_epoch: int = dataclasses.field(kw_only=True)
+
+    def fail(self, error: WireError) -> None:
+        # Kafka answers a controlled shutdown the controller could not finish because it
+        # moved (or was pre-empted) as ControllerMovedException: STALE_CONTROLLER_EPOCH.
+        code = ErrorCode.STALE_CONTROLLER_EPOCH if isinstance(error, NotController) else error.error_code
+        if not self.reply.done():
+            self.reply.set_result(ControlledShutdownResponse(error_code=code, error_message=error.message))
+
+
 ControllerEvent = (
     Startup
     | ControllerChange
@@ -230,4 +253,5 @@ ControllerEvent = (
     | ZkPartitionReassignment
     | ApiPartitionReassignment
     | ListPartitionReassignments
+    | ControlledShutdown
 )

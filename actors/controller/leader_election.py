@@ -154,11 +154,11 @@ def election_response(
     )
 
 
-def not_controller(
-    partitions: Iterable[TopicPartition], broker_id: int
+def failed_outcomes(
+    partitions: Iterable[TopicPartition], error: WireError
 ) -> dict[TopicPartition, ElectionOutcome]:
-    message = f"broker {broker_id} is not the controller"
-    return {tp: ElectionOutcome(error=ErrorCode.NOT_CONTROLLER, message=message) for tp in partitions}
+    """The same error for every partition asked for (e.g. NOT_CONTROLLER)."""
+    return {tp: ElectionOutcome(error=error.error_code, message=error.message) for tp in partitions}
 
 
 # --- applying them ---
@@ -178,11 +178,12 @@ class LeaderElections:
         self._partitions = partitions
         self._rearm_zk_trigger = rearm_zk_trigger
 
-    async def on_zk_trigger(self, *, at_failover: bool = False) -> None:
+    async def on_zk_trigger(self) -> None:
         """`/admin/preferred_replica_election` was created (or is pending at failover):
-        elect the named partitions whose leader is not their preferred replica."""
+        elect the named partitions whose leader is not their preferred replica. No node:
+        nothing to delete, and the read has armed the watch again."""
         named = await self._store.preferred_replica_election()
-        if named is None and not at_failover:
+        if named is None:
             return
         plan = plan_election(self._context, named or [], ElectionType.PREFERRED)
         for tp in plan.unknown:

@@ -112,6 +112,7 @@ class ControllerMetrics:
             **self.timer_entries("AutoLeaderBalanceRateAndTimeMs", ControllerState.AUTO_LEADER_BALANCE),
             **self.timer_entries("ManualLeaderBalanceRateAndTimeMs", ControllerState.MANUAL_LEADER_BALANCE),
             **self._reassignment_metrics(active),
+            **self.timer_entries("ControlledShutdownRateAndTimeMs", ControllerState.CONTROLLED_SHUTDOWN),
             "EventQueueSize": self._event_manager.queue_size,
             "TotalQueueSize": self._channel.total_queue_size if active else 0,
             "EventQueueTimeMs.count": queue_time.count,

@@ -36,11 +36,10 @@ _OK: Outcome = (ErrorCode.NONE, None)
 # --- pure decisions ---
 
 
-def validate_target(
-    current: ReplicaAssignment, target: tuple[int, ...], registered: set[int]
-) -> Outcome | None:
+def validate_target(current: ReplicaAssignment, target: tuple[int, ...], live: set[int]) -> Outcome | None:
     """Kafka's checks of an API reassignment's target replicas: an error, or None if valid.
-    Only the replicas the reassignment would add must be on registered brokers."""
+    Only the replicas the reassignment would add must be on live brokers (registered and
+    not in controlled shutdown: Kafka's liveBrokerIds, spec §7.7)."""
     if not target:
         return ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Empty replica list specified in partition reassignment."
     if len(set(target)) != len(target):
@@ -51,11 +50,11 @@ def validate_target(
     if any(r < 0 for r in target):
         return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Invalid broker id in replica list: {list(target)}"
     adding = current.reassign_to(target).adding
-    if not set(adding) <= registered:
+    if not set(adding) <= live:
         return (
             ErrorCode.INVALID_REPLICA_ASSIGNMENT,
             f"Replica assignment has brokers that are not alive. Replica list: {list(adding)}, "
-            f"live broker list: {sorted(registered)}",
+            f"live broker list: {sorted(live)}",
         )
     return None
 
@@ -129,12 +128,12 @@ class PartitionReassignment:
         """AlterPartitionReassignments: validate each target, cancel (None) or start it. An
         API reassignment supersedes one asked for through ZooKeeper."""
         context = self._context
-        registered = set(context.live_brokers)
+        live = context.live_ids()
         results: dict[TopicPartition, Outcome] = {}
         to_reassign: dict[TopicPartition, ReplicaAssignment] = {}
         for tp, target in reassignments.items():
             current = context.assignment(tp)
-            error = None if target is None else validate_target(current, target, registered)
+            error = None if target is None else validate_target(current, target, live)
             if error is not None:
                 log.info("reassignment of %s to %s refused: %s", tp, target, error[1])
                 results[tp] = error
@@ -204,21 +203,30 @@ class PartitionReassignment:
             else:
                 valid[tp] = reassignment
         if valid:
-            outcome = await self._run_guarded(valid)
-            results.update(dict.fromkeys(valid, outcome))
+            results.update(await self._run_guarded(valid))
         return results
 
-    async def _run_guarded(self, reassignments: dict[TopicPartition, ReplicaAssignment]) -> Outcome:
-        """Run the procedure; an unexpected error fails every partition of the call (a fenced
-        write is not unexpected: the controller resigns)."""
+    async def _run_guarded(
+        self, reassignments: dict[TopicPartition, ReplicaAssignment]
+    ) -> dict[TopicPartition, Outcome]:
+        """Run the procedure; the outcome per partition. After an unexpected error (a fenced
+        write is not unexpected: the controller resigns) a partition whose new assignment was
+        written (step U) counts as started: it is in ZooKeeper and memory, and is resumed as
+        any reassignment in progress is. The others failed."""
         try:
             await self._steps.on_partition_reassignments(reassignments)
         except ControllerMovedError:
             raise
         except Exception as e:
             log.error("reassignment of %s failed: %r", sorted(map(str, reassignments)), e, exc_info=e)
-            return ErrorCode.UNKNOWN_SERVER_ERROR, str(e)
-        return _OK
+            context = self._context
+            return {
+                tp: _OK
+                if tp in context.partitions_being_reassigned and context.assignment(tp) == new
+                else (ErrorCode.UNKNOWN_SERVER_ERROR, str(e))
+                for tp, new in reassignments.items()
+            }
+        return dict.fromkeys(reassignments, _OK)
 
     async def _resume(self, should_resume: Callable[[TopicPartition, ReplicaAssignment], bool]) -> None:
         context = self._context

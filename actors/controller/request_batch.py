@@ -34,14 +34,16 @@ from wire.api import (
     UpdateMetadataPartitionState,
     UpdateMetadataRequest,
 )
+from wire.api.update_metadata import LEADER_DURING_DELETE
 
 log = logging.getLogger(__name__)
 
 make_leader_and_isr_state = LeaderAndIsrPartitionState.make
 make_update_metadata_state = UpdateMetadataPartitionState.make
+make_stop_replica_partition = StopReplicaPartition.make
 
-# The leader UpdateMetadata gives a partition of a topic queued for deletion.
-LEADER_DURING_DELETE = -2
+
+_StateKey = tuple[TopicPartition, int, int, bool]
 
 
 @dataclasses.dataclass
@@ -123,9 +125,12 @@ class RequestBatch:
         failover's first UpdateMetadata above all) and ZooKeeper heartbeats keep going."""
         targets = self._context.live_or_shutting_down_ids()
         epoch = self._context.epoch
+        # A partition told to several brokers is built once: its state is the same object in
+        # each of their requests (frozen, as UpdateMetadata's shared states are).
+        built: dict[_StateKey, LeaderAndIsrPartitionState] = {}
         for broker, entries in sorted(self._leader_and_isr.items()):
             if broker in targets:
-                order = self._leader_and_isr_request(broker, entries, epoch)
+                order = self._leader_and_isr_request(broker, entries, epoch, built)
                 self._channel.send(broker, order, _log_errors(broker))
                 await asyncio.sleep(0)
         if self._update_metadata_to_all:
@@ -156,17 +161,24 @@ class RequestBatch:
         self._stop_replica.clear()
 
     def _leader_and_isr_request(
-        self, broker: int, entries: dict[TopicPartition, _LeaderAndIsrEntry], epoch: int
+        self,
+        broker: int,
+        entries: dict[TopicPartition, _LeaderAndIsrEntry],
+        epoch: int,
+        built: dict[_StateKey, LeaderAndIsrPartitionState],
     ) -> LeaderAndIsrRequest:
         states = []
         leaders = set()
         for tp, entry in sorted(entries.items()):
             state = entry.leadership.leader_and_isr
             leaders.add(state.leader)
-            # Field order of LeaderAndIsrPartitionState; built without the dataclass
-            # constructor, since one request can hold 100k of them.
-            states.append(
-                make_leader_and_isr_state(
+            # The objects the state is made of (alive for the whole send) and is_new.
+            key = (tp, id(entry.leadership), id(entry.assignment), entry.is_new)
+            partition_state = built.get(key)
+            if partition_state is None:
+                # Field order of LeaderAndIsrPartitionState; built without the dataclass
+                # constructor, since one request can hold 100k of them.
+                partition_state = built[key] = make_leader_and_isr_state(
                     tp.topic,
                     tp.partition,
                     entry.leadership.controller_epoch,
@@ -179,7 +191,7 @@ class RequestBatch:
                     list(entry.assignment.removing),
                     entry.is_new,
                 )
-            )
+            states.append(partition_state)
         live_leaders = []
         for leader in sorted(leaders):
             registered = self._context.live_brokers.get(leader)
@@ -245,12 +257,8 @@ class RequestBatch:
             controller_epoch=epoch,
             broker_epoch=self._context.broker_epoch(broker),
             partitions=[
-                StopReplicaPartition(
-                    topic=tp.topic,
-                    partition=tp.partition,
-                    leader_epoch=self._leader_epoch(tp),
-                    delete_partition=delete,
-                )
+                # Field order of StopReplicaPartition, without the dataclass constructor.
+                make_stop_replica_partition(tp.topic, tp.partition, self._leader_epoch(tp), delete)
                 for tp, delete in sorted(stops.items())
             ],
         )

@@ -27,8 +27,26 @@ from actors.controller.partition_state_machine import PartitionStateMachine
 from actors.controller.replica_state_machine import ReplicaStateMachine
 from actors.controller.request_batch import RequestBatch
 from actors.ports import ClusterStore, TopicPartition
+from wire.api import Response, StopReplicaResponse
+from wire.errors import ErrorCode
 
 log = logging.getLogger(__name__)
+
+
+def deletion_errors(
+    response: Response, partitions: Iterable[TopicPartition]
+) -> tuple[tuple[TopicPartition, int], ...]:
+    """Each partition's error in a StopReplica-with-delete answer. Only a StopReplicaResponse
+    that names a partition with no error counts it deleted: another response type (e.g. a
+    failed send) fails them all, a partition left out of the answer fails."""
+    if not isinstance(response, StopReplicaResponse):
+        code = response.error_code or ErrorCode.UNKNOWN_SERVER_ERROR
+        return tuple((tp, code) for tp in partitions)
+    reported = {(e.topic, e.partition): e.error_code for e in response.partition_errors}
+    return tuple(
+        (tp, response.error_code or reported.get((tp.topic, tp.partition), ErrorCode.UNKNOWN_SERVER_ERROR))
+        for tp in partitions
+    )
 
 
 class TopicDeletionManager:

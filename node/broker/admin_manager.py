@@ -8,7 +8,6 @@ old partitions plus the new and waits until they have leaders."""
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import logging
 from collections.abc import Awaitable, Callable
@@ -18,6 +17,7 @@ from actors.ports import (
     TopicAlreadyMarkedForDeletionError,
     TopicAssignment,
     TopicExistsError,
+    TopicVersionConflict,
     UnknownTopicError,
 )
 from actors.topic_admin import (
@@ -52,8 +52,11 @@ log = logging.getLogger(__name__)
 # partitions as Kafka's delayed operations do.
 MetadataSource = Callable[[list[str]], Awaitable[MetadataResponse]]
 
-# How often a waiting DeleteTopics or CreatePartitions looks at the metadata cache again.
-_WAIT_INTERVAL_S = 0.05
+# Asks its check (which reads the metadata cache) now and after each control request the
+# broker applies, until the check says True or the timeout (seconds) passes; its last answer.
+MetadataWaiter = Callable[[Callable[[], Awaitable[bool]], float], Awaitable[bool]]
+# CreatePartitions re-reads a topic that changed under its write at most this many times.
+_GROW_ATTEMPTS = 5
 
 
 class AdminManager:
@@ -65,12 +68,14 @@ class AdminManager:
         default_replication_factor: int,
         delete_topic_enable: bool = True,
         metadata: MetadataSource | None = None,
+        wait_for_metadata: MetadataWaiter | None = None,
     ) -> None:
         self._store = store
         self._default_partitions = default_partitions
         self._default_replication_factor = default_replication_factor
         self._delete_topic_enable = delete_topic_enable
         self._metadata = metadata
+        self._wait_for_metadata = wait_for_metadata
 
     async def create_topics(self, request: CreateTopicsRequest) -> CreateTopicsResponse:
         existing = await self._store.topics()
@@ -187,9 +192,7 @@ class AdminManager:
                 errors[name] = (ErrorCode.INVALID_REQUEST, "the topic is named twice in the request")
                 continue
             try:
-                assignment = await self._grow(topic, existing, marked, brokers)
-                if not request.validate_only:
-                    await self._store.add_partitions(assignment)
+                if await self._grow(topic, existing, marked, brokers, validate_only=request.validate_only):
                     log.info("topic %s now has %d partitions", name, topic.count)
                     grown[name] = topic.count
             except TopicError as e:
@@ -225,40 +228,60 @@ class AdminManager:
         existing: set[str],
         marked: set[str],
         brokers: dict[int, str | None],
-    ) -> TopicAssignment:
+        *,
+        validate_only: bool,
+    ) -> bool:
+        """Check and (unless `validate_only`) write the grown assignment, conditional on the
+        version read: if the topic changed meanwhile (a reassignment started, partitions
+        added), read it again and check again. True when written."""
         if topic.name not in existing:
             raise UnknownTopicError(f"topic {topic.name} does not exist")
         if topic.name in marked:
             raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic {topic.name} is queued for deletion")
-        current = (await self._store.topic_assignments({topic.name})).get(topic.name)
-        if current is None:
-            raise UnknownTopicError(f"topic {topic.name} does not exist")
-        given = None if topic.assignments is None else [a.broker_ids for a in topic.assignments]
-        added = plan_added_partitions(current.partitions, topic.count, given, brokers)
-        partitions = dict(current.partitions)
-        partitions.update({p: ReplicaAssignment(tuple(r)) for p, r in added.items()})
-        return TopicAssignment(topic.name, partitions, current.topic_id)
+        for _ in range(_GROW_ATTEMPTS):
+            found = await self._store.topic_assignment_and_version(topic.name)
+            if found is None:
+                raise UnknownTopicError(f"topic {topic.name} does not exist")
+            current, version = found
+            given = None if topic.assignments is None else [a.broker_ids for a in topic.assignments]
+            added = plan_added_partitions(current.partitions, topic.count, given, brokers)
+            if validate_only:
+                return False
+            partitions = dict(current.partitions)
+            partitions.update({p: ReplicaAssignment(tuple(r)) for p, r in added.items()})
+            try:
+                await self._store.add_partitions(
+                    TopicAssignment(topic.name, partitions, current.topic_id), version
+                )
+                return True
+            except TopicVersionConflict:
+                log.info("topic %s changed while adding partitions; checking again", topic.name)
+        raise TopicError(ErrorCode.UNKNOWN_SERVER_ERROR, f"topic {topic.name} kept changing; try again")
 
     async def _served(self, topics: list[str]) -> MetadataResponse:
         if self._metadata is None or not topics:
             return MetadataResponse()
         return await self._metadata(topics)
 
-    @staticmethod
     async def _wait_until_none(
-        waited: set[str], pending: Callable[[], Awaitable[set[str]]], timeout_ms: int
+        self, waited: set[str], pending: Callable[[], Awaitable[set[str]]], timeout_ms: int
     ) -> set[str]:
-        """Poll `pending` until it is empty or `timeout_ms` passes; what is still pending.
-        With a timeout of 0 or less nothing is waited for and every topic in `waited` times
-        out, as Kafka answers."""
+        """Wait until `pending` is empty or `timeout_ms` passes, asking it again each time the
+        metadata cache changes; what is still pending. With a timeout of 0 or less nothing is
+        waited for and every topic in `waited` times out, as Kafka answers."""
         if not waited or timeout_ms <= 0:
             return waited
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_ms / 1000
-        left = await pending()
-        while left and loop.time() < deadline:
-            await asyncio.sleep(_WAIT_INTERVAL_S)
+        left = waited
+
+        async def none_left() -> bool:
+            nonlocal left
             left = await pending()
+            return not left
+
+        if self._wait_for_metadata is None:
+            await none_left()
+        else:
+            await self._wait_for_metadata(none_left, timeout_ms / 1000)
         return left
 
 

@@ -15,6 +15,7 @@ from wire.api import (
     ApiKey,
     ApiVersionRange,
     ApiVersionsResponse,
+    ControlledShutdownRequest,
     CreatePartitionsRequest,
     CreateTopicsRequest,
     DeleteTopicsRequest,
@@ -38,8 +39,9 @@ from wire.api import (
 from wire.api.describe_configs import DescribeConfigsRequest
 from wire.api.describe_log_dirs import DescribeLogDirsRequest
 from wire.api.incremental_alter_configs import IncrementalAlterConfigsRequest
+from wire.api.planner import DescribePlannerResponse
 from wire.envelope import ParsedRequest
-from wire.errors import InvalidRequest
+from wire.errors import BrokerNotAvailable, InvalidRequest
 
 if TYPE_CHECKING:
     from actors.broker.handle import ReplicaManagerHandle
@@ -117,6 +119,10 @@ class BrokerApis:
             case ApiKey.LIST_PARTITION_REASSIGNMENTS:
                 assert isinstance(request.body, ListPartitionReassignmentsRequest)
                 return await self._controller().list_partition_reassignments(request.body)
+            case ApiKey.CONTROLLED_SHUTDOWN:
+                # Any broker hands it to its controller module; only the active one acts.
+                assert isinstance(request.body, ControlledShutdownRequest)
+                return await self._controller().controlled_shutdown(request.body)
             case ApiKey.STOP_REPLICA:
                 assert isinstance(request.body, StopReplicaRequest)
                 stopped = await self._replica_manager.stop_replica(request.body, self._broker_epoch())
@@ -155,12 +161,26 @@ class BrokerApis:
                 return await self._config_admin.describe_configs(request.body)
             case ApiKey.DESCRIBE_LOG_DIRS if self._logs is not None:
                 assert isinstance(request.body, DescribeLogDirsRequest)
-                return describe_log_dirs(self._logs, request.body)
+                topics = None if request.body.topics is None else {t.topic for t in request.body.topics}
+                remaining = await self._replica_manager.bytes_to_copy(topics)
+                return describe_log_dirs(self._logs, request.body, remaining)
             case ApiKey.METADATA:
                 assert isinstance(request.body, MetadataRequest)
                 answer = await self._replica_manager.metadata(request.body)
                 return dataclasses.replace(answer, cluster_id=self._cluster_id())
-        raise InvalidRequest(f"{request.spec.key.name} is not served by brokers")
+        return await self._keel_own(request)
+
+    async def _keel_own(self, request: ParsedRequest) -> Response:
+        """Keel's own APIs that brokers answer beside the planner's: DescribePlanner, where the
+        active planner listens, as `/keel/planner` says."""
+        if request.spec.key != ApiKey.DESCRIBE_PLANNER:
+            raise InvalidRequest(f"{request.spec.key.name} is not served by brokers")
+        registration = await self._store.planner()
+        if registration is None:
+            raise BrokerNotAvailable("no planner is running (/keel/planner does not exist)")
+        return DescribePlannerResponse(
+            host=registration.host, port=registration.port, spark_master=registration.spark_master
+        )
 
     def _forget_deleted_topic_configs(self, request: StopReplicaRequest, response: Response) -> None:
         """A topic whose partitions are deleted may come back with other configs: read them

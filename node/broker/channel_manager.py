@@ -42,6 +42,7 @@ class _BrokerSender:
         self._ready = asyncio.Event()
         self._pool = ConnectionPool(client_id=client_id, request_timeout=timeout_s, connect_timeout=timeout_s)
         self._backoff = Backoff(RETRY_BACKOFF_S, RETRY_BACKOFF_MAX_S)
+        self._stopped = False
         self._task = asyncio.create_task(self._run(), name=f"controller-sender-{broker.info.broker_id}")
 
     @property
@@ -53,6 +54,7 @@ class _BrokerSender:
         self._ready.set()
 
     async def stop(self) -> None:
+        self._stopped = True
         self._queue.clear()
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -66,6 +68,10 @@ class _BrokerSender:
                 await self._ready.wait()
             request, on_response = self._queue[0]
             response = await self._send_until_answered(request)
+            if self._stopped:
+                # Stopped while this request was out (the queue is already dropped); a
+                # handler served in process may have finished before the cancellation.
+                return
             self._queue.popleft()
             if on_response is not None:
                 try:

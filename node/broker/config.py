@@ -77,6 +77,9 @@ DEFINITIONS: dict[str, _Def] = {
     "leader.imbalance.per.broker.percentage": _Def(_int(0, 100), "10"),
     "delete.topic.enable": _Def(_bool, "true"),
     "shutdown.timeout.ms": _Def(_int(1), "15000"),
+    "controlled.shutdown.enable": _Def(_bool, "true"),
+    "controlled.shutdown.max.retries": _Def(_int(0), "3"),
+    "controlled.shutdown.retry.backoff.ms": _Def(_int(0, _LONG_MAX), "5000"),
     "num.partitions": _Def(_int(1), "1"),
     "default.replication.factor": _Def(_int(1), "1"),
     # The replicated log: broker-wide defaults of the topic configs, and replication.

@@ -92,10 +92,10 @@ class DynamicConfigManager:
         fresh = [n for n in names if _sequence(n) > self._last_seen]
         for name in fresh:
             notification = await self._store.config_change(name)
+            if notification is not None and notification[0] is not None:
+                await self._apply(notification[0])
+            # Only once applied: a failed apply leaves it to be retried on the next pass.
             self._last_seen = _sequence(name)
-            if notification is None or notification[0] is None:
-                continue
-            await self._apply(notification[0])
         await self._purge(names)
 
     async def _apply(self, entity_path: str) -> None:

@@ -1,5 +1,6 @@
 """ElectLeaders (43) on a broker: the request goes to this broker's controller module, which
-answers NOT_CONTROLLER per partition unless it is the active controller. As Kafka's broker
+answers NOT_CONTROLLER per partition unless it is the active controller (asked for every
+partition: NOT_CONTROLLER for the whole request). As Kafka's broker
 does (DelayedElectLeader), the answer waits, up to `timeout_ms`, until this broker's metadata
 shows each newly elected leader, so a client that reads metadata next sees the change; a
 partition not shown in time answers REQUEST_TIMED_OUT.
@@ -7,7 +8,6 @@ partition not shown in time answers REQUEST_TIMED_OUT.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from typing import TYPE_CHECKING
@@ -15,15 +15,13 @@ from typing import TYPE_CHECKING
 from actors.controller.leader_election import ElectionOutcome, election_response
 from actors.ports import TopicPartition
 from wire.api import ElectionType, ElectLeadersRequest, ElectLeadersResponse, MetadataRequest
-from wire.errors import ErrorCode
+from wire.errors import ErrorCode, WireError
 
 if TYPE_CHECKING:
     from actors.broker.handle import ReplicaManagerHandle
     from actors.controller import KafkaController
 
 log = logging.getLogger(__name__)
-
-_POLL_S = 0.02
 
 
 async def elect_leaders(
@@ -42,8 +40,14 @@ async def elect_leaders(
         if request.topic_partitions is None
         else frozenset(TopicPartition(t.topic, p) for t in request.topic_partitions for p in t.partitions)
     )
-    outcomes = await controller.elect_leaders(election_type, asked)
-    await _await_leaders(replica_manager, outcomes, request.timeout_ms / 1000)
+    deadline = time.monotonic() + max(request.timeout_ms, 0) / 1000
+    try:
+        outcomes = await controller.elect_leaders(election_type, asked, max(request.timeout_ms, 0) / 1000)
+    except WireError as e:
+        # Asked for every partition, there is no partition to carry the error: this broker is
+        # not the controller (the client looks for it again), or the election did not finish.
+        return ElectLeadersResponse(error_code=e.error_code, error_message=e.message)
+    await _await_leaders(replica_manager, outcomes, deadline - time.monotonic())
     return election_response(outcomes, every_partition=asked is None)
 
 
@@ -52,22 +56,22 @@ async def _await_leaders(
 ) -> None:
     """Until this broker's metadata names each elected leader; the rest time out, in place."""
     waiting = {tp: o.leader for tp, o in outcomes.items() if o.error == ErrorCode.NONE}
-    deadline = time.monotonic() + max(timeout_s, 0.0)
-    while waiting:
-        metadata = await replica_manager.metadata(
-            MetadataRequest(topics=sorted({tp.topic for tp in waiting}))
-        )
+    if not waiting:
+        return
+    request = MetadataRequest(topics=sorted({tp.topic for tp in waiting}))
+
+    async def all_shown() -> bool:
+        nonlocal waiting
+        metadata = await replica_manager.metadata(request)
         shown = {
             TopicPartition(topic.name, p.partition): p.leader
             for topic in metadata.topics
             for p in topic.partitions
         }
         waiting = {tp: leader for tp, leader in waiting.items() if shown.get(tp) != leader}
-        if not waiting:
-            return
-        if time.monotonic() >= deadline:
-            break
-        await asyncio.sleep(_POLL_S)
+        return not waiting
+
+    await replica_manager.wait_for_metadata(all_shown, timeout_s)
     for tp in waiting:
         outcomes[tp] = ElectionOutcome(
             error=ErrorCode.REQUEST_TIMED_OUT, message=f"the new leader of {tp} was not propagated in time"

@@ -19,7 +19,11 @@ from wire.api import (
 )
 
 
-def describe_log_dirs(logs: LogManager, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
+def describe_log_dirs(
+    logs: LogManager, request: DescribeLogDirsRequest, bytes_to_copy: dict[TopicPartition, int]
+) -> DescribeLogDirsResponse:
+    """`bytes_to_copy`: the replica manager's figure for partitions it leads with replicas
+    being added."""
     wanted: set[TopicPartition] | None = None
     if request.topics is not None:
         wanted = {TopicPartition(t.topic, p) for t in request.topics for p in t.partitions}
@@ -33,6 +37,7 @@ def describe_log_dirs(logs: LogManager, request: DescribeLogDirsRequest) -> Desc
                 partition_index=tp.partition,
                 partition_size=partition_log.size,
                 log_end_offset=partition_log.log_end_offset,
+                reassignment_bytes_to_copy=bytes_to_copy.get(tp, -1),
             )
         )
     return DescribeLogDirsResponse(

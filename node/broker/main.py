@@ -11,8 +11,10 @@ import asyncio
 import contextlib
 import gc
 import logging
+import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 import uvloop
@@ -23,6 +25,9 @@ from node.broker.server import KeelBroker
 from node.zk.client import ZooKeeperUnavailable
 
 log = logging.getLogger("keel.node")
+
+# The share of shutdown.timeout.ms kept for the orderly stop after a controlled shutdown.
+CONTROLLED_SHUTDOWN_RESERVE = 0.25
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -70,9 +75,14 @@ async def run(config: BrokerConfig) -> int:
         await _close_quietly(broker)
         return 1
     await stop.wait()
+    log.info("stopping")
+    # The whole stop, controlled shutdown included, fits in shutdown.timeout.ms: the
+    # controlled shutdown may take three quarters of it, the orderly stop the rest.
     timeout = config.get_int("shutdown.timeout.ms") / 1000
+    deadline = time.monotonic() + timeout
+    await broker.controlled_shutdown(deadline - timeout * CONTROLLED_SHUTDOWN_RESERVE)
     try:
-        await asyncio.wait_for(broker.shutdown(), timeout)
+        await asyncio.wait_for(broker.shutdown(), max(deadline - time.monotonic(), 0.001))
     except TimeoutError:
         log.error("shutdown took longer than %.1f s; exiting anyway", timeout)
         return 1
@@ -105,5 +115,15 @@ def main(argv: list[str] | None = None) -> int:
     return uvloop.run(run(config))
 
 
+def exit_now(code: int) -> None:
+    """Exit without the interpreter's teardown. Everything is closed and flushed by then, and
+    freeing the objects of 100k partitions one by one takes about a second that a stopping
+    broker (and whoever waits for it) would spend for nothing."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())

@@ -12,6 +12,8 @@ from actors.ports import RegisteredBroker
 from wire.api import (
     AlterPartitionRequest,
     AlterPartitionResponse,
+    ControlledShutdownRequest,
+    ControlledShutdownResponse,
     FetchRequest,
     FetchResponse,
     OffsetsForLeaderEpochRequest,
@@ -20,7 +22,7 @@ from wire.api import (
     Response,
 )
 from wire.endpoint import Endpoint
-from wire.errors import NotController
+from wire.errors import NotController, WireError
 from wire.pool import ConnectionPool
 
 log = logging.getLogger(__name__)
@@ -38,6 +40,7 @@ class RpcReplicaLink:
         self._controller_id = controller_id
         self._registered_broker = registered_broker
         self._timeout_s = timeout_s
+        self._controller_endpoint: tuple[int, Endpoint] | None = None
         self._pool = ConnectionPool(
             client_id=f"broker-{broker_id}", request_timeout=timeout_s, connect_timeout=timeout_s
         )
@@ -59,13 +62,37 @@ class RpcReplicaLink:
         return response
 
     async def alter_partition(self, request: AlterPartitionRequest) -> AlterPartitionResponse:
-        controller = self._controller_id()
-        registered = None if controller < 0 else await self._registered_broker(controller)
-        if registered is None or not registered.info.endpoints:
-            raise NotController("no active controller is known")
-        response = await self._send(registered.info.endpoints[0], request, self._timeout_s)
+        response = await self._send_to_controller(request, self._timeout_s)
         assert isinstance(response, AlterPartitionResponse)
         return response
+
+    async def controlled_shutdown(
+        self, request: ControlledShutdownRequest, timeout_s: float
+    ) -> ControlledShutdownResponse:
+        log.info("controlled shutdown: asking the controller, broker %d", self._controller_id())
+        response = await self._send_to_controller(request, timeout_s)
+        assert isinstance(response, ControlledShutdownResponse)
+        return response
+
+    async def _send_to_controller(self, request: Request, timeout_s: float) -> Response:
+        """To the controller this broker knows now (from its `/controller` watch), at the
+        endpoint of its registration. The registration is read once per controller and kept
+        until the controller changes or a request to it fails (it may have restarted
+        elsewhere), not once per request."""
+        controller = self._controller_id()
+        if controller < 0:
+            raise NotController("no active controller is known")
+        if self._controller_endpoint is None or self._controller_endpoint[0] != controller:
+            registered = await self._registered_broker(controller)
+            if registered is None or not registered.info.endpoints:
+                raise NotController(f"controller {controller} is not registered")
+            self._controller_endpoint = (controller, registered.info.endpoints[0])
+        endpoint = self._controller_endpoint[1]
+        try:
+            return await self._send(endpoint, request, timeout_s)
+        except WireError:
+            self._controller_endpoint = None
+            raise
 
     async def close(self) -> None:
         await self._pool.close()

@@ -25,6 +25,7 @@ from node.broker.apis import BrokerApis
 from node.broker.channel_manager import ControllerChannelManager
 from node.broker.config import BrokerConfig
 from node.broker.config_admin import ConfigAdmin
+from node.broker.controlled_shutdown import ControlledShutdownConfig, controlled_shutdown
 from node.broker.dynamic_config import DynamicConfigManager
 from node.broker.log.config import LogConfig
 from node.broker.log.manager import LogManager
@@ -79,6 +80,7 @@ class KeelBroker:
             default_replication_factor=config.get_int("default.replication.factor"),
             delete_topic_enable=config.get_bool("delete.topic.enable"),
             metadata=lambda topics: self.replica_manager.metadata(MetadataRequest(topics=topics)),
+            wait_for_metadata=self._wait_for_metadata,
         )
         self.servers: list[RpcServer] = []
         self.cluster_id = ""
@@ -213,6 +215,27 @@ class KeelBroker:
             (config.get_int("log.flush.scheduler.interval.ms"), flush),
         ):
             self._periodic.append(asyncio.create_task(every(interval_ms, work), name=work.__name__))
+
+    async def _wait_for_metadata(self, ready: Callable[[], Awaitable[bool]], timeout_s: float) -> bool:
+        # The replica manager is built after the admin manager, which waits through this.
+        return await self.replica_manager.wait_for_metadata(ready, timeout_s)
+
+    async def controlled_shutdown(self, deadline: float) -> bool:
+        """Ask the controller to move this broker's leaders away before it stops (spec §7.3);
+        `deadline` on `time.monotonic()`'s clock. True when it did."""
+        if self._controller is None:
+            return False
+        try:
+            return await controlled_shutdown(
+                self.broker_id,
+                lambda: self.broker_epoch,
+                self.replica_link.controlled_shutdown,
+                ControlledShutdownConfig.from_broker_config(self.config),
+                deadline,
+            )
+        except Exception:
+            log.exception("controlled shutdown failed; stopping anyway")
+            return False
 
     async def shutdown(self) -> None:
         log.info("broker %d shutting down", self.broker_id)

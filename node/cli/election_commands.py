@@ -7,11 +7,11 @@ and each failure; exits non-zero if any partition failed.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
-import orjson
-
 from node.cli.output import print_json
+from node.cli.partition_file import EXIT_BAD_FILE, PartitionFileError, parse_partition_list, read_text
 from node.clients.admin import KeelAdminClient
 from wire.api import ElectionType
 from wire.errors import ErrorCode
@@ -60,21 +60,16 @@ def partitions_asked(args: argparse.Namespace) -> list[tuple[str, int]] | None:
 
 
 def read_partitions_file(path: Path) -> list[tuple[str, int]]:
-    try:
-        value = orjson.loads(path.read_bytes())
-        items = value["partitions"]
-        partitions = [(str(item["topic"]), int(item["partition"])) for item in items]
-    except OSError as e:
-        raise ValueError(f"cannot read {path}: {e.strerror}") from None
-    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-        raise ValueError(f'{path} is not {{"partitions": [{{"topic": ..., "partition": ...}}]}}') from None
-    if len(set(partitions)) != len(partitions):
-        raise ValueError(f"{path} names a partition more than once")
-    return partitions
+    """The partitions the JSON file lists, read strictly; raises PartitionFileError."""
+    return parse_partition_list(read_text(path))
 
 
 async def run(admin: KeelAdminClient, args: argparse.Namespace) -> int:
-    asked = partitions_asked(args)
+    try:
+        asked = partitions_asked(args)
+    except PartitionFileError as e:
+        print(f"keel: {args.path_to_json_file}: {e}", file=sys.stderr)
+        return EXIT_BAD_FILE
     election_type = ElectionType[args.election_type.upper()]
     response = await admin.elect_leaders(election_type, asked, timeout_ms=int(args.timeout * 1000))
     results = sorted(

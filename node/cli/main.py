@@ -10,6 +10,9 @@
                                  elect leaders (Kafka's kafka-leader-election)
     keel reassign execute|verify|cancel|list
                                  partition reassignment (Kafka's kafka-reassign-partitions)
+    keel reassign plan|snapshot  reassignment plans from the planner (or --from-file)
+    keel reassign status [--wait]
+                                 the progress of the plan the planner executes
 
 Every command takes `--bootstrap-server host:port[,host:port]` (default: the brokers of the
 local cluster under .keel-cluster, else 127.0.0.1:9092), `--format table|json`, `--timeout S`

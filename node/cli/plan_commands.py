@@ -1,25 +1,48 @@
-"""`keel reassign plan`: a reassignment plan, here on a cluster.json with a local SparkSession.
+"""`keel reassign plan` and `keel reassign snapshot`: reassignment plans.
 
-    keel reassign plan --from-file cluster.json --goal rebalance [--goal leaders ...]
-        [--brokers 1,2,...] [--remove-brokers 3,4] [--topics t1,t2] [--balance count|bytes]
-        [--capacity 1=2,2=1] --output plan.json [--report report.json] [--format json|table]
+    keel reassign plan --goal rebalance [--goal leaders ...] [--brokers 1,2,...]
+        [--remove-brokers 3,4] [--topics t1,t2] [--balance count|bytes] [--capacity 1=2,2=1]
+        --output plan.json [--report report.json] [--format json|table]
+        [--execute] [--throttle BYTES_PER_S] [--planner host:port]
+        [--from-file cluster.json [--spark-master local[*]]]
+    keel reassign snapshot --output cluster.json [--zookeeper host:port/chroot]
 
-The plan file is Kafka's reassignment JSON (for `keel reassign execute`); the table shows each
-broker before and after, the moves against their lower bound, and the balance. A bad request or
-snapshot is one line on stderr and exit 2, before Spark starts when the arguments alone show it.
-Without --from-file the plan is asked of the cluster's planner.
+`plan` asks the cluster's planner (found through any broker, which reads `/keel/planner`, or
+named by `--planner`); with `--from-file` it plans on that cluster.json with a local
+SparkSession and no cluster at all. The plan file is Kafka's reassignment JSON (for `keel
+reassign execute`); the table shows each broker before and after, the moves against their
+lower bound, and the balance. `--execute` has the planner's executor carry the plan out.
+
+A bad request or snapshot file is one line on stderr and exit 2, before Spark starts or
+anything connects when the arguments alone show it. A planner that is not running, or that
+refuses the request (a broker the cluster does not know, a plan that cannot be made), is one
+line and exit 1; nothing is executed either way.
+
+`snapshot` reads ZooKeeper and asks every live broker for its replica sizes (DescribeLogDirs):
+the cluster.json format, no Spark.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from node.cli.arguments import non_negative_int
 from node.cli.output import print_json, print_table
+from node.clients.planner import PlannerClient, PlannerNotRunning, find_planner
+from wire.api.planner import PlanReassignmentRequest
+from wire.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from node.planner.request import PlanRequest
+
+COMMANDS = ("plan", "snapshot")
 
 
 def _ids(text: str) -> tuple[int, ...]:
@@ -70,14 +93,27 @@ def add_arguments(sub: argparse._SubParsersAction, common: argparse.ArgumentPars
     parser.add_argument("--output", type=Path, required=True, help="where to write the reassignment JSON")
     parser.add_argument("--report", type=Path, help="where to write the report JSON")
     parser.add_argument("--spark-master", default="local[*]", help="Spark master for --from-file")
+    parser.add_argument("--execute", action="store_true", help="have the planner's executor carry it out")
+    parser.add_argument("--throttle", type=non_negative_int, default=None, metavar="BYTES_PER_S")
+    parser.add_argument("--planner", metavar="HOST:PORT", help="the planner (default: ask a broker)")
+    snapshot = sub.add_parser("snapshot", parents=[common], help="export the live cluster as cluster.json")
+    snapshot.add_argument("--output", type=Path, required=True)
+    snapshot.add_argument(
+        "--zookeeper",
+        default=None,
+        metavar="HOST:PORT[/CHROOT]",
+        help="ZooKeeper to read (default: KEEL_ZOOKEEPER, else the local cluster's)",
+    )
 
 
-def _fail(message: str) -> int:
+def _fail(message: str, code: int = 2) -> int:
     print(f"keel: {message}", file=sys.stderr)
-    return 2
+    return code
 
 
-def run(args: argparse.Namespace) -> int:
+async def run(args: argparse.Namespace, bootstrap: str) -> int:
+    if args.command == "snapshot":
+        return await snapshot(args)
     from node.planner.request import PlanError, PlanRequest
 
     goals = tuple(g.strip() for value in args.goal for g in value.split(",") if g.strip())
@@ -92,9 +128,76 @@ def run(args: argparse.Namespace) -> int:
         )
     except PlanError as e:
         return _fail(str(e))
-    if args.from_file is None:
-        return _fail("the cluster's planner cannot be reached from here: give --from-file cluster.json")
-    return plan_from_file(args, request)
+    if args.from_file is not None:
+        if args.execute:
+            return _fail("--execute needs the cluster's planner, not --from-file")
+        return plan_from_file(args, request)
+    outcome = await _plan_live(args, bootstrap, request)
+    if isinstance(outcome, int):
+        return outcome
+    partitions, report = outcome
+    return _write_and_show(args, {"version": 1, "partitions": partitions}, report)
+
+
+def _write_and_show(args: argparse.Namespace, reassignment: dict[str, Any], report: dict[str, Any]) -> int:
+    try:
+        args.output.write_bytes(orjson.dumps(reassignment))
+        if args.report is not None:
+            args.report.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
+    except OSError as e:
+        return _fail(f"cannot write: {e}")
+    if args.format == "json":
+        print_json(report)
+    else:
+        print_report(report)
+        if report.get("executing"):
+            print("The planner's executor is carrying the plan out: see `keel reassign status`.")
+    return 0
+
+
+# --- plan ---
+
+
+async def _plan_live(
+    args: argparse.Namespace, bootstrap: str, checked: PlanRequest
+) -> tuple[list[dict[str, Any]], dict[str, Any]] | int:
+    """The plan from the cluster's planner, for a request already checked here."""
+    request = PlanReassignmentRequest(
+        goals=list(checked.goals),
+        brokers=None if checked.brokers is None else list(checked.brokers),
+        remove_brokers=list(checked.remove_brokers),
+        topics=None if checked.topics is None else list(checked.topics),
+        balance=checked.balance,
+        capacity=None if checked.capacity is None else {str(k): v for k, v in checked.capacity.items()},
+        execute=args.execute,
+        throttle_bytes_per_s=-1 if args.throttle is None else args.throttle,
+    )
+    try:
+        if args.planner is not None:
+            client = PlannerClient.at(args.planner, timeout=args.timeout or 10.0)
+        else:
+            client = PlannerClient(await find_planner(bootstrap, timeout=args.timeout or 10.0))
+        async with client:
+            response = await client.plan(request)
+    except PlannerNotRunning as e:
+        print(f"keel: {e}", file=sys.stderr)
+        return 1
+    if response.error_code != ErrorCode.NONE:
+        try:
+            name = ErrorCode(response.error_code).name
+        except ValueError:
+            name = str(response.error_code)
+        print(f"keel: the planner refused: {name}: {response.error_message}", file=sys.stderr)
+        return 1
+    partitions = [
+        {"topic": p.topic, "partition": p.partition, "replicas": p.replicas} for p in response.partitions
+    ]
+    report = orjson.loads(response.report_json)
+    report.setdefault("plan_id", response.plan_id)
+    report.setdefault("snapshot", response.snapshot)
+    if args.execute:
+        report["executing"] = response.executing
+    return partitions, report
 
 
 def plan_from_file(args: argparse.Namespace, request: Any) -> int:
@@ -114,17 +217,7 @@ def plan_from_file(args: argparse.Namespace, request: Any) -> int:
         return _fail(f"{args.from_file}: {e}")
     except PlanError as e:
         return _fail(str(e))
-    try:
-        args.output.write_bytes(orjson.dumps(result.to_reassignment_json()))
-        if args.report is not None:
-            args.report.write_bytes(orjson.dumps(result.report, option=orjson.OPT_INDENT_2))
-    except OSError as e:
-        return _fail(f"cannot write: {e}")
-    if args.format == "json":
-        print_json(result.report)
-    else:
-        print_report(result.report)
-    return 0
+    return _write_and_show(args, result.to_reassignment_json(), result.report)
 
 
 def print_report(report: dict[str, Any]) -> None:
@@ -160,3 +253,61 @@ def print_report(report: dict[str, Any]) -> None:
 
 def _gib(value: int) -> str:
     return f"{value / (1 << 30):.1f}"
+
+
+# --- snapshot ---
+
+
+def default_zookeeper() -> str | None:
+    if env := os.environ.get("KEEL_ZOOKEEPER"):
+        return env
+    from node.cluster.command import ClusterState
+
+    state = ClusterState.load(Path(os.environ.get("KEEL_CLUSTER_DIR", ".keel-cluster")))
+    if state is not None and state.zookeeper_ports:
+        return ",".join(f"127.0.0.1:{p}" for p in state.zookeeper_ports[::3])
+    return None
+
+
+async def snapshot(args: argparse.Namespace) -> int:
+    from actors.clock import SystemClock
+    from node.planner import live_snapshot
+    from node.zk.client import ZooKeeperClient, ZooKeeperUnavailable
+    from node.zk.store import ZkClusterStore
+
+    connect = args.zookeeper or default_zookeeper()
+    if connect is None:
+        print("keel: no ZooKeeper to read: pass --zookeeper host:port", file=sys.stderr)
+        return 2
+    timeout = args.timeout or 10.0
+    zk = ZooKeeperClient(connect, session_timeout_s=timeout, connection_timeout_s=timeout)
+    try:
+        await zk.start()
+    except ZooKeeperUnavailable as e:
+        print(f"keel: {e}", file=sys.stderr)
+        return 1
+    try:
+        taken = await live_snapshot.take(
+            ZkClusterStore(zk, SystemClock()), timeout=timeout, now_ms=int(time.time() * 1000)
+        )
+    finally:
+        await zk.close()
+    document = taken.cluster_json()
+    args.output.write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
+    for broker in taken.unanswered:
+        print(f"keel: broker {broker} did not report its replica sizes", file=sys.stderr)
+    summary = {
+        "brokers": len(taken.brokers),
+        "alive": sum(1 for b in taken.brokers if b["alive"]),
+        "partitions": len(taken.partitions),
+        "bytes": sum(p["size_bytes"] or 0 for p in taken.partitions),
+        "output": str(args.output),
+    }
+    if args.format == "json":
+        print_json(summary)
+    else:
+        print(
+            f"Wrote {summary['partitions']} partitions on {summary['brokers']} brokers "
+            f"({summary['alive']} alive, {summary['bytes']} bytes) to {args.output}."
+        )
+    return 0

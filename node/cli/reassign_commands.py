@@ -11,9 +11,10 @@ broker that holds or receives a moving replica, and on each topic sets
 once every partition in the file is complete, as does `cancel` (Kafka's default without
 --preserve-throttles).
 
-Bytes still to copy: for each partition in progress, the leader's replica size minus each
-adding replica's size, from DescribeLogDirs on the leader and on each adding broker (a
-replica not created yet counts as empty). `--wait` draws them as a progress bar.
+Bytes still to copy: for each partition in progress, the leader's figure from DescribeLogDirs
+(the bytes from each adding replica's last fetch offset to the log end), or while it has none
+yet, the leader's replica size minus each adding replica's. `--wait` draws them as a progress
+bar.
 """
 
 from __future__ import annotations
@@ -22,28 +23,25 @@ import argparse
 import asyncio
 import sys
 import time
-from collections.abc import Mapping
 
 import orjson
 
-from node.cli import plan_commands
+from node.cli import plan_commands, plan_status
 from node.cli.arguments import non_negative_int
 from node.cli.output import print_json, print_table
+from node.cli.partition_file import EXIT_BAD_FILE, Partition
 from node.cli.reassignment_plan import (
-    Partition,
     ReassignmentFileError,
-    clear_throttle_resources,
     load_reassignment_file,
     mib,
     reassignment_json,
     render_progress,
-    throttle_plan,
-    throttle_resources,
 )
 from node.clients.admin import KeelAdminClient
+from node.clients.replica_sizes import ReplicaSizeReader, bytes_to_copy
+from node.clients.throttles import clear_throttle_resources, throttle_plan, throttle_resources
 from wire.api import (
     AlterConfigsResource,
-    DescribableLogDirTopic,
     MetadataResponse,
 )
 from wire.errors import ErrorCode
@@ -62,59 +60,6 @@ def _assignment(metadata: MetadataResponse) -> tuple[dict[Partition, list[int]],
             replicas[topic.name, p.partition] = list(p.replicas)
             leaders[topic.name, p.partition] = p.leader
     return replicas, leaders
-
-
-class _SizeReader:
-    """Replica sizes by DescribeLogDirs, one connection per broker, kept between looks."""
-
-    def __init__(self, metadata: MetadataResponse, timeout: float) -> None:
-        self._addresses = {b.broker_id: f"{b.host}:{b.port}" for b in metadata.brokers}
-        self._timeout = timeout
-        self._clients: dict[int, KeelAdminClient] = {}
-
-    async def sizes(self, broker: int, partitions: list[Partition]) -> dict[Partition, int]:
-        address = self._addresses.get(broker)
-        if address is None or not partitions:
-            return {}
-        client = self._clients.get(broker)
-        if client is None:
-            client = self._clients[broker] = KeelAdminClient(address, timeout=self._timeout)
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in partitions:
-            by_topic.setdefault(topic, []).append(partition)
-        try:
-            response = await client.describe_log_dirs(
-                [DescribableLogDirTopic(topic=t, partitions=ps) for t, ps in by_topic.items()]
-            )
-        except Exception:  # a broker that does not answer counts as having nothing yet
-            return {}
-        return {
-            (t.name, p.partition_index): p.partition_size
-            for r in response.results
-            for t in r.topics
-            for p in t.partitions
-        }
-
-    async def close(self) -> None:
-        for client in self._clients.values():
-            await client.close()
-
-
-async def bytes_to_copy(
-    reader: _SizeReader, adding: Mapping[Partition, list[int]], leaders: Mapping[Partition, int]
-) -> dict[Partition, int]:
-    """Per partition in progress: the sum over adding replicas of the leader's size minus theirs."""
-    wanted: dict[int, set[Partition]] = {}
-    for tp, brokers in adding.items():
-        for broker in [leaders.get(tp, -1), *brokers]:
-            if broker >= 0:
-                wanted.setdefault(broker, set()).add(tp)
-    sizes = {b: await reader.sizes(b, sorted(tps)) for b, tps in wanted.items()}
-    remaining = {}
-    for tp, brokers in adding.items():
-        leader_size = sizes.get(leaders.get(tp, -1), {}).get(tp, 0)
-        remaining[tp] = sum(max(0, leader_size - sizes.get(b, {}).get(tp, 0)) for b in brokers)
-    return remaining
 
 
 async def _ongoing(admin: KeelAdminClient, partitions: list[Partition] | None) -> dict[Partition, list[int]]:
@@ -193,7 +138,7 @@ async def _wait(
 ) -> list[dict[str, object]]:
     """Draw progress until no partition of the file is in progress, then verify."""
     metadata = await admin.metadata(sorted({t for t, _ in targets}))
-    reader = _SizeReader(metadata, args.timeout)
+    reader = ReplicaSizeReader(metadata, args.timeout)
     interactive = sys.stderr.isatty()
     first_total: int | None = None
     samples: list[tuple[float, int]] = []
@@ -232,7 +177,7 @@ async def _verify(
     ongoing = await _ongoing(admin, list(targets))
     metadata = await admin.metadata(sorted({t for t, _ in targets}))
     current, leaders = _assignment(metadata)
-    reader = _SizeReader(metadata, args.timeout)
+    reader = ReplicaSizeReader(metadata, args.timeout)
     try:
         left = await bytes_to_copy(reader, {tp: a for tp, a in ongoing.items() if tp in targets}, leaders)
     finally:
@@ -322,7 +267,7 @@ async def list_reassignments(admin: KeelAdminClient, args: argparse.Namespace) -
     adding = {
         (t.name, p.partition_index): list(p.adding_replicas) for t in response.topics for p in t.partitions
     }
-    reader = _SizeReader(metadata, args.timeout)
+    reader = ReplicaSizeReader(metadata, args.timeout)
     try:
         left = await bytes_to_copy(reader, adding, leaders)
     finally:
@@ -400,19 +345,22 @@ def add_arguments(sub: argparse._SubParsersAction, common: argparse.ArgumentPars
         parser.add_argument("--reassignment-json-file", required=True, help=file_help)
     sub.add_parser("list", parents=[common], help="the reassignments in progress")
     plan_commands.add_arguments(sub, common)
+    plan_status.add_arguments(sub, common)
 
 
 async def run(args: argparse.Namespace, bootstrap: str) -> int:
     """The file is checked before anything connects: a bad one is one line and exit 2."""
-    if args.command == "plan":
-        return plan_commands.run(args)
+    if args.command == "status":
+        return await plan_status.status_command(args, bootstrap)
+    if args.command in plan_commands.COMMANDS:
+        return await plan_commands.run(args, bootstrap)
     targets: dict[Partition, list[int]] = {}
     if args.command != "list":
         try:
             targets = load_reassignment_file(args.reassignment_json_file)
         except ReassignmentFileError as e:
             print(f"keel: {args.reassignment_json_file}: {e}", file=sys.stderr)
-            return 2
+            return EXIT_BAD_FILE
     async with KeelAdminClient(bootstrap, timeout=args.timeout) as admin:
         if args.command == "list":
             return await list_reassignments(admin, args)

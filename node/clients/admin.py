@@ -53,9 +53,9 @@ from wire.api import (
     Request,
     Response,
 )
-from wire.client import RpcClient
+from wire.api.planner import DescribePlannerRequest, DescribePlannerResponse
 from wire.endpoint import Endpoint, parse_bootstrap
-from wire.errors import ErrorCode, NetworkException, NotController, WireError
+from wire.errors import ErrorCode, NetworkException, NotController, WireError, for_code
 from wire.pool import ConnectionPool
 from wire.retry import Backoff
 
@@ -73,24 +73,63 @@ class KeelAdminClient(AsyncClosing):
     async def close(self) -> None:
         await self._pool.close()
 
-    async def _connection(self) -> RpcClient:
+    async def _any_broker(self) -> Endpoint:
+        """The first bootstrap broker that accepts a connection."""
         errors = []
         for server in self._servers:
             try:
-                return await self._pool.get(server)
+                await self._pool.get(server)
+                return server
             except NetworkException as e:
                 errors.append(e.message)
         raise NetworkException("; ".join(errors))
 
-    async def _call(self, request: Request, response_type: type[R]) -> R:
-        """Send `request`; a retriable error (a lost connection, a controller that moved) is
-        retried with backoff until the client's timeout runs out, as Kafka's admin client does."""
+    async def _controller(self) -> Endpoint:
+        """The broker a bootstrap broker names as the active controller."""
+        cluster = await self._send(
+            await self._any_broker(), DescribeClusterRequest(), DescribeClusterResponse
+        )
+        named = (b for b in cluster.brokers if b.broker_id == cluster.controller_id)
+        endpoint = next((Endpoint.plaintext(b.host, b.port) for b in named), None)
+        if endpoint is None:
+            raise NotController("no active controller is known")
+        return endpoint
+
+    async def _send(
+        self, endpoint: Endpoint, request: Request, response_type: type[R], wait_s: float = 0.0
+    ) -> R:
+        """One request over the pool (which drops a connection that failed); a top-level
+        error code is raised. `wait_s` is added to the client's timeout for requests the
+        broker answers late on purpose (they wait for the change to take effect)."""
+        response = await self._pool.send(endpoint, request, timeout=self._timeout + wait_s)
+        if response.error_code:
+            raise for_code(response.error_code, response.error_message or "")
+        assert isinstance(response, response_type)
+        return response
+
+    async def _call(
+        self,
+        request: Request,
+        response_type: type[R],
+        *,
+        to_controller: bool = False,
+        wait_s: float = 0.0,
+        moved: Callable[[R], bool] = lambda _: False,
+    ) -> R:
+        """Send `request` to any bootstrap broker, or to the active controller. A retriable
+        error (a lost connection, no controller yet, NOT_CONTROLLER, or an answer `moved`
+        says came from a former controller) is retried, the target looked up again, with
+        backoff until the client's timeout runs out, as Kafka's admin client does."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._timeout
         backoff = Backoff(0.1, 1.0)
         while True:
             try:
-                return await (await self._connection()).call(request, response_type)
+                target = await (self._controller() if to_controller else self._any_broker())
+                answer = await self._send(target, request, response_type, wait_s)
+                if not moved(answer):
+                    return answer
+                raise NotController(f"a former controller answered {type(request).__name__}")
             except WireError as e:
                 delay = backoff.next_delay()
                 if not e.retriable or loop.time() + delay > deadline:
@@ -113,14 +152,14 @@ class KeelAdminClient(AsyncClosing):
         """Mark topics for deletion; the answer comes once the broker no longer serves them
         (or REQUEST_TIMED_OUT per topic after `timeout_ms`, while deletion goes on)."""
         request = DeleteTopicsRequest(topic_names=topics, timeout_ms=timeout_ms)
-        return await (await self._connection()).call(request, DeleteTopicsResponse)
+        return await self._call(request, DeleteTopicsResponse, wait_s=timeout_ms / 1000)
 
     async def create_partitions(
         self, topics: list[CreatePartitionsTopic], *, timeout_ms: int = 30000, validate_only: bool = False
     ) -> CreatePartitionsResponse:
         """Raise partition counts; the answer comes once the new partitions have leaders."""
         request = CreatePartitionsRequest(topics=topics, timeout_ms=timeout_ms, validate_only=validate_only)
-        return await (await self._connection()).call(request, CreatePartitionsResponse)
+        return await self._call(request, CreatePartitionsResponse, wait_s=timeout_ms / 1000)
 
     async def metadata(self, topics: list[str] | None = None) -> MetadataResponse:
         return await self._call(MetadataRequest(topics=topics), MetadataResponse)
@@ -154,21 +193,13 @@ class KeelAdminClient(AsyncClosing):
         request = ElectLeadersRequest(
             election_type=int(election_type), topic_partitions=topic_partitions, timeout_ms=timeout_ms
         )
-        return await self._call_active_controller(
-            request, ElectLeadersResponse, wait_s=timeout_ms / 1000, moved=_all_not_controller
+        return await self._call(
+            request,
+            ElectLeadersResponse,
+            to_controller=True,
+            wait_s=timeout_ms / 1000,
+            moved=_all_not_controller,
         )
-
-    async def _call_controller(self, request: Request, response_type: type[R], wait_s: float) -> R | None:
-        """The request sent to the broker named as controller (over the pool), allowing
-        `wait_s` more than the client's timeout for requests the controller answers late;
-        None when no controller is known."""
-        cluster = await self.describe_cluster()
-        controllers = (b for b in cluster.brokers if b.broker_id == cluster.controller_id)
-        endpoint = next((Endpoint.plaintext(b.host, b.port) for b in controllers), None)
-        if endpoint is None:
-            return None
-        client = await self._pool.get(endpoint)
-        return await client.call(request, response_type, timeout=self._timeout + wait_s)
 
     # --- partition reassignment (KIP-455), answered by the active controller only ---
 
@@ -189,7 +220,9 @@ class KeelAdminClient(AsyncClosing):
             timeout_ms=timeout_ms,
             topics=[ReassignableTopic(name=t, partitions=p) for t, p in by_topic.items()],
         )
-        return await self._call_active_controller(request, AlterPartitionReassignmentsResponse)
+        return await self._call(
+            request, AlterPartitionReassignmentsResponse, to_controller=True, wait_s=timeout_ms / 1000
+        )
 
     async def list_partition_reassignments(
         self, partitions: Iterable[tuple[str, int]] | None = None, *, timeout_ms: int = 60000
@@ -204,36 +237,9 @@ class KeelAdminClient(AsyncClosing):
                 ListPartitionReassignmentsTopics(name=t, partition_indexes=p) for t, p in by_topic.items()
             ]
         request = ListPartitionReassignmentsRequest(timeout_ms=timeout_ms, topics=topics)
-        return await self._call_active_controller(request, ListPartitionReassignmentsResponse)
-
-    async def _call_active_controller(
-        self,
-        request: Request,
-        response_type: type[R],
-        *,
-        wait_s: float = 0.0,
-        moved: Callable[[R], bool] = lambda _: False,
-    ) -> R:
-        """Send to the active controller; while it moves (none elected yet, a retriable error
-        such as NOT_CONTROLLER or a lost connection, or an answer `moved` says came from a
-        former controller), look again with backoff until the client's timeout runs out."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._timeout
-        backoff = Backoff(0.1, 1.0)
-        while True:
-            try:
-                answer = await self._call_controller(request, response_type, wait_s)
-                if answer is not None and not moved(answer):
-                    return answer
-                failure: WireError = NotController(f"no active controller answered {type(request).__name__}")
-            except WireError as e:
-                if not e.retriable:
-                    raise
-                failure = e
-            delay = backoff.next_delay()
-            if loop.time() + delay > deadline:
-                raise failure
-            await asyncio.sleep(delay)
+        return await self._call(
+            request, ListPartitionReassignmentsResponse, to_controller=True, wait_s=timeout_ms / 1000
+        )
 
     # --- dynamic configs and log dirs ---
 
@@ -241,23 +247,30 @@ class KeelAdminClient(AsyncClosing):
         self, resources: list[AlterConfigsResource], *, validate_only: bool = False
     ) -> IncrementalAlterConfigsResponse:
         request = IncrementalAlterConfigsRequest(resources=resources, validate_only=validate_only)
-        return await (await self._connection()).call(request, IncrementalAlterConfigsResponse)
+        return await self._call(request, IncrementalAlterConfigsResponse)
 
     async def describe_configs(self, resources: list[DescribeConfigsResource]) -> DescribeConfigsResponse:
         request = DescribeConfigsRequest(resources=resources)
-        return await (await self._connection()).call(request, DescribeConfigsResponse)
+        return await self._call(request, DescribeConfigsResponse)
 
     async def describe_log_dirs(
         self, topics: list[DescribableLogDirTopic] | None = None
     ) -> DescribeLogDirsResponse:
         """The replica sizes on the broker this client is connected to."""
         request = DescribeLogDirsRequest(topics=topics)
-        return await (await self._connection()).call(request, DescribeLogDirsResponse)
+        return await self._call(request, DescribeLogDirsResponse)
+
+    # --- the planner ---
+
+    async def describe_planner(self) -> DescribePlannerResponse:
+        """Where the active planner listens, as the broker reads `/keel/planner`; raises
+        BrokerNotAvailable when no planner runs."""
+        return await self._call(DescribePlannerRequest(), DescribePlannerResponse)
 
 
 def _all_not_controller(response: ElectLeadersResponse) -> bool:
     """The broker asked was not the controller (any more): every result says so. (Asked
-    for every partition, such a broker answers no results, which cannot be told apart.)"""
+    for every partition, such a broker answers a top-level NOT_CONTROLLER instead.)"""
     results = [r for topic in response.replica_election_results for r in topic.partition_result]
     if not results:
         return False

@@ -1,10 +1,13 @@
 """`keel-cluster`: a local multi-broker cluster on an embedded ZooKeeper.
 
     keel-cluster up [--brokers N] [--zookeeper-servers 1|3] [--dir DIR]
+                    [--spark-master URL] [--no-planner]
     keel-cluster status | stop | kill ID [--signal KILL|TERM|STOP|CONT] | restart ID | logs ID
 
 Everything lives in DIR (default `.keel-cluster`): `cluster.json` (ports and pids), the
-ZooKeeper data, each broker's `server.properties` and its log under `logs/`. Commands are
+ZooKeeper data, each broker's `server.properties` and its log under `logs/`. `up` also starts
+one planner (`bin/keel-planner`, its Spark on `--spark-master`, default local[*]) beside the
+brokers unless `--no-planner`; `status` shows it and `stop` stops it first. Commands are
 idempotent: `up` on a running cluster only shows it, and starts whatever has died.
 """
 
@@ -21,7 +24,7 @@ from pathlib import Path
 import orjson
 
 from node.cli.output import print_json, print_table
-from node.cluster.local import BrokerProcess, LocalCluster, alive, send_signal, wait_gone
+from node.cluster.local import BrokerProcess, LocalCluster, PlannerProcess, alive, send_signal, wait_gone
 from node.cluster.zookeeper import EmbeddedZooKeeper, JavaMissing, ZooKeeperStartError, free_ports
 
 SESSION_TIMEOUT_MS = 6000
@@ -38,12 +41,22 @@ class BrokerRecord:
 
 
 @dataclasses.dataclass
+class PlannerRecord:
+    """What `cluster.json` keeps of the planner between commands."""
+
+    port: int
+    spark_master: str = "local[*]"
+    pid: int | None = None
+
+
+@dataclasses.dataclass
 class ClusterState:
     directory: Path
     zookeeper_servers: int
     zookeeper_ports: list[int]
     zookeeper_pids: list[int]
     brokers: dict[int, BrokerRecord]
+    planner: PlannerRecord | None = None
 
     @classmethod
     def load(cls, directory: Path) -> ClusterState | None:
@@ -52,8 +65,14 @@ class ClusterState:
         except (OSError, orjson.JSONDecodeError):
             return None
         brokers = {int(k): BrokerRecord(**v) for k, v in raw["brokers"].items()}
+        planner = PlannerRecord(**raw["planner"]) if raw.get("planner") else None
         return cls(
-            directory, raw["zookeeper_servers"], raw["zookeeper_ports"], raw["zookeeper_pids"], brokers
+            directory,
+            raw["zookeeper_servers"],
+            raw["zookeeper_ports"],
+            raw["zookeeper_pids"],
+            brokers,
+            planner,
         )
 
     def save(self) -> None:
@@ -86,6 +105,32 @@ class ClusterState:
                 pid=record.pid,
             )
         return cluster
+
+    @property
+    def zookeeper_connect(self) -> str:
+        return ",".join(f"127.0.0.1:{p}" for p in self.zookeeper_ports[::3])
+
+    def planner_process(self) -> PlannerProcess | None:
+        if self.planner is None:
+            return None
+        return PlannerProcess(
+            home=self.directory / "planner",
+            port=self.planner.port,
+            log_path=self.directory / "logs" / "planner.log",
+            pid=self.planner.pid,
+            settings={
+                "zookeeper.connect": self.zookeeper_connect,
+                "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+                "spark.master": self.planner.spark_master,
+            },
+        )
+
+    def start_planner(self) -> None:
+        planner = self.planner_process()
+        if planner is not None and not planner.running:
+            assert self.planner is not None
+            self.planner.pid = planner.start(detach=True).pid
+            self.save()
 
     def process(self, broker_id: int) -> BrokerProcess:
         return next(b for b in self.cluster().all if b.broker_id == broker_id)
@@ -139,8 +184,9 @@ def show_status(state: ClusterState, fmt: str) -> None:
         "connect": ",".join(f"127.0.0.1:{p}" for p in state.zookeeper_ports[::3]),
         "running": bool(state.zookeeper_pids) and all(alive(p) for p in state.zookeeper_pids),
     }
+    planner = _planner_status(state)
     if fmt == "json":
-        print_json({"zookeeper": zookeeper, "brokers": rows})
+        print_json({"zookeeper": zookeeper, "brokers": rows, "planner": planner})
         return
     zk_state = "running" if zookeeper["running"] else "stopped"
     print(f"ZooKeeper: {zookeeper['connect']} ({state.zookeeper_servers} server(s), {zk_state})")
@@ -158,6 +204,39 @@ def show_status(state: ClusterState, fmt: str) -> None:
             for r in rows
         ],
     )
+    if planner is not None:
+        print(
+            f"Planner: {planner['address']} (pid {planner['pid']}, {planner['state']}, "
+            f"Spark {planner['spark_master']})"
+        )
+
+
+def _planner_status(state: ClusterState) -> dict[str, object] | None:
+    """The planner's row: `active` once it holds /keel/planner, `starting` while Spark
+    starts, `standby` while another planner holds the znode, `stopped`."""
+    planner = state.planner_process()
+    if planner is None or state.planner is None:
+        return None
+    shown = "stopped"
+    if planner.running:
+        shown = asyncio.run(_planner_state(planner.address))
+    return {
+        "pid": planner.pid if planner.running else None,
+        "address": planner.address,
+        "state": shown,
+        "spark_master": state.planner.spark_master,
+    }
+
+
+async def _planner_state(address: str) -> str:
+    from node.clients.planner import PlannerClient, PlannerNotRunning
+    from wire.errors import WireError
+
+    try:
+        async with PlannerClient.at(address, timeout=2.0) as client:
+            return "active" if (await client.status()).active else "standby"
+    except (PlannerNotRunning, WireError):
+        return "starting"
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -173,6 +252,17 @@ def cmd_up(args: argparse.Namespace) -> int:
     _start_zookeeper(state)
     for broker_id in state.brokers:
         state.start_broker(broker_id)
+    if args.no_planner:
+        if state.planner is not None and not alive(state.planner.pid):
+            state.planner = None
+            state.save()
+    else:
+        if state.planner is None or (args.spark_master and args.spark_master != state.planner.spark_master):
+            if state.planner is not None and (planner := state.planner_process()) is not None:
+                planner.stop(args.timeout)
+            state.planner = PlannerRecord(free_ports(1)[0], args.spark_master or "local[*]")
+            state.save()
+        state.start_planner()
     if not wait_settled(state, args.timeout):
         print(
             f"keel-cluster: the brokers did not agree on a controller within {args.timeout:g} s",
@@ -190,15 +280,20 @@ def cmd_status(args: argparse.Namespace, state: ClusterState) -> int:
 
 
 def cmd_stop(args: argparse.Namespace, state: ClusterState) -> int:
-    """Every broker gets SIGTERM at once and shuts down in order (moving its leaders away
-    first, when controlled shutdown is on); one that lingers past --timeout is killed."""
+    """The planner stops first. Then brokers stop one at a time with SIGTERM, the controller
+    last, so that each one's controlled shutdown can move its leaders to brokers that stay (and
+    the controller moves once); one that lingers past --timeout is killed. Then ZooKeeper stops."""
+    planner = state.planner_process()
+    if planner is not None and state.planner is not None:
+        planner.stop(args.timeout)
+        state.planner.pid = None
     cluster = state.cluster()
-    for broker in cluster.all:
-        broker.signal(signal.SIGCONT)  # a paused broker cannot handle SIGTERM
-        broker.signal(signal.SIGTERM)
-    for broker in cluster.all:
+    views = asyncio.run(cluster.views())
+    controllers = {v.controller_id for v in views.values() if v is not None}
+    for broker in sorted(cluster.all, key=lambda b: (b.broker_id in controllers, b.broker_id)):
         broker.stop(args.timeout)
         state.brokers[broker.broker_id].pid = None
+        state.save()
     for pid in state.zookeeper_pids:
         send_signal(pid, signal.SIGTERM)
     for pid in state.zookeeper_pids:
@@ -256,6 +351,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     up = sub.add_parser("up", parents=[common], help="start (or resume) the cluster and show it")
     up.add_argument("--brokers", type=int, default=3)
     up.add_argument("--zookeeper-servers", type=int, choices=[1, 3], default=1)
+    up.add_argument("--spark-master", default=None, help="the planner's Spark master (default local[*])")
+    up.add_argument("--no-planner", action="store_true", help="start no planner")
     sub.add_parser("status", parents=[common], help="show brokers, pids and the controller")
     sub.add_parser("stop", parents=[common], help="stop every broker, then ZooKeeper")
     kill = sub.add_parser("kill", parents=[common], help="signal one broker")

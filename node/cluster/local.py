@@ -190,6 +190,98 @@ class BrokerProcess:
         return await describe(self.port, timeout)
 
 
+class PlannerProcess:
+    """The planner sidecar (`python -m node.planner.main`): its properties, log and port."""
+
+    def __init__(
+        self,
+        *,
+        home: Path,
+        settings: dict[str, str],
+        port: int | None = None,
+        log_path: Path | None = None,
+        pid: int | None = None,
+    ) -> None:
+        self.port = port if port is not None else free_ports(1)[0]
+        self.home = home
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.properties = home / "planner.properties"
+        self.log_path = log_path or home / "planner.log"
+        self.settings = {
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "planner.snapshot.dir": str(home / "snapshots"),
+            "planner.state.dir": str(home / "state"),
+            **settings,
+        }
+        self.pid = pid
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, *, detach: bool = False, extra_args: list[str] | None = None) -> PlannerProcess:
+        with self.properties.open("w", encoding="utf-8") as f:
+            javaproperties.dump(self.settings, f, timestamp=False)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "node.planner.main", str(self.properties), *(extra_args or [])],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=ROOT,
+                start_new_session=detach,
+            )
+        self.pid = self.process.pid
+        return self
+
+    @property
+    def running(self) -> bool:
+        if self.process is not None:
+            return self.process.poll() is None
+        return alive(self.pid)
+
+    @property
+    def state(self) -> str:
+        return process_state(self.pid) if self.running else "stopped"
+
+    def wait(self, timeout: float) -> int | None:
+        if self.process is not None:
+            return self.process.wait(timeout)
+        if not wait_gone(self.pid, timeout):
+            raise subprocess.TimeoutExpired("planner", timeout)
+        return None
+
+    def stop(self, timeout: float = 30.0, sig: Signals = SIGTERM) -> int | None:
+        """Signal the planner, wait, kill it if it lingers; its exit code when known."""
+        if not self.running:
+            return self.process.returncode if self.process is not None else None
+        send_signal(self.pid, SIGCONT)
+        send_signal(self.pid, sig)
+        try:
+            return self.wait(timeout)
+        except subprocess.TimeoutExpired:
+            send_signal(self.pid, SIGKILL)
+            return self.wait(10)
+
+    def kill(self) -> None:
+        self.stop(10, SIGKILL)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def wait_for_log(self, text: str, timeout: float) -> None:
+        """Until the planner's log holds `text`; raises TimeoutError (or RuntimeError if it exits)."""
+        deadline = time.monotonic() + timeout
+        while text not in self.log():
+            if not self.running:
+                raise RuntimeError(f"the planner exited before logging {text!r}:\n{self.log()[-3000:]}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the planner did not log {text!r} within {timeout:g} s")
+            time.sleep(0.1)
+
+
 class LocalCluster:
     """Brokers on one ZooKeeper connect string, each under `home`."""
 
@@ -207,6 +299,7 @@ class LocalCluster:
         self.session_timeout_ms = session_timeout_ms
         self.settings = settings or {}
         self.all: list[BrokerProcess] = []
+        self.planners: list[PlannerProcess] = []
 
     def new(
         self,
@@ -238,6 +331,28 @@ class LocalCluster:
         )
         self.all.append(broker)
         return broker
+
+    def new_planner(
+        self, settings: dict[str, str] | None = None, *, home: Path | None = None
+    ) -> PlannerProcess:
+        """A planner on this cluster's ZooKeeper, not yet started; `settings` over the defaults
+        (local[2] Spark with a small driver, so that it fits beside the brokers)."""
+        port = free_ports(1)[0]
+        planner = PlannerProcess(
+            home=home or self.home / f"planner-{port}",
+            port=port,
+            settings={
+                "zookeeper.connect": self.zk_connect,
+                "zookeeper.session.timeout.ms": str(self.session_timeout_ms),
+                "spark.master": "local[2]",
+                "spark.driver.memory": "1g",
+                # Tests ask for their first plan at once: warming up first would only delay it.
+                "planner.warm.up.enable": "false",
+                **(settings or {}),
+            },
+        )
+        self.planners.append(planner)
+        return planner
 
     def start(self, *broker_ids: int) -> list[BrokerProcess]:
         return [self.new(i).start() for i in broker_ids]
@@ -281,6 +396,9 @@ class LocalCluster:
             broker.stop(timeout)
 
     def kill_all(self) -> None:
+        for planner in self.planners:
+            if planner.running:
+                planner.kill()
         for broker in self.all:
             if broker.running:
                 broker.kill()

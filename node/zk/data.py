@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import uuid
 
 import orjson
@@ -273,3 +274,35 @@ def decode_config_change(data: bytes | None) -> str:
     if value.get("version") == 1 and isinstance(value.get("entity_name"), str):
         return f"{value.get('entity_type', 'topics')}/{value['entity_name']}"
     raise ZNodeDataError(f"config change notification: unknown content {value!r}")
+
+
+# --- Keel's own: the planner's registration (/keel/planner) ---
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannerRegistration:
+    host: str
+    port: int
+    spark_master: str = ""
+    timestamp_ms: int = 0
+
+
+def encode_planner(registration: PlannerRegistration) -> bytes:
+    return orjson.dumps(
+        {
+            "version": 1,
+            "host": registration.host,
+            "port": registration.port,
+            "spark_master": registration.spark_master,
+            "timestamp": str(registration.timestamp_ms),
+        }
+    )
+
+
+def decode_planner(data: bytes | None) -> PlannerRegistration:
+    value = _json(data, "/keel/planner")
+    host, port, master = value.get("host"), value.get("port"), value.get("spark_master", "")
+    if type(host) is not str or type(port) is not int or type(master) is not str:
+        raise ZNodeDataError("/keel/planner: host, port or spark_master has the wrong type")
+    timestamp = str(value.get("timestamp", "0"))
+    return PlannerRegistration(host, port, master, int(timestamp) if timestamp.isdigit() else 0)

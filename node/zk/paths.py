@@ -82,3 +82,8 @@ def entity_configs(entity_type: str) -> str:
 
 def config_change(name: str) -> str:
     return f"{CONFIG_CHANGES}/{name}"
+
+
+# Keel's own: the active planner's registration (ephemeral; its endpoint as JSON).
+KEEL = "/keel"
+PLANNER = "/keel/planner"

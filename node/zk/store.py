@@ -36,6 +36,7 @@ from actors.ports import (
     TopicDeletionWatcher,
     TopicExistsError,
     TopicPartition,
+    TopicVersionConflict,
     UnknownTopicError,
 )
 from node.zk import data, paths
@@ -618,13 +619,29 @@ class ZkClusterStore:
                 f"topic {topic} is already marked for deletion"
             ) from None
 
-    async def add_partitions(self, assignment: TopicAssignment) -> None:
+    async def add_partitions(self, assignment: TopicAssignment, expected_version: int = -1) -> None:
         """Rewrite `/brokers/topics/<T>` with the old partitions plus the new ones, as
-        AdminZkClient.addPartitions does; the controller's data watch sees the new ones."""
+        AdminZkClient.addPartitions does; the controller's data watch sees the new ones.
+        Conditional on the version read (`topic_assignment_and_version`; -1: any): a topic
+        changed meanwhile (a reassignment started, say) raises TopicVersionConflict."""
         try:
-            await self.zk.set(paths.topic(assignment.topic), data.encode_topic(assignment))
+            await self.zk.set(paths.topic(assignment.topic), data.encode_topic(assignment), expected_version)
         except NoNode:
             raise UnknownTopicError(f"topic {assignment.topic} does not exist") from None
+        except BadVersion:
+            raise TopicVersionConflict(f"topic {assignment.topic} changed since it was read") from None
+
+    async def topic_assignment_and_version(self, topic: str) -> tuple[TopicAssignment, int] | None:
+        """`/brokers/topics/<T>` and its data version, for a conditional `add_partitions`;
+        None when it does not exist (or cannot be read)."""
+        value = await self._get_if_exists(paths.topic(topic), False)
+        if value is None:
+            return None
+        try:
+            return data.decode_topic(topic, value[0]), value[1].version
+        except data.ZNodeDataError as e:
+            log.warning("ignoring unreadable topic: %s", e)
+            return None
 
     # --- dynamic configs and their change notifications (AdminZkClient, spec §1) ---
 
@@ -721,6 +738,36 @@ class ZkClusterStore:
             value = await self.zk.get_or_none(paths.CLUSTER_ID)
             assert value is not None
         return data.decode_cluster_id(value[0])
+
+
+    # --- Keel's own: the planner's registration (/keel/planner) ---
+
+    async def planner(self) -> data.PlannerRegistration | None:
+        """The registered planner, or None when no planner holds `/keel/planner`."""
+        value = await self.zk.get_or_none(paths.PLANNER)
+        if value is None:
+            return None
+        try:
+            return data.decode_planner(value[0])
+        except data.ZNodeDataError as e:
+            log.warning("ignoring unreadable planner registration: %s", e)
+            return None
+
+    async def register_planner(self, registration: data.PlannerRegistration) -> bool:
+        """Create the ephemeral `/keel/planner`; False when another session holds it."""
+        await self.zk.create_all_if_missing([paths.KEEL])
+        try:
+            await self.zk.create(paths.PLANNER, data.encode_planner(registration), ephemeral=True)
+        except NodeExists:
+            existing = await self.zk.get_or_none(paths.PLANNER)
+            # Our own create whose answer was lost.
+            return existing is not None and existing[1].ephemeral_owner == self.zk.session_id
+        return True
+
+    async def planner_holder(self) -> int | None:
+        """The session id that holds `/keel/planner`, or None."""
+        existing = await self.zk.get_or_none(paths.PLANNER)
+        return None if existing is None else int(existing[1].ephemeral_owner)
 
 
 StateResults = dict[TopicPartition, LeaderAndIsr | Exception]

@@ -28,6 +28,7 @@ from actors.ports import (
     TopicAssignment,
     TopicExistsError,
     TopicPartition,
+    TopicVersionConflict,
     UnknownTopicError,
 )
 from node.zk.client import ZooKeeperClient, split_connect
@@ -470,6 +471,29 @@ async def test_deleting_a_topic_removes_its_znodes_config_and_marker_fenced(ense
     assert await other.topic_configs({"doomed", "kept"}) == {"doomed": {}, "kept": {"retention.ms": "2000"}}
     assert set(await other.partition_states(tps)) == {TopicPartition("kept", 0)}
     await other.delete_topic("doomed", new_fence.zk_version)  # again: nothing left, no error
+
+
+async def test_adding_partitions_is_conditional_on_the_version_read(ensemble: Ensemble) -> None:
+    store = await ensemble.store()
+    original = TopicAssignment("t", {0: ReplicaAssignment((1, 2))}, topic_id="AAAAAAAAAAAAAAAAAAAAAA")
+    await store.create_topic(original, {})
+    assert await store.topic_assignment_and_version("absent") is None
+    found = await store.topic_assignment_and_version("t")
+    assert found is not None and found[0] == original
+    _, version = found
+    # A reassignment is written meanwhile: the add read the topic before it.
+    reassigned = TopicAssignment("t", {0: ReplicaAssignment((3, 1, 2), (3,), (1, 2))}, original.topic_id)
+    fence = await store.register_controller_and_increment_epoch(1)
+    await store.set_topic_assignment(reassigned, fence.zk_version)
+    grown = TopicAssignment("t", {**original.partitions, 1: ReplicaAssignment((2, 1))}, original.topic_id)
+    with pytest.raises(TopicVersionConflict):
+        await store.add_partitions(grown, version)
+    assert (await store.topic_assignments({"t"}))["t"] == reassigned, "the stale write changed nothing"
+    again = await store.topic_assignment_and_version("t")
+    assert again is not None and again[1] != version
+    regrown = TopicAssignment("t", {**reassigned.partitions, 1: ReplicaAssignment((2, 1))}, original.topic_id)
+    await store.add_partitions(regrown, again[1])
+    assert (await store.topic_assignments({"t"}))["t"] == regrown
 
 
 async def test_partitions_are_added_and_an_assignment_restored_fenced(ensemble: Ensemble) -> None:

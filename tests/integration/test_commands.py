@@ -92,6 +92,9 @@ def test_keel_cluster_up_kill_status_restart_stop(tmp_path: Path) -> None:
         rows = first["brokers"]
         assert isinstance(rows, list) and [r["state"] for r in rows] == ["running"] * 3
         (controller,) = [r for r in rows if r["controller"]]
+        planner = first["planner"]
+        assert isinstance(planner, dict) and planner["pid"] and planner["spark_master"] == "local[*]"
+        assert planner["state"] in ("starting", "active")
         again = run("node.cluster.command", "up", "--brokers", "3", *directory)
         assert again.returncode == 0, "up is idempotent"
 
@@ -117,12 +120,22 @@ def test_keel_cluster_up_kill_status_restart_stop(tmp_path: Path) -> None:
         stopped = run("node.cluster.command", "stop", *directory)
     assert stopped.returncode == 0
     assert all(r["state"] == "stopped" for r in status()["brokers"])  # type: ignore[union-attr]
+    assert status()["planner"]["state"] == "stopped"  # type: ignore[index]
 
 
 def test_keel_cluster_on_a_three_server_zookeeper_ensemble(tmp_path: Path) -> None:
     directory = ["--dir", str(tmp_path / "ensemble")]
     try:
-        up = run("node.cluster.command", "up", "--brokers", "2", "--zookeeper-servers", "3", *directory)
+        up = run(
+            "node.cluster.command",
+            "up",
+            "--brokers",
+            "2",
+            "--zookeeper-servers",
+            "3",
+            "--no-planner",
+            *directory,
+        )
         assert up.returncode == 0, up.stdout + up.stderr
         status = orjson.loads(run("node.cluster.command", "status", "--format", "json", *directory).stdout)
         assert status["zookeeper"]["running"] is True

@@ -25,6 +25,7 @@ from tests.integration.test_partition_leadership import controller_of, create_to
 from tests.support import eventually
 from wire import records
 from wire.api import ProducePartitionData, ProduceRequest, ProduceResponse, ProduceTopicData
+from wire.client import RpcClient
 from wire.errors import ErrorCode
 
 
@@ -227,22 +228,22 @@ async def test_below_min_insync_replicas_acks_all_is_refused_and_nothing_is_appe
     )
     leader = brokers.by_id(1)
     before = log_records(leader, "strict", 0)
-    async with KeelAdminClient(f"127.0.0.1:{leader.port}") as admin:
-        client = await admin._connection()
-        request = ProduceRequest(
-            acks=-1,
-            topic_data=[
-                ProduceTopicData(
-                    name="strict",
-                    partition_data=[
-                        ProducePartitionData(
-                            index=0, records=records.build_batch([(None, b"x")], timestamp=1)
-                        )
-                    ],
-                )
-            ],
-        )
+    request = ProduceRequest(
+        acks=-1,
+        topic_data=[
+            ProduceTopicData(
+                name="strict",
+                partition_data=[
+                    ProducePartitionData(index=0, records=records.build_batch([(None, b"x")], timestamp=1))
+                ],
+            )
+        ],
+    )
+    client = await RpcClient.connect("127.0.0.1", leader.port)
+    try:
         response = await client.send(request)
+    finally:
+        await client.close()
     assert isinstance(response, ProduceResponse)
     answer = response.responses[0].partition_responses[0]
     assert answer.error_code == ErrorCode.NOT_ENOUGH_REPLICAS, answer

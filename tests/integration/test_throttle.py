@@ -5,10 +5,10 @@ notifications, and a replica that catches up at the throttled rate."""
 from __future__ import annotations
 
 import asyncio
-import signal
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable
 from pathlib import Path
 
 import orjson
@@ -139,21 +139,32 @@ async def replica_size(broker: BrokerProcess, topic: str) -> int:
     return sum(p.partition_size for r in response.results for t in r.topics for p in t.partitions)
 
 
-async def test_a_replica_catches_up_at_the_throttled_rate(brokers: Brokers, kazoo: KazooClient) -> None:
+async def _equals(value: Awaitable[int], expected: int) -> bool:
+    return await value == expected
+
+
+async def bytes_to_copy(leader: BrokerProcess, topic: str) -> int:
+    async with KeelAdminClient(f"127.0.0.1:{leader.port}", timeout=2) as admin:
+        response = await admin.describe_log_dirs([DescribableLogDirTopic(topic=topic, partitions=[0])])
+    (figure,) = [
+        p.reassignment_bytes_to_copy for r in response.results for t in r.topics for p in t.partitions
+    ]
+    return figure
+
+
+async def test_a_new_replica_is_copied_at_the_throttled_rate(brokers: Brokers, kazoo: KazooClient) -> None:
     rate = MB
     one = brokers.new(1, replica_fetch_max_bytes=str(128 * 1024)).start()
     two = brokers.new(2, replica_fetch_max_bytes=str(128 * 1024)).start()
     await controller_of(brokers)
-    await create_topic(one, "moving", assignment={0: [1, 2]})
+    await create_topic(one, "moving", assignment={0: [1]})
     await settled_to(brokers, kazoo, "moving", lambda s: s[0][0] == 1, "broker 1 never led")
-    two.signal(signal.SIGTERM)
-    two.wait(20)
-    # 4 MiB on the leader while the follower is away.
     async with KeelProducer(bootstrap(brokers), acks=1) as producer:
         for _ in range(16):
-            await producer.send_many("moving", [(None, b"v" * 4096)] * 64, partition=0)
+            await producer.send_many("moving", [(None, b"v" * 4096)] * 64, partition=0)  # 4 MiB
     total = await replica_size(one, "moving")
     assert total >= 4 * MB
+    # What `keel reassign --throttle` sets for a move of [1] to [1, 2].
     answers = await alter(
         one,
         setting(
@@ -170,26 +181,40 @@ async def test_a_replica_catches_up_at_the_throttled_rate(brokers: Brokers, kazo
         ),
     )
     assert answers == [(0, None), (0, None)]
-    await eventually(
-        lambda: _logged(one, "applied the config of topic moving"), timeout=10, message="config not applied"
-    )
-    back = brokers.new(2, replica_fetch_max_bytes=str(128 * 1024)).start()  # an empty log dir
-    started: list[tuple[float, int]] = []
+    for broker in (one, two):
+        await eventually(
+            lambda b=broker: _logged(b, "applied the config of topic moving"),
+            timeout=10,
+            message=f"broker {broker.broker_id} did not apply the config",
+        )
+    async with KeelAdminClient(bootstrap(brokers)) as admin:
+        started = await admin.alter_partition_reassignments({("moving", 0): [1, 2]})
+    assert [p.error_code for t in started.responses for p in t.partitions] == [0]
+    first: list[tuple[float, int]] = []
+    figures: list[int] = []
 
-    async def caught_up() -> bool:
-        try:
-            size = await replica_size(back, "moving")
-        except Exception:
-            return False
-        if size and not started:
-            started.append((time.monotonic(), size))
+    async def copied() -> bool:
+        figures.append(await bytes_to_copy(one, "moving"))
+        size = await replica_size(two, "moving")
+        if size and not first:
+            first.append((time.monotonic(), size))
         return size >= total
 
-    await eventually(caught_up, timeout=30, interval=0.05, message="the new replica never caught up")
-    first_seen, first_size = started[0]
-    elapsed = time.monotonic() - first_seen
-    measured = (total - first_size) / elapsed
+    await eventually(copied, timeout=30, interval=0.05, message="the new replica never caught up")
+    first_seen, first_size = first[0]
+    measured = (total - first_size) / (time.monotonic() - first_seen)
     assert 0.75 * rate <= measured <= 1.15 * rate, f"copied at {measured / MB:.2f} MiB/s against 1 MiB/s"
+    # The leader's progress metric counted down while the copy ran.
+    counting = [f for f in figures if f > 0]
+    assert len(counting) > 5 and counting[0] > counting[-1] and counting[0] <= total
+    await settled_to(
+        brokers, kazoo, "moving", lambda s: sorted(s[0][2]) == [1, 2], "the move never completed"
+    )
+    await eventually(
+        lambda: _equals(bytes_to_copy(one, "moving"), -1),
+        timeout=10,
+        message="the leader still counts bytes to copy after the move",
+    )
 
 
 def keel(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:

@@ -152,10 +152,14 @@ def test_the_command_refuses_bad_input_in_one_line(tmp_path: Path) -> None:
         (["--from-file", str(good), "--goal", "shuffle"], "unknown goal 'shuffle'"),
         (["--from-file", str(bad), "--goal", "rebalance"], "not JSON"),
         (["--from-file", str(missing), "--goal", "rebalance"], '"partitions" is missing'),
-        (["--goal", "rebalance"], "give --from-file"),
     ):
         done = _keel(*args, "--output", out)
         assert done.returncode == 2, done.stderr
         assert message in done.stderr
         assert done.stderr.count("\n") == 1, done.stderr
         assert not Path(out).exists()
+    # Without --from-file the plan is asked of the cluster's planner: no cluster, one line.
+    done = _keel("--goal", "rebalance", "--bootstrap-server", "127.0.0.1:1", "--output", out)
+    assert done.returncode == 1, done.stderr
+    assert "cannot connect to 127.0.0.1:1" in done.stderr and done.stderr.count("\n") == 1
+    assert not Path(out).exists()

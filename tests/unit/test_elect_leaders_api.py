@@ -3,6 +3,7 @@ answer held until the broker's own metadata shows each new leader, or timed out.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 from actors.controller.leader_election import ElectionOutcome
@@ -28,7 +29,10 @@ class Controller:
         self.asked: list[tuple[ElectionType, frozenset[TopicPartition] | None]] = []
 
     async def elect_leaders(
-        self, election_type: ElectionType, partitions: frozenset[TopicPartition] | None
+        self,
+        election_type: ElectionType,
+        partitions: frozenset[TopicPartition] | None,
+        timeout_s: float | None = None,
     ) -> dict[TopicPartition, ElectionOutcome]:
         self.asked.append((election_type, partitions))
         return dict(self.outcomes)
@@ -56,6 +60,10 @@ class ReplicaManager:
             for tp, leader in sorted(self.leaders.items())
         ]
         return MetadataResponse(topics=[MetadataTopic(error_code=0, name="t", partitions=partitions)])
+
+    async def wait_for_metadata(self, ready: Callable[[], Awaitable[bool]], timeout_s: float) -> bool:
+        """Its metadata never changes: asked once."""
+        return await ready()
 
 
 def request(election_type: int, timeout_ms: int = 1000) -> ElectLeadersRequest:

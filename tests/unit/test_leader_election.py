@@ -29,6 +29,7 @@ from actors.ports import (
     TopicAssignment,
     TopicPartition,
 )
+from node.broker.leader_election import elect_leaders as broker_elect_leaders
 from tests.fakes import FakeBrokerChannel, FakeClusterStore, FakeZooKeeper
 from tests.support import ManualClock, eventually
 from wire.api import (
@@ -36,10 +37,11 @@ from wire.api import (
     AlterPartitionRequest,
     AlterPartitionTopic,
     ElectionType,
+    ElectLeadersRequest,
     ElectLeadersResponse,
 )
 from wire.endpoint import Endpoint
-from wire.errors import ErrorCode
+from wire.errors import ErrorCode, NotController
 
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
 
@@ -383,7 +385,8 @@ async def test_a_broker_that_is_not_the_controller_answers_not_controller_per_pa
     follower = cluster.controllers[3]
     response = await elect(follower, ElectionType.PREFERRED, frozenset({T0, T1}))
     assert results_of(response) == {T0: ErrorCode.NOT_CONTROLLER, T1: ErrorCode.NOT_CONTROLLER}
-    assert results_of(await elect(follower, ElectionType.PREFERRED, None)) == {}
+    with pytest.raises(NotController):
+        await elect(follower, ElectionType.PREFERRED, None)
     # Pre-empted (here: the queue is closed) gives the same answer.
     controller = cluster.controller
     await controller.event_manager.close()
@@ -411,6 +414,18 @@ async def test_auto_rebalance_runs_5_s_after_failover_then_every_interval(cluste
     assert cluster.state(T0).leader_epoch == 1, "balanced already: nothing elected"
     await controller.shutdown()
     assert clock.pending() == [], "resigning cancels the task"
+
+
+async def test_a_failover_without_an_election_node_neither_deletes_it_nor_rearms_it(cluster: Cluster) -> None:
+    await led_by_its_second_replica(cluster)
+    elections = cluster.controller.metrics.timers[ControllerState.MANUAL_LEADER_BALANCE]
+    assert (elections.count, cluster.stores[1].preferred_election_watch_armed) == (0, True)
+    await cluster.stores[1].create_preferred_replica_election([T0])
+    await eventually(
+        settled(cluster, lambda: cluster.zk.preferred_replica_election is None),
+        timeout=2,
+        message="the election node was not processed",
+    )
 
 
 async def test_auto_rebalance_can_be_disabled(cluster: Cluster) -> None:
@@ -464,3 +479,54 @@ async def test_a_deposed_controller_cannot_elect_and_resigns(
     state, controller_epoch, _ = cluster.zk.partition_states[T0]
     assert (state.leader, state.leader_epoch, controller_epoch) == (2, 1, 2), "elected once, by the new one"
     assert "controller moved to another broker while processing ReplicaLeaderElection" in caplog.text
+
+
+async def test_every_partition_asked_of_a_broker_that_is_not_the_controller_answers_not_controller(
+    cluster: Cluster,
+) -> None:
+    """A top-level NOT_CONTROLLER, which clients retry, rather than an empty success."""
+    await led_by_its_second_replica(cluster)
+    follower = cluster.controllers[3]
+    request = ElectLeadersRequest(election_type=int(ElectionType.PREFERRED), topic_partitions=None)
+    response = await broker_elect_leaders(follower, None, request)  # type: ignore[arg-type]
+    assert (response.error_code, response.replica_election_results) == (ErrorCode.NOT_CONTROLLER, [])
+
+
+async def test_a_controller_fenced_out_mid_election_answers_not_controller_and_resigns(
+    cluster: Cluster,
+) -> None:
+    await led_by_its_second_replica(cluster)
+    controller = cluster.controller
+    # Another controller is elected behind this one's back (spec §12.1 ControllerMove...).
+    assert cluster.zk.controller is not None and cluster.zk.epoch is not None
+    cluster.zk.controller.value = 3
+    cluster.zk.epoch = (cluster.zk.epoch[0] + 1, cluster.zk.epoch[1] + 1)
+    response = await elect(controller, ElectionType.PREFERRED, frozenset({T0}))
+    assert results_of(response) == {T0: ErrorCode.NOT_CONTROLLER}
+    with pytest.raises(NotController):
+        await elect(controller, ElectionType.PREFERRED, None)
+    await eventually(settled(cluster, lambda: not controller.is_active), timeout=2, message="did not resign")
+    assert cluster.state(T0).leader == 3, "the fenced write changed nothing"
+
+
+async def test_an_admin_election_that_raises_answers_unknown_server_error(cluster: Cluster) -> None:
+    await led_by_its_second_replica(cluster)
+    controller = cluster.controller
+
+    async def broken(*_: object) -> object:
+        raise RuntimeError("boom")
+
+    controller.leader_elections.on_admin = broken  # type: ignore[method-assign]
+    response = await elect(controller, ElectionType.PREFERRED, frozenset({T0}))
+    assert results_of(response) == {T0: ErrorCode.UNKNOWN_SERVER_ERROR}
+
+
+async def test_an_admin_election_not_answered_in_time_times_out(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await led_by_its_second_replica(cluster)
+    controller = cluster.controller
+    with monkeypatch.context() as patch:
+        patch.setattr(controller.event_manager, "put", lambda event: None)  # lost: never answered
+        outcomes = await controller.elect_leaders(ElectionType.PREFERRED, frozenset({T0}), timeout_s=0.01)
+    assert outcomes[T0].error == ErrorCode.REQUEST_TIMED_OUT

@@ -11,12 +11,10 @@ import pytest
 from node.cli.main import main
 from node.cli.reassignment_plan import (
     ReassignmentFileError,
-    clear_throttle_resources,
     parse_reassignment,
     render_progress,
-    throttle_plan,
-    throttle_resources,
 )
+from node.clients.throttles import clear_throttle_resources, throttle_plan, throttle_resources
 
 
 def test_a_good_file() -> None:

@@ -294,6 +294,31 @@ async def test_api_refusals_change_nothing(cluster: Cluster) -> None:
     assert cluster.state("t", 0).leader_epoch == 0
 
 
+async def test_a_target_on_a_broker_in_controlled_shutdown_is_refused(cluster: Cluster) -> None:
+    c, o = others(cluster)
+    await topic_on(cluster, c)
+    cluster.controller.context.shutting_down.add(o)
+    assert (await reassign(cluster, [o]))[0] == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+    assert cluster.zk.topics["t"].partitions[0] == ReplicaAssignment((c,))
+
+
+async def test_an_unexpected_error_after_step_u_leaves_the_reassignment_started(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    c, o = others(cluster)
+    await topic_on(cluster, c)
+    steps = cluster.controller.reassignment._steps
+
+    async def broken(*_: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(steps, "_start_adding", broken)
+    assert (await reassign(cluster, [o]))[0] == ErrorCode.NONE, "U was written: started"
+    assert cluster.zk.topics["t"].partitions[0] == ReplicaAssignment((o, c), (o,), (c,))
+    monkeypatch.setattr(steps, "_update", broken)
+    assert (await reassign(cluster, [c]))[0] == ErrorCode.UNKNOWN_SERVER_ERROR, "U not written: failed"
+
+
 async def test_a_new_target_supersedes_one_in_flight_and_stops_its_new_replica(cluster: Cluster) -> None:
     c, o = others(cluster)
     await cluster.start(3)

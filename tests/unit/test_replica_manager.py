@@ -3,6 +3,7 @@ order changes nothing."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -252,6 +253,26 @@ async def test_the_handle_applies_requests_on_the_actor(tmp_path: Path) -> None:
     assert (await handle.metadata(MetadataRequest(topics=["t"]))).topics[0].partitions[0].leader == 1
     snapshot = await handle.snapshot()
     assert snapshot.partitions[TopicPartition("t", 0)].role is Role.LEADER
+    await handle.stop()
+
+
+async def test_a_metadata_waiter_wakes_when_update_metadata_is_applied(tmp_path: Path) -> None:
+    handle = ReplicaManagerHandle(ME, LogManager([tmp_path], LogConfig()))
+    handle.start()
+    asked = 0
+
+    async def led_by_2() -> bool:
+        nonlocal asked
+        asked += 1
+        topics = (await handle.metadata(MetadataRequest(topics=["t"]))).topics
+        return bool(topics[0].partitions) and topics[0].partitions[0].leader == 2
+
+    waiter = asyncio.create_task(handle.wait_for_metadata(led_by_2, 30.0))
+    await handle.update_metadata(update(um_state(0, 1)), MY_EPOCH)
+    await handle.update_metadata(update(um_state(0, 2)), MY_EPOCH)
+    assert await asyncio.wait_for(waiter, 5.0), "woken by the change, long before its timeout"
+    assert asked <= 3, "asked once at first and once per change, not polled"
+    assert not await handle.wait_for_metadata(lambda: asyncio.sleep(0, result=False), 0.0)
     await handle.stop()
 
 

@@ -298,6 +298,26 @@ async def test_a_follower_that_reaches_the_high_watermark_is_proposed_back_in(br
     assert partition(brokers[1]).pending_isr is None and partition(brokers[1]).isr == (1, 2)
 
 
+async def test_a_follower_that_caught_up_while_an_isr_change_was_pending_joins_after_it(
+    brokers: Brokers,
+) -> None:
+    """Two replicas added at once: the second one's fetches at the log end come while the
+    first one's expansion is pending; it is proposed once that answer arrives, without
+    waiting for a fetch that would never come (it has nothing left to fetch)."""
+    brokers.lead(1, 0, [1])
+    brokers[1].append_records(produce([b"a"], acks=1))
+    brokers.replicate(2, 1)
+    brokers.replicate(2, 1)
+    brokers.replicate(3, 1)
+    brokers.replicate(3, 1)
+    assert brokers.proposals == [(1, PendingIsr((1, 2), 0, 0))], "one change in flight at a time"
+    result = AlterPartitionResult(
+        partition_index=0, leader_id=1, leader_epoch=0, isr=[1, 2], partition_epoch=1
+    )
+    brokers[1].isr_change_answered(TP, PendingIsr((1, 2), 0, 0), result)
+    assert brokers.proposals[1:] == [(1, PendingIsr((1, 2, 3), 0, 1))]
+
+
 def test_caught_up_time_follows_kafkas_rule() -> None:
     state = Partition(TP, Role.LEADER, 1, 0, (1, 2), 0, (1, 2))
     follower = FollowerState(

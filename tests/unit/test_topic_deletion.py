@@ -22,7 +22,7 @@ from actors.controller.controller import ControllerConfig
 from actors.controller.partition_state_machine import PartitionStateMachine
 from actors.controller.replica_state_machine import ReplicaStateMachine
 from actors.controller.request_batch import RequestBatch
-from actors.controller.topic_deletion import TopicDeletionManager
+from actors.controller.topic_deletion import TopicDeletionManager, deletion_errors
 from actors.ports import (
     LeaderAndIsr,
     LeadershipInfo,
@@ -34,7 +34,13 @@ from actors.ports import (
 from tests.fakes import FakeBrokerChannel, FakeClusterStore, FakeZooKeeper, _Ephemeral
 from tests.support import ManualClock, eventually
 from tests.unit.test_partition_leadership import Cluster, info, settled, started
-from wire.api import StopReplicaRequest, UpdateMetadataRequest
+from wire.api import (
+    LeaderAndIsrResponse,
+    PartitionError,
+    StopReplicaRequest,
+    StopReplicaResponse,
+    UpdateMetadataRequest,
+)
 from wire.errors import ErrorCode
 
 BROKERS = (0, 1, 2)
@@ -474,3 +480,23 @@ async def test_stop_replica_answers_are_reported_only_for_started_deletions(dele
     without_delete = Recorded()
     await sent_batch(deletion, without_delete, delete=False)
     assert without_delete.calls == [], "StopReplica without delete: no event"
+
+
+def test_only_a_partition_a_stop_replica_answer_names_without_error_counts_as_deleted() -> None:
+    a, b, c = TopicPartition("d", 0), TopicPartition("d", 1), TopicPartition("d", 2)
+    answer = StopReplicaResponse(
+        partition_errors=[
+            PartitionError(topic="d", partition=0, error_code=0),
+            PartitionError(topic="d", partition=1, error_code=ErrorCode.KAFKA_STORAGE_ERROR),
+        ]
+    )
+    assert dict(deletion_errors(answer, [a, b, c])) == {
+        a: ErrorCode.NONE,
+        b: ErrorCode.KAFKA_STORAGE_ERROR,
+        c: ErrorCode.UNKNOWN_SERVER_ERROR,
+    }, "a partition missing from the answer failed"
+    top = StopReplicaResponse(
+        error_code=ErrorCode.STALE_BROKER_EPOCH, partition_errors=answer.partition_errors
+    )
+    assert {e for _, e in deletion_errors(top, [a, b])} == {ErrorCode.STALE_BROKER_EPOCH}
+    assert dict(deletion_errors(LeaderAndIsrResponse(), [a])) == {a: ErrorCode.UNKNOWN_SERVER_ERROR}

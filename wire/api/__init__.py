@@ -18,6 +18,11 @@ from wire.api.alter_partition_reassignments import (
 )
 from wire.api.api_versions import ApiVersionRange, ApiVersionsRequest, ApiVersionsResponse
 from wire.api.base import ApiSpec, Request, Response
+from wire.api.controlled_shutdown import (
+    ControlledShutdownRequest,
+    ControlledShutdownResponse,
+    RemainingPartition,
+)
 from wire.api.create_partitions import (
     CreatePartitionsAssignment,
     CreatePartitionsRequest,
@@ -118,6 +123,16 @@ from wire.api.offsets_for_leader_epoch import (
     OffsetsForLeaderEpochRequest,
     OffsetsForLeaderEpochResponse,
 )
+from wire.api.planner import (
+    CancelPlanRequest,
+    CancelPlanResponse,
+    DescribePlannerRequest,
+    DescribePlannerResponse,
+    PlannerStatusRequest,
+    PlannerStatusResponse,
+    PlanReassignmentRequest,
+    PlanReassignmentResponse,
+)
 from wire.api.produce import (
     ProducePartitionData,
     ProducePartitionResponse,
@@ -181,6 +196,11 @@ API_SPECS: dict[int, ApiSpec] = {
         ApiSpec(ApiKey.ELECT_LEADERS, 0, 0, ElectLeadersRequest, ElectLeadersResponse),
         ApiSpec(ApiKey.DELETE_TOPICS, 0, 0, DeleteTopicsRequest, DeleteTopicsResponse),
         ApiSpec(ApiKey.CREATE_PARTITIONS, 0, 0, CreatePartitionsRequest, CreatePartitionsResponse),
+        ApiSpec(ApiKey.PLAN_REASSIGNMENT, 0, 0, PlanReassignmentRequest, PlanReassignmentResponse),
+        ApiSpec(ApiKey.PLANNER_STATUS, 0, 0, PlannerStatusRequest, PlannerStatusResponse),
+        ApiSpec(ApiKey.CANCEL_PLAN, 0, 0, CancelPlanRequest, CancelPlanResponse),
+        ApiSpec(ApiKey.DESCRIBE_PLANNER, 0, 0, DescribePlannerRequest, DescribePlannerResponse),
+        ApiSpec(ApiKey.CONTROLLED_SHUTDOWN, 0, 0, ControlledShutdownRequest, ControlledShutdownResponse),
     )
 }
 
@@ -209,6 +229,8 @@ __all__ = [
     "ApiVersionRange",
     "ApiVersionsRequest",
     "ApiVersionsResponse",
+    "ControlledShutdownRequest",
+    "ControlledShutdownResponse",
     "CreatableReplicaAssignment",
     "CreatableTopic",
     "CreatableTopicResult",
@@ -293,6 +315,7 @@ __all__ = [
     "ReassignableTopicResponse",
     "ReelectControllerRequest",
     "ReelectControllerResponse",
+    "RemainingPartition",
     "ReplicaElectionResult",
     "Request",
     "Response",

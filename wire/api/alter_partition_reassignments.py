@@ -1,12 +1,15 @@
 """AlterPartitionReassignments (45): start, supersede or cancel partition reassignments
-(KIP-455). Only the active controller answers; any other broker forwards the request to it.
+(KIP-455). Only the active controller acts on it; any other broker answers NOT_CONTROLLER,
+and the client looks for the controller and asks it.
 
 A partition's `replicas` is its target replica list; `None` cancels the reassignment in
 progress, which restores the original replicas.
 
 Top level: NOT_CONTROLLER (41) when the controller is not active or moved while the request
-was queued. Per partition: INVALID_REPLICA_ASSIGNMENT (39) for an empty list, a duplicate or
-negative broker id, or a new replica whose broker is not live; UNKNOWN_TOPIC_OR_PARTITION (3)
+was queued or processed; REQUEST_TIMED_OUT (7) when not answered within `timeout_ms`;
+UNKNOWN_SERVER_ERROR (-1) when processing failed otherwise. Per partition:
+INVALID_REPLICA_ASSIGNMENT (39) for an empty list, a duplicate or negative broker id, or a
+new replica whose broker is not live (or is in controlled shutdown); UNKNOWN_TOPIC_OR_PARTITION (3)
 for an unknown partition or a topic queued for deletion; NO_REASSIGNMENT_IN_PROGRESS (85) for
 a cancellation of a partition that is not being reassigned. A success means the reassignment
 was started (or cancelled); it completes later, once the target replicas are in the ISR.

@@ -1,6 +1,6 @@
 """DescribeLogDirs (35): the size of each partition replica a broker holds, per log dir.
-`keel reassign` asks the leader and each adding replica, and the difference in bytes is
-what a reassignment still has to copy.
+On the leader of a partition being reassigned it also reports the bytes the adding replicas
+still lack, which `keel reassign` shows as the bytes still to copy.
 
 `topics` None describes every partition on the broker. `offset_lag` is Kafka's field for
 moves between log dirs, always 0 here. Top-level errors: none; a log dir in error would carry
@@ -35,8 +35,10 @@ class DescribeLogDirsPartition(Struct):
     partition_size: int
     offset_lag: int = 0
     is_future_key: bool = False
-    # Keel's addition: the log end offset, so that a reader can tell a replica caught up.
+    # Keel's additions: the log end offset; and on the leader of a partition with replicas
+    # being added (a reassignment), the bytes those replicas still lack (-1 otherwise).
     log_end_offset: int = -1
+    reassignment_bytes_to_copy: int = -1
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

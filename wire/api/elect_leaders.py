@@ -5,11 +5,13 @@ replica when it is live and in the ISR; 1 (UNCLEAN) elects a leader for partitio
 no live leader, out of the ISR if need be. `topic_partitions` nil means every partition; the
 answer then leaves out the partitions that needed no election, as Kafka's does.
 
-Top level: NOT_CONTROLLER (41) is given per partition instead, from a broker that is not the
-active controller (nil asked: no results). Per partition: NONE, UNKNOWN_TOPIC_OR_PARTITION (3),
+Top level, only when `topic_partitions` is nil (otherwise each partition carries the error):
+NOT_CONTROLLER (41) from a broker that is not the active controller, REQUEST_TIMED_OUT (7),
+UNKNOWN_SERVER_ERROR (-1). Per partition: NONE, UNKNOWN_TOPIC_OR_PARTITION (3),
 INVALID_TOPIC_EXCEPTION (17) for a topic queued for deletion, ELECTION_NOT_NEEDED (84),
 PREFERRED_LEADER_NOT_AVAILABLE (80) when a preferred election fails,
-ELIGIBLE_LEADERS_NOT_AVAILABLE (83) when an unclean one does, NOT_CONTROLLER (41).
+ELIGIBLE_LEADERS_NOT_AVAILABLE (83) when an unclean one does, NOT_CONTROLLER (41),
+REQUEST_TIMED_OUT (7), UNKNOWN_SERVER_ERROR (-1).
 """
 
 from __future__ import annotations

@@ -29,3 +29,8 @@ class ApiKey(IntEnum):
     REELECT_CONTROLLER = 1000
     # Keel's own: the controller module's state and metrics.
     DESCRIBE_CONTROLLER = 1001
+    # Keel's own: the planner's (wire/api/planner.py).
+    PLAN_REASSIGNMENT = 1002
+    PLANNER_STATUS = 1003
+    CANCEL_PLAN = 1004
+    DESCRIBE_PLANNER = 1005

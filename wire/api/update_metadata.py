@@ -14,6 +14,10 @@ from wire.api.keys import ApiKey
 from wire.endpoint import Endpoint
 from wire.schema import Struct
 
+# The leader UpdateMetadata gives a partition of a topic queued for deletion (Kafka's
+# LeaderAndIsr.LeaderDuringDelete): the receiving broker removes the partition.
+LEADER_DURING_DELETE = -2
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class UpdateMetadataPartitionState(Struct):

@@ -88,6 +88,19 @@ class Log:
     def size(self) -> int:
         return sum(s.size for s in self._segments)
 
+    def size_from(self, offset: int) -> int:
+        """Bytes from the batch holding `offset` to the log end: what a replica whose log
+        ends at `offset` still has to fetch (the whole log below the log start)."""
+        if offset >= self.log_end_offset:
+            return 0
+        if offset <= self.log_start_offset:
+            return self.size
+        slot = bisect.bisect_right(self._bases, offset) - 1
+        segment = self._segments[slot]
+        position = segment.position_of(offset)
+        within = 0 if position is None else segment.size - position
+        return within + sum(s.size for s in self._segments[slot + 1 :])
+
     # --- appends ---
 
     def append_as_leader(self, data: bytes, leader_epoch: int) -> tuple[int, int]:

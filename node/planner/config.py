@@ -1,0 +1,108 @@
+"""Planner configuration: a properties file, plus `--override key=value`, checked like a
+broker's (a bad value raises ConfigError naming the key; unknown keys are kept and logged).
+
+Every `spark.*` property goes to the SparkSession unchanged; `spark.master` (default
+`local[*]`) says where the planner's Spark jobs run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+from collections.abc import Mapping
+
+from node.broker.config import (
+    ConfigError,
+    _bool,
+    _Def,
+    _int,
+    _parse_listeners,
+    _parse_protocol_map,
+    _str,
+)
+from wire.endpoint import Endpoint
+
+_LONG_MAX = 2**63 - 1
+
+DEFINITIONS: dict[str, _Def] = {
+    "zookeeper.connect": _Def(_str, None),
+    "zookeeper.session.timeout.ms": _Def(_int(1), "18000"),
+    "listeners": _Def(_str, "PLAINTEXT://:9099"),
+    "advertised.host.name": _Def(_str, ""),
+    "listener.security.protocol.map": _Def(_str, "PLAINTEXT:PLAINTEXT"),
+    "socket.request.max.bytes": _Def(_int(1), "104857600"),
+    "request.timeout.ms": _Def(_int(1), "30000"),
+    "spark.master": _Def(_str, "local[*]"),
+    "planner.snapshot.dir": _Def(_str, "/tmp/keel-planner/snapshots"),
+    # 0: no periodic snapshots (each plan still takes one).
+    "planner.snapshot.interval.ms": _Def(_int(0, _LONG_MAX), "300000"),
+    # Snapshots kept under planner.snapshot.dir, the newest (0: all); a week at the interval.
+    "planner.snapshot.retention.count": _Def(_int(0), "2016"),
+    "planner.state.dir": _Def(_str, "/tmp/keel-planner/state"),
+    "planner.max.concurrent.moves.per.broker": _Def(_int(1), "5"),
+    # The replication throttle a plan is executed with, bytes/s per broker; -1: none.
+    "planner.execution.throttle.bytes.per.second": _Def(_int(-1, _LONG_MAX), "52428800"),
+    # Run the plan jobs once at start-up on a tiny made-up cluster (the first plan is then warm).
+    "planner.warm.up.enable": _Def(_bool, "true"),
+    "planner.self.healing.enable": _Def(_bool, "false"),
+    "planner.self.healing.broker.failure.threshold.ms": _Def(_int(0, _LONG_MAX), "1800000"),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannerConfig:
+    values: Mapping[str, object]
+    unknown: tuple[str, ...]
+    listener: Endpoint
+    # Every spark.* property but spark.master, for the SparkSession.
+    spark_conf: Mapping[str, str]
+
+    def get_int(self, key: str) -> int:
+        value = self.values[key]
+        assert isinstance(value, int), key
+        return value
+
+    def get_str(self, key: str) -> str:
+        return str(self.values[key])
+
+    def get_bool(self, key: str) -> bool:
+        return self.values[key] is True
+
+    @property
+    def spark_master(self) -> str:
+        return self.get_str("spark.master")
+
+    @property
+    def session_timeout_s(self) -> float:
+        return self.get_int("zookeeper.session.timeout.ms") / 1000
+
+    def advertised(self, bound_port: int) -> Endpoint:
+        """What `/keel/planner` names: the listener's host (else advertised.host.name, else
+        this machine's name) and the port it is bound to."""
+        host = self.values["advertised.host.name"] or self.listener.host or socket.getfqdn()
+        return Endpoint(self.listener.listener, self.listener.security_protocol, str(host), bound_port)
+
+
+def load_config(props: Mapping[str, str]) -> PlannerConfig:
+    values: dict[str, object] = {}
+    for key, definition in DEFINITIONS.items():
+        raw = props.get(key, definition.default)
+        if raw is None:
+            raise ConfigError(key, "is required")
+        values[key] = None if raw == "" and definition.default == "" else definition.parse(key, raw)
+    protocols = _parse_protocol_map(
+        "listener.security.protocol.map", str(values["listener.security.protocol.map"])
+    )
+    listeners = _parse_listeners("listeners", str(values["listeners"]), protocols)
+    if len(listeners) != 1:
+        raise ConfigError("listeners", "the planner takes exactly one listener")
+    if listeners[0].security_protocol != "PLAINTEXT":
+        raise ConfigError(
+            "listeners", f"{listeners[0].listener} is not PLAINTEXT; only PLAINTEXT is supported"
+        )
+    spark_conf = {k: v for k, v in props.items() if k.startswith("spark.") and k != "spark.master"}
+    for key, value in spark_conf.items():
+        if not value.strip():
+            raise ConfigError(key, "must not be empty")
+    unknown = tuple(sorted(k for k in props if k not in DEFINITIONS and not k.startswith("spark.")))
+    return PlannerConfig(values, unknown, listeners[0], spark_conf)

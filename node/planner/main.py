@@ -1,0 +1,105 @@
+"""`keel-planner planner.properties [--override key=value ...]`: run the planner sidecar.
+
+Exit status: 0 after an orderly shutdown (SIGTERM or SIGINT), 2 for a bad configuration
+(nothing started, not even Spark), 1 when start-up fails (ZooKeeper unreachable, Spark does
+not start, the listener's port is taken).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+
+import uvloop
+
+from node.broker.config import ConfigError, parse_overrides, read_properties
+from node.planner.config import PlannerConfig, load_config
+from node.planner.server import KeelPlanner
+from node.zk.client import ZooKeeperUnavailable
+
+log = logging.getLogger("keel.planner")
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="keel-planner", description="Run the Keel reassignment planner.")
+    parser.add_argument("properties", type=Path, help="planner.properties file")
+    parser.add_argument(
+        "--override", action="append", default=[], metavar="KEY=VALUE", help="override a property"
+    )
+    return parser.parse_args(argv)
+
+
+def build_config(args: argparse.Namespace) -> PlannerConfig:
+    try:
+        props = read_properties(args.properties)
+    except OSError as e:
+        raise ConfigError("properties", f"cannot read {args.properties}: {e.strerror}") from e
+    props.update(parse_overrides(args.override))
+    return load_config(props)
+
+
+def configure_logging() -> None:
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s [planner] %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    logging.getLogger("aiozk").setLevel(logging.WARNING)
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+
+
+async def run(planner: KeelPlanner) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await planner.startup()
+    except (ZooKeeperUnavailable, OSError) as e:
+        log.error("%s", e)
+        await planner.shutdown()
+        return 1
+    await stop.wait()
+    log.info("stopping on a signal")
+    try:
+        await asyncio.wait_for(planner.shutdown(), 15)
+    except TimeoutError:
+        log.error("shutdown took longer than 15 s; exiting anyway")
+        return 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        config = build_config(args)
+    except ConfigError as e:
+        print(f"keel-planner: invalid configuration: {e}", file=sys.stderr)
+        return 2
+    configure_logging()
+    # A signal while the JVM starts ends the process the default way; after it, the loop's
+    # handlers take over.
+    from node.planner.session import spark_session
+
+    log.info("starting Spark (master %s)", config.spark_master)
+    try:
+        spark = spark_session(config.spark_master, config.spark_conf)
+    except Exception as e:
+        log.error("Spark did not start: %s", e)
+        return 1
+    log.info(
+        "Spark is up (version %s, %d cores by default)", spark.version, spark.sparkContext.defaultParallelism
+    )
+    planner = KeelPlanner(config, spark)
+    try:
+        return uvloop.run(run(planner))
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
