@@ -156,6 +156,7 @@ def run_size(spark: Any, partitions: int, runs: int, baseline: bool) -> dict[str
         "leader_spread": report["leader_spread"],
         "topic_spread": report["topic_spread"],
         "rack_violations": report["rack_violations"],
+        "stage_seconds": report.get("stage_seconds"),
     }
     if baseline:
         layout = {(r.topic, r.partition): list(r.replicas) for r in snapshot.partitions.collect()}

@@ -23,7 +23,7 @@ from node.planner.targets import round_targets
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-ROUNDS = 4
+ROUNDS = 8
 
 
 def leader_goals(

@@ -21,6 +21,7 @@ import time
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
+from node.planner.context import PlanContext
 from node.planner.leaders import balance_leaders
 from node.planner.request import Brokers, PlanError, PlanRequest, check_topics, target_brokers
 from node.planner.snapshot import Snapshot
@@ -43,18 +44,6 @@ class PlanResult:
 
     def to_reassignment_json(self) -> dict[str, Any]:
         return {"version": 1, "partitions": self.partitions}
-
-
-@dataclasses.dataclass
-class _Context:
-    spark: SparkSession
-    targets: list[int]
-    racks: dict[int, str | None]
-    enforce_racks: bool
-    rack_of: Column | None  # map broker -> rack (literal), when racks are enforced
-    replication: dict[str, int]
-    partitions: dict[str, int]
-    weights: dict[int, float]
 
 
 def _functions() -> Any:
@@ -133,7 +122,7 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
     if any(r is not None for r in brokers.racks.values()):
         pairs = [x for b, r in sorted(brokers.racks.items()) if r is not None for x in (F.lit(b), F.lit(r))]
         rack_map = F.create_map(*pairs)
-    ctx = _Context(
+    ctx = PlanContext(
         spark=spark,
         targets=targets,
         racks=brokers.racks,
@@ -183,7 +172,7 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
 # --- replica moves ---
 
 
-def _valid(ctx: _Context, replicas: Column, leaving: Column, to: Column) -> Column:
+def _valid(ctx: PlanContext, replicas: Column, leaving: Column, to: Column) -> Column:
     """`to` may replace `leaving` in the partition: not there yet, and its rack not full."""
     F = _functions()
     ok: Column = ~F.array_contains(replicas, to)
@@ -203,7 +192,7 @@ def _small(spark: SparkSession, rows: list[tuple[Any, ...]], schema: str) -> Dat
 
 
 def _move_replicas(  # noqa: PLR0915
-    ctx: _Context, parts: DataFrame, replicas: DataFrame, cells: Cells, cell_plan: CellPlan
+    ctx: PlanContext, parts: DataFrame, replicas: DataFrame, cells: Cells, cell_plan: CellPlan
 ) -> DataFrame:
     """(topic, partition, replicas) of the partitions that change, with their new replicas."""
     from pyspark.sql import Window
@@ -349,7 +338,7 @@ def _substitute(current: DataFrame, pairs: DataFrame) -> DataFrame:
 
 
 def _place_leftovers(  # noqa: PLR0915, PLR0917
-    ctx: _Context,
+    ctx: PlanContext,
     parts: DataFrame,
     current: DataFrame,
     leftovers: list[Any],

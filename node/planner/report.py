@@ -19,12 +19,12 @@ from node.planner.targets import Cells, rack_cap
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-    from node.planner.plan import _Context
+    from node.planner.context import PlanContext
     from node.planner.request import PlanRequest
     from node.planner.targets import CellPlan
 
 
-def _violations(ctx: _Context, replicas: Column) -> Column:
+def _violations(ctx: PlanContext, replicas: Column) -> Column:
     from pyspark.sql import functions as F
 
     if not ctx.enforce_racks or ctx.rack_of is None:
@@ -43,7 +43,7 @@ def _spread(values: list[float]) -> float:
 
 
 def build_report(  # noqa: PLR0917
-    ctx: _Context,
+    ctx: PlanContext,
     before: DataFrame,
     after: DataFrame,
     cells: Cells,
