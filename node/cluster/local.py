@@ -84,44 +84,42 @@ async def describe(port: int, timeout: float = 2.0) -> DescribeClusterResponse |
         return None
 
 
-class BrokerProcess:
-    """One broker: its properties, its log file, its port, and its process once started."""
+class ManagedProcess:
+    """A Keel process of this machine (`python -m MODULE props`): its properties file, its log
+    file, its port, and its process once started, or the pid an earlier command recorded."""
+
+    module = ""
+    properties_name = ""
+    log_name = ""
 
     def __init__(
         self,
-        broker_id: int,
         *,
         home: Path,
         settings: dict[str, str],
-        port: int | None = None,
-        log_path: Path | None = None,
-        pid: int | None = None,
+        port: int | None,
+        log_path: Path | None,
+        pid: int | None,
     ) -> None:
-        self.broker_id = broker_id
         self.port = port if port is not None else free_ports(1)[0]
         self.home = home
         self.home.mkdir(parents=True, exist_ok=True)
-        self.properties = home / "server.properties"
-        self.log_path = log_path or home / "broker.log"
-        self.settings = {
-            "broker.id": str(broker_id),
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
-            "log.dirs": str(home / "data"),
-            **settings,
-        }
+        self.properties = home / self.properties_name
+        self.log_path = log_path or home / self.log_name
+        self.settings = {"listeners": f"PLAINTEXT://127.0.0.1:{self.port}", **settings}
         self.pid = pid
         self.process: subprocess.Popen[bytes] | None = None
         self._stopped_by_us = False
 
-    def start(self, *, detach: bool = False) -> BrokerProcess:
-        """Write `server.properties` and launch the broker; `detach` puts it in a session of
-        its own, so that it outlives the command that started it."""
+    def launch(self, *, detach: bool, extra_args: list[str] | None = None) -> None:
+        """Write the properties and launch; `detach` puts the process in a session of its
+        own, so that it outlives the command that started it."""
         with self.properties.open("w", encoding="utf-8") as f:
             javaproperties.dump(self.settings, f, timestamp=False)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "node.broker.main", str(self.properties)],
+                [sys.executable, "-m", self.module, str(self.properties), *(extra_args or [])],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -129,7 +127,6 @@ class BrokerProcess:
                 start_new_session=detach,
             )
         self.pid = self.process.pid
-        return self
 
     @property
     def running(self) -> bool:
@@ -160,105 +157,16 @@ class BrokerProcess:
         if self.process is not None:
             return self.process.wait(timeout)
         if not wait_gone(self.pid, timeout):
-            raise subprocess.TimeoutExpired(f"broker {self.broker_id}", timeout)
-        return None
-
-    def stop(self, timeout: float = 30.0, sig: Signals = SIGTERM) -> None:
-        """Signal the broker (a paused one is woken first), wait, and kill it if it lingers."""
-        if self.running:
-            self.signal(SIGCONT)
-            self.signal(sig)
-            try:
-                self.wait(timeout)
-            except subprocess.TimeoutExpired:
-                send_signal(self.pid, SIGKILL)
-                self.wait(10)
-
-    def kill(self) -> None:
-        self.stop(10, SIGKILL)
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-    def rss_kib(self) -> int:
-        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-        raise AssertionError("no VmRSS")
-
-    async def describe(self, timeout: float = 2.0) -> DescribeClusterResponse | None:
-        return await describe(self.port, timeout)
-
-
-class PlannerProcess:
-    """The planner sidecar (`python -m node.planner.main`): its properties, log and port."""
-
-    def __init__(
-        self,
-        *,
-        home: Path,
-        settings: dict[str, str],
-        port: int | None = None,
-        log_path: Path | None = None,
-        pid: int | None = None,
-    ) -> None:
-        self.port = port if port is not None else free_ports(1)[0]
-        self.home = home
-        self.home.mkdir(parents=True, exist_ok=True)
-        self.properties = home / "planner.properties"
-        self.log_path = log_path or home / "planner.log"
-        self.settings = {
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
-            "planner.snapshot.dir": str(home / "snapshots"),
-            "planner.state.dir": str(home / "state"),
-            **settings,
-        }
-        self.pid = pid
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def start(self, *, detach: bool = False, extra_args: list[str] | None = None) -> PlannerProcess:
-        with self.properties.open("w", encoding="utf-8") as f:
-            javaproperties.dump(self.settings, f, timestamp=False)
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "node.planner.main", str(self.properties), *(extra_args or [])],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                cwd=ROOT,
-                start_new_session=detach,
-            )
-        self.pid = self.process.pid
-        return self
-
-    @property
-    def running(self) -> bool:
-        if self.process is not None:
-            return self.process.poll() is None
-        return alive(self.pid)
-
-    @property
-    def state(self) -> str:
-        return process_state(self.pid) if self.running else "stopped"
-
-    def wait(self, timeout: float) -> int | None:
-        if self.process is not None:
-            return self.process.wait(timeout)
-        if not wait_gone(self.pid, timeout):
-            raise subprocess.TimeoutExpired("planner", timeout)
+            raise subprocess.TimeoutExpired(self.module, timeout)
         return None
 
     def stop(self, timeout: float = 30.0, sig: Signals = SIGTERM) -> int | None:
-        """Signal the planner, wait, kill it if it lingers; its exit code when known."""
+        """Signal the process (a paused one is woken first), wait, and kill it if it lingers;
+        its exit code when known."""
         if not self.running:
             return self.process.returncode if self.process is not None else None
-        send_signal(self.pid, SIGCONT)
-        send_signal(self.pid, sig)
+        self.signal(SIGCONT)
+        self.signal(sig)
         try:
             return self.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -270,6 +178,73 @@ class PlannerProcess:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+
+class BrokerProcess(ManagedProcess):
+    """One broker (`python -m node.broker.main server.properties`)."""
+
+    module = "node.broker.main"
+    properties_name = "server.properties"
+    log_name = "broker.log"
+
+    def __init__(
+        self,
+        broker_id: int,
+        *,
+        home: Path,
+        settings: dict[str, str],
+        port: int | None = None,
+        log_path: Path | None = None,
+        pid: int | None = None,
+    ) -> None:
+        self.broker_id = broker_id
+        settings = {"broker.id": str(broker_id), "log.dirs": str(home / "data"), **settings}
+        super().__init__(home=home, settings=settings, port=port, log_path=log_path, pid=pid)
+
+    def start(self, *, detach: bool = False) -> BrokerProcess:
+        self.launch(detach=detach)
+        return self
+
+    def rss_kib(self) -> int:
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        raise AssertionError("no VmRSS")
+
+    async def describe(self, timeout: float = 2.0) -> DescribeClusterResponse | None:
+        return await describe(self.port, timeout)
+
+
+class PlannerProcess(ManagedProcess):
+    """The planner sidecar (`python -m node.planner.main planner.properties`)."""
+
+    module = "node.planner.main"
+    properties_name = "planner.properties"
+    log_name = "planner.log"
+
+    def __init__(
+        self,
+        *,
+        home: Path,
+        settings: dict[str, str],
+        port: int | None = None,
+        log_path: Path | None = None,
+        pid: int | None = None,
+    ) -> None:
+        settings = {
+            "planner.snapshot.dir": str(home / "snapshots"),
+            "planner.state.dir": str(home / "state"),
+            **settings,
+        }
+        super().__init__(home=home, settings=settings, port=port, log_path=log_path, pid=pid)
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, *, detach: bool = False, extra_args: list[str] | None = None) -> PlannerProcess:
+        self.launch(detach=detach, extra_args=extra_args)
+        return self
 
     def wait_for_log(self, text: str, timeout: float) -> None:
         """Until the planner's log holds `text`; raises TimeoutError (or RuntimeError if it exits)."""
