@@ -181,13 +181,30 @@ def _parse_protocol_map(key: str, raw: str) -> dict[str, str]:
     return mapping
 
 
-def load_config(props: Mapping[str, str]) -> BrokerConfig:
+def parse_values(definitions: Mapping[str, _Def], props: Mapping[str, str]) -> dict[str, object]:
+    """Each defined key's value, parsed and checked (a missing required key, a bad value:
+    ConfigError naming the key); an empty value where the default is empty means unset."""
     values: dict[str, object] = {}
-    for key, definition in DEFINITIONS.items():
+    for key, definition in definitions.items():
         raw = props.get(key, definition.default)
         if raw is None:
             raise ConfigError(key, "is required")
         values[key] = None if raw == "" and definition.default == "" else definition.parse(key, raw)
+    return values
+
+
+def read_properties_file(path: Path, overrides: list[str]) -> dict[str, str]:
+    """A process's properties: the file, then its `--override key=value`s on top."""
+    try:
+        props = read_properties(path)
+    except OSError as e:
+        raise ConfigError("properties", f"cannot read {path}: {e.strerror}") from e
+    props.update(parse_overrides(overrides))
+    return props
+
+
+def load_config(props: Mapping[str, str]) -> BrokerConfig:
+    values = parse_values(DEFINITIONS, props)
     protocols = _parse_protocol_map(
         "listener.security.protocol.map", str(values["listener.security.protocol.map"])
     )

@@ -20,7 +20,7 @@ from pathlib import Path
 import uvloop
 
 from actors.ports import BrokerIdTakenError
-from node.broker.config import BrokerConfig, ConfigError, load_config, parse_overrides, read_properties
+from node.broker.config import BrokerConfig, ConfigError, load_config, read_properties_file
 from node.broker.server import KeelBroker
 from node.zk.client import ZooKeeperUnavailable
 
@@ -40,12 +40,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def build_config(args: argparse.Namespace) -> BrokerConfig:
-    try:
-        props = read_properties(args.properties)
-    except OSError as e:
-        raise ConfigError("properties", f"cannot read {args.properties}: {e.strerror}") from e
-    props.update(parse_overrides(args.override))
-    return load_config(props)
+    return load_config(read_properties_file(args.properties, args.override))
 
 
 def configure_logging(broker_id: int) -> None:

@@ -19,6 +19,7 @@ from node.broker.config import (
     _parse_listeners,
     _parse_protocol_map,
     _str,
+    parse_values,
 )
 from wire.endpoint import Endpoint
 
@@ -84,12 +85,7 @@ class PlannerConfig:
 
 
 def load_config(props: Mapping[str, str]) -> PlannerConfig:
-    values: dict[str, object] = {}
-    for key, definition in DEFINITIONS.items():
-        raw = props.get(key, definition.default)
-        if raw is None:
-            raise ConfigError(key, "is required")
-        values[key] = None if raw == "" and definition.default == "" else definition.parse(key, raw)
+    values = parse_values(DEFINITIONS, props)
     protocols = _parse_protocol_map(
         "listener.security.protocol.map", str(values["listener.security.protocol.map"])
     )

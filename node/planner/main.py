@@ -16,7 +16,7 @@ from pathlib import Path
 
 import uvloop
 
-from node.broker.config import ConfigError, parse_overrides, read_properties
+from node.broker.config import ConfigError, read_properties_file
 from node.planner.config import PlannerConfig, load_config
 from node.planner.server import KeelPlanner
 from node.zk.client import ZooKeeperUnavailable
@@ -34,12 +34,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def build_config(args: argparse.Namespace) -> PlannerConfig:
-    try:
-        props = read_properties(args.properties)
-    except OSError as e:
-        raise ConfigError("properties", f"cannot read {args.properties}: {e.strerror}") from e
-    props.update(parse_overrides(args.override))
-    return load_config(props)
+    return load_config(read_properties_file(args.properties, args.override))
 
 
 def configure_logging() -> None:
