@@ -33,8 +33,6 @@ if TYPE_CHECKING:
 MATCH_ROUNDS = 6
 # Leaving replicas still unplaced after a round when the rest is done on the driver.
 DRIVER_LEFTOVERS = 2000
-# Below this many rows a small table is broadcast to every task.
-BROADCAST_ROWS = 200_000
 
 
 @dataclasses.dataclass
@@ -133,9 +131,6 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
         weights={b: brokers.capacity.get(b, 1.0) for b in targets},
     )
 
-    replicas = parts.select(
-        "topic", "partition", F.posexplode("replicas").alias("pos", "broker"), "size", "replicas"
-    )
     cell_plan: CellPlan | None = None
     moved: DataFrame | None = None
     if request.moves_data:
@@ -151,7 +146,7 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
         else:
             cell_plan = heal_targets(cells, targets, ctx.weights)
         lap("targets")
-        moved = _move_replicas(ctx, parts, replicas, cells, cell_plan)
+        moved = _move_replicas(ctx, parts, cells, cell_plan)
         lap("moves")
     after = parts if moved is None else _apply(parts, moved)
     if "leaders" in request.goals or request.moves_data:
@@ -172,66 +167,66 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
 # --- replica moves ---
 
 
-def _valid(ctx: PlanContext, replicas: Column, leaving: Column, to: Column) -> Column:
-    """`to` may replace `leaving` in the partition: not there yet, and its rack not full."""
-    F = _functions()
-    ok: Column = ~F.array_contains(replicas, to)
-    if ctx.enforce_racks and ctx.rack_of is not None:
-        rack_of = ctx.rack_of
-        rack = F.element_at(rack_of, to)
-        others = F.filter(replicas, lambda x: x != leaving)
-        same = F.size(F.filter(others, lambda x: F.element_at(rack_of, x) == rack))
-        ok = ok & (same < F.col("rack_cap"))
-    return ok
-
-
-def _small(spark: SparkSession, rows: list[tuple[Any, ...]], schema: str) -> DataFrame:
-    F = _functions()
-    frame = spark.createDataFrame(rows, schema)
-    return F.broadcast(frame) if len(rows) <= BROADCAST_ROWS else frame
-
-
-def _move_replicas(  # noqa: PLR0915
-    ctx: PlanContext, parts: DataFrame, replicas: DataFrame, cells: Cells, cell_plan: CellPlan
-) -> DataFrame:
-    """(topic, partition, replicas) of the partitions that change, with their new replicas."""
-    from pyspark.sql import Window
-
-    F = _functions()
-    # One row per topic: the brokers giving and receiving, and how many (exploded in Spark).
-    changes = []
+def _changes(ctx: PlanContext, cells: Cells, cell_plan: CellPlan) -> list[tuple[Any, ...]]:
+    """One row per topic that changes: its giving cells (broker -> replicas to give, a map
+    looked up per replica), its receiving brokers and how many each takes, its rack cap."""
+    n_racks = len({ctx.racks[b] for b in ctx.targets})
+    rows = []
     for topic, row in cells.items():
         goal = cell_plan.targets.get(topic, {})
-        give = [(b, c - goal.get(b, 0)) for b, c in row.items() if c > goal.get(b, 0)]
+        give = {b: c - goal.get(b, 0) for b, c in row.items() if c > goal.get(b, 0)}
         take = [(b, want - row.get(b, 0)) for b, want in goal.items() if want > row.get(b, 0)]
         if give:
-            changes.append(
-                (
-                    topic,
-                    [b for b, _ in give],
-                    [n for _, n in give],
-                    [b for b, _ in take],
-                    [n for _, n in take],
-                )
-            )
+            cap = rack_cap(ctx.replication[topic], n_racks)
+            rows.append((topic, give, [b for b, _ in take], [n for _, n in take], cap))
+    return rows
+
+
+def _move_replicas(ctx: PlanContext, parts: DataFrame, cells: Cells, cell_plan: CellPlan) -> DataFrame:
+    """(topic, partition, replicas) of the partitions that change, with their new replicas."""
+    F = _functions()
     spark = ctx.spark
+    changes = _changes(ctx, cells, cell_plan)
     if not changes:
         return spark.createDataFrame([], "topic string, partition int, replicas array<int>")
     per_topic = spark.createDataFrame(
-        changes,
-        "topic string, give array<int>, give_n array<int>, take array<int>, take_n array<int>",
-    ).cache()
-    surplus = per_topic.select("topic", F.explode(F.arrays_zip("give", "give_n")).alias("z")).select(
-        "topic", F.col("z.give").alias("broker"), F.col("z.give_n").alias("extra")
+        changes, "topic string, give map<int,int>, take array<int>, take_n array<int>, rack_cap int"
     )
-    deficit = per_topic.select("topic", F.explode(F.arrays_zip("take", "take_n")).alias("z")).select(
-        "topic", F.col("z.take").alias("broker"), F.col("z.take_n").alias("short")
-    )
-    rack_cap_rows = [
-        (t, rack_cap(rf, len({ctx.racks[b] for b in ctx.targets}))) for t, rf in ctx.replication.items()
-    ]
-    caps = _small(spark, rack_cap_rows, "topic string, rack_cap int")
+    # Every giving cell gives exactly its surplus, so this is how many replicas leave.
+    left = sum(sum(give.values()) for _, give, *_ in changes)
+    leavers = _leavers(ctx, parts, per_topic).localCheckpoint()
+    slots = _slots(per_topic).localCheckpoint()
+    rounds: list[DataFrame] = []
+    # With racks enforced, the first round matches within (topic, rack): a replica replaced
+    # by a broker of its own rack cannot break the rack rule, and when the racks' totals
+    # already sit at their targets (adding a broker to each rack) it places every replica.
+    by_rack = ctx.enforce_racks and ctx.rack_of is not None
+    for round_number in range(MATCH_ROUNDS):
+        if left <= (DRIVER_LEFTOVERS if round_number else 0):
+            break
+        done = _match_round(ctx, leavers, slots, round_number, by_rack=by_rack and round_number == 0)
+        moved_now = done.agg(F.sum(F.size("moves"))).first()
+        count = int(moved_now[0] or 0) if moved_now is not None else 0
+        if count == 0 and round_number:
+            break
+        left -= count
+        rounds.append(done)
+        if left:
+            leavers, slots = _after_round(leavers, slots, done)
+    moved = _latest(spark, rounds)
+    if left:
+        moved = _leftovers(ctx, parts, moved, leavers, slots, rounds)
+    return moved
 
+
+def _leavers(ctx: PlanContext, parts: DataFrame, per_topic: DataFrame) -> DataFrame:
+    """The replicas that leave their cell: (count - target) of each giving cell, ranked by a
+    window over the cell, rack-violating first, then followers before preferred leaders,
+    then small before large. One pass over the partitions of the changing topics (a
+    broadcast of the per-topic rows) and a window over the replicas on giving cells only."""
+    from pyspark.sql import Window
+
+    F = _functions()
     if ctx.enforce_racks and ctx.rack_of is not None:
         rack_of = ctx.rack_of
         mine = F.element_at(rack_of, F.col("broker"))
@@ -245,96 +240,172 @@ def _move_replicas(  # noqa: PLR0915
         F.col("size").asc(),
         F.hash("topic", "partition"),
     )
-    leavers = (
-        replicas.join(surplus, ["topic", "broker"])
-        .join(caps, "topic")
+    return (
+        parts.join(F.broadcast(per_topic.select("topic", "give", "rack_cap")), "topic")
+        .select(
+            "topic",
+            "partition",
+            "replicas",
+            "size",
+            "rack_cap",
+            "give",
+            F.posexplode("replicas").alias("pos", "broker"),
+        )
+        .withColumn("extra", F.element_at("give", F.col("broker")))
+        .where(F.col("extra").isNotNull())
         .withColumn("violating", violating)
         .withColumn("n", F.row_number().over(leave_order))
         .where(F.col("n") <= F.col("extra"))
-        .select("topic", "partition", F.col("broker").alias("from_broker"))
+        .select("topic", "partition", "replicas", F.col("broker").alias("from_broker"), "rack_cap")
     )
-    slots = deficit.select(
-        "topic", F.col("broker").alias("to_broker"), F.explode(F.sequence(F.lit(1), "short")).alias("k")
-    ).withColumn("slot", F.row_number().over(Window.partitionBy("topic").orderBy("k", F.hash("to_broker"))))
-    touched = parts.join(leavers.select("topic", "partition").distinct(), ["topic", "partition"], "left_semi")
-    current = touched.select("topic", "partition", "replicas").join(caps, "topic").localCheckpoint()
-    leavers = leavers.localCheckpoint()
-    slots = slots.localCheckpoint()
-    left = leavers.count()
-    accepted: list[DataFrame] = []
-    for round_number in range(MATCH_ROUNDS):
-        if left == 0:
-            break
-        if round_number:
-            leavers, slots, current = (
-                leavers.localCheckpoint(),
-                slots.localCheckpoint(),
-                current.localCheckpoint(),
-            )
-        by_topic = Window.partitionBy("topic")
-        ranked = leavers.withColumn(
-            "rank",
-            F.row_number().over(by_topic.orderBy(F.hash("partition", "from_broker", F.lit(round_number)))),
-        )
-        open_slots = slots.withColumn("slot", F.row_number().over(by_topic.orderBy("slot"))).withColumn(
-            "slots", F.count("*").over(by_topic)
-        )
-        counts = open_slots.groupBy("topic").agg(F.max("slots").alias("slots"))
-        shift = round_number * 7919
-        pairs = (
-            ranked.join(counts, "topic")
-            .withColumn("slot", ((F.col("rank") - 1 + F.lit(shift)) % F.col("slots")) + 1)
-            .drop("slots")
-            .join(open_slots.drop("slots"), ["topic", "slot"])
-            .join(current, ["topic", "partition"])
-            .where(_valid(ctx, F.col("replicas"), F.col("from_broker"), F.col("to_broker")))
-            .withColumn(
-                "n", F.row_number().over(Window.partitionBy("topic", "partition").orderBy("from_broker"))
-            )
-            .where(F.col("n") == 1)
-            .select("topic", "partition", "from_broker", "to_broker", "k")
-            .localCheckpoint()
-        )
-        done = pairs.count()
-        if done == 0:
-            break
-        left -= done
-        accepted.append(pairs.select("topic", "partition", "from_broker", "to_broker"))
-        leavers = leavers.join(pairs, ["topic", "partition", "from_broker"], "left_anti")
-        slots = slots.join(pairs.select("topic", "to_broker", "k"), ["topic", "to_broker", "k"], "left_anti")
-        current = _substitute(current, pairs)
-        if left <= DRIVER_LEFTOVERS:
-            break
-
-    if left:
-        left_rows = leavers.collect()
-        topics = sorted({r.topic for r in left_rows})
-        earlier = [r for frame in accepted for r in frame.where(F.col("topic").isin(topics)).collect()]
-        fixes = _place_leftovers(ctx, parts, current, left_rows, slots.collect(), earlier)
-        if fixes:
-            fixed = spark.createDataFrame(fixes, "topic string, partition int, replicas array<int>")
-            current = current.join(
-                fixed.withColumnRenamed("replicas", "fixed"), ["topic", "partition"], "full_outer"
-            ).select("topic", "partition", F.coalesce("fixed", "replicas").alias("replicas"))
-    return current.select("topic", "partition", "replicas")
 
 
-def _substitute(current: DataFrame, pairs: DataFrame) -> DataFrame:
+def _slots(per_topic: DataFrame) -> DataFrame:
+    """The receiving slots: (target - count) of each receiving cell, numbered k = 1.. within it."""
     F = _functions()
-    return (
-        current.join(
-            pairs.select("topic", "partition", "from_broker", "to_broker"), ["topic", "partition"], "left"
-        )
-        .withColumn(
-            "replicas",
-            F.when(F.col("from_broker").isNull(), F.col("replicas")).otherwise(
-                F.transform(
-                    "replicas", lambda x: F.when(x == F.col("from_broker"), F.col("to_broker")).otherwise(x)
-                )
-            ),
-        )
-        .drop("from_broker", "to_broker")
+    return per_topic.select("topic", F.explode(F.arrays_zip("take", "take_n")).alias("z")).select(
+        "topic",
+        F.col("z.take").alias("to_broker"),
+        F.explode(F.sequence(F.lit(1), F.col("z.take_n"))).alias("k"),
     )
+
+
+def _match_round(
+    ctx: PlanContext, leavers: DataFrame, slots: DataFrame, round_number: int, *, by_rack: bool
+) -> DataFrame:
+    """Leaving replica i of a group (the topic, or the topic and rack) is paired with slot i
+    of that group; each partition's pairs are applied together and kept when the result has
+    no broker twice and no rack over its cap (else they all wait for the next round).
+    Returns (topic, partition, replicas: the new list, moves: the pairs applied)."""
+    from pyspark.sql import Window
+
+    F = _functions()
+    key = ["topic"]
+    if by_rack:
+        assert ctx.rack_of is not None
+        key = ["topic", "rack"]
+        leavers = leavers.withColumn("rack", F.element_at(ctx.rack_of, F.col("from_broker")))
+        slots = slots.withColumn("rack", F.element_at(ctx.rack_of, F.col("to_broker")))
+    group = Window.partitionBy(*key)
+    ranked = leavers.withColumn(
+        "slot", F.row_number().over(group.orderBy(F.hash("partition", "from_broker", F.lit(round_number))))
+    )
+    if round_number:
+        # A topic has as many open slots as leaving replicas: a rotation of the ranks pairs
+        # each leaver with another slot than in the last round.
+        shift = round_number * 7919
+        ranked = ranked.withColumn(
+            "slot", ((F.col("slot") - 1 + F.lit(shift)) % F.count("*").over(group)) + 1
+        )
+    # Consecutive slots of a group go to different brokers.
+    numbered = slots.withColumn("slot", F.row_number().over(group.orderBy("k", F.hash("to_broker"))))
+    pairs = (
+        ranked.join(numbered, [*key, "slot"])
+        .groupBy("topic", "partition")
+        .agg(
+            F.first("replicas").alias("old"),
+            F.first("rack_cap").alias("rack_cap"),
+            F.collect_list(F.struct("from_broker", "to_broker", "k")).alias("moves"),
+        )
+    )
+    new = F.aggregate(
+        "moves",
+        F.col("old"),
+        lambda acc, m: F.transform(acc, lambda x: F.when(x == m["from_broker"], m["to_broker"]).otherwise(x)),
+    )
+    return (
+        pairs.withColumn("replicas", new)
+        .where(_valid(ctx, F.col("replicas"), F.col("moves")))
+        .select("topic", "partition", "replicas", "moves")
+        .localCheckpoint()
+    )
+
+
+def _valid(ctx: PlanContext, replicas: Column, moves: Column) -> Column:
+    """The partition's new replica list is acceptable: no broker twice, and no receiving
+    broker's rack holding more than the cap."""
+    F = _functions()
+    ok: Column = F.size(F.array_distinct(replicas)) == F.size(replicas)
+    if ctx.enforce_racks and ctx.rack_of is not None:
+        rack_of = ctx.rack_of
+
+        def rack_fits(m: Column) -> Column:
+            rack = F.element_at(rack_of, m["to_broker"])
+            fits: Column = F.size(F.filter(replicas, lambda x: F.element_at(rack_of, x) == rack)) <= F.col(
+                "rack_cap"
+            )
+            return fits
+
+        ok = ok & F.forall(moves, rack_fits)
+    return ok
+
+
+def _after_round(leavers: DataFrame, slots: DataFrame, done: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """The leavers and slots still open, the leavers' replica lists brought up to date."""
+    F = _functions()
+    used = done.select("topic", "partition", F.explode("moves").alias("m")).select(
+        "topic", "partition", "m.from_broker", "m.to_broker", "m.k"
+    )
+    now = done.select("topic", "partition", F.col("replicas").alias("now"))
+    leavers = (
+        leavers.join(
+            used.select("topic", "partition", "from_broker"),
+            ["topic", "partition", "from_broker"],
+            "left_anti",
+        )
+        .join(now, ["topic", "partition"], "left")
+        .withColumn("replicas", F.coalesce("now", "replicas"))
+        .drop("now")
+        .localCheckpoint()
+    )
+    slots = slots.join(
+        used.select("topic", "to_broker", "k"), ["topic", "to_broker", "k"], "left_anti"
+    ).localCheckpoint()
+    return leavers, slots
+
+
+def _latest(spark: SparkSession, rounds: list[DataFrame]) -> DataFrame:
+    """Each changed partition's replica list from the last round that changed it."""
+    F = _functions()
+    if not rounds:
+        return spark.createDataFrame([], "topic string, partition int, replicas array<int>")
+    frames = [
+        done.select("topic", "partition", "replicas", F.lit(i).alias("round"))
+        for i, done in enumerate(rounds)
+    ]
+    union = frames[0]
+    for frame in frames[1:]:
+        union = union.unionByName(frame)
+    return union.groupBy("topic", "partition").agg(F.max_by("replicas", "round").alias("replicas"))
+
+
+def _leftovers(  # noqa: PLR0917
+    ctx: PlanContext,
+    parts: DataFrame,
+    moved: DataFrame,
+    leavers: DataFrame,
+    slots: DataFrame,
+    rounds: list[DataFrame],
+) -> DataFrame:
+    """`moved` with the few leavers the rounds did not place placed on the driver."""
+    F = _functions()
+    left_rows = leavers.collect()
+    topics = sorted({r.topic for r in left_rows})
+    earlier = [
+        r
+        for done in rounds
+        for r in done.where(F.col("topic").isin(topics))
+        .select("topic", "partition", F.explode("moves").alias("m"))
+        .select("topic", "partition", "m.from_broker", "m.to_broker")
+        .collect()
+    ]
+    fixes = _place_leftovers(ctx, parts, moved, left_rows, slots.collect(), earlier)
+    if not fixes:
+        return moved
+    fixed = ctx.spark.createDataFrame(fixes, "topic string, partition int, replicas array<int>")
+    return moved.join(
+        fixed.withColumnRenamed("replicas", "fixed"), ["topic", "partition"], "full_outer"
+    ).select("topic", "partition", F.coalesce("fixed", "replicas").alias("replicas"))
 
 
 def _place_leftovers(  # noqa: PLR0915, PLR0917
