@@ -107,8 +107,15 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
             raise PlanError(
                 f"topic {r.topic} has replication factor {r.rf} but only {len(targets)} target brokers"
             )
+    # `old_replicas` rides along through every stage, so the report reads before and after
+    # from one row (no join of the plan's result back to the snapshot).
     parts = parts.select(
-        "topic", "partition", "replicas", "leader", F.coalesce("size_bytes", F.lit(0)).alias("size")
+        "topic",
+        "partition",
+        "replicas",
+        "leader",
+        F.coalesce("size_bytes", F.lit(0)).alias("size"),
+        F.col("replicas").alias("old_replicas"),
     ).cache()
     cells: Cells = {r.topic: dict(zip(r.brokers, r.counts, strict=True)) for r in topic_rows}
     lap("cells")

@@ -57,13 +57,25 @@ def build_report(  # noqa: PLR0917
     caps = ctx.spark.createDataFrame(
         [(t, rack_cap(rf, n_racks)) for t, rf in ctx.replication.items()], "topic string, cap int"
     )
-    joined = (
-        before.select("topic", "partition", "leader", "size", F.col("replicas").alias("old"))
-        .join(after.select("topic", "partition", F.col("replicas").alias("new")), ["topic", "partition"])
-        .join(F.broadcast(caps), "topic")
-        .withColumn("added", F.size(F.array_except("new", "old")))
-        .cache()
-    )
+    carried = "old_replicas" in after.columns
+    if carried:
+        # The plan carried each partition's replicas before it along (and cached `after`):
+        # no join and no second cache.
+        both = after.select(
+            "topic",
+            "partition",
+            "leader",
+            "size",
+            F.col("old_replicas").alias("old"),
+            F.col("replicas").alias("new"),
+        )
+    else:
+        both = before.select("topic", "partition", "leader", "size", F.col("replicas").alias("old")).join(
+            after.select("topic", "partition", F.col("replicas").alias("new")), ["topic", "partition"]
+        )
+    joined = both.join(F.broadcast(caps), "topic").withColumn("added", F.size(F.array_except("new", "old")))
+    if not carried:
+        joined = joined.cache()
     totals = joined.agg(
         F.sum("added").alias("moves"),
         F.sum(F.col("added") * F.col("size")).alias("bytes"),
