@@ -21,7 +21,7 @@ import time
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from node.planner.context import PlanContext
+from node.planner.context import PlanContext, rack_lookup
 from node.planner.leaders import balance_leaders
 from node.planner.request import Brokers, PlanError, PlanRequest, check_topics, target_brokers
 from node.planner.snapshot import Snapshot
@@ -62,7 +62,7 @@ def broker_info(snapshot: Snapshot, request: PlanRequest) -> Brokers:
     )
 
 
-def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanResult:  # noqa: PLR0915
+def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanResult:
     """Plan the request on the snapshot; PlanError (one line) for a request that cannot be."""
     F = _functions()
     started = time.monotonic()
@@ -75,12 +75,22 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
         raise PlanError("--balance bytes is not supported yet: plan with --balance count")
     brokers = broker_info(snapshot, request)
     targets = target_brokers(request, brokers)
+    # The partitions, in the compact form every stage reads, materialized once (a local
+    # checkpoint: cheaper to write and to scan than a columnar cache of array rows).
+    # `old_replicas` rides along through every stage, so the report reads before and after
+    # from one row (no join of the plan's result back to the snapshot).
+    every = snapshot.partitions.select(
+        "topic",
+        "partition",
+        "replicas",
+        "leader",
+        F.coalesce("size_bytes", F.lit(0)).alias("size"),
+        F.col("replicas").alias("old_replicas"),
+    ).localCheckpoint()
     # One pass: (topic, broker) cells with the partition count (first replicas) and the
     # replication factor, collected as one row per topic.
     cell_rows = (
-        snapshot.partitions.select(
-            "topic", F.size("replicas").alias("rf"), F.posexplode("replicas").alias("pos", "broker")
-        )
+        every.select("topic", F.size("replicas").alias("rf"), F.posexplode("replicas").alias("pos", "broker"))
         .groupBy("topic", "broker")
         .agg(
             F.count("*").alias("c"),
@@ -99,7 +109,7 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
     check_topics(request, (r.topic for r in cell_rows))
     scope = set(request.topics) if request.topics is not None else None
     topic_rows = [r for r in cell_rows if scope is None or r.topic in scope]
-    parts = snapshot.partitions
+    parts = every
     if scope is not None:
         parts = parts.filter(F.col("topic").isin(sorted(scope)))
     for r in topic_rows:
@@ -107,32 +117,18 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
             raise PlanError(
                 f"topic {r.topic} has replication factor {r.rf} but only {len(targets)} target brokers"
             )
-    # `old_replicas` rides along through every stage, so the report reads before and after
-    # from one row (no join of the plan's result back to the snapshot).
-    parts = parts.select(
-        "topic",
-        "partition",
-        "replicas",
-        "leader",
-        F.coalesce("size_bytes", F.lit(0)).alias("size"),
-        F.col("replicas").alias("old_replicas"),
-    ).cache()
     cells: Cells = {r.topic: dict(zip(r.brokers, r.counts, strict=True)) for r in topic_rows}
     lap("cells")
     del cell_rows
 
     rack_names = {brokers.racks[b] for b in targets}
     enforce = None not in rack_names and len(rack_names) > 1
-    rack_map = None
-    if any(r is not None for r in brokers.racks.values()):
-        pairs = [x for b, r in sorted(brokers.racks.items()) if r is not None for x in (F.lit(b), F.lit(r))]
-        rack_map = F.create_map(*pairs)
     ctx = PlanContext(
         spark=spark,
         targets=targets,
         racks=brokers.racks,
         enforce_racks=enforce,
-        rack_of=rack_map,
+        rack_of=rack_lookup(brokers.racks),
         replication={r.topic: r.rf for r in topic_rows},
         partitions={r.topic: r.n for r in topic_rows},
         weights={b: brokers.capacity.get(b, 1.0) for b in targets},
@@ -159,7 +155,7 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
     if "leaders" in request.goals or request.moves_data:
         after = balance_leaders(spark, after, targets, ctx.weights)
         lap("leaders")
-    after = after.cache()
+    after = after.localCheckpoint()
     from node.planner.report import build_report
 
     report, changed = build_report(ctx, parts, after, cells, cell_plan, request)
@@ -236,9 +232,9 @@ def _leavers(ctx: PlanContext, parts: DataFrame, per_topic: DataFrame) -> DataFr
     F = _functions()
     if ctx.enforce_racks and ctx.rack_of is not None:
         rack_of = ctx.rack_of
-        mine = F.element_at(rack_of, F.col("broker"))
+        mine = rack_of(F.col("broker"))
         earlier = F.slice("replicas", 1, F.col("pos"))
-        violating = F.size(F.filter(earlier, lambda x: F.element_at(rack_of, x) == mine)) >= F.col("rack_cap")
+        violating = F.size(F.filter(earlier, lambda x: rack_of(x) == mine)) >= F.col("rack_cap")
     else:
         violating = F.lit(False)
     leave_order = Window.partitionBy("topic", "broker").orderBy(
@@ -291,8 +287,8 @@ def _match_round(
     if by_rack:
         assert ctx.rack_of is not None
         key = ["topic", "rack"]
-        leavers = leavers.withColumn("rack", F.element_at(ctx.rack_of, F.col("from_broker")))
-        slots = slots.withColumn("rack", F.element_at(ctx.rack_of, F.col("to_broker")))
+        leavers = leavers.withColumn("rack", ctx.rack_of(F.col("from_broker")))
+        slots = slots.withColumn("rack", ctx.rack_of(F.col("to_broker")))
     group = Window.partitionBy(*key)
     ranked = leavers.withColumn(
         "slot", F.row_number().over(group.orderBy(F.hash("partition", "from_broker", F.lit(round_number))))
@@ -337,10 +333,8 @@ def _valid(ctx: PlanContext, replicas: Column, moves: Column) -> Column:
         rack_of = ctx.rack_of
 
         def rack_fits(m: Column) -> Column:
-            rack = F.element_at(rack_of, m["to_broker"])
-            fits: Column = F.size(F.filter(replicas, lambda x: F.element_at(rack_of, x) == rack)) <= F.col(
-                "rack_cap"
-            )
+            rack = rack_of(m["to_broker"])
+            fits: Column = F.size(F.filter(replicas, lambda x: rack_of(x) == rack)) <= F.col("rack_cap")
             return fits
 
         ok = ok & F.forall(moves, rack_fits)

@@ -30,12 +30,17 @@ def _violations(ctx: PlanContext, replicas: Column) -> Column:
     if not ctx.enforce_racks or ctx.rack_of is None:
         return F.lit(0)
     rack_of = ctx.rack_of
-    racks = F.filter(F.transform(replicas, lambda x: F.element_at(rack_of, x)), lambda r: r.isNotNull())
+    racks = F.filter(F.transform(replicas, rack_of), lambda r: r.isNotNull())
+    # With a cap of 1 (RF at most the racks) the excess is the replicas sharing a rack.
+    shared = F.size(racks) - F.size(F.array_distinct(racks))
     excess = F.transform(
         F.array_distinct(racks),
         lambda r: F.greatest(F.size(F.filter(racks, lambda x: x == r)) - F.col("cap"), F.lit(0)),
     )
-    return F.aggregate(excess, F.lit(0), lambda acc, x: acc + x)
+    over_cap: Column = F.when(F.col("cap") == 1, shared).otherwise(
+        F.aggregate(excess, F.lit(0), lambda acc, x: acc + x)
+    )
+    return over_cap
 
 
 def _spread(values: list[float]) -> float:
@@ -59,8 +64,8 @@ def build_report(  # noqa: PLR0917
     )
     carried = "old_replicas" in after.columns
     if carried:
-        # The plan carried each partition's replicas before it along (and cached `after`):
-        # no join and no second cache.
+        # The plan carried each partition's replicas before it along (and checkpointed
+        # `after`): no join and no cache.
         both = after.select(
             "topic",
             "partition",
@@ -76,15 +81,27 @@ def build_report(  # noqa: PLR0917
     joined = both.join(F.broadcast(caps), "topic").withColumn("added", F.size(F.array_except("new", "old")))
     if not carried:
         joined = joined.cache()
-    totals = joined.agg(
-        F.sum("added").alias("moves"),
-        F.sum(F.col("added") * F.col("size")).alias("bytes"),
-        F.sum((F.col("new")[0] != F.coalesce("leader", F.col("old")[0])).cast("int")).alias("leader_changes"),
-        F.sum((F.col("new")[0] != F.col("old")[0]).cast("int")).alias("preferred_changes"),
-        F.sum(_violations(ctx, F.col("old"))).alias("violations_before"),
-        F.sum(_violations(ctx, F.col("new"))).alias("violations_after"),
-        F.count("*").alias("partitions"),
-    ).first()
+    # A partition the plan leaves as it was keeps its violations: only changed ones are
+    # checked again.
+    totals = (
+        joined.withColumn("violations", _violations(ctx, F.col("old")))
+        .agg(
+            F.sum("added").alias("moves"),
+            F.sum(F.col("added") * F.col("size")).alias("bytes"),
+            F.sum((F.col("new")[0] != F.coalesce("leader", F.col("old")[0])).cast("int")).alias(
+                "leader_changes"
+            ),
+            F.sum((F.col("new")[0] != F.col("old")[0]).cast("int")).alias("preferred_changes"),
+            F.sum("violations").alias("violations_before"),
+            F.sum(
+                F.when(F.col("new") == F.col("old"), F.col("violations")).otherwise(
+                    _violations(ctx, F.col("new"))
+                )
+            ).alias("violations_after"),
+            F.count("*").alias("partitions"),
+        )
+        .first()
+    )
     assert totals is not None
     changed = [
         {"topic": r.topic, "partition": r.partition, "replicas": list(r.new)}
