@@ -370,6 +370,8 @@ def _latest(spark: SparkSession, rounds: list[DataFrame]) -> DataFrame:
     F = _functions()
     if not rounds:
         return spark.createDataFrame([], "topic string, partition int, replicas array<int>")
+    if len(rounds) == 1:
+        return rounds[0].select("topic", "partition", "replicas")
     frames = [
         done.select("topic", "partition", "replicas", F.lit(i).alias("round"))
         for i, done in enumerate(rounds)

@@ -14,10 +14,12 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from node.planner.targets import Cells, rack_cap
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, Row
 
     from node.planner.context import PlanContext
     from node.planner.request import PlanRequest
@@ -41,6 +43,66 @@ def _violations(ctx: PlanContext, replicas: Column) -> Column:
         F.aggregate(excess, F.lit(0), lambda acc, x: acc + x)
     )
     return over_cap
+
+
+def _changed(rows: DataFrame) -> list[dict[str, Any]]:
+    """The changed partitions as Kafka's reassignment entries, by topic and partition. Each
+    topic's entries come to the driver as one JSON document (sorted in Spark), not as a
+    Row per partition: a Row with an array is far slower to unpickle than JSON to parse."""
+    from pyspark.sql import functions as F
+
+    per_topic = (
+        rows.groupBy("topic")
+        .agg(F.array_sort(F.collect_list(F.struct("partition", F.col("new").alias("replicas")))).alias("e"))
+        .select("topic", F.to_json("e").alias("json"))
+        .collect()
+    )
+    return [
+        {"topic": r.topic, **entry}
+        for r in sorted(per_topic, key=lambda r: r.topic)
+        for entry in orjson.loads(r.json)
+    ]
+
+
+def _per_broker(rows: DataFrame, side: int) -> list[Row]:
+    """Replicas, preferred leaders and bytes per broker, from exploded replicas (pos,
+    broker, size) or from cells (broker, replicas, leaders, bytes); `side` 0 before, 1 after."""
+    from pyspark.sql import functions as F
+
+    if "pos" in rows.columns:
+        rows = rows.select(
+            "broker",
+            F.lit(1).alias("replicas"),
+            (F.col("pos") == 0).cast("int").alias("leaders"),
+            F.col("size").alias("bytes"),
+        )
+    return (
+        rows.groupBy("broker")
+        .agg(
+            F.sum("replicas").alias("replicas"),
+            F.sum("leaders").alias("leaders"),
+            F.sum("bytes").alias("bytes"),
+        )
+        .withColumn("side", F.lit(side))
+        .collect()
+    )
+
+
+def _cells_after(joined: DataFrame) -> DataFrame:
+    """(topic, broker) cells after the plan: replicas, preferred leaders, bytes (one
+    explode), checkpointed for the per-broker table and the per-topic spread."""
+    from pyspark.sql import functions as F
+
+    return (
+        joined.select("topic", F.posexplode("new").alias("pos", "broker"), "size")
+        .groupBy("topic", "broker")
+        .agg(
+            F.count("*").alias("replicas"),
+            F.sum((F.col("pos") == 0).cast("int")).alias("leaders"),
+            F.sum("size").alias("bytes"),
+        )
+        .localCheckpoint()
+    )
 
 
 def _spread(values: list[float]) -> float:
@@ -103,30 +165,15 @@ def build_report(  # noqa: PLR0917
         .first()
     )
     assert totals is not None
-    changed = [
-        {"topic": r.topic, "partition": r.partition, "replicas": list(r.new)}
-        for r in joined.where(F.col("new") != F.col("old")).orderBy("topic", "partition").collect()
-    ]
-    per_broker = (
-        joined.select(F.lit(0).alias("side"), F.posexplode("old").alias("pos", "broker"), "size")
-        .unionByName(
-            joined.select(F.lit(1).alias("side"), F.posexplode("new").alias("pos", "broker"), "size")
-        )
-        .groupBy("side", "broker")
-        .agg(
-            F.count("*").alias("replicas"),
-            F.sum((F.col("pos") == 0).cast("int")).alias("leaders"),
-            F.sum("size").alias("bytes"),
-        )
-        .collect()
-    )
+    changed = _changed(joined.where(F.col("new") != F.col("old")))
+    cells_after = _cells_after(joined)
+    per_broker = _per_broker(
+        joined.select(F.posexplode("old").alias("pos", "broker"), "size"), 0
+    ) + _per_broker(cells_after, 1)
     topic_after = (
-        joined.select("topic", F.explode("new").alias("broker"))
-        .where(F.col("broker").isin(ctx.targets))
-        .groupBy("topic", "broker")
-        .count()
+        cells_after.where(F.col("broker").isin(ctx.targets))
         .groupBy("topic")
-        .agg(F.max("count").alias("hi"), F.min("count").alias("lo"), F.count("*").alias("cells"))
+        .agg(F.max("replicas").alias("hi"), F.min("replicas").alias("lo"), F.count("*").alias("cells"))
         .collect()
     )
     joined.unpersist()
