@@ -50,3 +50,15 @@ def rack_lookup(racks: Mapping[int, str | None]) -> RackOf | None:
         return lambda broker: F.when(broker >= 0, F.try_element_at(table, broker + 1))
     mapping = F.create_map(*[x for b, r in sorted(named.items()) for x in (F.lit(b), F.lit(number[r]))])
     return lambda broker: F.element_at(mapping, broker)
+
+
+def replica_racks(ctx: PlanContext, replicas: Column) -> Column:
+    """The racks of a replica list, position by position (null for a broker without one),
+    as plain element lookups: code-generated, unlike a higher-order function over the list.
+    Lists are at most the largest replication factor in scope long."""
+    from pyspark.sql import functions as F
+
+    assert ctx.rack_of is not None
+    width = max(ctx.replication.values(), default=0)
+    racks = [ctx.rack_of(F.try_element_at(replicas, F.lit(i + 1))) for i in range(width)]
+    return F.slice(F.array(*racks), 1, F.size(replicas)) if racks else F.array().cast("array<int>")

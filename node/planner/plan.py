@@ -21,7 +21,7 @@ import time
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from node.planner.context import PlanContext, rack_lookup
+from node.planner.context import PlanContext, rack_lookup, replica_racks
 from node.planner.leaders import balance_leaders
 from node.planner.request import Brokers, PlanError, PlanRequest, check_topics, target_brokers
 from node.planner.snapshot import Snapshot
@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 MATCH_ROUNDS = 6
 # Leaving replicas still unplaced after a round when the rest is done on the driver.
 DRIVER_LEFTOVERS = 2000
+# Up to this many moves, the changed partitions are broadcast to apply them.
+BROADCAST_MOVES = 1_000_000
 
 
 @dataclasses.dataclass
@@ -196,7 +198,7 @@ def _move_replicas(ctx: PlanContext, parts: DataFrame, cells: Cells, cell_plan: 
         changes, "topic string, give map<int,int>, take array<int>, take_n array<int>, rack_cap int"
     )
     # Every giving cell gives exactly its surplus, so this is how many replicas leave.
-    left = sum(sum(give.values()) for _, give, *_ in changes)
+    left = total = sum(sum(give.values()) for _, give, *_ in changes)
     leavers = _leavers(ctx, parts, per_topic).localCheckpoint()
     slots = _slots(per_topic).localCheckpoint()
     rounds: list[DataFrame] = []
@@ -219,7 +221,8 @@ def _move_replicas(ctx: PlanContext, parts: DataFrame, cells: Cells, cell_plan: 
     moved = _latest(spark, rounds)
     if left:
         moved = _leftovers(ctx, parts, moved, leavers, slots, rounds)
-    return moved
+    # Applied to every partition by a join: broadcast, the partitions are not shuffled.
+    return F.broadcast(moved) if total <= BROADCAST_MOVES else moved
 
 
 def _leavers(ctx: PlanContext, parts: DataFrame, per_topic: DataFrame) -> DataFrame:
@@ -231,10 +234,16 @@ def _leavers(ctx: PlanContext, parts: DataFrame, per_topic: DataFrame) -> DataFr
 
     F = _functions()
     if ctx.enforce_racks and ctx.rack_of is not None:
-        rack_of = ctx.rack_of
-        mine = rack_of(F.col("broker"))
-        earlier = F.slice("replicas", 1, F.col("pos"))
-        violating = F.size(F.filter(earlier, lambda x: rack_of(x) == mine)) >= F.col("rack_cap")
+        # Replicas earlier in the list already fill this one's rack (element by element:
+        # code-generated, where a filter over the list would be interpreted).
+        mine = ctx.rack_of(F.col("broker"))
+        racks = replica_racks(ctx, F.col("replicas"))
+        width = max(ctx.replication.values(), default=0)
+        earlier = [
+            F.when((F.col("pos") > i) & (F.try_element_at(racks, F.lit(i + 1)) == mine), 1).otherwise(0)
+            for i in range(width)
+        ]
+        violating = sum(earlier[1:], earlier[0]) >= F.col("rack_cap") if earlier else F.lit(False)
     else:
         violating = F.lit(False)
     leave_order = Window.partitionBy("topic", "broker").orderBy(

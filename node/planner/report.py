@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from node.planner.context import replica_racks
 from node.planner.targets import Cells, rack_cap
 
 if TYPE_CHECKING:
@@ -31,8 +32,7 @@ def _violations(ctx: PlanContext, replicas: Column) -> Column:
 
     if not ctx.enforce_racks or ctx.rack_of is None:
         return F.lit(0)
-    rack_of = ctx.rack_of
-    racks = F.filter(F.transform(replicas, rack_of), lambda r: r.isNotNull())
+    racks = F.array_compact(replica_racks(ctx, replicas))
     # With a cap of 1 (RF at most the racks) the excess is the replicas sharing a rack.
     shared = F.size(racks) - F.size(F.array_distinct(racks))
     excess = F.transform(
