@@ -320,17 +320,30 @@ def _match_round(
             F.collect_list(F.struct("from_broker", "to_broker", "k")).alias("moves"),
         )
     )
-    new = F.aggregate(
-        "moves",
-        F.col("old"),
-        lambda acc, m: F.transform(acc, lambda x: F.when(x == m["from_broker"], m["to_broker"]).otherwise(x)),
-    )
     return (
-        pairs.withColumn("replicas", new)
+        pairs.withColumn("replicas", _substituted(ctx, F.col("old"), F.col("moves")))
         .where(_valid(ctx, F.col("replicas"), F.col("moves")))
         .select("topic", "partition", "replicas", "moves")
         .localCheckpoint()
     )
+
+
+# The replica lists are handled position by position (at most the largest replication factor
+# in scope): plain element expressions are code-generated, where Spark interprets the lambdas
+# of higher-order functions, one call per element.
+
+
+def _substituted(ctx: PlanContext, old: Column, moves: Column) -> Column:
+    """`old` with each pair's leaving broker replaced by its receiving broker, in place."""
+    F = _functions()
+    width = max(ctx.replication.values(), default=0)
+    new = []
+    for i in range(width):
+        broker = F.try_element_at(old, F.lit(i + 1))
+        at = F.array_position(moves["from_broker"], broker).cast("int")
+        new.append(F.when(at > 0, F.element_at(moves["to_broker"], at)).otherwise(broker))
+    replaced: Column = F.slice(F.array(*new), 1, F.size(old))
+    return replaced
 
 
 def _valid(ctx: PlanContext, replicas: Column, moves: Column) -> Column:
@@ -339,14 +352,12 @@ def _valid(ctx: PlanContext, replicas: Column, moves: Column) -> Column:
     F = _functions()
     ok: Column = F.size(F.array_distinct(replicas)) == F.size(replicas)
     if ctx.enforce_racks and ctx.rack_of is not None:
-        rack_of = ctx.rack_of
-
-        def rack_fits(m: Column) -> Column:
-            rack = rack_of(m["to_broker"])
-            fits: Column = F.size(F.filter(replicas, lambda x: rack_of(x) == rack)) <= F.col("rack_cap")
-            return fits
-
-        ok = ok & F.forall(moves, rack_fits)
+        width = max(ctx.replication.values(), default=0)
+        racks = [ctx.rack_of(F.try_element_at(replicas, F.lit(i + 1))) for i in range(width)]
+        for i in range(width):
+            received = F.array_contains(moves["to_broker"], F.try_element_at(replicas, F.lit(i + 1)))
+            same = [F.when(racks[j] == racks[i], 1).otherwise(0) for j in range(width)]
+            ok = ok & F.coalesce(~received | (sum(same[1:], same[0]) <= F.col("rack_cap")), F.lit(True))
     return ok
 
 
