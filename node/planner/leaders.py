@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping, Sequence
 from itertools import pairwise
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from node.planner.targets import round_targets
 
@@ -107,11 +107,29 @@ def balance_leaders(
     from pyspark.sql import functions as F
 
     base = parts.localCheckpoint()
-    held: dict[int, int] = dict.fromkeys(targets, 0)
-    for row in base.groupBy(F.col("replicas")[0].alias("b")).count().collect():
-        held[row.b] = held.get(row.b, 0) + row["count"]
-    goal = leader_goals(held, targets, weights)
     target_set = sorted(targets)
+
+    def pair_counts(view: DataFrame, *, with_held: bool) -> list[Any]:
+        """n[first][candidate] over the view; with a null candidate per partition too, whose
+        counts are the partitions each broker leads (the same pass)."""
+        others = F.slice("replicas", 2, 1 << 16)
+        if with_held:
+            others = F.concat(F.array(F.lit(None).cast("int")), others)
+        return (
+            view.select(F.col("replicas")[0].alias("first"), F.explode(others).alias("candidate"))
+            .where(F.col("candidate").isNull() | F.col("candidate").isin(target_set))
+            .groupBy("first", "candidate")
+            .count()
+            .collect()
+        )
+
+    first_counts = pair_counts(base, with_held=True)
+    held: dict[int, int] = dict.fromkeys(targets, 0)
+    for row in first_counts:
+        if row.candidate is None:
+            held[row.first] = held.get(row.first, 0) + row["count"]
+    goal = leader_goals(held, targets, weights)
+    counts: list[Any] | None = [row for row in first_counts if row.candidate is not None]
     # Partition -> its new first replica, over the rounds (small: a broadcast join).
     chosen: DataFrame | None = None
     view = base
@@ -126,9 +144,10 @@ def balance_leaders(
             F.col("replicas")[0].alias("first"),
             F.explode(F.slice("replicas", 2, 1 << 16)).alias("candidate"),
         ).where(F.col("candidate").isin(target_set))
-        pairs = {
-            (r.first, r.candidate): r["count"] for r in led.groupBy("first", "candidate").count().collect()
-        }
+        if counts is None:
+            counts = pair_counts(view, with_held=False)
+        pairs = {(r.first, r.candidate): r["count"] for r in counts}
+        counts = None
         flow = transport(pairs, excess, room)
         if not flow:
             break
