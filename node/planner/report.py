@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from node.planner.context import replica_racks
-from node.planner.targets import Cells, rack_cap
+from node.planner.targets import Cells
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Row
@@ -121,9 +121,6 @@ def build_report(  # noqa: PLR0917
     from pyspark.sql import functions as F
 
     n_racks = len({ctx.racks[b] for b in ctx.targets})
-    caps = ctx.spark.createDataFrame(
-        [(t, rack_cap(rf, n_racks)) for t, rf in ctx.replication.items()], "topic string, cap int"
-    )
     carried = "old_replicas" in after.columns
     if carried:
         # The plan carried each partition's replicas before it along (and checkpointed
@@ -140,7 +137,11 @@ def build_report(  # noqa: PLR0917
         both = before.select("topic", "partition", "leader", "size", F.col("replicas").alias("old")).join(
             after.select("topic", "partition", F.col("replicas").alias("new")), ["topic", "partition"]
         )
-    joined = both.join(F.broadcast(caps), "topic").withColumn("added", F.size(F.array_except("new", "old")))
+    # The per-partition rack cap (targets.rack_cap) depends on the replication factor only.
+    rf = F.size("old")
+    joined = both.withColumn(
+        "cap", F.when(rf <= n_racks, 1).otherwise(F.ceil(rf / n_racks).cast("int"))
+    ).withColumn("added", F.size(F.array_except("new", "old")))
     if not carried:
         joined = joined.cache()
     # A partition the plan leaves as it was keeps its violations: only changed ones are
