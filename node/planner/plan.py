@@ -5,8 +5,9 @@ The pipeline (docs/PLANNER.md states it in full):
    brokers rows) and decide each cell's target (targets.py, on the driver, over cells only).
 2. Surplus cells give (count - target) replicas: a window over (topic, broker) ranks them,
    rack-violating first, then followers before preferred leaders, small before large.
-3. Deficit cells open that many receiving slots. Leaving replicas and slots are matched within
-   the topic by rank (a join), each pair checked against the partition's brokers and racks;
+3. Deficit cells open that many receiving slots. Leaving replicas and slots are matched by rank
+   (a join) within (topic, rack) first when racks are enforced, then within the topic, each
+   partition's pairs applied together and checked against its brokers and racks;
    leftovers are re-ranked with a rotation and joined again, a few rounds. The few that
    remain are placed on the driver (a swap with another replica of the same cell, else a
    two-step move through a balanced cell).
