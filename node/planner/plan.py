@@ -534,7 +534,13 @@ def _place_leftovers(  # noqa: PLR0915, PLR0917
                 if not fits(topic, replicas, leave, via):
                     continue
                 for q in sorted(on_broker[topic, via]):
-                    if q != partition and fits(topic, layout[topic][q], via, to):
+                    # q's replica on `via` must not be one still to leave (it would be
+                    # gone when its own turn comes).
+                    if (
+                        q != partition
+                        and (topic, q, via) not in leaving
+                        and fits(topic, layout[topic][q], via, to)
+                    ):
                         options.remove(to)
                         move(topic, partition, leave, via)
                         move(topic, q, via, to)
