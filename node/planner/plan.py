@@ -10,6 +10,8 @@ The pipeline (docs/PLANNER.md states it in full):
    leftovers are re-ranked with a rotation and joined again, a few rounds. The few that
    remain are placed on the driver (a swap with another replica of the same cell, else a
    two-step move through a balanced cell).
+   With --balance bytes, same-topic replica swaps then bring each broker's bytes within
+   +-5 % of its share, in bulk rounds (bytes_balance.py).
 4. Preferred leaders: partitions whose first replica sits on a broker leading more than its
    floor/ceil share get another of their replicas, on a broker under its share, first.
 """
@@ -21,6 +23,7 @@ import time
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
+from node.planner.bytes_balance import balance_bytes
 from node.planner.context import PlanContext
 from node.planner.leaders import balance_leaders
 from node.planner.request import Brokers, PlanError, PlanRequest, check_topics, target_brokers
@@ -73,8 +76,6 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
     def lap(name: str) -> None:
         stages[name] = round(time.monotonic() - started - sum(stages.values()), 3)
 
-    if request.balance == "bytes":
-        raise PlanError("--balance bytes is not supported yet: plan with --balance count")
     brokers = broker_info(snapshot, request)
     targets = target_brokers(request, brokers)
     # One pass: (topic, broker) cells with the partition count (first replicas) and the
@@ -154,6 +155,11 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
         moved = _move_replicas(ctx, parts, replicas, cells, cell_plan)
         lap("moves")
     after = parts if moved is None else _apply(parts, moved)
+    bytes_pass: dict[str, Any] | None = None
+    if request.balance == "bytes":
+        # Same-topic swaps keep every cell's count, so the count plan's promises hold.
+        after, bytes_pass = balance_bytes(ctx, parts, after)
+        lap("bytes")
     if "leaders" in request.goals or request.moves_data:
         after = balance_leaders(spark, after, targets, ctx.weights)
         lap("leaders")
@@ -162,6 +168,11 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
 
     report, changed = build_report(ctx, parts, after, cells, cell_plan, request)
     lap("report")
+    if bytes_pass is not None:
+        report["bytes_balance"] = {
+            **bytes_pass,
+            "count_plan_moves": report["moves"] - bytes_pass["extra_moves"],
+        }
     report["seconds"] = round(time.monotonic() - started, 3)
     report["stage_seconds"] = stages
     parts.unpersist()
@@ -174,15 +185,7 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
 
 def _valid(ctx: PlanContext, replicas: Column, leaving: Column, to: Column) -> Column:
     """`to` may replace `leaving` in the partition: not there yet, and its rack not full."""
-    F = _functions()
-    ok: Column = ~F.array_contains(replicas, to)
-    if ctx.enforce_racks and ctx.rack_of is not None:
-        rack_of = ctx.rack_of
-        rack = F.element_at(rack_of, to)
-        others = F.filter(replicas, lambda x: x != leaving)
-        same = F.size(F.filter(others, lambda x: F.element_at(rack_of, x) == rack))
-        ok = ok & (same < F.col("rack_cap"))
-    return ok
+    return ctx.may_replace(replicas, leaving, to, _functions().col("rack_cap"))
 
 
 def _small(spark: SparkSession, rows: list[tuple[Any, ...]], schema: str) -> DataFrame:
