@@ -28,6 +28,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from node.planner.swaps import apply_swaps, moves_added, one_per_partition
+
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
@@ -132,18 +134,9 @@ def balance_bytes(ctx: PlanContext, before: DataFrame, after: DataFrame) -> tupl
                 on[t.light] += t.delta
                 stats["swaps"] += t.swaps
                 stats["extra_moves"] += t.cost
-            state = _swap(state, chosen).localCheckpoint()
+            state = apply_swaps(state, chosen, "heavy", "light").localCheckpoint()
     stats["outside_band"] = outside_band(on, share)
     return state.drop("old"), stats
-
-
-def _cap(ctx: PlanContext, replicas: Column) -> Column:
-    """targets.rack_cap as a column: one replica per rack when the racks allow it."""
-    from pyspark.sql import functions as F
-
-    racks = len({ctx.racks[b] for b in ctx.targets})
-    rf = F.size(replicas)
-    return F.when(rf <= racks, F.lit(1)).otherwise(F.ceil(rf / F.lit(racks)))
 
 
 def _choose_swaps(ctx: PlanContext, state: DataFrame, flows: list[Flow]) -> DataFrame:
@@ -159,13 +152,12 @@ def _choose_swaps(ctx: PlanContext, state: DataFrame, flows: list[Flow]) -> Data
     held = state.select(
         "topic", "partition", "replicas", "old", "size", F.explode("replicas").alias("broker")
     )
-    replicas, old, cap = F.col("replicas"), F.col("old"), _cap(ctx, F.col("replicas"))
+    replicas, old, cap = F.col("replicas"), F.col("old"), ctx.rack_cap(F.col("replicas"))
 
     def side(holder: str, other: str, name: str) -> DataFrame:
-        # The replicas on `holder` that may go to `other`; cost = the moves it adds: one if
-        # `other` is new to the partition, minus one if `holder` was (that move is undone).
+        # The replicas on `holder` that may go to `other`, and the moves that adds.
         leaving, to = F.col(holder), F.col(other)
-        cost = (~F.array_contains(old, to)).cast("int") - (~F.array_contains(old, leaving)).cast("int")
+        cost = moves_added(old, leaving, to)
         return (
             held.join(flow_frame, F.col("broker") == leaving)
             .where(ctx.may_replace(replicas, leaving, to, cap))
@@ -229,42 +221,4 @@ def _choose_swaps(ctx: PlanContext, state: DataFrame, flows: list[Flow]) -> Data
         .where(F.col("sent") <= F.col("amount"))
         .select("heavy", "light", "topic", "p", "q", "delta", "cost")
     )
-    # A partition in two flows' swaps keeps the first by priority; a swap that loses either
-    # of its partitions waits for the next round.
-    key = ["heavy", "light", "topic", "p", "q"]
-    ranked = within.select(*key, "delta", "cost", F.explode(F.array("p", "q")).alias("partition")).withColumn(
-        "n",
-        F.row_number().over(Window.partitionBy("topic", "partition").orderBy(*priority, "heavy", "light")),
-    )
-    return (
-        ranked.groupBy(*key)
-        .agg(F.max("n").alias("n"), F.first("delta").alias("delta"), F.first("cost").alias("cost"))
-        .where(F.col("n") == 1)
-        .drop("n")
-    )
-
-
-def _swap(state: DataFrame, chosen: DataFrame) -> DataFrame:
-    """The replica lists with each chosen swap applied in place (step 4)."""
-    from pyspark.sql import functions as F
-
-    changes = chosen.select(
-        "topic", F.col("p").alias("partition"), F.col("heavy").alias("leaving"), F.col("light").alias("to")
-    ).unionByName(
-        chosen.select(
-            "topic",
-            F.col("q").alias("partition"),
-            F.col("light").alias("leaving"),
-            F.col("heavy").alias("to"),
-        )
-    )
-    return (
-        state.join(changes, ["topic", "partition"], "left")
-        .withColumn(
-            "replicas",
-            F.when(F.col("to").isNull(), F.col("replicas")).otherwise(
-                F.transform("replicas", lambda x: F.when(x == F.col("leaving"), F.col("to")).otherwise(x))
-            ),
-        )
-        .drop("leaving", "to")
-    )
+    return one_per_partition(within, ["heavy", "light", "topic", "p", "q"], priority)

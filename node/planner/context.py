@@ -32,3 +32,26 @@ class PlanContext:
             others = F.filter(replicas, lambda x: x != leaving)
             ok = ok & (F.size(F.filter(others, lambda x: F.element_at(rack_of, x) == rack)) < cap)
         return ok
+
+    def rack_cap(self, replicas: Column) -> Column:
+        """targets.rack_cap as a column: one replica per rack when the racks allow it."""
+        from pyspark.sql import functions as F
+
+        racks = len({self.racks[b] for b in self.targets})
+        rf = F.size(replicas)
+        return F.when(rf <= racks, F.lit(1)).otherwise(F.ceil(rf / F.lit(racks))).cast("int")
+
+    def rack_violations(self, replicas: Column, cap: Column) -> Column:
+        """Sum over racks of max(0, the partition's replicas in the rack - cap); 0 when racks
+        are not enforced."""
+        from pyspark.sql import functions as F
+
+        if not self.enforce_racks or self.rack_of is None:
+            return F.lit(0)
+        rack_of = self.rack_of
+        racks = F.filter(F.transform(replicas, lambda x: F.element_at(rack_of, x)), lambda r: r.isNotNull())
+        excess = F.transform(
+            F.array_distinct(racks),
+            lambda r: F.greatest(F.size(F.filter(racks, lambda x: x == r)) - cap, F.lit(0)),
+        )
+        return F.aggregate(excess, F.lit(0), lambda acc, x: acc + x)

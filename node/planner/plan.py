@@ -10,6 +10,8 @@ The pipeline (docs/PLANNER.md states it in full):
    leftovers are re-ranked with a rotation and joined again, a few rounds. The few that
    remain are placed on the driver (a swap with another replica of the same cell, else a
    two-step move through a balanced cell).
+   Replicas still breaking the rack rule (their cell had no surplus) leave through
+   same-topic swaps (rack_repair.py).
    With --balance bytes, same-topic replica swaps then bring each broker's bytes within
    +-5 % of its share, in bulk rounds (bytes_balance.py).
 4. Preferred leaders: partitions whose first replica sits on a broker leading more than its
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from node.planner.bytes_balance import balance_bytes
 from node.planner.context import PlanContext
 from node.planner.leaders import balance_leaders
+from node.planner.rack_repair import has_violations, repair_racks
 from node.planner.request import Brokers, PlanError, PlanRequest, check_topics, target_brokers
 from node.planner.snapshot import Snapshot
 from node.planner.targets import CellPlan, Cells, cell_targets, heal_targets, rack_cap
@@ -155,6 +158,12 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
         moved = _move_replicas(ctx, parts, replicas, cells, cell_plan)
         lap("moves")
     after = parts if moved is None else _apply(parts, moved)
+    rack_pass: dict[str, Any] | None = None
+    if request.full_balance and ctx.enforce_racks:
+        if has_violations(ctx, parts):
+            # Violations in cells without surplus: the matching had no reason to move them.
+            after, rack_pass = repair_racks(ctx, parts, after)
+        lap("racks")
     bytes_pass: dict[str, Any] | None = None
     if request.balance == "bytes":
         # Same-topic swaps keep every cell's count, so the count plan's promises hold.
@@ -168,6 +177,8 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
 
     report, changed = build_report(ctx, parts, after, cells, cell_plan, request)
     lap("report")
+    if rack_pass is not None:
+        report["rack_repair"] = rack_pass
     if bytes_pass is not None:
         report["bytes_balance"] = {
             **bytes_pass,

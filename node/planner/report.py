@@ -27,15 +27,7 @@ if TYPE_CHECKING:
 def _violations(ctx: PlanContext, replicas: Column) -> Column:
     from pyspark.sql import functions as F
 
-    if not ctx.enforce_racks or ctx.rack_of is None:
-        return F.lit(0)
-    rack_of = ctx.rack_of
-    racks = F.filter(F.transform(replicas, lambda x: F.element_at(rack_of, x)), lambda r: r.isNotNull())
-    excess = F.transform(
-        F.array_distinct(racks),
-        lambda r: F.greatest(F.size(F.filter(racks, lambda x: x == r)) - F.col("cap"), F.lit(0)),
-    )
-    return F.aggregate(excess, F.lit(0), lambda acc, x: acc + x)
+    return ctx.rack_violations(replicas, F.col("cap"))
 
 
 def _spread(values: list[float]) -> float:
