@@ -30,13 +30,21 @@ ROUNDS = 6
 
 
 def has_violations(ctx: PlanContext, partitions: DataFrame) -> bool:
-    """Whether any partition breaks the rack rule (one filter over `partitions`)."""
-    if not ctx.enforce_racks:
+    """Whether any partition breaks the rack rule (one filter over `partitions`). With one
+    replica per rack allowed (the usual case) a partition breaks it when its replicas span
+    fewer racks than it has replicas: cheaper than counting the excess per rack."""
+    from pyspark.sql import functions as F
+
+    if not ctx.enforce_racks or ctx.rack_of is None:
         return False
-    replicas = partitions.select("replicas")
-    return not replicas.where(
-        ctx.rack_violations(replicas.replicas, ctx.rack_cap(replicas.replicas)) > 0
-    ).isEmpty()
+    rack_of = ctx.rack_of
+    replicas = F.col("replicas")
+    racks = len({ctx.racks[b] for b in ctx.targets})
+    spanned = F.size(F.array_distinct(F.transform(replicas, lambda x: F.element_at(rack_of, x))))
+    breaks = F.when(F.size(replicas) <= racks, spanned < F.size(replicas)).otherwise(
+        ctx.rack_violations(replicas, ctx.rack_cap(replicas)) > 0
+    )
+    return not partitions.select("replicas").where(breaks).isEmpty()
 
 
 def repair_racks(ctx: PlanContext, before: DataFrame, after: DataFrame) -> tuple[DataFrame, dict[str, Any]]:
