@@ -3,7 +3,7 @@ rack rule leaves, even where its cell holds no surplus, and the count balance ho
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -53,3 +53,32 @@ def test_violations_without_surplus_are_repaired(
     # the bound (which counts one move per violation).
     after = check(spark, snapshot, request, result)
     assert replan(spark, snapshot, after, request).partitions == []
+
+
+def test_the_check_counts_per_rack_when_racks_are_fewer_than_replicas(spark: SparkSession) -> None:
+    from pyspark.sql import functions as F
+
+    from node.planner.context import PlanContext
+    from node.planner.rack_repair import has_violations
+
+    racks: dict[int, str | None] = {1: "a", 2: "a", 3: "a", 4: "b", 5: "b", 6: "b"}
+    pairs = [x for b, r in sorted(racks.items()) for x in (F.lit(b), F.lit(r))]
+    ctx = PlanContext(
+        spark=spark,
+        targets=sorted(racks),
+        racks=racks,
+        enforce_racks=True,
+        rack_of=F.create_map(*pairs),
+        replication={"t": 3},
+        partitions={"t": 1},
+        weights=dict.fromkeys(racks, 1.0),
+    )
+
+    def frame(*layouts: list[int]) -> Any:
+        return spark.createDataFrame([(r,) for r in layouts], "replicas array<int>")
+
+    # RF 3 over two racks: two in one rack is the cap, three is one too many.
+    assert not has_violations(ctx, frame([1, 2, 4], [4, 5, 3]))
+    assert has_violations(ctx, frame([1, 2, 4], [1, 2, 3]))
+    # RF 2: one per rack.
+    assert has_violations(ctx, frame([1, 4], [5, 6]))
