@@ -237,6 +237,12 @@ def print_report(report: dict[str, Any]) -> None:
     bound = report["lower_bound"]
     ratio = report["moves_over_lower_bound"]
     print(f"Moves:            {report['moves']} (lower bound {bound}" + (f", {ratio}x)" if ratio else ")"))
+    if stats := report.get("bytes_balance"):
+        print(
+            f"Bytes pass:       {stats['swaps']} swaps in {stats['rounds']} rounds, "
+            f"{stats['extra_moves']} moves on top of the count plan's {stats['count_plan_moves']}"
+            + (f"; brokers outside ±5 %: {stats['outside_band']}" if stats["outside_band"] else "")
+        )
     print(f"Bytes to move:    {_gib(report['bytes'])} GiB")
     print(f"Leader changes:   {report['leader_changes']}")
     print(f"Partitions:       {report['changed_partitions']} of {report['partitions']} change")

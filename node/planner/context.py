@@ -22,17 +22,66 @@ class PlanContext:
     targets: list[int]
     racks: dict[int, str | None]
     enforce_racks: bool
-    rack_of: RackOf | None  # when some broker has a rack
+    rack_of: Column | None  # map broker -> rack (literal), when racks are enforced
     replication: dict[str, int]
     partitions: dict[str, int]
     weights: dict[int, float]
+    # The same racks as numbers, looked up in an array indexed by broker id (rack_lookup):
+    # the fast form, for the checks over every partition.
+    rack_number: RackOf | None = None
+
+    def may_replace(self, replicas: Column, leaving: Column, to: Column, cap: Column) -> Column:
+        """Whether broker `to` may take the place of `leaving` in a partition's `replicas`:
+        it holds none of them yet, and (racks enforced) its rack stays within `cap` replicas."""
+        from pyspark.sql import functions as F
+
+        ok: Column = ~F.array_contains(replicas, to)
+        if self.enforce_racks and self.rack_of is not None:
+            rack_of = self.rack_of
+            rack = F.element_at(rack_of, to)
+            others = F.filter(replicas, lambda x: x != leaving)
+            ok = ok & (F.size(F.filter(others, lambda x: F.element_at(rack_of, x) == rack)) < cap)
+        return ok
+
+    def rack_cap(self, replicas: Column) -> Column:
+        """targets.rack_cap as a column: one replica per rack when the racks allow it."""
+        from pyspark.sql import functions as F
+
+        racks = len({self.racks[b] for b in self.targets})
+        rf = F.size(replicas)
+        return F.when(rf <= racks, F.lit(1)).otherwise(F.ceil(rf / F.lit(racks))).cast("int")
+
+    def rack_violations(self, replicas: Column, cap: Column) -> Column:
+        """Sum over racks of max(0, the partition's replicas in the rack - cap); 0 when racks
+        are not enforced."""
+        from pyspark.sql import functions as F
+
+        if not self.enforce_racks or self.rack_of is None:
+            return F.lit(0)
+        if self.rack_number is not None:
+            racks = F.array_compact(replica_racks(self, replicas))
+        else:
+            rack_of = self.rack_of
+            racks = F.filter(
+                F.transform(replicas, lambda x: F.element_at(rack_of, x)), lambda r: r.isNotNull()
+            )
+        # With a cap of 1 (RF at most the racks) the excess is the replicas sharing a rack.
+        shared = F.size(racks) - F.size(F.array_distinct(racks))
+        excess = F.transform(
+            F.array_distinct(racks),
+            lambda r: F.greatest(F.size(F.filter(racks, lambda x: x == r)) - cap, F.lit(0)),
+        )
+        over_cap: Column = F.when(cap == 1, shared).otherwise(
+            F.aggregate(excess, F.lit(0), lambda acc, x: acc + x)
+        )
+        return over_cap
 
 
 def rack_lookup(racks: Mapping[int, str | None]) -> RackOf | None:
     """The rack of a broker column, as the rank of its name, from literals. Rack checks run
-    inside higher-order functions over replica lists, which Spark evaluates without code
-    generation, per replica: a lookup in an array indexed by broker id is one step, where a
-    literal map is searched key by key (100 brokers: 100 comparisons per replica)."""
+    over every replica of every partition, often inside higher-order functions, which Spark
+    evaluates without code generation: a lookup in an array indexed by broker id is one
+    step, where a literal map is searched key by key (100 brokers: 100 comparisons)."""
     from pyspark.sql import functions as F
 
     named = {b: r for b, r in racks.items() if r is not None}
@@ -58,7 +107,7 @@ def replica_racks(ctx: PlanContext, replicas: Column) -> Column:
     Lists are at most the largest replication factor in scope long."""
     from pyspark.sql import functions as F
 
-    assert ctx.rack_of is not None
+    assert ctx.rack_number is not None
     width = max(ctx.replication.values(), default=0)
-    racks = [ctx.rack_of(F.try_element_at(replicas, F.lit(i + 1))) for i in range(width)]
+    racks = [ctx.rack_number(F.try_element_at(replicas, F.lit(i + 1))) for i in range(width)]
     return F.slice(F.array(*racks), 1, F.size(replicas)) if racks else F.array().cast("array<int>")

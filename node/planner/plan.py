@@ -11,6 +11,10 @@ The pipeline (docs/PLANNER.md states it in full):
    leftovers are re-ranked with a rotation and joined again, a few rounds. The few that
    remain are placed on the driver (a swap with another replica of the same cell, else a
    two-step move through a balanced cell).
+   Replicas still breaking the rack rule (their cell had no surplus) leave through
+   same-topic swaps (rack_repair.py).
+   With --balance bytes, same-topic replica swaps then bring each broker's bytes within
+   +-5 % of its share, in bulk rounds (bytes_balance.py).
 4. Preferred leaders: partitions whose first replica sits on a broker leading more than its
    floor/ceil share get another of their replicas, on a broker under its share, first.
 """
@@ -22,8 +26,10 @@ import time
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
+from node.planner.bytes_balance import balance_bytes
 from node.planner.context import PlanContext, rack_lookup, replica_racks
 from node.planner.leaders import balance_leaders
+from node.planner.rack_repair import has_violations, repair_racks
 from node.planner.request import Brokers, PlanError, PlanRequest, check_topics, target_brokers
 from node.planner.snapshot import Snapshot
 from node.planner.targets import CellPlan, Cells, cell_targets, heal_targets, rack_cap
@@ -65,7 +71,7 @@ def broker_info(snapshot: Snapshot, request: PlanRequest) -> Brokers:
     )
 
 
-def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanResult:
+def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanResult:  # noqa: PLR0915
     """Plan the request on the snapshot; PlanError (one line) for a request that cannot be."""
     F = _functions()
     started = time.monotonic()
@@ -74,8 +80,6 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
     def lap(name: str) -> None:
         stages[name] = round(time.monotonic() - started - sum(stages.values()), 3)
 
-    if request.balance == "bytes":
-        raise PlanError("--balance bytes is not supported yet: plan with --balance count")
     brokers = broker_info(snapshot, request)
     targets = target_brokers(request, brokers)
     # The partitions, in the compact form every stage reads, materialized once (a local
@@ -126,15 +130,20 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
 
     rack_names = {brokers.racks[b] for b in targets}
     enforce = None not in rack_names and len(rack_names) > 1
+    rack_map = None
+    if any(r is not None for r in brokers.racks.values()):
+        pairs = [x for b, r in sorted(brokers.racks.items()) if r is not None for x in (F.lit(b), F.lit(r))]
+        rack_map = F.create_map(*pairs)
     ctx = PlanContext(
         spark=spark,
         targets=targets,
         racks=brokers.racks,
         enforce_racks=enforce,
-        rack_of=rack_lookup(brokers.racks),
+        rack_of=rack_map,
         replication={r.topic: r.rf for r in topic_rows},
         partitions={r.topic: r.n for r in topic_rows},
         weights={b: brokers.capacity.get(b, 1.0) for b in targets},
+        rack_number=rack_lookup(brokers.racks),
     )
 
     cell_plan: CellPlan | None = None
@@ -155,6 +164,17 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
         moved = _move_replicas(ctx, parts, cells, cell_plan)
         lap("moves")
     after = parts if moved is None else _apply(parts, moved)
+    rack_pass: dict[str, Any] | None = None
+    if request.full_balance and ctx.enforce_racks:
+        if has_violations(ctx, parts):
+            # Violations in cells without surplus: the matching had no reason to move them.
+            after, rack_pass = repair_racks(ctx, parts, after)
+        lap("racks")
+    bytes_pass: dict[str, Any] | None = None
+    if request.balance == "bytes":
+        # Same-topic swaps keep every cell's count, so the count plan's promises hold.
+        after, bytes_pass = balance_bytes(ctx, parts, after)
+        lap("bytes")
     if "leaders" in request.goals or request.moves_data:
         after = balance_leaders(spark, after, targets, ctx.weights)
         lap("leaders")
@@ -163,6 +183,13 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
 
     report, changed = build_report(ctx, parts, after, cells, cell_plan, request)
     lap("report")
+    if rack_pass is not None:
+        report["rack_repair"] = rack_pass
+    if bytes_pass is not None:
+        report["bytes_balance"] = {
+            **bytes_pass,
+            "count_plan_moves": report["moves"] - bytes_pass["extra_moves"],
+        }
     report["seconds"] = round(time.monotonic() - started, 3)
     report["stage_seconds"] = stages
     parts.unpersist()
@@ -206,7 +233,7 @@ def _move_replicas(ctx: PlanContext, parts: DataFrame, cells: Cells, cell_plan: 
     # With racks enforced, the first round matches within (topic, rack): a replica replaced
     # by a broker of its own rack cannot break the rack rule, and when the racks' totals
     # already sit at their targets (adding a broker to each rack) it places every replica.
-    by_rack = ctx.enforce_racks and ctx.rack_of is not None
+    by_rack = ctx.enforce_racks and ctx.rack_number is not None
     for round_number in range(MATCH_ROUNDS):
         if left <= (DRIVER_LEFTOVERS if round_number else 0):
             break
@@ -234,10 +261,10 @@ def _leavers(ctx: PlanContext, parts: DataFrame, per_topic: DataFrame) -> DataFr
     from pyspark.sql import Window
 
     F = _functions()
-    if ctx.enforce_racks and ctx.rack_of is not None:
+    if ctx.enforce_racks and ctx.rack_number is not None:
         # Replicas earlier in the list already fill this one's rack (element by element:
         # code-generated, where a filter over the list would be interpreted).
-        mine = ctx.rack_of(F.col("broker"))
+        mine = ctx.rack_number(F.col("broker"))
         racks = replica_racks(ctx, F.col("replicas"))
         width = max(ctx.replication.values(), default=0)
         earlier = [
@@ -295,10 +322,10 @@ def _match_round(
     F = _functions()
     key = ["topic"]
     if by_rack:
-        assert ctx.rack_of is not None
+        assert ctx.rack_number is not None
         key = ["topic", "rack"]
-        leavers = leavers.withColumn("rack", ctx.rack_of(F.col("from_broker")))
-        slots = slots.withColumn("rack", ctx.rack_of(F.col("to_broker")))
+        leavers = leavers.withColumn("rack", ctx.rack_number(F.col("from_broker")))
+        slots = slots.withColumn("rack", ctx.rack_number(F.col("to_broker")))
     group = Window.partitionBy(*key)
     ranked = leavers.withColumn(
         "slot", F.row_number().over(group.orderBy(F.hash("partition", "from_broker", F.lit(round_number))))
@@ -352,9 +379,9 @@ def _valid(ctx: PlanContext, replicas: Column, moves: Column) -> Column:
     broker's rack holding more than the cap."""
     F = _functions()
     ok: Column = F.size(F.array_distinct(replicas)) == F.size(replicas)
-    if ctx.enforce_racks and ctx.rack_of is not None:
+    if ctx.enforce_racks and ctx.rack_number is not None:
         width = max(ctx.replication.values(), default=0)
-        racks = [ctx.rack_of(F.try_element_at(replicas, F.lit(i + 1))) for i in range(width)]
+        racks = [ctx.rack_number(F.try_element_at(replicas, F.lit(i + 1))) for i in range(width)]
         for i in range(width):
             received = F.array_contains(moves["to_broker"], F.try_element_at(replicas, F.lit(i + 1)))
             same = [F.when(racks[j] == racks[i], 1).otherwise(0) for j in range(width)]

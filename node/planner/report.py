@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from node.planner.context import replica_racks
 from node.planner.targets import Cells
 
 if TYPE_CHECKING:
@@ -30,19 +29,7 @@ if TYPE_CHECKING:
 def _violations(ctx: PlanContext, replicas: Column) -> Column:
     from pyspark.sql import functions as F
 
-    if not ctx.enforce_racks or ctx.rack_of is None:
-        return F.lit(0)
-    racks = F.array_compact(replica_racks(ctx, replicas))
-    # With a cap of 1 (RF at most the racks) the excess is the replicas sharing a rack.
-    shared = F.size(racks) - F.size(F.array_distinct(racks))
-    excess = F.transform(
-        F.array_distinct(racks),
-        lambda r: F.greatest(F.size(F.filter(racks, lambda x: x == r)) - F.col("cap"), F.lit(0)),
-    )
-    over_cap: Column = F.when(F.col("cap") == 1, shared).otherwise(
-        F.aggregate(excess, F.lit(0), lambda acc, x: acc + x)
-    )
-    return over_cap
+    return ctx.rack_violations(replicas, F.col("cap"))
 
 
 def _changed(rows: DataFrame) -> list[dict[str, Any]]:

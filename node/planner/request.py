@@ -32,6 +32,8 @@ class PlanRequest:
                 raise PlanError(f"unknown goal {goal!r} (one of " + ", ".join(GOALS) + ")")
         if self.balance not in BALANCES:
             raise PlanError(f"unknown balance {self.balance!r} (count or bytes)")
+        if self.balance == "bytes" and not self.full_balance:
+            raise PlanError("--balance bytes goes with goal rebalance or remove-brokers")
         if "remove-brokers" in self.goals and not self.remove_brokers:
             raise PlanError("goal remove-brokers needs the brokers to remove")
         if self.brokers is not None and set(self.brokers) & set(self.remove_brokers):

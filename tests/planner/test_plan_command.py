@@ -31,7 +31,8 @@ def test_plan_from_a_file_writes_the_plan_and_prints_the_table(tmp_path: Path) -
     done = subprocess.run(
         [
             sys.executable, "-m", "node.cli.main", "reassign", "plan", "--from-file", str(source),
-            "--goal", "rebalance", "--brokers", "1,2,3,4", "--output", str(output), "--report", str(report),
+            "--goal", "rebalance", "--balance", "bytes", "--brokers", "1,2,3,4",
+            "--output", str(output), "--report", str(report),
             "--spark-master", "local[1]",
         ],
         cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
@@ -47,3 +48,5 @@ def test_plan_from_a_file_writes_the_plan_and_prints_the_table(tmp_path: Path) -
     assert lines[0].split() == ["BROKER", "RACK", "TARGET", "REPLICAS", "LEADERS", "GIB"]
     assert any(line.split()[:4] == ["4", "-", "0", "->"] for line in lines[1:6])
     assert any(line.startswith("Moves:") and "lower bound 4" in line for line in lines)
+    # Equal sizes: the count plan already balances the bytes, so the bytes pass swaps nothing.
+    assert "Bytes pass:       0 swaps in 0 rounds, 0 moves on top of the count plan's 4" in lines
