@@ -15,7 +15,8 @@ which broker pairs (brokers^2 at most) and keeps the per-broker totals:
    yet, racks within their cap), and those on the light broker that may go back, per topic.
    They are paired by rank three ways within (flow, topic): largest given for smallest taken
    (big steps), both by size (small steps), and cheapest in moves first (a replica that the
-   count plan has just moved away returns home for free).
+   count plan has just moved away returns home for free); and up to SAMPLES replicas a side,
+   spread over the sizes, are paired all with all (differences of every size).
 3. Selection: per flow, swaps by extra moves then size difference, while their running sum of
    differences stays within the flow's amount; a partition takes part in one swap per round.
 4. The swaps are applied to the replica lists (a join), and the flows' totals update the
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any
 
 from node.planner.swaps import apply_swaps, moves_added, one_per_partition
@@ -37,6 +39,8 @@ if TYPE_CHECKING:
 
 BAND = 0.05
 ROUNDS = 12
+# Replicas per (flow, topic) side paired all with all, spread over the sizes.
+SAMPLES = 12
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,29 +67,49 @@ def spread_pct(on: Mapping[int, float]) -> float:
     return round(100 * (max(on.values()) - min(on.values())) / mean, 2) if mean else 0.0
 
 
-def plan_flows(on: Mapping[int, float], share: Mapping[int, float], band: float = BAND) -> list[Flow]:
+def plan_flows(
+    on: Mapping[int, float],
+    share: Mapping[int, float],
+    band: float = BAND,
+    stuck: AbstractSet[tuple[int, int]] = frozenset(),
+) -> list[Flow]:
     """Bytes to move between broker pairs so that every broker outside its band reaches its
     share: heavy brokers outside the band give their excess to the brokers with the most room
-    first, then light brokers outside the band draw what they still lack from the heaviest."""
+    first, then light brokers outside the band draw what they still lack from the heaviest.
+    `stuck` pairs (heavy, light) found no swap before and get no flow. What the brokers on the
+    other side of their share cannot take or give then goes through brokers inside the band,
+    as far as half the band (so they stay inside it)."""
     off = {b: on[b] - share[b] for b in on}
     out = set(outside_band(on, share, band))
-    supply = {b: x for b, x in off.items() if x > 0}
-    demand = {b: -x for b, x in off.items() if x < 0}
+    supply = {b: max(0.0, x) for b, x in off.items()}
+    demand = {b: max(0.0, -x) for b, x in off.items()}
     flows: dict[tuple[int, int], float] = {}
 
     def move(h: int, lo: int) -> None:
+        if h == lo or (h, lo) in stuck:
+            return
         amount = min(supply[h], demand[lo])
         if amount > 0:
             flows[h, lo] = flows.get((h, lo), 0.0) + amount
             supply[h] -= amount
             demand[lo] -= amount
 
-    for h in sorted(out & supply.keys(), key=lambda b: (-supply[b], b)):
-        for lo in sorted(demand, key=lambda b: (-demand[b], b)):
-            move(h, lo)
-    for lo in sorted(out & demand.keys(), key=lambda b: (-demand[b], b)):
-        for h in sorted(supply, key=lambda b: (-supply[b], b)):
-            move(h, lo)
+    def route() -> None:
+        for h in sorted(out & {b for b in on if off[b] > 0}, key=lambda b: (-supply[b], b)):
+            for lo in sorted(demand, key=lambda b: (-demand[b], b)):
+                move(h, lo)
+        for lo in sorted(out & {b for b in on if off[b] < 0}, key=lambda b: (-demand[b], b)):
+            for h in sorted(supply, key=lambda b: (-supply[b], b)):
+                move(h, lo)
+
+    route()
+    # Half-band slack of the brokers inside the band, for what is left.
+    slack = band / 2
+    for b in on:
+        if b not in out:
+            demand[b] += max(0.0, share[b] * (1 + slack) - on[b]) - max(0.0, -off[b])
+            supply[b] += max(0.0, on[b] - share[b] * (1 - slack)) - max(0.0, off[b])
+    route()
     return [Flow(h, lo, amount) for (h, lo), amount in sorted(flows.items())]
 
 
@@ -116,8 +140,9 @@ def balance_bytes(ctx: PlanContext, before: DataFrame, after: DataFrame) -> tupl
         "extra_moves": 0,
     }
     if sum(on.values()) > 0:
+        stuck: set[tuple[int, int]] = set()
         for _ in range(ROUNDS):
-            flows = plan_flows(on, share)
+            flows = plan_flows(on, share, stuck=stuck)
             if not flows:
                 break
             chosen = _choose_swaps(ctx, state, flows).localCheckpoint()
@@ -126,8 +151,11 @@ def balance_bytes(ctx: PlanContext, before: DataFrame, after: DataFrame) -> tupl
                 .agg(F.sum("delta").alias("delta"), F.count("*").alias("swaps"), F.sum("cost").alias("cost"))
                 .collect()
             )
+            # A pair that found no swap (no topic in common that fits, racks) is routed around
+            # from now on: the next round's flows go through other brokers.
+            stuck |= {(f.heavy, f.light) for f in flows} - {(t.heavy, t.light) for t in totals}
             if not totals:
-                break
+                continue
             stats["rounds"] += 1
             for t in totals:
                 on[t.heavy] -= t.delta
@@ -177,20 +205,36 @@ def _choose_swaps(ctx: PlanContext, state: DataFrame, flows: list[Flow]) -> Data
     p_size, q_size, p_cost, q_cost = F.col("p_size"), F.col("q_size"), F.col("p_cost"), F.col("q_cost")
 
     def ranks(frame: DataFrame, orders: list[list[Column]], name: str) -> DataFrame:
-        # One rank per pairing, over one partitioning, exploded to (pairing, rank) rows.
+        # One rank per pairing, over one partitioning, exploded to (pairing, rank) rows. The
+        # second order is by size: every stride-th replica by it is a sample (at most SAMPLES
+        # per cell, spread over the sizes) for the all-pairs candidates.
         numbered = frame.withColumns(
             {f"n{i}": F.row_number().over(cell.orderBy(*order, name)) for i, order in enumerate(orders)}
         )
+        stride = F.greatest(F.lit(1), F.ceil(F.count("*").over(cell) / F.lit(SAMPLES)))
         pairs = F.array(
             *(F.struct(F.lit(i).alias("k"), F.col(f"n{i}").alias("n")) for i in range(len(orders)))
         )
-        return numbered.withColumn("r", F.explode(pairs)).select(*frame.columns, "r.k", "r.n")
+        return (
+            numbered.withColumn("sample", F.pmod(F.col("n1") - 1, stride) == 0)
+            .withColumn("r", F.explode(pairs))
+            .select(*frame.columns, "sample", "r.k", "r.n")
+        )
 
     # Pairings, by index: largest given for smallest taken; both by size; cheapest first.
     give = ranks(give, [[p_size.desc()], [p_size.asc()], [p_cost.asc(), p_size.desc()]], "p")
     take = ranks(take, [[q_size.asc()], [q_size.asc()], [q_cost.asc(), q_size.asc()]], "q")
+    columns = ["heavy", "light", "topic", "p", "p_size", "p_cost", "q", "q_size", "q_cost"]
+    paired = give.join(take, ["heavy", "light", "topic", "k", "n"]).select(*columns)
+    # All pairs of the samples: differences of every size, for the last, finer steps.
+    once_each = (F.col("k") == 0) & F.col("sample")
+    sampled = (
+        give.where(once_each)
+        .drop("k", "n", "sample")
+        .join(take.where(once_each).drop("k", "n", "sample"), ["heavy", "light", "topic"])
+    )
     candidates = (
-        give.join(take, ["heavy", "light", "topic", "k", "n"])
+        paired.unionByName(sampled.select(*columns))
         .join(flow_frame, ["heavy", "light"])
         .withColumn("delta", p_size - q_size)
         .withColumn("cost", p_cost + q_cost)

@@ -22,13 +22,12 @@ class PlanContext:
     targets: list[int]
     racks: dict[int, str | None]
     enforce_racks: bool
-    rack_of: Column | None  # map broker -> rack (literal), when racks are enforced
+    # A broker column -> its rack as a number, looked up in a literal array indexed by broker
+    # id (rack_lookup): None when no broker has a rack.
+    rack_of: RackOf | None
     replication: dict[str, int]
     partitions: dict[str, int]
     weights: dict[int, float]
-    # The same racks as numbers, looked up in an array indexed by broker id (rack_lookup):
-    # the fast form, for the checks over every partition.
-    rack_number: RackOf | None = None
 
     def may_replace(self, replicas: Column, leaving: Column, to: Column, cap: Column) -> Column:
         """Whether broker `to` may take the place of `leaving` in a partition's `replicas`:
@@ -37,10 +36,13 @@ class PlanContext:
 
         ok: Column = ~F.array_contains(replicas, to)
         if self.enforce_racks and self.rack_of is not None:
-            rack_of = self.rack_of
-            rack = F.element_at(rack_of, to)
-            others = F.filter(replicas, lambda x: x != leaving)
-            ok = ok & (F.size(F.filter(others, lambda x: F.element_at(rack_of, x) == rack)) < cap)
+            # Position by position (code-generated), not a lambda over the list.
+            rack = self.rack_of(to)
+            same = F.lit(0)
+            for i in range(max(self.replication.values(), default=0)):
+                broker = F.try_element_at(replicas, F.lit(i + 1))
+                same = same + F.when((broker != leaving) & (self.rack_of(broker) == rack), 1).otherwise(0)
+            ok = ok & (same < cap)
         return ok
 
     def rack_cap(self, replicas: Column) -> Column:
@@ -58,13 +60,7 @@ class PlanContext:
 
         if not self.enforce_racks or self.rack_of is None:
             return F.lit(0)
-        if self.rack_number is not None:
-            racks = F.array_compact(replica_racks(self, replicas))
-        else:
-            rack_of = self.rack_of
-            racks = F.filter(
-                F.transform(replicas, lambda x: F.element_at(rack_of, x)), lambda r: r.isNotNull()
-            )
+        racks = F.array_compact(replica_racks(self, replicas))
         # With a cap of 1 (RF at most the racks) the excess is the replicas sharing a rack.
         shared = F.size(racks) - F.size(F.array_distinct(racks))
         excess = F.transform(
@@ -107,7 +103,7 @@ def replica_racks(ctx: PlanContext, replicas: Column) -> Column:
     Lists are at most the largest replication factor in scope long."""
     from pyspark.sql import functions as F
 
-    assert ctx.rack_number is not None
+    assert ctx.rack_of is not None
     width = max(ctx.replication.values(), default=0)
-    racks = [ctx.rack_number(F.try_element_at(replicas, F.lit(i + 1))) for i in range(width)]
+    racks = [ctx.rack_of(F.try_element_at(replicas, F.lit(i + 1))) for i in range(width)]
     return F.slice(F.array(*racks), 1, F.size(replicas)) if racks else F.array().cast("array<int>")

@@ -130,20 +130,15 @@ def plan(spark: SparkSession, snapshot: Snapshot, request: PlanRequest) -> PlanR
 
     rack_names = {brokers.racks[b] for b in targets}
     enforce = None not in rack_names and len(rack_names) > 1
-    rack_map = None
-    if any(r is not None for r in brokers.racks.values()):
-        pairs = [x for b, r in sorted(brokers.racks.items()) if r is not None for x in (F.lit(b), F.lit(r))]
-        rack_map = F.create_map(*pairs)
     ctx = PlanContext(
         spark=spark,
         targets=targets,
         racks=brokers.racks,
         enforce_racks=enforce,
-        rack_of=rack_map,
+        rack_of=rack_lookup(brokers.racks),
         replication={r.topic: r.rf for r in topic_rows},
         partitions={r.topic: r.n for r in topic_rows},
         weights={b: brokers.capacity.get(b, 1.0) for b in targets},
-        rack_number=rack_lookup(brokers.racks),
     )
 
     cell_plan: CellPlan | None = None
@@ -233,7 +228,7 @@ def _move_replicas(ctx: PlanContext, parts: DataFrame, cells: Cells, cell_plan: 
     # With racks enforced, the first round matches within (topic, rack): a replica replaced
     # by a broker of its own rack cannot break the rack rule, and when the racks' totals
     # already sit at their targets (adding a broker to each rack) it places every replica.
-    by_rack = ctx.enforce_racks and ctx.rack_number is not None
+    by_rack = ctx.enforce_racks and ctx.rack_of is not None
     for round_number in range(MATCH_ROUNDS):
         if left <= (DRIVER_LEFTOVERS if round_number else 0):
             break
@@ -261,10 +256,10 @@ def _leavers(ctx: PlanContext, parts: DataFrame, per_topic: DataFrame) -> DataFr
     from pyspark.sql import Window
 
     F = _functions()
-    if ctx.enforce_racks and ctx.rack_number is not None:
+    if ctx.enforce_racks and ctx.rack_of is not None:
         # Replicas earlier in the list already fill this one's rack (element by element:
         # code-generated, where a filter over the list would be interpreted).
-        mine = ctx.rack_number(F.col("broker"))
+        mine = ctx.rack_of(F.col("broker"))
         racks = replica_racks(ctx, F.col("replicas"))
         width = max(ctx.replication.values(), default=0)
         earlier = [
@@ -322,10 +317,10 @@ def _match_round(
     F = _functions()
     key = ["topic"]
     if by_rack:
-        assert ctx.rack_number is not None
+        assert ctx.rack_of is not None
         key = ["topic", "rack"]
-        leavers = leavers.withColumn("rack", ctx.rack_number(F.col("from_broker")))
-        slots = slots.withColumn("rack", ctx.rack_number(F.col("to_broker")))
+        leavers = leavers.withColumn("rack", ctx.rack_of(F.col("from_broker")))
+        slots = slots.withColumn("rack", ctx.rack_of(F.col("to_broker")))
     group = Window.partitionBy(*key)
     ranked = leavers.withColumn(
         "slot", F.row_number().over(group.orderBy(F.hash("partition", "from_broker", F.lit(round_number))))
@@ -379,9 +374,9 @@ def _valid(ctx: PlanContext, replicas: Column, moves: Column) -> Column:
     broker's rack holding more than the cap."""
     F = _functions()
     ok: Column = F.size(F.array_distinct(replicas)) == F.size(replicas)
-    if ctx.enforce_racks and ctx.rack_number is not None:
+    if ctx.enforce_racks and ctx.rack_of is not None:
         width = max(ctx.replication.values(), default=0)
-        racks = [ctx.rack_number(F.try_element_at(replicas, F.lit(i + 1))) for i in range(width)]
+        racks = [ctx.rack_of(F.try_element_at(replicas, F.lit(i + 1))) for i in range(width)]
         for i in range(width):
             received = F.array_contains(moves["to_broker"], F.try_element_at(replicas, F.lit(i + 1)))
             same = [F.when(racks[j] == racks[i], 1).otherwise(0) for j in range(width)]

@@ -30,20 +30,13 @@ ROUNDS = 6
 
 
 def has_violations(ctx: PlanContext, partitions: DataFrame) -> bool:
-    """Whether any partition breaks the rack rule (one filter over `partitions`). With one
-    replica per rack allowed (the usual case) a partition breaks it when its replicas span
-    fewer racks than it has replicas: cheaper than counting the excess per rack."""
+    """Whether any partition breaks the rack rule (one filter over `partitions`)."""
     from pyspark.sql import functions as F
 
     if not ctx.enforce_racks or ctx.rack_of is None:
         return False
-    rack_of = ctx.rack_of
     replicas = F.col("replicas")
-    racks = len({ctx.racks[b] for b in ctx.targets})
-    spanned = F.size(F.array_distinct(F.transform(replicas, lambda x: F.element_at(rack_of, x))))
-    breaks = F.when(F.size(replicas) <= racks, spanned < F.size(replicas)).otherwise(
-        ctx.rack_violations(replicas, ctx.rack_cap(replicas)) > 0
-    )
+    breaks = ctx.rack_violations(replicas, ctx.rack_cap(replicas)) > 0
     return not partitions.select("replicas").where(breaks).isEmpty()
 
 
@@ -78,9 +71,9 @@ def _flagged(ctx: PlanContext, state: DataFrame) -> DataFrame:
 
     assert ctx.rack_of is not None
     rack_of = ctx.rack_of
-    mine = F.element_at(rack_of, F.col("broker"))
+    mine = rack_of(F.col("broker"))
     earlier = F.slice("replicas", 1, F.col("pos"))
-    same_rack = F.size(F.filter(earlier, lambda x: F.element_at(rack_of, x) == mine))
+    same_rack = F.size(F.filter(earlier, lambda x: rack_of(x) == mine))
     return state.select(
         "topic", "partition", "replicas", "old", F.posexplode("replicas").alias("pos", "broker")
     ).select(
@@ -113,8 +106,7 @@ def _choose_swaps(ctx: PlanContext, flagged: DataFrame, round_number: int) -> Da
         )
         .withColumn(
             "slot",
-            F.row_number().over(by_topic.orderBy(F.element_at(rack_of, F.col("a")), F.hash("p", "a", salt)))
-            - 1,
+            F.row_number().over(by_topic.orderBy(rack_of(F.col("a")), F.hash("p", "a", salt))) - 1,
         )
         .withColumn("slots", F.count("*").over(by_topic))
     )
@@ -136,9 +128,7 @@ def _choose_swaps(ctx: PlanContext, flagged: DataFrame, round_number: int) -> Da
         .withColumn(
             "rank",
             F.row_number().over(
-                by_topic.orderBy(
-                    F.col("q_violating").desc(), F.element_at(rack_of, F.col("b")), F.hash("q", "b", salt)
-                )
+                by_topic.orderBy(F.col("q_violating").desc(), rack_of(F.col("b")), F.hash("q", "b", salt))
             )
             - 1,
         )

@@ -56,19 +56,17 @@ def test_violations_without_surplus_are_repaired(
 
 
 def test_the_check_counts_per_rack_when_racks_are_fewer_than_replicas(spark: SparkSession) -> None:
-    from pyspark.sql import functions as F
 
-    from node.planner.context import PlanContext
+    from node.planner.context import PlanContext, rack_lookup
     from node.planner.rack_repair import has_violations
 
     racks: dict[int, str | None] = {1: "a", 2: "a", 3: "a", 4: "b", 5: "b", 6: "b"}
-    pairs = [x for b, r in sorted(racks.items()) for x in (F.lit(b), F.lit(r))]
     ctx = PlanContext(
         spark=spark,
         targets=sorted(racks),
         racks=racks,
         enforce_racks=True,
-        rack_of=F.create_map(*pairs),
+        rack_of=rack_lookup(racks),
         replication={"t": 3},
         partitions={"t": 1},
         weights=dict.fromkeys(racks, 1.0),
