@@ -19,6 +19,7 @@ from kazoo.client import KazooClient
 
 from node.clients.admin import KeelAdminClient
 from tests.integration.conftest import ROOT, BrokerProcess, Brokers
+from tests.integration.test_election import controller_id
 from tests.integration.test_partition_leadership import controller_of, create_topic, settled_to
 from tests.support import eventually
 from wire.api import ElectionType, ElectLeadersResponse
@@ -153,9 +154,7 @@ async def test_an_election_node_the_controller_missed_is_processed_at_failover(
 
 
 async def _controller_other_than(kazoo: KazooClient, old: int) -> int | None:
-    if kazoo.exists("/controller") is None:
-        return None
-    holder = int(orjson.loads(kazoo.get("/controller")[0])["brokerid"])
+    holder = controller_id(kazoo)
     return holder if holder != old else None
 
 

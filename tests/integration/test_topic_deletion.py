@@ -15,6 +15,7 @@ from node.clients.admin import KeelAdminClient
 from node.clients.producer import KeelProducer
 from node.cluster.zookeeper import free_ports
 from tests.integration.conftest import ROOT, BrokerProcess, Brokers
+from tests.integration.test_election import controller_id
 from tests.integration.test_partition_leadership import (
     controller_of,
     create_topic,
@@ -161,9 +162,8 @@ async def _unregistered(kazoo: KazooClient, broker_id: int) -> bool:
 
 
 async def _controller_other_than(kazoo: KazooClient, broker_id: int) -> bool:
-    if not kazoo.exists("/controller"):
-        return False
-    return bool(orjson.loads(kazoo.get("/controller")[0])["brokerid"] != broker_id)
+    holder = controller_id(kazoo)
+    return holder is not None and holder != broker_id
 
 
 async def _controller_metrics(broker: BrokerProcess) -> dict[str, float]:
