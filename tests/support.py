@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -74,3 +77,31 @@ class ScheduledCall:
 
     def cancel(self) -> None:
         self.cancelled = True
+
+
+def run_command(
+    module: str,
+    *args: str,
+    timeout: float = 120,
+    stdin: str | bytes | None = None,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run one of Keel's commands (`node.cli.main` is `keel`) as a process from the repository's
+    root, the way a person runs it: the one runner every tier uses."""
+    from node.cluster.local import ROOT
+
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        input=stdin.decode() if isinstance(stdin, bytes) else stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env={**os.environ, **env} if env is not None else None,
+        check=False,
+    )
+
+
+def keel(*args: str, timeout: float = 120, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`keel ARGS` as a process."""
+    return run_command("node.cli.main", *args, timeout=timeout, stdin=stdin)

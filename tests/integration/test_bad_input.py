@@ -1,0 +1,229 @@
+"""Bad input, as a new user types it, against a real ZooKeeper and real brokers: one row per input.
+
+Each row runs one of Keel's commands as a process and expects an exit status, a phrase in its
+one-line error, an answer within a time bound, and no traceback. Every row then checks that the
+cluster is as it was: the same topics, the same assignments and partition states in ZooKeeper,
+and at the end of the module every record produced at the start reads back.
+
+Placeholders in a row's arguments: {bootstrap} (the brokers), {zk} (ZooKeeper with this module's
+chroot), {tmp} (a scratch directory), {props} (a valid server.properties for a broker 99 that is
+not running), {busy_port} (a port a broker listens on), {file} (a regular file).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+import pytest
+from kazoo.client import KazooClient
+
+from node.cluster.local import LocalCluster
+from node.cluster.zookeeper import EmbeddedZooKeeper, free_ports
+from tests.support import keel, run_command
+
+# The topic every row must leave intact: two partitions, RF 3, RECORDS records.
+TOPIC = "pc"
+RECORDS = 200
+TRACEBACK = re.compile(r"Traceback \(most recent call last\)|^\s+File \"", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class BadInput:
+    """One bad input: `args` of `module` (default `keel`), what it must answer, and how fast."""
+
+    name: str
+    args: tuple[str, ...]
+    status: int
+    phrase: str
+    seconds: float = 10.0
+    module: str = "node.cli.main"
+    stdin: str | None = None
+    # Most errors are one line; a few commands print what they did before it (exit 3).
+    max_stderr_lines: int = 1
+    env: dict[str, str] = field(default_factory=dict)
+
+
+# Inputs handled well before this table existed: they must stay so.
+HANDLED = [
+    BadInput(
+        "create-duplicate-topic",
+        ("topic", "create", "--topic", TOPIC, "--partitions", "1", "--bootstrap-server", "{bootstrap}"),
+        1,
+        "already exists",
+    ),
+    BadInput(
+        "create-zero-partitions",
+        ("topic", "create", "--topic", "z", "--partitions", "0", "--bootstrap-server", "{bootstrap}"),
+        2,
+        "partitions",
+    ),
+    BadInput(
+        "reassign-file-missing",
+        (
+            "reassign",
+            "execute",
+            "--reassignment-json-file",
+            "{tmp}/none.json",
+            "--bootstrap-server",
+            "{bootstrap}",
+        ),
+        2,
+        "none.json",
+    ),
+]
+
+# Limits checked at the edge (max.partitions, max.broker.partitions, jute.maxbuffer).
+LIMITS: list[BadInput] = []
+
+# Clients fail fast on facts: missing topics and partitions, record size, bounded waits.
+CLIENTS: list[BadInput] = []
+
+# Check, then act: commands that validate every input and open every output first.
+COMMANDS: list[BadInput] = []
+
+# One error path per entry point: keel-node, keel-planner, keel-cluster, keel.
+ENTRY_POINTS: list[BadInput] = []
+
+ROWS = HANDLED + LIMITS + CLIENTS + COMMANDS + ENTRY_POINTS
+
+
+@dataclass
+class Cluster:
+    bootstrap: str
+    zk: str
+    tmp: Path
+    props: Path
+    busy_port: int
+    file: Path
+    kazoo: KazooClient
+    values: list[str]
+
+    def placeholders(self) -> dict[str, str]:
+        return {
+            "bootstrap": self.bootstrap,
+            "zk": self.zk,
+            "tmp": str(self.tmp),
+            "props": str(self.props),
+            "busy_port": str(self.busy_port),
+            "file": str(self.file),
+        }
+
+    def state(self) -> dict[str, object]:
+        """Topics, their assignments and their partitions' states, as ZooKeeper holds them."""
+        shown: dict[str, object] = {}
+        for topic in sorted(self.kazoo.get_children("/brokers/topics")):
+            assignment, _ = self.kazoo.get(f"/brokers/topics/{topic}")
+            states = {}
+            partitions = f"/brokers/topics/{topic}/partitions"
+            for partition in sorted(
+                self.kazoo.get_children(partitions) if self.kazoo.exists(partitions) else []
+            ):
+                data, _ = self.kazoo.get(f"{partitions}/{partition}/state")
+                states[partition] = orjson.loads(data)
+            shown[topic] = {"assignment": orjson.loads(assignment), "states": states}
+        return shown
+
+
+@pytest.fixture(scope="module")
+def cluster(zookeeper: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    home = tmp_path_factory.mktemp("bad-input")
+    chroot = f"/keel-bad-input-{time.monotonic_ns()}"
+    root = KazooClient(hosts=zookeeper.connect_string)
+    root.start(timeout=10)
+    root.ensure_path(chroot)
+    root.stop()
+    root.close()
+    zk = zookeeper.connect_string + chroot
+    brokers = LocalCluster(
+        home, zk, session_timeout_ms=6000, settings={"auto.leader.rebalance.enable": "false"}
+    )
+    kazoo = KazooClient(hosts=zk)
+    kazoo.start(timeout=10)
+    try:
+        started = brokers.start(1, 2, 3)
+        asyncio.run(brokers.wait_for_controller(60))
+        bootstrap = ",".join(f"127.0.0.1:{b.port}" for b in started)
+        created = keel(
+            "topic",
+            "create",
+            "--topic",
+            TOPIC,
+            "--partitions",
+            "2",
+            "--replication-factor",
+            "3",
+            "--bootstrap-server",
+            bootstrap,
+        )
+        assert created.returncode == 0, created.stderr
+        values = [f"record-{i}" for i in range(RECORDS)]
+        produced = keel(
+            "produce",
+            "--topic",
+            TOPIC,
+            "--acks",
+            "all",
+            "--bootstrap-server",
+            bootstrap,
+            stdin="\n".join(values) + "\n",
+        )
+        assert produced.returncode == 0, produced.stderr
+        props = home / "server.properties"
+        props.write_text(
+            "broker.id=99\n"
+            f"zookeeper.connect={zk}\n"
+            f"listeners=PLAINTEXT://127.0.0.1:{free_ports(1)[0]}\n"
+            f"log.dirs={home / 'broker-99'}\n"
+            "zookeeper.session.timeout.ms=6000\n"
+        )
+        regular = home / "regular-file"
+        regular.write_text("not a directory\n")
+        yield Cluster(bootstrap, zk, home, props, started[0].port, regular, kazoo, values)
+    finally:
+        kazoo.stop()
+        kazoo.close()
+        brokers.kill_all()
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[row.name for row in ROWS])
+def test_bad_input_is_refused_at_once(cluster: Cluster, row: BadInput) -> None:
+    before = cluster.state()
+    args = [arg.format(**cluster.placeholders()) for arg in row.args]
+    stdin = row.stdin.format(**cluster.placeholders()) if row.stdin is not None else None
+    started = time.monotonic()
+    done = run_command(row.module, *args, timeout=row.seconds + 60, stdin=stdin, env=row.env or None)
+    elapsed = time.monotonic() - started
+    said = (
+        f"exit {done.returncode} after {elapsed:.1f} s\n"
+        f"stdout: {done.stdout[-2000:]}\nstderr: {done.stderr[-4000:]}"
+    )
+    assert done.returncode == row.status, said
+    assert row.phrase.lower() in done.stderr.lower(), said
+    assert not TRACEBACK.search(done.stderr), said
+    error_lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(error_lines) <= row.max_stderr_lines, said
+    assert elapsed <= row.seconds, said
+    assert cluster.state() == before, f"{row.name} changed the cluster"
+
+
+def test_every_record_reads_back_after_the_bad_inputs(cluster: Cluster) -> None:
+    done = keel(
+        "consume",
+        "--topic",
+        TOPIC,
+        "--from-beginning",
+        "--max-messages",
+        str(RECORDS),
+        "--timeout-ms",
+        "10000",
+        "--bootstrap-server",
+        cluster.bootstrap,
+    )
+    assert done.returncode == 0, done.stderr
+    assert sorted(done.stdout.split()) == sorted(cluster.values)
