@@ -127,6 +127,19 @@ def validate_assignment(assignment: Mapping[int, Sequence[int]], brokers: set[in
             )
 
 
+def validate_counts(partitions: int, replication_factor: int, brokers: int) -> None:
+    """A partition count and replication factor that some placement on `brokers` can take."""
+    if partitions < 1:
+        raise TopicError(ErrorCode.INVALID_PARTITIONS, "the number of partitions must be at least 1")
+    if replication_factor < 1:
+        raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR, "the replication factor must be at least 1")
+    if replication_factor > brokers:
+        raise TopicError(
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            f"replication factor {replication_factor} is larger than the {brokers} available brokers",
+        )
+
+
 def _replica_index(first: int, shift: int, index: int, count: int) -> int:
     return (first + 1 + (shift + index) % (count - 1)) % count
 
@@ -143,15 +156,7 @@ def assign_replicas(
     """Kafka's assignReplicasToBrokers: broker id → rack (None when unknown). A fixed
     `start_index` replaces both random draws (the first leader's position and the follower
     shift), and partitions are numbered from `start_partition`, as when partitions are added."""
-    if partitions < 1:
-        raise TopicError(ErrorCode.INVALID_PARTITIONS, "the number of partitions must be at least 1")
-    if replication_factor < 1:
-        raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR, "the replication factor must be at least 1")
-    if replication_factor > len(brokers):
-        raise TopicError(
-            ErrorCode.INVALID_REPLICATION_FACTOR,
-            f"replication factor {replication_factor} is larger than the {len(brokers)} available brokers",
-        )
+    validate_counts(partitions, replication_factor, len(brokers))
     rng = rng or random.Random()
     racks = [rack for rack in brokers.values() if rack is not None]
     if racks and len(racks) != len(brokers):
@@ -241,6 +246,21 @@ def _rack_aware(
 # --- adding partitions (AdminZkClient.addPartitions) ---
 
 
+def partitions_to_add(existing: Mapping[int, ReplicaAssignment], count: int) -> int:
+    """How many partitions taking a topic to `count` adds, if it may grow now."""
+    current = len(existing)
+    if count < current:
+        raise TopicError(
+            ErrorCode.INVALID_PARTITIONS,
+            f"the topic has {current} partitions; {count} would not be an increase",
+        )
+    if count == current:
+        raise TopicError(ErrorCode.INVALID_PARTITIONS, f"the topic already has {current} partitions")
+    if any(a.adding or a.removing for a in existing.values()):
+        raise TopicError(ErrorCode.REASSIGNMENT_IN_PROGRESS, "a partition of the topic is being reassigned")
+    return count - current
+
+
 def plan_added_partitions(
     existing: Mapping[int, ReplicaAssignment],
     count: int,
@@ -254,17 +274,8 @@ def plan_added_partitions(
     from the position of partition 0's first replica among the sorted brokers, so that the new
     partitions continue the existing layout."""
     current = len(existing)
-    if count < current:
-        raise TopicError(
-            ErrorCode.INVALID_PARTITIONS,
-            f"the topic has {current} partitions; {count} would not be an increase",
-        )
-    if count == current:
-        raise TopicError(ErrorCode.INVALID_PARTITIONS, f"the topic already has {current} partitions")
-    if any(a.adding or a.removing for a in existing.values()):
-        raise TopicError(ErrorCode.REASSIGNMENT_IN_PROGRESS, "a partition of the topic is being reassigned")
+    added = partitions_to_add(existing, count)
     first = existing[min(existing)].replicas
-    added = count - current
     if assignments is None:
         ordered = sorted(brokers)
         start = next((i for i, b in enumerate(ordered) if b >= first[0]), 0)

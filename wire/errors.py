@@ -38,6 +38,7 @@ class ErrorCode(IntEnum):
     INVALID_CONFIG = 40
     NOT_CONTROLLER = 41
     INVALID_REQUEST = 42
+    POLICY_VIOLATION = 44
     OPERATION_NOT_ATTEMPTED = 55
     KAFKA_STORAGE_ERROR = 56
     REASSIGNMENT_IN_PROGRESS = 60
@@ -99,6 +100,12 @@ class InvalidRequest(WireError):
 
 class UnsupportedVersion(WireError):
     code = ErrorCode.UNSUPPORTED_VERSION
+
+
+class PolicyViolation(WireError):
+    """A request that would pass one of the broker's limits (max.partitions, ...)."""
+
+    code = ErrorCode.POLICY_VIOLATION
 
 
 class RequestTimedOut(WireError):

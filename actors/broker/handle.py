@@ -15,6 +15,7 @@ from actors.broker.replica_manager import ReplicaManager
 from actors.broker.replica_messages import (
     BytesToCopy,
     ControlRequest,
+    CountReplicas,
     EpochEndsFetched,
     Fetched,
     IsrChangeAnswered,
@@ -27,6 +28,7 @@ from actors.broker.replica_messages import (
 )
 from actors.broker.replication import FetchPlan, ProduceOutcome, ReadOutcome, ReplicationConfig
 from actors.clock import Clock
+from actors.partition_limits import ReplicaCounts
 from actors.ports import LogStore, ReplicaLink, TopicPartition
 from actors.runtime import ActorHandle
 from wire.api import (
@@ -143,6 +145,13 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
         response = await self.ask(request)
         assert isinstance(response, MetadataResponse)
         return response
+
+    async def replica_counts(self) -> ReplicaCounts:
+        """Partition replicas in the cluster and per broker, from the metadata cache: what
+        CreateTopics and CreatePartitions hold to max.partitions and max.broker.partitions."""
+        counts = await self.ask(CountReplicas())
+        assert isinstance(counts, ReplicaCounts)
+        return counts
 
     async def snapshot(self) -> Snapshot:
         snapshot = await self.ask(None)

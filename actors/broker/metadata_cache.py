@@ -4,9 +4,11 @@ removes the partition (its topic is being deleted)."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 
 from actors.broker.partition import TopicPartition
+from actors.partition_limits import ReplicaCounts
 from wire.api import (
     LiveBroker,
     MetadataBroker,
@@ -27,6 +29,8 @@ class MetadataCache:
     partitions: dict[TopicPartition, UpdateMetadataPartitionState] = dataclasses.field(default_factory=dict)
     # The same states by topic, so that Metadata for one topic reads only that topic's.
     by_topic: dict[str, dict[int, UpdateMetadataPartitionState]] = dataclasses.field(default_factory=dict)
+    # Partition replicas per broker id, kept as states come and go, for the admin's limits.
+    replicas_by_broker: collections.Counter[int] = dataclasses.field(default_factory=collections.Counter)
 
     def update(self, request: UpdateMetadataRequest) -> list[TopicPartition]:
         """Apply an accepted UpdateMetadata; returns the partitions it removed."""
@@ -35,6 +39,9 @@ class MetadataCache:
         deleted = []
         for state in request.partition_states:
             tp = TopicPartition(state.topic, state.partition)
+            replaced = self.partitions.get(tp)
+            if replaced is not None:
+                self.replicas_by_broker.subtract(replaced.replicas)
             if state.leader == LEADER_DURING_DELETE:
                 if self.partitions.pop(tp, None) is not None:
                     deleted.append(tp)
@@ -45,7 +52,12 @@ class MetadataCache:
             else:
                 self.partitions[tp] = state
                 self.by_topic.setdefault(tp.topic, {})[tp.partition] = state
+                self.replicas_by_broker.update(state.replicas)
         return deleted
+
+    def replica_counts(self) -> ReplicaCounts:
+        by_broker = {b: n for b, n in self.replicas_by_broker.items() if n > 0}
+        return ReplicaCounts(sum(by_broker.values()), by_broker)
 
     def topic_states(self, topic: str) -> list[UpdateMetadataPartitionState]:
         states = self.by_topic.get(topic, {})

@@ -26,6 +26,7 @@ from actors.broker.partition import Partition, Role, TopicPartition
 from actors.broker.replica_messages import (
     BytesToCopy,
     ControlRequest,
+    CountReplicas,
     EpochEndsFetched,
     Fetched,
     IsrChangeAnswered,
@@ -104,6 +105,8 @@ class ReplicaManager(LeaderPath, FollowerPath, Actor[ReplicaMessage]):
                 if checkpoint:
                     self.checkpoint_high_watermarks()
                 return None
+            case CountReplicas():
+                return self.metadata.replica_counts()
             case BytesToCopy(topics=topics):
                 return self.bytes_to_copy(None if topics is None else set(topics))
             case SetThrottles(rates=rates, topic_configs=topic_configs):

@@ -103,6 +103,11 @@ class BytesToCopy:
     topics: frozenset[str] | None = None
 
 
+@dataclasses.dataclass(frozen=True)
+class CountReplicas:
+    """Partition replicas per broker, as this broker's metadata cache knows them."""
+
+
 ReplicaMessage = (
     ControlRequest
     | MetadataRequest
@@ -117,5 +122,6 @@ ReplicaMessage = (
     | Maintain
     | SetThrottles
     | BytesToCopy
+    | CountReplicas
     | None
 )

@@ -4,6 +4,7 @@ log (created on first use), who leads, the high watermark and who waits on it.""
 from __future__ import annotations
 
 import asyncio
+import collections
 import copy
 import dataclasses
 import logging
@@ -62,6 +63,7 @@ class ReplicaState:
                 live_brokers=dict(self.metadata.live_brokers),
                 partitions=dict(self.metadata.partitions),
                 by_topic={topic: dict(states) for topic, states in self.metadata.by_topic.items()},
+                replicas_by_broker=collections.Counter(self.metadata.replicas_by_broker),
             ),
         )
 

@@ -1,6 +1,8 @@
 """CreateTopics, DeleteTopics and CreatePartitions on any broker (Kafka's ZkAdminManager).
 
-CreateTopics validates each topic on its own, places its replicas, then writes
+CreateTopics validates each topic on its own, holds it to the partition limits
+(actors/partition_limits.py: on numbers before placement, broker by broker after), places its
+replicas, then writes
 `/config/topics/<T>` and `/brokers/topics/<T>`; the controller sees the new topic through its
 watch and elects leaders. DeleteTopics writes `/admin/delete_topics/<T>` and waits until this
 broker no longer serves the topic. CreatePartitions rewrites `/brokers/topics/<T>` with the
@@ -12,6 +14,13 @@ import collections
 import logging
 from collections.abc import Awaitable, Callable
 
+from actors.partition_limits import (
+    PartitionLimits,
+    ReplicaCounts,
+    check_before_placement,
+    check_placement,
+    check_topic_znode,
+)
 from actors.ports import (
     ReplicaAssignment,
     TopicAlreadyMarkedForDeletionError,
@@ -23,11 +32,14 @@ from actors.ports import (
 from actors.topic_admin import (
     TopicError,
     assign_replicas,
+    partitions_to_add,
     plan_added_partitions,
     validate_assignment,
     validate_configs,
+    validate_counts,
     validate_name,
 )
+from node.zk import data
 from node.zk.store import ZkClusterStore
 from wire.api import (
     CreatableTopic,
@@ -55,8 +67,11 @@ MetadataSource = Callable[[list[str]], Awaitable[MetadataResponse]]
 # Asks its check (which reads the metadata cache) now and after each control request the
 # broker applies, until the check says True or the timeout (seconds) passes; its last answer.
 MetadataWaiter = Callable[[Callable[[], Awaitable[bool]], float], Awaitable[bool]]
+# Partition replicas per broker and in all, from the receiving broker's metadata cache.
+ReplicaCountSource = Callable[[], Awaitable[ReplicaCounts]]
 # CreatePartitions re-reads a topic that changed under its write at most this many times.
 _GROW_ATTEMPTS = 5
+_UNLIMITED = PartitionLimits(max_partitions=2**31 - 1, max_broker_partitions=2**31 - 1)
 
 
 class AdminManager:
@@ -69,8 +84,12 @@ class AdminManager:
         delete_topic_enable: bool = True,
         metadata: MetadataSource | None = None,
         wait_for_metadata: MetadataWaiter | None = None,
+        limits: PartitionLimits = _UNLIMITED,
+        replica_counts: ReplicaCountSource | None = None,
     ) -> None:
         self._store = store
+        self._limits = limits
+        self._replica_counts = replica_counts
         self._default_partitions = default_partitions
         self._default_replication_factor = default_replication_factor
         self._delete_topic_enable = delete_topic_enable
@@ -81,6 +100,7 @@ class AdminManager:
         existing = await self._store.topics()
         brokers = {b.info.broker_id: b.info.rack for b in await self._store.registered_brokers()}
         counts = collections.Counter(t.name for t in request.topics)
+        replicas = await self._current_replicas()
         results = []
         for topic in request.topics:
             if counts[topic.name] > 1:
@@ -89,12 +109,15 @@ class AdminManager:
                 )
                 continue
             try:
-                assignment = self._plan(topic, existing, brokers)
+                assignment = self._plan(topic, existing, brokers, replicas)
                 if not request.validate_only:
                     await self._store.create_topic(assignment, topic.configs)
                     existing.add(topic.name)
+                    replicas = replicas.plus({p: a.replicas for p, a in assignment.partitions.items()})
                     log.info("created topic %s with %d partitions", topic.name, len(assignment.partitions))
             except TopicError as e:
+                if e.code == ErrorCode.POLICY_VIOLATION:
+                    log.info("refused to create topic %s: %s", topic.name, e.message)
                 results.append(_failed(topic.name, e.code, e.message))
                 continue
             except TopicExistsError as e:
@@ -112,7 +135,11 @@ class AdminManager:
         return CreateTopicsResponse(topics=results)
 
     def _plan(
-        self, topic: CreatableTopic, existing: set[str], brokers: dict[int, str | None]
+        self,
+        topic: CreatableTopic,
+        existing: set[str],
+        brokers: dict[int, str | None],
+        current: ReplicaCounts,
     ) -> TopicAssignment:
         validate_name(topic.name, existing)
         validate_configs(topic.configs)
@@ -126,6 +153,15 @@ class AdminManager:
             if len(replicas) != len(topic.assignments):
                 raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "a partition is assigned twice")
             validate_assignment(replicas, set(brokers))
+            partitions, factor = len(replicas), len(replicas[0])
+            maybe_too_large = self._check_counts(
+                topic.name,
+                partitions=partitions,
+                added=partitions,
+                factor=factor,
+                brokers=brokers,
+                current=current,
+            )
         else:
             partitions = self._default_partitions if topic.num_partitions == -1 else topic.num_partitions
             factor = (
@@ -133,8 +169,46 @@ class AdminManager:
                 if topic.replication_factor == -1
                 else topic.replication_factor
             )
+            validate_counts(partitions, factor, len(brokers))
+            # Before placement: the client's numbers must not size what the broker builds.
+            maybe_too_large = self._check_counts(
+                topic.name,
+                partitions=partitions,
+                added=partitions,
+                factor=factor,
+                brokers=brokers,
+                current=current,
+            )
             replicas = assign_replicas(partitions, factor, brokers)
-        return TopicAssignment(topic.name, {p: ReplicaAssignment(tuple(r)) for p, r in replicas.items()})
+        check_placement(replicas, current, self._limits)
+        placed = {p: ReplicaAssignment(tuple(r)) for p, r in replicas.items()}
+        assignment = TopicAssignment(topic.name, placed)
+        if maybe_too_large:
+            check_topic_znode(topic.name, len(data.encode_topic(assignment)), self._limits)
+        return assignment
+
+    def _check_counts(
+        self,
+        topic: str,
+        *,
+        partitions: int,
+        added: int,
+        factor: int,
+        brokers: dict[int, str | None],
+        current: ReplicaCounts,
+    ) -> bool:
+        return check_before_placement(
+            topic,
+            partitions=partitions,
+            added_partitions=added,
+            replication_factor=factor,
+            brokers=brokers.keys(),
+            counts=current,
+            limits=self._limits,
+        )
+
+    async def _current_replicas(self) -> ReplicaCounts:
+        return ReplicaCounts() if self._replica_counts is None else await self._replica_counts()
 
     # --- DeleteTopics (AdminZkClient.deleteTopic, then wait for the metadata cache) ---
 
@@ -186,15 +260,20 @@ class AdminManager:
         brokers = {b.info.broker_id: b.info.rack for b in await self._store.registered_brokers()}
         errors: dict[str, tuple[ErrorCode, str | None]] = {}
         grown: dict[str, int] = {}
+        replicas = await self._current_replicas()
         for topic in request.topics:
             name = topic.name
             if counts[name] > 1:
                 errors[name] = (ErrorCode.INVALID_REQUEST, "the topic is named twice in the request")
                 continue
             try:
-                if await self._grow(topic, existing, marked, brokers, validate_only=request.validate_only):
+                added = await self._grow(
+                    topic, existing, marked, brokers, replicas, validate_only=request.validate_only
+                )
+                if added is not None:
                     log.info("topic %s now has %d partitions", name, topic.count)
                     grown[name] = topic.count
+                    replicas = replicas.plus(added)
             except TopicError as e:
                 log.info("refused to add partitions to %s: %s", name, e.message)
                 errors[name] = (e.code, e.message)
@@ -228,12 +307,13 @@ class AdminManager:
         existing: set[str],
         marked: set[str],
         brokers: dict[int, str | None],
+        current_replicas: ReplicaCounts,
         *,
         validate_only: bool,
-    ) -> bool:
+    ) -> dict[int, list[int]] | None:
         """Check and (unless `validate_only`) write the grown assignment, conditional on the
         version read: if the topic changed meanwhile (a reassignment started, partitions
-        added), read it again and check again. True when written."""
+        added), read it again and check again. The partitions added when written."""
         if topic.name not in existing:
             raise UnknownTopicError(f"topic {topic.name} does not exist")
         if topic.name in marked:
@@ -244,16 +324,30 @@ class AdminManager:
                 raise UnknownTopicError(f"topic {topic.name} does not exist")
             current, version = found
             given = None if topic.assignments is None else [a.broker_ids for a in topic.assignments]
+            count = partitions_to_add(current.partitions, topic.count)
+            factor = len(current.partitions[min(current.partitions)].replicas)
+            if given is None:
+                validate_counts(count, factor, len(brokers))
+            maybe_too_large = self._check_counts(
+                topic.name,
+                partitions=topic.count,
+                added=count,
+                factor=factor,
+                brokers=brokers,
+                current=current_replicas,
+            )
             added = plan_added_partitions(current.partitions, topic.count, given, brokers)
-            if validate_only:
-                return False
+            check_placement(added, current_replicas, self._limits)
             partitions = dict(current.partitions)
             partitions.update({p: ReplicaAssignment(tuple(r)) for p, r in added.items()})
+            grown = TopicAssignment(topic.name, partitions, current.topic_id)
+            if maybe_too_large:
+                check_topic_znode(topic.name, len(data.encode_topic(grown)), self._limits)
+            if validate_only:
+                return None
             try:
-                await self._store.add_partitions(
-                    TopicAssignment(topic.name, partitions, current.topic_id), version
-                )
-                return True
+                await self._store.add_partitions(grown, version)
+                return added
             except TopicVersionConflict:
                 log.info("topic %s changed while adding partitions; checking again", topic.name)
         raise TopicError(ErrorCode.UNKNOWN_SERVER_ERROR, f"topic {topic.name} kept changing; try again")

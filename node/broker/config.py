@@ -13,6 +13,7 @@ from pathlib import Path
 
 import javaproperties
 
+from actors.partition_limits import JUTE_MAX_BUFFER, ZNODE_REQUEST_OVERHEAD
 from wire.endpoint import Endpoint
 
 
@@ -80,6 +81,11 @@ DEFINITIONS: dict[str, _Def] = {
     "controlled.shutdown.enable": _Def(_bool, "true"),
     "controlled.shutdown.max.retries": _Def(_int(0), "3"),
     "controlled.shutdown.retry.backoff.ms": _Def(_int(0, _LONG_MAX), "5000"),
+    # Partition limits (KIP-578), in partition replicas, and the largest request ZooKeeper
+    # takes (its jute.maxbuffer); why these defaults: docs/OPERATIONS.md, "Limits".
+    "max.partitions": _Def(_int(1), "300000"),
+    "max.broker.partitions": _Def(_int(1), "9000"),
+    "zookeeper.jute.maxbuffer": _Def(_int(ZNODE_REQUEST_OVERHEAD + 1), str(JUTE_MAX_BUFFER)),
     "num.partitions": _Def(_int(1), "1"),
     "default.replication.factor": _Def(_int(1), "1"),
     # The replicated log: broker-wide defaults of the topic configs, and replication.

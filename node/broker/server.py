@@ -19,6 +19,7 @@ from actors.broker.replication import ReplicationConfig
 from actors.clock import SystemClock
 from actors.controller import KafkaController
 from actors.controller.controller import ControllerConfig
+from actors.partition_limits import PartitionLimits
 from actors.ports import BrokerInfo
 from node.broker.admin_manager import AdminManager
 from node.broker.apis import BrokerApis
@@ -52,6 +53,14 @@ def log_config(config: BrokerConfig) -> LogConfig:
     )
 
 
+def partition_limits(config: BrokerConfig) -> PartitionLimits:
+    return PartitionLimits(
+        max_partitions=config.get_int("max.partitions"),
+        max_broker_partitions=config.get_int("max.broker.partitions"),
+        jute_max_buffer=config.get_int("zookeeper.jute.maxbuffer"),
+    )
+
+
 def replication_config(config: BrokerConfig) -> ReplicationConfig:
     return ReplicationConfig(
         lag_time_max_ms=config.get_int("replica.lag.time.max.ms"),
@@ -74,14 +83,6 @@ class KeelBroker:
             connection_timeout_s=config.connection_timeout_s,
         )
         self.store = ZkClusterStore(self.zk, self.clock)
-        self.admin = AdminManager(
-            self.store,
-            default_partitions=config.get_int("num.partitions"),
-            default_replication_factor=config.get_int("default.replication.factor"),
-            delete_topic_enable=config.get_bool("delete.topic.enable"),
-            metadata=lambda topics: self.replica_manager.metadata(MetadataRequest(topics=topics)),
-            wait_for_metadata=self._wait_for_metadata,
-        )
         self.servers: list[RpcServer] = []
         self.cluster_id = ""
         self.info: BrokerInfo | None = None
@@ -103,6 +104,16 @@ class KeelBroker:
             config=replication_config(config),
             clock=self.clock,
             broker_epoch=lambda: self.broker_epoch,
+        )
+        self.admin = AdminManager(
+            self.store,
+            default_partitions=config.get_int("num.partitions"),
+            default_replication_factor=config.get_int("default.replication.factor"),
+            delete_topic_enable=config.get_bool("delete.topic.enable"),
+            metadata=lambda topics: self.replica_manager.metadata(MetadataRequest(topics=topics)),
+            wait_for_metadata=self._wait_for_metadata,
+            limits=partition_limits(config),
+            replica_counts=self.replica_manager.replica_counts,
         )
         self.apis = BrokerApis(
             broker_id=self.broker_id,

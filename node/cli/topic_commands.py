@@ -35,7 +35,7 @@ def add_arguments(sub: argparse._SubParsersAction, common: argparse.ArgumentPars
     delete.add_argument("--topic", required=True)
     alter = sub.add_parser("alter", parents=[common], help="add partitions to a topic")
     alter.add_argument("--topic", required=True)
-    alter.add_argument("--partitions", type=int, required=True, help="the new number of partitions")
+    alter.add_argument("--partitions", type=positive_int, required=True, help="the new number of partitions")
     describe = sub.add_parser("describe", parents=[common], help="leader, replicas and ISR per partition")
     describe.add_argument("--topic", default=None)
     describe.add_argument(
@@ -161,9 +161,6 @@ async def delete(admin: KeelAdminClient, args: argparse.Namespace) -> int:
 
 
 async def alter(admin: KeelAdminClient, args: argparse.Namespace) -> int:
-    if args.partitions < 1:
-        # Checked before any request: the client connects on its first call.
-        raise ValueError(f"--partitions must be a positive number, not {args.partitions}")
     topic = CreatePartitionsTopic(name=args.topic, count=args.partitions)
     (result,) = (await admin.create_partitions([topic], timeout_ms=int(args.timeout * 1000))).results
     if args.format == "json":
