@@ -78,8 +78,86 @@ HANDLED = [
     ),
 ]
 
-# Limits checked at the edge (max.partitions, max.broker.partitions, jute.maxbuffer).
-LIMITS: list[BadInput] = []
+# Limits checked at the edge (max.partitions, max.broker.partitions, jute.maxbuffer), at the
+# brokers' defaults: 300,000 partition replicas in the cluster, 9,000 on one broker.
+LIMITS: list[BadInput] = [
+    BadInput(
+        "create-hundred-million-partitions",
+        (
+            "topic",
+            "create",
+            "--topic",
+            "hugep",
+            "--partitions",
+            "100000000",
+            "--replication-factor",
+            "1",
+            "--bootstrap-server",
+            "{bootstrap}",
+        ),
+        1,
+        "max.partitions is 300000",
+        seconds=5,
+    ),
+    BadInput(
+        "alter-hundred-million-partitions",
+        (
+            "topic",
+            "alter",
+            "--topic",
+            TOPIC,
+            "--partitions",
+            "100000000",
+            "--bootstrap-server",
+            "{bootstrap}",
+        ),
+        1,
+        "max.partitions is 300000",
+        seconds=5,
+    ),
+    BadInput(
+        # 9,000 partitions of RF 3 on 3 brokers: 9,002 replicas on each with pc's.
+        "create-past-max-broker-partitions",
+        (
+            "topic",
+            "create",
+            "--topic",
+            "wide",
+            "--partitions",
+            "9000",
+            "--replication-factor",
+            "3",
+            "--bootstrap-server",
+            "{bootstrap}",
+        ),
+        1,
+        "max.broker.partitions is 9000",
+        seconds=5,
+    ),
+    BadInput(
+        # 9,000 partitions all on broker 1, given explicitly.
+        "create-assignment-past-max-broker-partitions",
+        (
+            "topic",
+            "create",
+            "--topic",
+            "onone",
+            "--replica-assignment",
+            ",".join(["1"] * 9000),
+            "--bootstrap-server",
+            "{bootstrap}",
+        ),
+        1,
+        "broker 1 would hold 9002",
+        seconds=5,
+    ),
+    BadInput(
+        "alter-zero-partitions",
+        ("topic", "alter", "--topic", TOPIC, "--partitions", "0", "--bootstrap-server", "{bootstrap}"),
+        2,
+        "partitions",
+    ),
+]
 
 # Clients fail fast on facts: missing topics and partitions, record size, bounded waits.
 CLIENTS: list[BadInput] = []
