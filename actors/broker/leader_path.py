@@ -111,7 +111,7 @@ class LeaderPath(ReplicaState):
                 return ReadOutcome(FetchResponse(error_code=error), 0)
         now_ms = self._now_ms()
         replica = request.replica_id if request.replica_id >= 0 else None
-        budget = request.max_bytes
+        budget = min(request.max_bytes, self.config.answer_max_bytes)
         self._held_back = False
         by_topic: dict[str, list[FetchPartitionData]] = {}
         total = 0

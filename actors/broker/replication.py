@@ -22,6 +22,9 @@ class ReplicationConfig:
     fetch_max_bytes: int = 1_048_576
     fetch_response_max_bytes: int = 10_485_760
     fetch_backoff_ms: int = 1_000
+    # Kafka's broker `fetch.max.bytes`: the most one Fetch answer carries, whatever its
+    # `max_bytes` asks (the first batch still goes whole).
+    answer_max_bytes: int = 57_671_680
 
 
 @dataclasses.dataclass(frozen=True)

@@ -98,6 +98,7 @@ DEFINITIONS: dict[str, _Def] = {
     "log.flush.interval.ms": _Def(_int(0, _LONG_MAX), str(_LONG_MAX)),
     "log.flush.scheduler.interval.ms": _Def(_int(1, _LONG_MAX), "1000"),
     "message.max.bytes": _Def(_int(0), "1048588"),
+    "fetch.max.bytes": _Def(_int(1024), "57671680"),
     "min.insync.replicas": _Def(_int(1), "1"),
     "replica.lag.time.max.ms": _Def(_int(1, _LONG_MAX), "30000"),
     "replica.high.watermark.checkpoint.interval.ms": _Def(_int(1, _LONG_MAX), "5000"),

@@ -69,6 +69,7 @@ def replication_config(config: BrokerConfig) -> ReplicationConfig:
         fetch_max_bytes=config.get_int("replica.fetch.max.bytes"),
         fetch_response_max_bytes=config.get_int("replica.fetch.response.max.bytes"),
         fetch_backoff_ms=config.get_int("replica.fetch.backoff.ms"),
+        answer_max_bytes=config.get_int("fetch.max.bytes"),
     )
 
 

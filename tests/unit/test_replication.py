@@ -5,6 +5,7 @@ follower, and ISR shrink and expansion proposals (spec §9.1, §9.5)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -345,3 +346,27 @@ async def test_a_fetch_answered_with_errors_creates_no_log(brokers: Brokers) -> 
     )
     assert brokers[2].process_fetched(1, plan, refused), "nothing succeeded: the fetcher backs off"
     assert partition(brokers[2]).log is None, "an error is no reason to create a log on disk"
+
+
+async def test_a_fetch_answer_is_held_to_fetch_max_bytes_whatever_the_request_asks(brokers: Brokers) -> None:
+    brokers.lead(1, 0, [1, 2])
+    for value in (b"a", b"b", b"c"):
+        brokers[1].append_records(produce([value * 1000], acks=1))
+    greedy = FetchRequest(
+        replica_id=2,
+        max_wait_ms=0,
+        max_bytes=2**62,
+        topics=[
+            FetchTopic(
+                topic="t", partitions=[FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=2**62)]
+            )
+        ],
+    )
+
+    def answered() -> list[bytes | None]:
+        data = brokers[1].read(greedy, wait=False).response.responses[0].partitions[0].records
+        return [r.value for r in records.records(data)]
+
+    assert answered() == [b"a" * 1000, b"b" * 1000, b"c" * 1000]
+    brokers[1].config = dataclasses.replace(brokers[1].config, answer_max_bytes=2500)
+    assert answered() == [b"a" * 1000, b"b" * 1000]
