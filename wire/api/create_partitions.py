@@ -8,7 +8,8 @@ INVALID_REPLICATION_FACTOR (38) when there are fewer brokers than replicas,
 INVALID_REPLICA_ASSIGNMENT (39) for a wrong number of assignments, duplicate or unknown
 brokers or another replica count, REASSIGNMENT_IN_PROGRESS (60), REQUEST_TIMED_OUT (7) when
 the new partitions are not served within `timeout_ms`, INVALID_REQUEST (42) when a name
-repeats in the request.
+repeats in the request, POLICY_VIOLATION (44) past max.partitions, max.broker.partitions or the
+assignment znode's zookeeper.jute.maxbuffer.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ Kafka places them, rack-aware when every broker has a rack) or an explicit assig
 Per-topic errors: TOPIC_ALREADY_EXISTS (36), INVALID_TOPIC_EXCEPTION (17),
 INVALID_PARTITIONS (37), INVALID_REPLICATION_FACTOR (38), INVALID_REPLICA_ASSIGNMENT (39),
 INVALID_CONFIG (40), INVALID_REQUEST (42) when both a count and an assignment are given or a
-name repeats in the request.
+name repeats in the request, POLICY_VIOLATION (44) past max.partitions, max.broker.partitions or
+the assignment znode's zookeeper.jute.maxbuffer.
 """
 
 from __future__ import annotations
