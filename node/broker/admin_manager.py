@@ -153,16 +153,10 @@ class AdminManager:
             if len(replicas) != len(topic.assignments):
                 raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "a partition is assigned twice")
             validate_assignment(replicas, set(brokers))
+            given: dict[int, list[int]] | None = replicas
             partitions, factor = len(replicas), len(replicas[0])
-            maybe_too_large = self._check_counts(
-                topic.name,
-                partitions=partitions,
-                added=partitions,
-                factor=factor,
-                brokers=brokers,
-                current=current,
-            )
         else:
+            given = None
             partitions = self._default_partitions if topic.num_partitions == -1 else topic.num_partitions
             factor = (
                 self._default_replication_factor
@@ -170,16 +164,16 @@ class AdminManager:
                 else topic.replication_factor
             )
             validate_counts(partitions, factor, len(brokers))
-            # Before placement: the client's numbers must not size what the broker builds.
-            maybe_too_large = self._check_counts(
-                topic.name,
-                partitions=partitions,
-                added=partitions,
-                factor=factor,
-                brokers=brokers,
-                current=current,
-            )
-            replicas = assign_replicas(partitions, factor, brokers)
+        # Before placement: the client's numbers must not size what the broker builds.
+        maybe_too_large = self._check_counts(
+            topic.name,
+            partitions=partitions,
+            added=partitions,
+            factor=factor,
+            brokers=brokers,
+            current=current,
+        )
+        replicas = given if given is not None else assign_replicas(partitions, factor, brokers)
         check_placement(replicas, current, self._limits)
         placed = {p: ReplicaAssignment(tuple(r)) for p, r in replicas.items()}
         assignment = TopicAssignment(topic.name, placed)
