@@ -107,6 +107,8 @@ def describe_healing(healing: dict[str, object]) -> list[str]:
         lines.append(
             f"  Broker {gone.get('broker')} gone for {duration(float(str(gone.get('gone_for_s'))))}; {when}."
         )
+    if idle := healing.get("gone_without_replicas"):
+        lines.append(f"  Broker(s) {idle} gone, holding no replicas: nothing to heal.")
     last = healing.get("last_heal")
     if isinstance(last, dict) and last:
         plan = last.get("plan_id") or "-"

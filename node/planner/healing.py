@@ -58,13 +58,19 @@ class BrokerAbsences:
             self.gone.setdefault(broker, now)
         return returned
 
+    def _holds_replicas(self, broker: int) -> bool:
+        return self.holders is None or broker in self.holders
+
     def _waiting(self) -> dict[int, float]:
         """Gone, not healed yet, and holding replicas (when that is known)."""
         return {
-            b: since
-            for b, since in self.gone.items()
-            if b not in self.healed and (self.holders is None or b in self.holders)
+            b: since for b, since in self.gone.items() if b not in self.healed and self._holds_replicas(b)
         }
+
+    def targets(self) -> dict[int, float]:
+        """The gone brokers self-healing is for: those holding replicas, and those it healed
+        (which hold none since). A broker that left holding no replica has nothing to heal."""
+        return {b: since for b, since in self.gone.items() if b in self.healed or self._holds_replicas(b)}
 
     def due(self, now: float) -> set[int]:
         return {b for b, since in self._waiting().items() if now - since >= self.threshold_s}
@@ -295,7 +301,8 @@ class SelfHealer:
                     if b in self._absences.healed
                     else round(max(0.0, since + threshold - now), 3),
                 }
-                for b, since in sorted(self._absences.gone.items())
+                for b, since in sorted(self._absences.targets().items())
             ],
+            "gone_without_replicas": sorted(set(self._absences.gone) - set(self._absences.targets())),
             "last_heal": last,
         }

@@ -58,6 +58,7 @@ def test_the_table_format_with_self_healing() -> None:
             "active": True,
             "threshold_ms": 1_800_000,
             "gone": [{"broker": 4, "gone_for_s": 125.0, "heal_in_s": None}],
+            "gone_without_replicas": [6],
             "last_heal": {"brokers": [4], "plan_id": "p-7", "state": "running"},
         },
     }
@@ -67,6 +68,8 @@ def test_the_table_format_with_self_healing() -> None:
     assert "Failed: t-3: INVALID_REPLICA_ASSIGNMENT" in lines
     assert "Self-healing: on (threshold 1800 s)." in lines
     assert "  Broker 4 gone for 0:02:05; healed." in lines
+    assert "  Broker(s) [6] gone, holding no replicas: nothing to heal." in lines
+    assert not any("Broker 6" in line for line in lines)
     assert describe({})[0] == "No plan has been executed by this planner."
 
 

@@ -206,3 +206,28 @@ async def test_self_healing_off_only_watches(
     assert heals.calls == []
     assert healer.status()["gone"] == [{"broker": 2, "gone_for_s": 600.0, "heal_in_s": 0.0}]
     await healer.close()
+
+
+async def test_status_lists_as_healing_targets_only_brokers_that_hold_replicas(
+    clock: ManualClock, executor: FakeExecutor, heals: Heals
+) -> None:
+    """Broker 3 registered but never held a replica: when it leaves, it is gone with nothing to
+    heal, not a broker counted down to a heal that never comes."""
+    healer = SelfHealer(clock, executor, threshold_ms=THRESHOLD_MS, on_heal=heals, retry_s=10)
+    healer.start()
+    healer.set_active(True)
+    healer.brokers_changed({1, 2, 3}, holders={1, 2})
+    healer.brokers_changed({1}, holders={1, 2})
+    await advance(clock, healer, 30)
+    status = healer.status()
+    assert status["gone"] == [{"broker": 2, "gone_for_s": 30.0, "heal_in_s": 30.0}]
+    assert status["gone_without_replicas"] == [3]
+    await advance(clock, healer, 30)
+    assert heals.calls == [{2}]
+    # Healed, broker 2 holds no replica any more, and is still shown as the broker healed.
+    healer.brokers_changed({1}, holders={1})
+    await healer.settled()
+    status = healer.status()
+    assert status["gone"] == [{"broker": 2, "gone_for_s": 60.0, "heal_in_s": None}]
+    assert status["gone_without_replicas"] == [3]
+    await healer.close()
