@@ -32,6 +32,7 @@ from node.cli import console_commands, election_commands, reassign_commands, top
 from node.cli.arguments import CommandConfigError, add_global_options, apply_command_config
 from node.cli.output import print_json, print_table
 from node.clients.admin import KeelAdminClient
+from node.entry import CommandError, quiet_libraries, verbose_requested
 from wire.api import DescribeClusterResponse
 from wire.errors import WireError
 
@@ -169,8 +170,12 @@ def main(argv: list[str] | None = None) -> int:
     except CommandConfigError as e:
         print(f"keel: {e}", file=sys.stderr)
         return 2
+    quiet_libraries(verbose_requested(sys.argv if argv is None else argv))
     try:
         return asyncio.run(run(args))
+    except CommandError as e:
+        print(f"keel: {e}", file=sys.stderr)
+        return e.status
     except (WireError, ValueError) as e:
         print(f"keel: {e}", file=sys.stderr)
         return 1

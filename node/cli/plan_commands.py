@@ -25,6 +25,7 @@ the cluster.json format, no Spark.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -34,15 +35,23 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from node.cli.arguments import non_negative_int
-from node.cli.output import print_json, print_table
+from node.cli.output import OutputFile, print_json, print_table
+from node.cli.plan_status import check_planner_address
 from node.clients.planner import PlannerClient, PlannerNotRunning, find_planner
+from node.entry import CommandError, PartialError, UsageError
 from wire.api.planner import PlanReassignmentRequest
 from wire.errors import ErrorCode
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from node.planner.live_snapshot import LiveSnapshot
     from node.planner.request import PlanRequest
 
 COMMANDS = ("plan", "snapshot")
+
+# Seconds for `snapshot` to open a ZooKeeper session, at most.
+ZK_CONNECT_S = 5.0
 
 
 def _ids(text: str) -> tuple[int, ...]:
@@ -106,15 +115,30 @@ def add_arguments(sub: argparse._SubParsersAction, common: argparse.ArgumentPars
     )
 
 
-def _fail(message: str, code: int = 2) -> int:
-    print(f"keel: {message}", file=sys.stderr)
-    return code
-
-
 async def run(args: argparse.Namespace, bootstrap: str) -> int:
+    """Every argument is checked and every output file opened before the planner is asked:
+    a plan executed must not be followed by "cannot write"."""
     if args.command == "snapshot":
         return await snapshot(args)
+    request = _checked_request(args)
+    with contextlib.ExitStack() as outputs:
+        output = outputs.enter_context(OutputFile(args.output, "--output"))
+        report_output = (
+            None if args.report is None else outputs.enter_context(OutputFile(args.report, "--report"))
+        )
+        if args.from_file is not None:
+            reassignment, report = plan_from_file(args, request)
+        else:
+            reassignment, report = await _plan_live(args, bootstrap, request)
+        _write(output, report_output, reassignment, report)
+    _show(args, report)
+    return 0
+
+
+def _checked_request(args: argparse.Namespace) -> PlanRequest:
+    """The request, and every argument beside it, checked before anything connects."""
     from node.planner.request import PlanError, PlanRequest
+    from node.planner.session import master_problem
 
     goals = tuple(g.strip() for value in args.goal for g in value.split(",") if g.strip())
     try:
@@ -127,32 +151,48 @@ async def run(args: argparse.Namespace, bootstrap: str) -> int:
             capacity=args.capacity,
         )
     except PlanError as e:
-        return _fail(str(e))
-    if args.from_file is not None:
-        if args.execute:
-            return _fail("--execute needs the cluster's planner, not --from-file")
-        return plan_from_file(args, request)
-    outcome = await _plan_live(args, bootstrap, request)
-    if isinstance(outcome, int):
-        return outcome
-    partitions, report = outcome
-    return _write_and_show(args, {"version": 1, "partitions": partitions}, report)
+        raise UsageError(str(e)) from None
+    if args.from_file is not None and args.execute:
+        raise UsageError("--execute needs the cluster's planner, not --from-file")
+    if args.from_file is not None and (problem := master_problem(args.spark_master)):
+        raise UsageError(f"--spark-master {args.spark_master}: {problem}")
+    check_planner_address(args.planner)
+    return request
 
 
-def _write_and_show(args: argparse.Namespace, reassignment: dict[str, Any], report: dict[str, Any]) -> int:
+def _write(
+    output: OutputFile, report_output: OutputFile | None, reassignment: dict[str, Any], report: dict[str, Any]
+) -> None:
+    """Write the plan, then the report. If the planner's executor is already carrying the plan
+    out, a failed write is reported as such, with the plan on stdout to act on."""
+    plan_json = orjson.dumps(reassignment)
+    written: OutputFile | None = None
     try:
-        args.output.write_bytes(orjson.dumps(reassignment))
-        if args.report is not None:
-            args.report.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
+        for written, data in (
+            (output, plan_json),
+            (report_output, orjson.dumps(report, option=orjson.OPT_INDENT_2)),
+        ):
+            if written is not None:
+                written.write(data)
     except OSError as e:
-        return _fail(f"cannot write: {e}")
+        assert written is not None
+        failure = f"cannot write {written.path}: {e.strerror or e}"
+        if not report.get("executing"):
+            raise CommandError(f"{failure}; nothing was executed") from None
+        sys.stdout.write(plan_json.decode() + "\n")
+        raise PartialError(
+            f"plan {report.get('plan_id')} is executing ({len(reassignment['partitions'])} partitions, "
+            f"see `keel reassign status`), but {failure}; the plan is on stdout"
+        ) from None
+
+
+def _show(args: argparse.Namespace, report: dict[str, Any]) -> None:
     if args.format == "json":
         print_json(report)
     else:
         print_report(report)
         if report.get("executing"):
             print("The planner's executor is carrying the plan out: see `keel reassign status`.")
-    return 0
 
 
 # --- plan ---
@@ -160,7 +200,7 @@ def _write_and_show(args: argparse.Namespace, reassignment: dict[str, Any], repo
 
 async def _plan_live(
     args: argparse.Namespace, bootstrap: str, checked: PlanRequest
-) -> tuple[list[dict[str, Any]], dict[str, Any]] | int:
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """The plan from the cluster's planner, for a request already checked here."""
     request = PlanReassignmentRequest(
         goals=list(checked.goals),
@@ -174,21 +214,19 @@ async def _plan_live(
     )
     try:
         if args.planner is not None:
-            client = PlannerClient.at(args.planner, timeout=args.timeout or 10.0)
+            client = PlannerClient.at(args.planner, timeout=args.timeout)
         else:
-            client = PlannerClient(await find_planner(bootstrap, timeout=args.timeout or 10.0))
+            client = PlannerClient(await find_planner(bootstrap, timeout=args.timeout))
         async with client:
             response = await client.plan(request)
     except PlannerNotRunning as e:
-        print(f"keel: {e}", file=sys.stderr)
-        return 1
+        raise CommandError(str(e)) from None
     if response.error_code != ErrorCode.NONE:
         try:
             name = ErrorCode(response.error_code).name
         except ValueError:
             name = str(response.error_code)
-        print(f"keel: the planner refused: {name}: {response.error_message}", file=sys.stderr)
-        return 1
+        raise CommandError(f"the planner refused: {name}: {response.error_message}")
     partitions = [
         {"topic": p.topic, "partition": p.partition, "replicas": p.replicas} for p in response.partitions
     ]
@@ -197,27 +235,39 @@ async def _plan_live(
     report.setdefault("snapshot", response.snapshot)
     if args.execute:
         report["executing"] = response.executing
-    return partitions, report
+    return {"version": 1, "partitions": partitions}, report
 
 
-def plan_from_file(args: argparse.Namespace, request: Any) -> int:
+def plan_from_file(args: argparse.Namespace, request: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     from node.planner.plan import plan
     from node.planner.request import PlanError
-    from node.planner.session import spark_session
     from node.planner.snapshot import SnapshotError, frames, read_snapshot_rows
 
     try:
         rows = read_snapshot_rows(args.from_file)
     except SnapshotError as e:
-        return _fail(f"{args.from_file}: {e}")
-    spark = spark_session(args.spark_master)
+        raise UsageError(f"{args.from_file}: {e}") from None
+    spark = _start_spark(args.spark_master)
     try:
         result = plan(spark, frames(spark, *rows), request)
     except SnapshotError as e:
-        return _fail(f"{args.from_file}: {e}")
+        raise UsageError(f"{args.from_file}: {e}") from None
     except PlanError as e:
-        return _fail(str(e))
-    return _write_and_show(args, result.to_reassignment_json(), result.report)
+        raise UsageError(str(e)) from None
+    return result.to_reassignment_json(), result.report
+
+
+def _start_spark(master: str) -> SparkSession:
+    from node.planner.session import spark_session
+
+    try:
+        return spark_session(master)
+    except Exception as e:  # py4j and pyspark raise several kinds; each means Spark did not start
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise CommandError(
+            f"Spark did not start with --spark-master {master}: {reason}; "
+            "check that master, or plan with --spark-master local[*]"
+        ) from e
 
 
 def print_report(report: dict[str, Any]) -> None:
@@ -276,30 +326,15 @@ def default_zookeeper() -> str | None:
 
 
 async def snapshot(args: argparse.Namespace) -> int:
-    from actors.clock import SystemClock
-    from node.planner import live_snapshot
-    from node.zk.client import ZooKeeperClient, ZooKeeperUnavailable
-    from node.zk.store import ZkClusterStore
-
     connect = args.zookeeper or default_zookeeper()
     if connect is None:
-        print("keel: no ZooKeeper to read: pass --zookeeper host:port", file=sys.stderr)
-        return 2
-    timeout = args.timeout or 10.0
-    zk = ZooKeeperClient(connect, session_timeout_s=timeout, connection_timeout_s=timeout)
-    try:
-        await zk.start()
-    except ZooKeeperUnavailable as e:
-        print(f"keel: {e}", file=sys.stderr)
-        return 1
-    try:
-        taken = await live_snapshot.take(
-            ZkClusterStore(zk, SystemClock()), timeout=timeout, now_ms=int(time.time() * 1000)
-        )
-    finally:
-        await zk.close()
-    document = taken.cluster_json()
-    args.output.write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
+        raise UsageError("no ZooKeeper to read: pass --zookeeper host:port[/chroot]")
+    with OutputFile(args.output, "--output") as output:
+        taken = await _take_snapshot(connect, args.timeout)
+        try:
+            output.write(orjson.dumps(taken.cluster_json(), option=orjson.OPT_INDENT_2) + b"\n")
+        except OSError as e:
+            raise CommandError(f"cannot write {args.output}: {e.strerror or e}") from None
     for broker in taken.unanswered:
         print(f"keel: broker {broker} did not report its replica sizes", file=sys.stderr)
     summary = {
@@ -317,3 +352,29 @@ async def snapshot(args: argparse.Namespace) -> int:
             f"({summary['alive']} alive, {summary['bytes']} bytes) to {args.output}."
         )
     return 0
+
+
+async def _take_snapshot(connect: str, timeout: float) -> LiveSnapshot:
+    """Read the cluster through ZooKeeper, whose session must open within ZK_CONNECT_S (or
+    --timeout, if shorter): a server that answers opens one in milliseconds, and one that does
+    not would otherwise be retried for the whole --timeout."""
+    from actors.clock import SystemClock
+    from node.planner import live_snapshot
+    from node.zk.client import ZooKeeperClient, ZooKeeperUnavailable
+    from node.zk.store import ZkClusterStore
+
+    deadline = min(timeout, ZK_CONNECT_S)
+    zk = ZooKeeperClient(connect, session_timeout_s=timeout, connection_timeout_s=deadline)
+    try:
+        await zk.start()
+    except ZooKeeperUnavailable:
+        raise CommandError(
+            f"cannot reach ZooKeeper at {connect}: no session within {deadline:g} s; "
+            "check that it runs there, or pass --zookeeper host:port[/chroot]"
+        ) from None
+    try:
+        return await live_snapshot.take(
+            ZkClusterStore(zk, SystemClock()), timeout=timeout, now_ms=int(time.time() * 1000)
+        )
+    finally:
+        await zk.close()

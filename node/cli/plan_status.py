@@ -26,6 +26,8 @@ import orjson
 from node.cli.output import print_json
 from node.cli.reassignment_plan import mib
 from node.clients.planner import PlannerClient, PlannerNotRunning, find_planner
+from node.entry import CommandError, UsageError
+from wire.endpoint import parse_bootstrap
 
 # Seconds between two looks of `--wait`, and between two lines when stderr is not a terminal.
 POLL_INTERVAL_S = 1.0
@@ -151,26 +153,32 @@ async def follow(
         await asyncio.sleep(poll_interval_s)
 
 
+def check_planner_address(address: str | None) -> None:
+    """`--planner`, checked before anything connects."""
+    if address is None:
+        return
+    try:
+        parse_bootstrap(address)
+    except ValueError:
+        raise UsageError(f"--planner {address} is not host:port") from None
+
+
 async def status_command(args: argparse.Namespace, bootstrap: str) -> int:
-    timeout = args.timeout or 10.0
+    check_planner_address(args.planner)
+    timeout = args.timeout
     try:
         if args.planner:
             client = PlannerClient.at(args.planner, timeout=timeout)
         else:
             client = PlannerClient(await find_planner(bootstrap, timeout=timeout), timeout=timeout)
-    except PlannerNotRunning as e:
-        print(f"keel: {e}", file=sys.stderr)
-        return 1
-    async with client:
-        try:
+        async with client:
             status = await fetch_status(client)
             if args.wait and status.get("state") == "running":
                 status = await follow(
                     lambda: fetch_status(client), interactive=sys.stderr.isatty(), quiet=args.format == "json"
                 )
-        except PlannerNotRunning as e:
-            print(f"keel: {e}", file=sys.stderr)
-            return 1
+    except PlannerNotRunning as e:
+        raise CommandError(str(e)) from None
     if args.format == "json":
         print_json(status)
     else:

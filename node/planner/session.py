@@ -32,6 +32,23 @@ DEFAULTS = {
 }
 
 
+# The master URLs Spark accepts (Spark's "Master URLs" in its submitting-applications guide).
+_MASTER_FORMS = re.compile(
+    r"local(\[(\*|[1-9]\d*)(\s*,\s*\d+)?\])?"
+    r"|local-cluster\[[1-9]\d*,[1-9]\d*,[1-9]\d*\]"
+    r"|spark://[^:/,\s]+:\d+(,[^:/,\s]+:\d+)*"
+    r"|yarn"
+    r"|(k8s|mesos)://\S+"
+)
+
+
+def master_problem(master: str) -> str | None:
+    """Why Spark would refuse this master URL, or None: checked before a JVM starts for it."""
+    if _MASTER_FORMS.fullmatch(master):
+        return None
+    return "not a Spark master URL; use local[*], local[N], spark://host:port, yarn, k8s://... or mesos://..."
+
+
 def spark_session(
     master: str = "local[*]", conf: Mapping[str, str] | None = None, *, app_name: str = "keel-planner"
 ) -> SparkSession:

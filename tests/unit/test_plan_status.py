@@ -11,6 +11,7 @@ import pytest
 
 from node.cli.plan_status import describe, progress_line, status_command
 from node.cluster.zookeeper import free_ports
+from node.entry import CommandError, UsageError
 from wire.api import Response
 from wire.api.planner import PlannerStatusResponse
 from wire.envelope import ParsedRequest
@@ -112,6 +113,12 @@ async def test_wait_follows_the_plan_to_its_end(
     assert "0:00:30 left" in err
 
 
-async def test_no_planner_is_one_line_and_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
-    assert await status_command(args(free_ports(1)[0], timeout=1.0), "") == 1
-    assert capsys.readouterr().err.startswith("keel: the planner at 127.0.0.1:")
+async def test_no_planner_is_one_line_and_exit_1() -> None:
+    with pytest.raises(CommandError, match=r"^the planner at 127\.0\.0\.1:\d+ does not answer") as caught:
+        await status_command(args(free_ports(1)[0], timeout=1.0), "")
+    assert caught.value.status == 1 and "\n" not in str(caught.value)
+
+
+async def test_a_planner_address_that_is_not_host_port_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="--planner nohost is not host:port"):
+        await status_command(args(0, planner="nohost"), "")
