@@ -29,22 +29,22 @@ import orjson
 from node.cli import plan_commands, plan_status
 from node.cli.arguments import non_negative_int
 from node.cli.output import print_json, print_table
-from node.cli.partition_file import EXIT_BAD_FILE, Partition
+from node.cli.partition_file import Partition
 from node.cli.reassignment_plan import (
     ReassignmentFileError,
+    dead_targets,
     load_reassignment_file,
     mib,
+    missing_partitions,
     reassignment_json,
     render_progress,
 )
 from node.clients.admin import KeelAdminClient
 from node.clients.replica_sizes import ReplicaSizeReader, bytes_to_copy
 from node.clients.throttles import clear_throttle_resources, throttle_plan, throttle_resources
-from wire.api import (
-    AlterConfigsResource,
-    MetadataResponse,
-)
-from wire.errors import ErrorCode
+from node.entry import CommandError, PartialError, UsageError
+from wire.api import AlterConfigsResource, AlterConfigsResourceResponse, MetadataResponse
+from wire.errors import ErrorCode, WireError
 
 # Seconds between two looks at the progress of `execute --wait`.
 POLL_INTERVAL_S = 0.5
@@ -66,10 +66,20 @@ async def _ongoing(admin: KeelAdminClient, partitions: list[Partition] | None) -
     """Partition → adding replicas, for the reassignments in progress."""
     response = await admin.list_partition_reassignments(partitions)
     if response.error_code != ErrorCode.NONE:
-        raise ValueError(f"listing reassignments failed: {ErrorCode(response.error_code).name}")
+        raise CommandError(f"listing reassignments failed: {ErrorCode(response.error_code).name}")
     return {
         (t.name, p.partition_index): list(p.adding_replicas) for t in response.topics for p in t.partitions
     }
+
+
+async def _existing(admin: KeelAdminClient, targets: dict[Partition, list[int]]) -> MetadataResponse:
+    """The metadata of the file's topics; a partition the cluster does not have is a failure
+    of the command before anything is sent."""
+    metadata = await admin.metadata(sorted({t for t, _ in targets}))
+    current, _ = _assignment(metadata)
+    if missing := missing_partitions(current, targets):
+        raise CommandError(missing)
+    return metadata
 
 
 # --- the commands ---
@@ -78,35 +88,80 @@ async def _ongoing(admin: KeelAdminClient, partitions: list[Partition] | None) -
 async def execute(
     admin: KeelAdminClient, args: argparse.Namespace, targets: dict[Partition, list[int]]
 ) -> int:
-    topics = sorted({t for t, _ in targets})
-    metadata = await admin.metadata(topics)
+    """Kafka's order: check, print the current assignment (to roll back), set the throttle,
+    start the moves. What fails once something is set is a PartialError saying what was."""
+    metadata = await _existing(admin, targets)
     current, _ = _assignment(metadata)
-    missing = [f"{t}-{p}" for t, p in targets if (t, p) not in current]
-    if missing:
-        print(f"keel: these partitions do not exist: {', '.join(missing)}", file=sys.stderr)
-        return 1
+    if dead := dead_targets(current, targets, {b.broker_id for b in metadata.brokers}):
+        raise CommandError(f"{dead}; nothing was started")
     ongoing = await _ongoing(admin, None)
     if ongoing and not args.additional:
-        print(
-            f"keel: {len(ongoing)} reassignments are in progress already; "
-            "wait for them, or pass --additional",
-            file=sys.stderr,
+        raise CommandError(
+            f"{len(ongoing)} reassignments are in progress already; wait for them, or pass --additional"
         )
-        return 1
     rollback = {tp: current[tp] for tp in targets}
     if args.format != "json":
         print("Current partition replica assignment (save it to roll back):")
         print(orjson.dumps(reassignment_json(rollback)).decode())
         print()
-    if args.throttle is not None:
-        plan = throttle_plan(current, targets)
-        failed = await _alter(admin, throttle_resources(plan, args.throttle))
-        if failed:
-            return 1
-        if args.format != "json":
-            print(f"Throttle set to {args.throttle} bytes/s on brokers {sorted(plan.brokers)}.")
+    throttled = await _set_throttle(admin, args, current, targets)
+    results = await _start(admin, targets, throttled, args.reassignment_json_file)
+    errors = [r for r in results if r["error"]]
+    started = len(results) - len(errors)
+    if args.format != "json":
+        print(f"Started the reassignment of {started} partitions.")
+    outcome: dict[str, object] = {"current": reassignment_json(rollback), "results": results}
+    if args.wait and not errors:
+        outcome["verify"] = await _follow(admin, args, targets)
+    if args.format == "json":
+        print_json(outcome)
+    if errors:
+        refused = ", ".join(f"{r['topic']}-{r['partition']} ({r['error']}: {r['message']})" for r in errors)
+        if started or throttled:
+            raise PartialError(
+                f"started the reassignment of {started} of {len(results)} partitions"
+                f"{_throttle_note(throttled, args.reassignment_json_file)}; the controller refused {refused}"
+            )
+        raise CommandError(f"the controller refused {refused}; nothing was started")
+    return 0
+
+
+async def _set_throttle(
+    admin: KeelAdminClient,
+    args: argparse.Namespace,
+    current: dict[Partition, list[int]],
+    targets: dict[Partition, list[int]],
+) -> list[int]:
+    """Set --throttle as Kafka's tool does; returns the brokers throttled (none without it)."""
+    if args.throttle is None:
+        return []
+    plan = throttle_plan(current, targets)
+    resources = throttle_resources(plan, args.throttle)
+    if failed := await _alter(admin, resources):
+        if len(failed) == len(resources):
+            raise CommandError("setting the throttle failed (above); nothing was set or started")
+        raise PartialError(
+            f"setting the throttle failed (above) on {len(failed)} of {len(resources)} resources, so no "
+            f"reassignment was started; `keel reassign cancel --reassignment-json-file "
+            f"{args.reassignment_json_file}` removes the throttle that was set"
+        )
+    if args.format != "json":
+        print(f"Throttle set to {args.throttle} bytes/s on brokers {sorted(plan.brokers)}.")
+    return sorted(plan.brokers)
+
+
+async def _start(
+    admin: KeelAdminClient, targets: dict[Partition, list[int]], throttled: list[int], file: str
+) -> list[dict[str, object]]:
+    """AlterPartitionReassignments: a result per partition. A refusal of the whole request
+    after the throttle was set leaves the throttle, and says so."""
     response = await admin.alter_partition_reassignments({tp: r for tp, r in targets.items()})
-    results = [
+    if response.error_code != ErrorCode.NONE:
+        refusal = f"the controller refused the reassignment: {ErrorCode(response.error_code).name}"
+        if throttled:
+            raise PartialError(f"{refusal}{_throttle_note(throttled, file)}")
+        raise CommandError(f"{refusal}; nothing was started")
+    return [
         {
             "topic": t.name,
             "partition": p.partition_index,
@@ -116,21 +171,28 @@ async def execute(
         for t in response.responses
         for p in t.partitions
     ]
-    if response.error_code != ErrorCode.NONE:
-        print(f"keel: the controller refused: {ErrorCode(response.error_code).name}", file=sys.stderr)
-        return 1
-    errors = [r for r in results if r["error"]]
-    if args.format != "json":
-        started = len(results) - len(errors)
-        print(f"Started the reassignment of {started} partitions.")
-        for r in errors:
-            print(f"Error for {r['topic']}-{r['partition']}: {r['error']}: {r['message']}", file=sys.stderr)
-    outcome = {"current": reassignment_json(rollback), "results": results}
-    if args.wait and not errors:
-        outcome["verify"] = await _wait(admin, args, targets)
-    if args.format == "json":
-        print_json(outcome)
-    return 1 if errors else 0
+
+
+def _throttle_note(throttled: list[int], file: str) -> str:
+    if not throttled:
+        return ""
+    return (
+        f"; the throttle stays set on brokers {throttled}: `keel reassign cancel "
+        f"--reassignment-json-file {file}` removes it (and cancels what started)"
+    )
+
+
+async def _follow(
+    admin: KeelAdminClient, args: argparse.Namespace, targets: dict[Partition, list[int]]
+) -> list[dict[str, object]]:
+    """`--wait` once the moves started: a failure to follow them does not stop them."""
+    try:
+        return await _wait(admin, args, targets)
+    except (WireError, OSError, TimeoutError) as e:
+        raise PartialError(
+            f"started the reassignment of {len(targets)} partitions, but following it failed: {e}; "
+            f"`keel reassign verify --reassignment-json-file {args.reassignment_json_file}` shows how far"
+        ) from e
 
 
 async def _wait(
@@ -211,6 +273,7 @@ async def _verify(
 async def verify(
     admin: KeelAdminClient, args: argparse.Namespace, targets: dict[Partition, list[int]]
 ) -> int:
+    await _existing(admin, targets)
     states = await _verify(admin, args, targets)
     if args.format == "json":
         print_json(states)
@@ -228,10 +291,12 @@ async def verify(
 async def cancel(
     admin: KeelAdminClient, args: argparse.Namespace, targets: dict[Partition, list[int]]
 ) -> int:
+    metadata = await _existing(admin, targets)
     response = await admin.alter_partition_reassignments(dict.fromkeys(targets))
     if response.error_code != ErrorCode.NONE:
-        print(f"keel: the controller refused: {ErrorCode(response.error_code).name}", file=sys.stderr)
-        return 1
+        raise CommandError(
+            f"the controller refused: {ErrorCode(response.error_code).name}; nothing was cancelled"
+        )
     results = [
         {
             "topic": t.name,
@@ -241,7 +306,6 @@ async def cancel(
         for t in response.responses
         for p in t.partitions
     ]
-    metadata = await admin.metadata(sorted({t for t, _ in targets}))
     await _alter(
         admin,
         clear_throttle_resources([b.broker_id for b in metadata.brokers], [t for t, _ in targets]),
@@ -260,8 +324,7 @@ async def cancel(
 async def list_reassignments(admin: KeelAdminClient, args: argparse.Namespace) -> int:
     response = await admin.list_partition_reassignments(None)
     if response.error_code != ErrorCode.NONE:
-        print(f"keel: listing reassignments failed: {ErrorCode(response.error_code).name}", file=sys.stderr)
-        return 1
+        raise CommandError(f"listing reassignments failed: {ErrorCode(response.error_code).name}")
     metadata = await admin.metadata(sorted({t.name for t in response.topics}) or None)
     _, leaders = _assignment(metadata)
     adding = {
@@ -310,10 +373,10 @@ def _ids(value: object) -> str:
 
 async def _alter(
     admin: KeelAdminClient, resources: list[AlterConfigsResource], *, quiet: bool = False
-) -> bool:
-    """Apply config changes; True if any failed (each failure is one line on stderr)."""
+) -> list[AlterConfigsResourceResponse]:
+    """Apply config changes; returns those that failed (each is one line on stderr)."""
     if not resources:
-        return False
+        return []
     response = await admin.incremental_alter_configs(resources)
     failed = [r for r in response.responses if r.error_code != ErrorCode.NONE]
     for r in failed:
@@ -323,7 +386,7 @@ async def _alter(
                 f"{ErrorCode(r.error_code).name}: {r.error_message}",
                 file=sys.stderr,
             )
-    return bool(failed)
+    return failed
 
 
 def add_arguments(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:  # type: ignore[type-arg]
@@ -359,8 +422,7 @@ async def run(args: argparse.Namespace, bootstrap: str) -> int:
         try:
             targets = load_reassignment_file(args.reassignment_json_file)
         except ReassignmentFileError as e:
-            print(f"keel: {args.reassignment_json_file}: {e}", file=sys.stderr)
-            return EXIT_BAD_FILE
+            raise UsageError(f"{args.reassignment_json_file}: {e}") from None
     async with KeelAdminClient(bootstrap, timeout=args.timeout) as admin:
         if args.command == "list":
             return await list_reassignments(admin, args)

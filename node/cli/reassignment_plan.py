@@ -3,7 +3,7 @@ throttles Kafka's tool sets for a move, and the progress line of `--wait`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from node.cli.partition_file import Partition, PartitionFileError, parse_partition_entries, read_text
 
@@ -42,6 +42,42 @@ def reassignment_json(assignment: Mapping[Partition, list[int]]) -> dict[str, ob
         "version": 1,
         "partitions": [{"topic": t, "partition": p, "replicas": r} for (t, p), r in assignment.items()],
     }
+
+
+# --- checks against the cluster's metadata (pure) ---
+
+
+def missing_partitions(existing: Mapping[Partition, object], wanted: Iterable[Partition]) -> str | None:
+    """One line naming each partition of the file that the cluster does not have, or None."""
+    topics: dict[str, list[int]] = {}
+    for topic, partition in existing:
+        topics.setdefault(topic, []).append(partition)
+    problems = []
+    for topic, partition in wanted:
+        if topic not in topics:
+            problems.append(f"{topic}-{partition} does not exist: there is no topic {topic}")
+        elif partition not in topics[topic]:
+            count = len(topics[topic])
+            problems.append(f"{topic}-{partition} does not exist: {topic} has partitions 0 to {count - 1}")
+    return "; ".join(problems) or None
+
+
+def dead_targets(
+    current: Mapping[Partition, list[int]], targets: Mapping[Partition, list[int]], live: set[int]
+) -> str | None:
+    """The partitions whose new replicas are not all on live brokers, in one line, or None.
+    The controller refuses those (Kafka's rule: only the replicas a reassignment adds must be
+    alive); checked here first so that nothing, not even a throttle, is set for a refused move."""
+    refused = {
+        tp: sorted(set(target) - set(current[tp]) - live)
+        for tp, target in targets.items()
+        if set(target) - set(current[tp]) - live
+    }
+    if not refused:
+        return None
+    moves = ", ".join(f"{t}-{p} to broker {','.join(map(str, dead))}" for (t, p), dead in refused.items())
+    alive = ",".join(map(str, sorted(live)))
+    return f"these moves go to brokers that are not alive: {moves} (live brokers: {alive})"
 
 
 # --- progress (pure) ---

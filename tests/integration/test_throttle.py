@@ -316,3 +316,19 @@ async def test_keel_reassign_execute_verify_list_cancel(
     assert waited.returncode == 0, waited.stderr
     assert "1/1 partitions" in waited.stderr and "100.0%" in waited.stderr
     assert "the throttles are removed" in waited.stdout
+
+    # A move to a broker that is not alive, which the controller would refuse, is refused
+    # before anything is set: no throttle is left behind, no rollback printed for nothing.
+    dead = plan_file(tmp_path, "dead.json", [1, 9])
+    refused = await asyncio.to_thread(
+        keel, "reassign", "execute", "--reassignment-json-file", dead, "--throttle", "10000", *server
+    )
+    assert refused.returncode == 1, refused.stderr
+    assert refused.stderr == (
+        "keel: these moves go to brokers that are not alive: r-0 to broker 9 (live brokers: 1,2,3); "
+        "nothing was started\n"
+    )
+    assert refused.stdout == ""
+    for broker in (1, 2, 3):
+        assert configs_of(kazoo, f"/config/brokers/{broker}") == {}
+    assert configs_of(kazoo, "/config/topics/r") == {}

@@ -11,6 +11,8 @@ import pytest
 from node.cli.main import main
 from node.cli.reassignment_plan import (
     ReassignmentFileError,
+    dead_targets,
+    missing_partitions,
     parse_reassignment,
     render_progress,
 )
@@ -120,3 +122,24 @@ def test_the_progress_line() -> None:
     assert "8.0 MiB/s" in line and "0:01:04 left" in line
     assert "--:--:-- left" in render_progress(0, 1, 0, 100, None)
     assert "100.0%" in render_progress(1, 1, 0, 0, None)
+
+
+def test_partitions_the_cluster_does_not_have_are_named() -> None:
+    existing = {("pc", 0): [1, 2, 3], ("pc", 1): [2, 3, 1]}
+    assert missing_partitions(existing, [("pc", 0), ("pc", 1)]) is None
+    assert (
+        missing_partitions(existing, [("nosuch", 0)]) == "nosuch-0 does not exist: there is no topic nosuch"
+    )
+    assert missing_partitions(existing, [("pc", 0), ("pc", 5)]) == (
+        "pc-5 does not exist: pc has partitions 0 to 1"
+    )
+
+
+def test_moves_to_brokers_that_are_not_alive_are_named() -> None:
+    """Kafka's rule: only the replicas a move adds must be alive; a dead replica may stay."""
+    current = {("pc", 0): [1, 2, 9], ("pc", 1): [2, 3, 1]}
+    live = {1, 2, 3}
+    assert dead_targets(current, {("pc", 0): [9, 1, 2]}, live) is None
+    assert dead_targets(current, {("pc", 1): [3, 1, 7], ("pc", 0): [1, 2, 3]}, live) == (
+        "these moves go to brokers that are not alive: pc-1 to broker 7 (live brokers: 1,2,3)"
+    )
