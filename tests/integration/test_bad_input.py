@@ -162,8 +162,155 @@ LIMITS: list[BadInput] = [
 # Clients fail fast on facts: missing topics and partitions, record size, bounded waits.
 CLIENTS: list[BadInput] = []
 
+
+def _reassignment(topic: str, partition: int, replicas: list[int]) -> str:
+    """A reassignment file for `--reassignment-json-file /dev/stdin`, braces escaped for the
+    placeholders."""
+    text = orjson.dumps(
+        {"version": 1, "partitions": [{"topic": topic, "partition": partition, "replicas": replicas}]}
+    )
+    return text.decode().replace("{", "{{").replace("}", "}}")
+
+
+def _reassign(command: str, *extra: str) -> tuple[str, ...]:
+    return (
+        "reassign",
+        command,
+        "--reassignment-json-file",
+        "/dev/stdin",
+        *extra,
+        "--bootstrap-server",
+        "{bootstrap}",
+    )
+
+
 # Check, then act: commands that validate every input and open every output first.
-COMMANDS: list[BadInput] = []
+COMMANDS: list[BadInput] = [
+    BadInput(
+        # Refused before the planner is asked: nothing executes, so there is nothing to roll back.
+        "plan-execute-unwritable-output",
+        (
+            "reassign",
+            "plan",
+            "--goal",
+            "remove-brokers",
+            "--remove-brokers",
+            "3",
+            "--topics",
+            TOPIC,
+            "--execute",
+            "--output",
+            "/nonexistent/dir/plan.json",
+            "--bootstrap-server",
+            "{bootstrap}",
+        ),
+        2,
+        "cannot write --output /nonexistent/dir/plan.json",
+        seconds=5,
+    ),
+    BadInput(
+        "plan-execute-unwritable-report",
+        (
+            "reassign",
+            "plan",
+            "--goal",
+            "rebalance",
+            "--execute",
+            "--output",
+            "{tmp}/plan.json",
+            "--report",
+            "{file}/report.json",
+            "--bootstrap-server",
+            "{bootstrap}",
+        ),
+        2,
+        "cannot write --report",
+        seconds=5,
+    ),
+    BadInput(
+        "plan-planner-not-host-port",
+        ("reassign", "plan", "--goal", "rebalance", "--planner", "nohost", "--output", "{tmp}/plan.json"),
+        2,
+        "--planner nohost is not host:port",
+        seconds=5,
+    ),
+    BadInput(
+        # The master is an argument: checked before the snapshot file is read or Spark starts.
+        "plan-bogus-spark-master",
+        (
+            "reassign",
+            "plan",
+            "--goal",
+            "rebalance",
+            "--from-file",
+            "{file}",
+            "--spark-master",
+            "bogus://x",
+            "--output",
+            "{tmp}/plan.json",
+        ),
+        2,
+        "--spark-master bogus://x: not a Spark master URL",
+        seconds=5,
+    ),
+    BadInput(
+        "snapshot-unwritable-output",
+        ("reassign", "snapshot", "--zookeeper", "{zk}", "--output", "/nonexistent/x.json"),
+        2,
+        "cannot write --output /nonexistent/x.json",
+        seconds=5,
+    ),
+    BadInput(
+        "snapshot-no-zookeeper",
+        ("reassign", "snapshot", "--zookeeper", "127.0.0.1:1", "--output", "{tmp}/cluster.json"),
+        1,
+        "cannot reach ZooKeeper at 127.0.0.1:1",
+        seconds=10,
+    ),
+    BadInput(
+        "status-planner-not-host-port",
+        ("reassign", "status", "--planner", "nohost"),
+        2,
+        "--planner nohost is not host:port",
+        seconds=5,
+    ),
+    BadInput(
+        "verify-missing-topic",
+        _reassign("verify"),
+        1,
+        "nosuch-0 does not exist: there is no topic nosuch",
+        stdin=_reassignment("nosuch", 0, [1]),
+    ),
+    BadInput(
+        "verify-missing-partition",
+        _reassign("verify"),
+        1,
+        f"{TOPIC}-5 does not exist: {TOPIC} has partitions 0 to 1",
+        stdin=_reassignment(TOPIC, 5, [1, 2, 3]),
+    ),
+    BadInput(
+        "execute-missing-topic",
+        _reassign("execute"),
+        1,
+        "nosuch-0 does not exist",
+        stdin=_reassignment("nosuch", 0, [1]),
+    ),
+    BadInput(
+        "cancel-missing-partition",
+        _reassign("cancel"),
+        1,
+        f"{TOPIC}-5 does not exist",
+        stdin=_reassignment(TOPIC, 5, [1, 2, 3]),
+    ),
+    BadInput(
+        # Refused before the throttle is set: the controller would refuse the move anyway.
+        "execute-to-a-broker-that-is-not-alive",
+        _reassign("execute", "--throttle", "1000"),
+        1,
+        f"{TOPIC}-0 to broker 9 (live brokers: 1,2,3)",
+        stdin=_reassignment(TOPIC, 0, [1, 2, 9]),
+    ),
+]
 
 # One error path per entry point: keel-node, keel-planner, keel-cluster, keel.
 ENTRY_POINTS: list[BadInput] = []
