@@ -66,6 +66,11 @@ class RpcServer:
         self._connections.add(task)
         try:
             await self._serve(reader, writer)
+        except asyncio.CancelledError:
+            # close() cancels the connections. The task must still end normally: the stream
+            # protocol's done-callback (asyncio before 3.12) calls task.exception(), which
+            # raises for a cancelled task and logs "Exception in callback" on every stop.
+            pass
         finally:
             self._connections.discard(task)
             writer.close()
