@@ -35,6 +35,13 @@ EXIT_USAGE = 2
 EXIT_PARTIAL = 3
 EXIT_INTERRUPTED = 130
 
+# The epilog of every entry point's --help.
+EXIT_STATUS_HELP = (
+    "exit status: 0 done, 1 the action failed, 2 a bad argument, property or file (nothing done), "
+    "3 the action ran and a later step failed (the error says what was done), 130 interrupted; "
+    "an error is one line, --verbose adds its traceback"
+)
+
 # Loggers of libraries whose retries log full tracebacks for failures we report ourselves.
 NOISY_LIBRARY_LOGGERS = ("aiozk", "py4j")
 

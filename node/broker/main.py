@@ -32,6 +32,7 @@ from node.broker.config import (
 )
 from node.broker.server import KeelBroker
 from node.entry import (
+    EXIT_STATUS_HELP,
     CommandError,
     KeelArgumentParser,
     UsageError,
@@ -50,7 +51,7 @@ CONTROLLED_SHUTDOWN_RESERVE = 0.25
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = KeelArgumentParser(prog="keel-node", description="Run one Keel broker.")
+    parser = KeelArgumentParser(prog="keel-node", description="Run one Keel broker.", epilog=EXIT_STATUS_HELP)
     parser.add_argument("properties", type=Path, help="server.properties file")
     parser.add_argument(
         "--override", action="append", default=[], metavar="KEY=VALUE", help="override a property"

@@ -37,6 +37,7 @@ from node.cli.arguments import CommandConfigError, add_global_options, apply_com
 from node.cli.output import print_json, print_table
 from node.clients.admin import KeelAdminClient
 from node.entry import (
+    EXIT_STATUS_HELP,
     CommandError,
     KeelArgumentParser,
     UsageError,
@@ -135,7 +136,9 @@ COMMANDS: dict[tuple[str, str], Callable[[KeelAdminClient, str], Awaitable[int]]
 def parse_args(argv: list[str]) -> argparse.Namespace:
     common = KeelArgumentParser(add_help=False)
     add_global_options(common, suppress=True)
-    parser = KeelArgumentParser(prog="keel", description="Talk to a Keel cluster over its RPC wire.")
+    parser = KeelArgumentParser(
+        prog="keel", description="Talk to a Keel cluster over its RPC wire.", epilog=EXIT_STATUS_HELP
+    )
     add_global_options(parser, suppress=False)
     groups = parser.add_subparsers(dest="group", required=True)
     topic_commands.add_arguments(

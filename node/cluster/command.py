@@ -32,6 +32,7 @@ from node.cli.output import print_json, print_table
 from node.cluster.local import BrokerProcess, LocalCluster, PlannerProcess, alive, send_signal, wait_gone
 from node.cluster.zookeeper import EmbeddedZooKeeper, JavaMissing, ZooKeeperStartError, free_ports
 from node.entry import (
+    EXIT_STATUS_HELP,
     CommandError,
     KeelArgumentParser,
     add_verbose_option,
@@ -361,7 +362,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--timeout", type=positive_float, default=60.0, help="seconds to wait for the cluster"
     )
     add_verbose_option(common)
-    parser = KeelArgumentParser(prog="keel-cluster", description="A local Keel cluster.")
+    parser = KeelArgumentParser(
+        prog="keel-cluster", description="A local Keel cluster.", epilog=EXIT_STATUS_HELP
+    )
     add_verbose_option(parser)
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", parents=[common], help="start (or resume) the cluster and show it")

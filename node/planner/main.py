@@ -19,6 +19,7 @@ import uvloop
 
 from node.broker.config import ConfigError, read_properties_file
 from node.entry import (
+    EXIT_STATUS_HELP,
     CommandError,
     KeelArgumentParser,
     UsageError,
@@ -36,7 +37,9 @@ log = logging.getLogger("keel.planner")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = KeelArgumentParser(prog="keel-planner", description="Run the Keel reassignment planner.")
+    parser = KeelArgumentParser(
+        prog="keel-planner", description="Run the Keel reassignment planner.", epilog=EXIT_STATUS_HELP
+    )
     parser.add_argument("properties", type=Path, help="planner.properties file")
     parser.add_argument(
         "--override", action="append", default=[], metavar="KEY=VALUE", help="override a property"
