@@ -12,16 +12,20 @@ status that scripts can act on (docs/OPERATIONS.md, "Limits and errors"):
 
 A traceback is printed only with `--verbose` (or `KEEL_VERBOSE=1`). Without it, library loggers
 that print tracebacks while they retry (aiozk's reconnect loop) are kept off the terminal, so an
-expected failure such as "nothing listens at zookeeper.connect" reads as one line.
+expected failure such as "nothing listens at zookeeper.connect" reads as one line. A bad
+argument is one line too (`KeelArgumentParser`), with exit status 2.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import logging
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import NoReturn
 
 from wire.errors import WireError
 
@@ -30,6 +34,13 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_PARTIAL = 3
 EXIT_INTERRUPTED = 130
+
+# The epilog of every entry point's --help.
+EXIT_STATUS_HELP = (
+    "exit status: 0 done, 1 the action failed, 2 a bad argument, property or file (nothing done), "
+    "3 the action ran and a later step failed (the error says what was done), 130 interrupted; "
+    "an error is one line, --verbose adds its traceback"
+)
 
 # Loggers of libraries whose retries log full tracebacks for failures we report ourselves.
 NOISY_LIBRARY_LOGGERS = ("aiozk", "py4j")
@@ -53,6 +64,30 @@ class PartialError(CommandError):
     status = EXIT_PARTIAL
 
 
+class KeelArgumentParser(argparse.ArgumentParser):
+    """argparse, with a bad argument reported on one line and exit status 2:
+
+        keel topic create: argument --partitions: must be at least 1, not 0 (see keel topic create --help)
+
+    rather than the usage block and the error under it. Subparsers are of this class too:
+    `add_subparsers` gives them their parent's class."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def add_verbose_option(parser: argparse.ArgumentParser) -> None:
+    """`--verbose`. Read from the raw arguments (`verbose_requested`), since it must be known
+    before they are parsed; a parser takes it only so that it is not refused. Its default is
+    SUPPRESS so that a subcommand's copy never overwrites the top-level one."""
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="print the traceback behind an error, and library logs (also KEEL_VERBOSE=1)",
+    )
+
+
 def verbose_requested(argv: list[str]) -> bool:
     return "--verbose" in argv or os.environ.get("KEEL_VERBOSE", "") not in ("", "0")
 
@@ -63,6 +98,19 @@ def quiet_libraries(verbose: bool) -> None:
         return
     for name in NOISY_LIBRARY_LOGGERS:
         logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+@contextlib.contextmanager
+def libraries_quiet(verbose: bool) -> Iterator[None]:
+    """Library loggers quiet for a while, then back at their levels: a server's start-up, whose
+    failures it reports itself in one line, while the server once up keeps their warnings."""
+    levels = {name: logging.getLogger(name).level for name in NOISY_LIBRARY_LOGGERS}
+    quiet_libraries(verbose)
+    try:
+        yield
+    finally:
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
 
 
 def run_main(prog: str, body: Callable[[], int], *, verbose: bool) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Awaitable, Callable
 
 from wire.api import Response
@@ -22,6 +23,11 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[ParsedRequest], Awaitable[Response]]
 _READ_CHUNK = 256 * 1024
+
+
+class ListenerUnavailable(OSError):
+    """The listener's address cannot be bound: the port is in use, the host is not this
+    machine's, or the port needs privileges."""
 
 
 class RpcServer:
@@ -48,7 +54,12 @@ class RpcServer:
         return int(self._server.sockets[0].getsockname()[1])
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._accept, self._host, self._port, reuse_address=True)
+        try:
+            self._server = await asyncio.start_server(
+                self._accept, self._host, self._port, reuse_address=True
+            )
+        except OSError as e:
+            raise ListenerUnavailable(f"cannot listen on {self._host}:{self._port}: {_reason(e)}") from e
 
     async def close(self) -> None:
         if self._server is not None:
@@ -66,6 +77,11 @@ class RpcServer:
         self._connections.add(task)
         try:
             await self._serve(reader, writer)
+        except asyncio.CancelledError:
+            # close() cancels the connections. The task must still end normally: the stream
+            # protocol's done-callback (asyncio before 3.12) calls task.exception(), which
+            # raises for a cancelled task and logs "Exception in callback" on every stop.
+            pass
         finally:
             self._connections.discard(task)
             writer.close()
@@ -102,6 +118,14 @@ class RpcServer:
             return encode_response(e.correlation_id, error_response(e))
         response = await call_handler(self._handler, request, peer)
         return encode_response(request.header.correlation_id, response)
+
+
+def _reason(e: OSError) -> str:
+    """The system's words for a bind failure, without the event loop's own wrapping of them
+    (resolver errors have negative numbers and their own text)."""
+    if e.errno is not None and e.errno > 0:
+        return os.strerror(e.errno).lower()
+    return e.strerror or str(e)
 
 
 async def call_handler(handler: Handler, request: ParsedRequest, peer: object) -> Response:

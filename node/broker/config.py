@@ -7,6 +7,7 @@ Unknown keys are kept and logged once, as Kafka warns about configs it does not 
 from __future__ import annotations
 
 import dataclasses
+import os
 import socket
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -149,12 +150,31 @@ class BrokerConfig:
     def rack(self) -> str | None:
         return self.get_str("broker.rack")
 
+    @property
+    def log_dirs(self) -> list[Path]:
+        return [Path(d.strip()) for d in str(self.get_str("log.dirs")).split(",") if d.strip()]
+
     def endpoint(self, listener: Endpoint, bound_port: int) -> Endpoint:
         """The advertised endpoint of a listener, once its real port is known."""
         advertised = next((a for a in self.advertised if a.listener == listener.listener), listener)
         host = advertised.host or socket.getfqdn()
         port = bound_port if advertised is listener else advertised.port
         return Endpoint(listener.listener, listener.security_protocol, host, port)
+
+
+def prepare_log_dirs(config: BrokerConfig) -> None:
+    """Create each of `log.dirs` that does not exist yet, and check that the broker can write
+    in each, before anything else starts: a path that is a file, or that cannot be created,
+    is a configuration error naming it rather than a failure half-way through start-up."""
+    for directory in config.log_dirs:
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise ConfigError("log.dirs", f"{directory} is a file, not a directory") from None
+        except OSError as e:
+            raise ConfigError("log.dirs", f"cannot create {directory}: {e.strerror or e}") from None
+        if not os.access(directory, os.W_OK | os.X_OK):
+            raise ConfigError("log.dirs", f"cannot write in {directory}: permission denied")
 
 
 def read_properties(path: Path) -> dict[str, str]:

@@ -1,7 +1,10 @@
-"""`keel-node server.properties [--override key=value ...]`: run one broker.
+"""`keel-node server.properties [--override key=value ...] [--verbose]`: run one broker.
 
 Exit status: 0 after an orderly shutdown (SIGTERM or SIGINT), 2 for a bad configuration
-(nothing started), 1 when start-up fails (ZooKeeper unreachable, broker id taken).
+(nothing started: a bad property, a `log.dirs` path that is a file or cannot be created), 1
+when start-up fails (no ZooKeeper session within zookeeper.connection.timeout.ms, the broker id
+taken, the listener's port in use). Each failure is one line, `keel-node: ...`, after the log
+lines of what had started; `--verbose` adds the traceback.
 """
 
 from __future__ import annotations
@@ -20,9 +23,26 @@ from pathlib import Path
 import uvloop
 
 from actors.ports import BrokerIdTakenError
-from node.broker.config import BrokerConfig, ConfigError, load_config, read_properties_file
+from node.broker.config import (
+    BrokerConfig,
+    ConfigError,
+    load_config,
+    prepare_log_dirs,
+    read_properties_file,
+)
 from node.broker.server import KeelBroker
+from node.entry import (
+    EXIT_STATUS_HELP,
+    CommandError,
+    KeelArgumentParser,
+    UsageError,
+    add_verbose_option,
+    libraries_quiet,
+    run_main,
+    verbose_requested,
+)
 from node.zk.client import ZooKeeperUnavailable
+from wire.server import ListenerUnavailable
 
 log = logging.getLogger("keel.node")
 
@@ -31,11 +51,12 @@ CONTROLLED_SHUTDOWN_RESERVE = 0.25
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="keel-node", description="Run one Keel broker.")
+    parser = KeelArgumentParser(prog="keel-node", description="Run one Keel broker.", epilog=EXIT_STATUS_HELP)
     parser.add_argument("properties", type=Path, help="server.properties file")
     parser.add_argument(
         "--override", action="append", default=[], metavar="KEY=VALUE", help="override a property"
     )
+    add_verbose_option(parser)
     return parser.parse_args(argv)
 
 
@@ -53,22 +74,16 @@ def configure_logging(broker_id: int) -> None:
     logging.getLogger("aiozk").setLevel(logging.WARNING)
 
 
-async def run(config: BrokerConfig) -> int:
+async def run(config: BrokerConfig, *, verbose: bool = False) -> int:
     broker = KeelBroker(config)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    try:
-        await broker.startup()
-    except BrokerIdTakenError as e:
-        log.error("%s; refusing to start", e)
-        await _close_quietly(broker)
-        return 1
-    except ZooKeeperUnavailable as e:
-        log.error("%s", e)
-        await _close_quietly(broker)
-        return 1
+    # aiozk logs each failed connection attempt with a traceback; a start-up that fails is
+    # reported below in one line.
+    with libraries_quiet(verbose):
+        await start(broker)
     await stop.wait()
     log.info("stopping")
     # The whole stop, controlled shutdown included, fits in shutdown.timeout.ms: the
@@ -82,6 +97,26 @@ async def run(config: BrokerConfig) -> int:
         log.error("shutdown took longer than %.1f s; exiting anyway", timeout)
         return 1
     return 0
+
+
+async def start(broker: KeelBroker) -> None:
+    """Start the broker; if it cannot start, close what did and say why in one line."""
+    try:
+        await broker.startup()
+    except BrokerIdTakenError as e:
+        await _close_quietly(broker)
+        raise CommandError(f"{e}; refusing to start") from e
+    except ZooKeeperUnavailable as e:
+        await _close_quietly(broker)
+        raise CommandError(
+            f"{e} (zookeeper.connection.timeout.ms): check zookeeper.connect and that ZooKeeper runs there"
+        ) from e
+    except ListenerUnavailable as e:
+        await _close_quietly(broker)
+        raise CommandError(f"{e}: stop the process that holds it, or set another port in listeners") from e
+    except Exception:
+        await _close_quietly(broker)
+        raise
 
 
 async def _close_quietly(broker: KeelBroker) -> None:
@@ -99,15 +134,21 @@ def tune_gc() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    verbose = verbose_requested(argv)
+    return run_main("keel-node", lambda: serve(argv, verbose), verbose=verbose)
+
+
+def serve(argv: list[str], verbose: bool) -> int:
+    args = parse_args(argv)
     tune_gc()
     try:
         config = build_config(args)
+        prepare_log_dirs(config)
     except ConfigError as e:
-        print(f"keel-node: invalid configuration: {e}", file=sys.stderr)
-        return 2
+        raise UsageError(f"invalid configuration: {e}") from e
     configure_logging(config.broker_id)
-    return uvloop.run(run(config))
+    return uvloop.run(run(config, verbose=verbose))
 
 
 def exit_now(code: int) -> None:

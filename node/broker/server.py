@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 
 from actors.broker.handle import ReplicaManagerHandle
 from actors.broker.replication import ReplicationConfig
@@ -88,10 +87,7 @@ class KeelBroker:
         self.cluster_id = ""
         self.info: BrokerInfo | None = None
         self._controller: KafkaController | None = None
-        self.logs = LogManager(
-            [Path(d.strip()) for d in str(config.get_str("log.dirs")).split(",") if d.strip()],
-            log_config(config),
-        )
+        self.logs = LogManager(config.log_dirs, log_config(config))
         self.replica_link = RpcReplicaLink(
             self.broker_id,
             controller_id=lambda: -1 if self._controller is None else self._controller.active_controller_id,
@@ -258,7 +254,8 @@ class KeelBroker:
         for task in self._periodic:
             task.cancel()
         await asyncio.gather(*self._periodic, return_exceptions=True)
-        await self.replica_manager.maintain(checkpoint=True, shrink=False)
+        if self.replica_manager.running:  # not when start-up failed before it
+            await self.replica_manager.maintain(checkpoint=True, shrink=False)
         await self.dynamic_config.shutdown()
         await self.replica_manager.stop()
         await self.replica_link.close()

@@ -13,6 +13,8 @@ from typing import TypeVar
 
 import javaproperties
 
+from node.entry import add_verbose_option
+
 N = TypeVar("N", int, float)
 
 # The keys of Kafka's admin-client properties that mean something to Keel's clients.
@@ -44,6 +46,7 @@ def add_global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> No
         metavar="FILE",
         help="admin client properties (bootstrap.servers, request.timeout.ms, client.id)",
     )
+    add_verbose_option(parser)
 
 
 class CommandConfigError(Exception):

@@ -15,8 +15,12 @@
                                  the progress of the plan the planner executes
 
 Every command takes `--bootstrap-server host:port[,host:port]` (default: the brokers of the
-local cluster under .keel-cluster, else 127.0.0.1:9092), `--format table|json`, `--timeout S`
-and `--command-config FILE` (admin client properties), before or after the command.
+local cluster under .keel-cluster, else 127.0.0.1:9092), `--format table|json`, `--timeout S`,
+`--command-config FILE` (admin client properties) and `--verbose`, before or after the command.
+
+An error is one line, `keel: ...` (a bad argument: `keel topic create: ...`), with exit status
+1 when the action failed, 2 for a bad argument, property or file (nothing was sent), 3 when the
+action ran and a later step failed; `--verbose` adds the traceback (node/entry.py).
 """
 
 from __future__ import annotations
@@ -32,9 +36,16 @@ from node.cli import console_commands, election_commands, reassign_commands, top
 from node.cli.arguments import CommandConfigError, add_global_options, apply_command_config
 from node.cli.output import print_json, print_table
 from node.clients.admin import KeelAdminClient
-from node.entry import CommandError, quiet_libraries, verbose_requested
+from node.entry import (
+    EXIT_STATUS_HELP,
+    CommandError,
+    KeelArgumentParser,
+    UsageError,
+    quiet_libraries,
+    run_main,
+    verbose_requested,
+)
 from wire.api import DescribeClusterResponse
-from wire.errors import WireError
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
@@ -123,9 +134,11 @@ COMMANDS: dict[tuple[str, str], Callable[[KeelAdminClient, str], Awaitable[int]]
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    common = argparse.ArgumentParser(add_help=False)
+    common = KeelArgumentParser(add_help=False)
     add_global_options(common, suppress=True)
-    parser = argparse.ArgumentParser(prog="keel", description="Talk to a Keel cluster over its RPC wire.")
+    parser = KeelArgumentParser(
+        prog="keel", description="Talk to a Keel cluster over its RPC wire.", epilog=EXIT_STATUS_HELP
+    )
     add_global_options(parser, suppress=False)
     groups = parser.add_subparsers(dest="group", required=True)
     topic_commands.add_arguments(
@@ -164,21 +177,22 @@ async def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    verbose = verbose_requested(argv)
+    quiet_libraries(verbose)
+    return run_main("keel", lambda: _command(argv), verbose=verbose)
+
+
+def _command(argv: list[str]) -> int:
+    args = parse_args(argv)
     try:
         apply_command_config(args)
     except CommandConfigError as e:
-        print(f"keel: {e}", file=sys.stderr)
-        return 2
-    quiet_libraries(verbose_requested(sys.argv if argv is None else argv))
+        raise UsageError(str(e)) from e
     try:
         return asyncio.run(run(args))
-    except CommandError as e:
-        print(f"keel: {e}", file=sys.stderr)
-        return e.status
-    except (WireError, ValueError) as e:
-        print(f"keel: {e}", file=sys.stderr)
-        return 1
+    except ValueError as e:
+        raise CommandError(str(e)) from e
 
 
 if __name__ == "__main__":

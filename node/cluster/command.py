@@ -9,6 +9,10 @@ ZooKeeper data, each broker's `server.properties` and its log under `logs/`. `up
 one planner (`bin/keel-planner`, its Spark on `--spark-master`, default local[*]) beside the
 brokers unless `--no-planner`; `status` shows it and `stop` stops it first. Commands are
 idempotent: `up` on a running cluster only shows it, and starts whatever has died.
+
+An error is one line, `keel-cluster: ...`: exit status 2 for a bad argument, 1 when the
+action failed (no cluster in DIR, no such broker, Java or ZooKeeper did not start, the brokers
+did not agree on a controller in time); `--verbose` adds the traceback.
 """
 
 from __future__ import annotations
@@ -23,9 +27,19 @@ from pathlib import Path
 
 import orjson
 
+from node.cli.arguments import positive_float, positive_int
 from node.cli.output import print_json, print_table
 from node.cluster.local import BrokerProcess, LocalCluster, PlannerProcess, alive, send_signal, wait_gone
 from node.cluster.zookeeper import EmbeddedZooKeeper, JavaMissing, ZooKeeperStartError, free_ports
+from node.entry import (
+    EXIT_STATUS_HELP,
+    CommandError,
+    KeelArgumentParser,
+    add_verbose_option,
+    quiet_libraries,
+    run_main,
+    verbose_requested,
+)
 
 SESSION_TIMEOUT_MS = 6000
 STATE_FILE = "cluster.json"
@@ -307,7 +321,7 @@ def cmd_stop(args: argparse.Namespace, state: ClusterState) -> int:
 
 def _broker(state: ClusterState, broker_id: int) -> BrokerProcess:
     if broker_id not in state.brokers:
-        raise SystemExit(f"keel-cluster: no broker {broker_id} (brokers: {sorted(state.brokers)})")
+        raise CommandError(f"no broker {broker_id} (brokers: {sorted(state.brokers)})")
     return state.process(broker_id)
 
 
@@ -335,21 +349,26 @@ def cmd_logs(args: argparse.Namespace, state: ClusterState) -> int:
     _broker(state, args.id)
     path = state.log_file(args.id)
     if not path.exists():
-        print(f"keel-cluster: no log yet at {path}", file=sys.stderr)
-        return 1
+        raise CommandError(f"no log yet at {path}")
     sys.stdout.write(path.read_text(errors="replace"))
     return 0
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    common = argparse.ArgumentParser(add_help=False)
+    common = KeelArgumentParser(add_help=False)
     common.add_argument("--dir", type=Path, default=Path(os.environ.get("KEEL_CLUSTER_DIR", ".keel-cluster")))
     common.add_argument("--format", choices=["table", "json"], default="table")
-    common.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the cluster")
-    parser = argparse.ArgumentParser(prog="keel-cluster", description="A local Keel cluster.")
+    common.add_argument(
+        "--timeout", type=positive_float, default=60.0, help="seconds to wait for the cluster"
+    )
+    add_verbose_option(common)
+    parser = KeelArgumentParser(
+        prog="keel-cluster", description="A local Keel cluster.", epilog=EXIT_STATUS_HELP
+    )
+    add_verbose_option(parser)
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", parents=[common], help="start (or resume) the cluster and show it")
-    up.add_argument("--brokers", type=int, default=3)
+    up.add_argument("--brokers", type=positive_int, default=3)
     up.add_argument("--zookeeper-servers", type=int, choices=[1, 3], default=1)
     up.add_argument("--spark-master", default=None, help="the planner's Spark master (default local[*])")
     up.add_argument("--no-planner", action="store_true", help="start no planner")
@@ -366,17 +385,20 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    verbose = verbose_requested(argv)
+    quiet_libraries(verbose)
+    return run_main("keel-cluster", lambda: _command(argv), verbose=verbose)
+
+
+def _command(argv: list[str]) -> int:
+    args = parse_args(argv)
     try:
         if args.command == "up":
-            if args.brokers < 1:
-                print("keel-cluster: --brokers must be at least 1", file=sys.stderr)
-                return 2
             return cmd_up(args)
         state = ClusterState.load(args.dir)
         if state is None:
-            print(f"keel-cluster: no cluster in {args.dir} (run `keel-cluster up` first)", file=sys.stderr)
-            return 1
+            raise CommandError(f"no cluster in {args.dir} (run `keel-cluster up` first)")
         handler = {
             "status": cmd_status,
             "stop": cmd_stop,
@@ -386,8 +408,7 @@ def main(argv: list[str] | None = None) -> int:
         }[args.command]
         return handler(args, state)
     except (JavaMissing, ZooKeeperStartError) as e:
-        print(f"keel-cluster: {e}", file=sys.stderr)
-        return 1
+        raise CommandError(str(e)) from e
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
-"""`keel-planner planner.properties [--override key=value ...]`: run the planner sidecar.
+"""`keel-planner planner.properties [--override key=value ...] [--verbose]`: run the planner sidecar.
 
 Exit status: 0 after an orderly shutdown (SIGTERM or SIGINT), 2 for a bad configuration
 (nothing started, not even Spark), 1 when start-up fails (ZooKeeper unreachable, Spark does
-not start, the listener's port is taken).
+not start, the listener's port is taken). Each failure is one line, `keel-planner: ...`, after
+the log lines of what had started; `--verbose` adds the traceback.
 """
 
 from __future__ import annotations
@@ -17,19 +18,33 @@ from pathlib import Path
 import uvloop
 
 from node.broker.config import ConfigError, read_properties_file
+from node.entry import (
+    EXIT_STATUS_HELP,
+    CommandError,
+    KeelArgumentParser,
+    UsageError,
+    add_verbose_option,
+    libraries_quiet,
+    run_main,
+    verbose_requested,
+)
 from node.planner.config import PlannerConfig, load_config
 from node.planner.server import KeelPlanner
 from node.zk.client import ZooKeeperUnavailable
+from wire.server import ListenerUnavailable
 
 log = logging.getLogger("keel.planner")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="keel-planner", description="Run the Keel reassignment planner.")
+    parser = KeelArgumentParser(
+        prog="keel-planner", description="Run the Keel reassignment planner.", epilog=EXIT_STATUS_HELP
+    )
     parser.add_argument("properties", type=Path, help="planner.properties file")
     parser.add_argument(
         "--override", action="append", default=[], metavar="KEY=VALUE", help="override a property"
     )
+    add_verbose_option(parser)
     return parser.parse_args(argv)
 
 
@@ -47,17 +62,13 @@ def configure_logging() -> None:
     logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
-async def run(planner: KeelPlanner) -> int:
+async def run(planner: KeelPlanner, *, verbose: bool = False) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    try:
-        await planner.startup()
-    except (ZooKeeperUnavailable, OSError) as e:
-        log.error("%s", e)
-        await planner.shutdown()
-        return 1
+    with libraries_quiet(verbose):
+        await start(planner)
     await stop.wait()
     log.info("stopping on a signal")
     try:
@@ -68,30 +79,50 @@ async def run(planner: KeelPlanner) -> int:
     return 0
 
 
+async def start(planner: KeelPlanner) -> None:
+    """Start the planner; if it cannot start, close what did and say why in one line."""
+    try:
+        await planner.startup()
+    except ZooKeeperUnavailable as e:
+        await planner.shutdown()
+        raise CommandError(f"{e}: check zookeeper.connect and that ZooKeeper runs there") from e
+    except ListenerUnavailable as e:
+        await planner.shutdown()
+        raise CommandError(f"{e}: stop the process that holds it, or set another port in listeners") from e
+    except Exception:
+        await planner.shutdown()
+        raise
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    verbose = verbose_requested(argv)
+    return run_main("keel-planner", lambda: serve(argv, verbose), verbose=verbose)
+
+
+def serve(argv: list[str], verbose: bool) -> int:
+    args = parse_args(argv)
     try:
         config = build_config(args)
     except ConfigError as e:
-        print(f"keel-planner: invalid configuration: {e}", file=sys.stderr)
-        return 2
+        raise UsageError(f"invalid configuration: {e}") from e
     configure_logging()
     # A signal while the JVM starts ends the process the default way; after it, the loop's
     # handlers take over.
     from node.planner.session import spark_session
 
     log.info("starting Spark (master %s)", config.spark_master)
-    try:
-        spark = spark_session(config.spark_master, config.spark_conf)
-    except Exception as e:
-        log.error("Spark did not start: %s", e)
-        return 1
+    with libraries_quiet(verbose):
+        try:
+            spark = spark_session(config.spark_master, config.spark_conf)
+        except Exception as e:
+            raise CommandError(f"Spark did not start on {config.spark_master} (spark.master): {e}") from e
     log.info(
         "Spark is up (version %s, %d cores by default)", spark.version, spark.sparkContext.defaultParallelism
     )
     planner = KeelPlanner(config, spark)
     try:
-        return uvloop.run(run(planner))
+        return uvloop.run(run(planner, verbose=verbose))
     finally:
         spark.stop()
 

@@ -312,8 +312,132 @@ COMMANDS: list[BadInput] = [
     ),
 ]
 
-# One error path per entry point: keel-node, keel-planner, keel-cluster, keel.
-ENTRY_POINTS: list[BadInput] = []
+# One error path per entry point: keel-node, keel-planner, keel-cluster, keel. A server that
+# fails to start prints the log lines of what it started and stopped, then the one error line.
+NODE = "node.broker.main"
+PLANNER = "node.planner.main"
+CLUSTER = "node.cluster.command"
+ENTRY_POINTS: list[BadInput] = [
+    BadInput(
+        "node-unknown-argument", ("{props}", "--partitions", "3"), 2, "keel-node: unrecognized", 5, NODE
+    ),
+    BadInput("node-properties-missing", ("{tmp}/none.properties",), 2, "cannot read", 5, NODE),
+    BadInput(
+        "node-port-in-use",
+        ("{props}", "--override", "listeners=PLAINTEXT://127.0.0.1:{busy_port}"),
+        1,
+        "address already in use: stop the process that holds it",
+        10,
+        NODE,
+        max_stderr_lines=5,
+    ),
+    BadInput(
+        "node-log-dirs-a-file",
+        ("{props}", "--override", "log.dirs={file}"),
+        2,
+        "regular-file is a file, not a directory",
+        5,
+        NODE,
+    ),
+    BadInput(
+        "node-log-dirs-under-a-file",
+        ("{props}", "--override", "log.dirs={file}/logs"),
+        2,
+        "log.dirs: cannot create",
+        5,
+        NODE,
+    ),
+    BadInput(
+        "node-log-dirs-under-proc",
+        ("{props}", "--override", "log.dirs=/proc/keel-logs"),
+        2,
+        "log.dirs: cannot create /proc/keel-logs",
+        5,
+        NODE,
+    ),
+    BadInput(
+        # The wait is zookeeper.connection.timeout.ms, which defaults to the session timeout (6 s).
+        "node-zookeeper-unreachable",
+        ("{props}", "--override", "zookeeper.connect=127.0.0.1:1"),
+        1,
+        "no ZooKeeper session with 127.0.0.1:1 within 6 s",
+        10,
+        NODE,
+        max_stderr_lines=3,
+    ),
+    BadInput(
+        "node-zookeeper-connection-timeout",
+        (
+            "{props}",
+            "--override",
+            "zookeeper.connect=127.0.0.1:1",
+            "--override",
+            "zookeeper.connection.timeout.ms=1500",
+        ),
+        1,
+        "within 1.5 s",
+        5,
+        NODE,
+        max_stderr_lines=3,
+    ),
+    BadInput(
+        "planner-unknown-argument", ("/dev/null", "--bogus"), 2, "keel-planner: unrecognized", 5, PLANNER
+    ),
+    BadInput(
+        "planner-bad-property",
+        ("/dev/null", "--override", "zookeeper.connect={zk}", "--override", "listeners=nonsense"),
+        2,
+        "invalid configuration: listeners",
+        5,
+        PLANNER,
+    ),
+    BadInput(
+        # After Spark has started: its log lines, the planner's start and stop, then the error.
+        "planner-port-in-use",
+        (
+            "/dev/null",
+            "--override",
+            "zookeeper.connect={zk}",
+            "--override",
+            "listeners=PLAINTEXT://127.0.0.1:{busy_port}",
+            "--override",
+            "spark.master=local[1]",
+        ),
+        1,
+        "keel-planner: cannot listen on 127.0.0.1",
+        45,
+        PLANNER,
+        max_stderr_lines=5,
+    ),
+    BadInput(
+        "cluster-zero-brokers",
+        ("up", "--brokers", "0", "--dir", "{tmp}/cluster"),
+        2,
+        "keel-cluster up: argument --brokers: must be at least 1, not 0",
+        5,
+        CLUSTER,
+    ),
+    BadInput("cluster-none-there", ("status", "--dir", "{tmp}/no-cluster"), 1, "no cluster in", 5, CLUSTER),
+    BadInput("cluster-unknown-command", ("frobnicate",), 2, "invalid choice: 'frobnicate'", 5, CLUSTER),
+    BadInput(
+        "keel-unknown-command",
+        ("topic", "frobnicate", "--bootstrap-server", "{bootstrap}"),
+        2,
+        "keel topic: argument command: invalid choice",
+    ),
+    BadInput(
+        "keel-unknown-option",
+        ("topic", "list", "--partitions", "3", "--bootstrap-server", "{bootstrap}"),
+        2,
+        "keel: unrecognized arguments: --partitions",
+    ),
+    BadInput(
+        "keel-bad-timeout",
+        ("topic", "list", "--timeout", "-1", "--bootstrap-server", "{bootstrap}"),
+        2,
+        "keel topic list: argument --timeout: must be more than 0",
+    ),
+]
 
 ROWS = HANDLED + LIMITS + CLIENTS + COMMANDS + ENTRY_POINTS
 

@@ -135,3 +135,21 @@ async def flood(broker: BrokerProcess, rounds: int) -> None:
         writer.write(data)
         await writer.drain()
         writer.close()
+
+
+async def test_an_orderly_stop_with_connections_open_exits_0_and_logs_no_error(brokers: Brokers) -> None:
+    """SIGTERM while a client's connection is open (its server task waiting for the next
+    frame): the broker stops with status 0 and its log holds no ERROR and no traceback."""
+    (broker,) = brokers.start(1)
+    await eventually(broker.describe, timeout=20, message="broker did not come up")
+    reader, writer = await asyncio.open_connection("127.0.0.1", broker.port)
+    writer.write(encode_frame(msgpack.packb([18, 0, 1, None, {}])))
+    await writer.drain()
+    await asyncio.wait_for(reader.readexactly(4), 5)  # the broker serves this connection
+    try:
+        status = await asyncio.to_thread(broker.stop, 30)
+    finally:
+        writer.close()
+    log = broker.log()
+    assert status == 0, log[-4000:]
+    assert " ERROR " not in log and "Traceback" not in log, log[-4000:]

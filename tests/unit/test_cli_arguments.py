@@ -85,4 +85,6 @@ def test_bad_numbers_are_refused_before_connecting(
         main(["--bootstrap-server", "127.0.0.1:1", *argv])
     assert exited.value.code == 2
     err = capsys.readouterr().err
-    assert "error: argument" in err and "cannot connect" not in err
+    # One line naming the argument, not argparse's usage block.
+    assert err.count("\n") == 1 and "usage:" not in err, err
+    assert ": argument --" in err and "--help" in err and "cannot connect" not in err
