@@ -84,6 +84,7 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
         super().__init__(actor, name=f"replica-manager-{broker_id}")
         self.broker_id = broker_id
         self._config = actor.state.config
+        self._clock = actor.state.clock
         self._link = link
         self._broker_epoch = broker_epoch
         self._fetchers: dict[int, ReplicaFetcher] = {}
@@ -247,14 +248,14 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
         if fetcher is None or not fetcher.running:
             assert self._link is not None
             self._fetchers[source] = ReplicaFetcher(
-                source, self, self._link, backoff_s=self._config.fetch_backoff_ms / 1000
+                source, self, self._link, backoff_s=self._config.fetch_backoff_ms / 1000, clock=self._clock
             )
 
     def propose_isr(self, tp: TopicPartition, proposal: PendingIsr) -> None:
         if self._alter_partition is None:
             assert self._link is not None
             self._alter_partition = AlterPartitionManager(
-                self.broker_id, self._broker_epoch, self._link, self._isr_change_answered
+                self.broker_id, self._broker_epoch, self._link, self._isr_change_answered, clock=self._clock
             )
         self._alter_partition.submit(tp, proposal)
 
