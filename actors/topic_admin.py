@@ -153,33 +153,67 @@ def assign_replicas(
     start_index: int | None = None,
     start_partition: int = 0,
 ) -> dict[int, list[int]]:
-    """Kafka's assignReplicasToBrokers: broker id → rack (None when unknown). A fixed
-    `start_index` replaces both random draws (the first leader's position and the follower
-    shift), and partitions are numbered from `start_partition`, as when partitions are added."""
+    """Kafka's assignReplicasToBrokers: broker id → rack (None when unknown). The first
+    leader's position and the follower shift are drawn at random; a fixed `start_index`
+    replaces both draws, and partitions are numbered from `start_partition`, as when
+    partitions are added."""
     validate_counts(partitions, replication_factor, len(brokers))
-    rng = rng or random.Random()
-    racks = [rack for rack in brokers.values() if rack is not None]
+    if start_index is not None:
+        start = shift = start_index
+    else:
+        rng = rng or random.Random()
+        start, shift = rng.randrange(len(brokers)), rng.randrange(len(brokers))
+    return place_replicas(
+        partitions, replication_factor, brokers, start=start, shift=shift, start_partition=start_partition
+    )
+
+
+def place_replicas(
+    partitions: int,
+    replication_factor: int,
+    brokers: Mapping[int, str | None],
+    *,
+    start: int,
+    shift: int,
+    start_partition: int = 0,
+) -> dict[int, list[int]]:
+    """Kafka's placement for a given start and shift (AdminUtils' rack-unaware and rack-aware
+    assignment, the vectors of its javadoc): the leaders go round the brokers (sorted, or
+    alternated by rack) from `start`, and each partition's followers come after its leader at
+    a distance that `shift` sets and that grows by one each time the leaders wrap around. With
+    racks, a follower goes to a rack that has no replica of the partition yet, while one is
+    left. Topic creation and the planner's `--generate` baseline both place this way."""
+    validate_counts(partitions, replication_factor, len(brokers))
+    racks = {b: r for b, r in brokers.items() if r is not None}
     if racks and len(racks) != len(brokers):
         raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR, "not all brokers have rack information")
-    if racks:
-        return _rack_aware(
-            partitions,
-            replication_factor,
-            {b: r for b, r in brokers.items() if r is not None},
-            rng,
-            start_index=start_index,
-            start_partition=start_partition,
-        )
-    ordered = sorted(brokers)
-    count = len(ordered)
-    start, shift = _start_and_shift(count, rng, start_index)
+    arranged = rack_alternated(racks) if racks else sorted(brokers)
+    count, rack_count = len(arranged), max(len(set(racks.values())), 1)
     assignment = {}
     for partition in range(start_partition, start_partition + partitions):
         if partition > 0 and partition % count == 0:
             shift += 1
         first = (partition + start) % count
-        replicas = [ordered[first]]
-        replicas += [ordered[_replica_index(first, shift, j, count)] for j in range(replication_factor - 1)]
+        leader = arranged[first]
+        replicas = [leader]
+        if not racks:
+            replicas += [
+                arranged[_replica_index(first, shift, j, count)] for j in range(replication_factor - 1)
+            ]
+            assignment[partition] = replicas
+            continue
+        racks_used, k = {racks[leader]}, 0
+        for _ in range(replication_factor - 1):
+            while True:
+                broker = arranged[_replica_index(first, shift * rack_count, k, count)]
+                k += 1
+                rack = racks[broker]
+                if (rack not in racks_used or len(racks_used) == rack_count) and (
+                    broker not in replicas or len(replicas) == count
+                ):
+                    replicas.append(broker)
+                    racks_used.add(rack)
+                    break
         assignment[partition] = replicas
     return assignment
 
@@ -198,49 +232,6 @@ def rack_alternated(brokers: Mapping[int, str]) -> list[int]:
             result.append(remaining.pop(0))
         index = (index + 1) % len(racks)
     return result
-
-
-def _start_and_shift(count: int, rng: random.Random, start_index: int | None) -> tuple[int, int]:
-    if start_index is not None:
-        return start_index, start_index
-    start = rng.randrange(count)
-    return start, rng.randrange(count)
-
-
-def _rack_aware(
-    partitions: int,
-    replication_factor: int,
-    brokers: Mapping[int, str],
-    rng: random.Random,
-    *,
-    start_index: int | None,
-    start_partition: int,
-) -> dict[int, list[int]]:
-    arranged = rack_alternated(brokers)
-    count, rack_count = len(arranged), len(set(brokers.values()))
-    start, shift = _start_and_shift(count, rng, start_index)
-    assignment = {}
-    for partition in range(start_partition, start_partition + partitions):
-        if partition > 0 and partition % count == 0:
-            shift += 1
-        first = (partition + start) % count
-        leader = arranged[first]
-        replicas, racks_used, brokers_used = [leader], {brokers[leader]}, {leader}
-        k = 0
-        for _ in range(replication_factor - 1):
-            while True:
-                broker = arranged[_replica_index(first, shift * rack_count, k, count)]
-                k += 1
-                rack = brokers[broker]
-                if (rack not in racks_used or len(racks_used) == rack_count) and (
-                    broker not in brokers_used or len(brokers_used) == count
-                ):
-                    replicas.append(broker)
-                    racks_used.add(rack)
-                    brokers_used.add(broker)
-                    break
-        assignment[partition] = replicas
-    return assignment
 
 
 # --- adding partitions (AdminZkClient.addPartitions) ---

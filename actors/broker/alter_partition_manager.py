@@ -10,7 +10,9 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from actors.broker.partition import PendingIsr
+from actors.clock import Clock
 from actors.ports import ReplicaLink, TopicPartition
+from actors.retry import Retry
 from wire.api import (
     AlterPartitionItem,
     AlterPartitionRequest,
@@ -33,13 +35,15 @@ class AlterPartitionManager:
         link: ReplicaLink,
         answer: Answer,
         *,
+        clock: Clock | None = None,
         retry_backoff_s: float = 0.1,
     ) -> None:
         self._broker_id = broker_id
         self._broker_epoch = broker_epoch
         self._link = link
         self._answer = answer
-        self._backoff = Backoff(retry_backoff_s, max(retry_backoff_s, 1.0))
+        # Until the controller answers: no deadline (a new controller answers in the end).
+        self._retry = Retry(clock, Backoff(retry_backoff_s, max(retry_backoff_s, 1.0)))
         self._pending: dict[TopicPartition, PendingIsr] = {}
         self._wake = asyncio.Event()
         self._task = asyncio.create_task(self._run(), name=f"alter-partition-{broker_id}")
@@ -82,7 +86,7 @@ class AlterPartitionManager:
                 log.warning("AlterPartition for %d partition(s) failed, retrying: %s", len(batch), e.message)
                 for tp, proposal in batch.items():
                     self._pending.setdefault(tp, proposal)
-                await asyncio.sleep(self._backoff.next_delay())
+                await self._retry.pause()
                 self._wake.set()
                 continue
             answered = set()
@@ -96,8 +100,8 @@ class AlterPartitionManager:
             for tp in unanswered:
                 self._pending.setdefault(tp, batch[tp])
             if unanswered:
-                await asyncio.sleep(self._backoff.next_delay())
+                await self._retry.pause()
             else:
-                self._backoff.reset()
+                self._retry.succeeded()
             if self._pending:
                 self._wake.set()

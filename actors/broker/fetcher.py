@@ -14,9 +14,12 @@ import logging
 from typing import Protocol
 
 from actors.broker.replication import FetchPlan
+from actors.clock import Clock
 from actors.ports import ReplicaLink
+from actors.retry import Retry
 from wire.api import FetchResponse, OffsetsForLeaderEpochResponse
 from wire.errors import WireError
+from wire.retry import Backoff
 
 log = logging.getLogger(__name__)
 
@@ -34,11 +37,21 @@ class FetchTarget(Protocol):
 
 
 class ReplicaFetcher:
-    def __init__(self, source: int, target: FetchTarget, link: ReplicaLink, *, backoff_s: float) -> None:
+    def __init__(
+        self,
+        source: int,
+        target: FetchTarget,
+        link: ReplicaLink,
+        *,
+        backoff_s: float,
+        clock: Clock | None = None,
+    ) -> None:
         self.source = source
         self._target = target
         self._link = link
-        self._backoff_s = backoff_s
+        # Kafka's replica.fetch.backoff.ms is one fixed pause, and a fetcher never gives up:
+        # it runs until nothing follows its source.
+        self._retry = Retry(clock, Backoff(backoff_s, backoff_s, multiplier=1, jitter=0))
         self._failures = 0
         self._task = asyncio.create_task(self._run(), name=f"replica-fetcher-{source}")
 
@@ -75,7 +88,7 @@ class ReplicaFetcher:
                     )
                     self._failures = 0
             if failed:
-                await asyncio.sleep(self._backoff_s)
+                await self._retry.pause()
 
     def _connection_failed(self, plan: FetchPlan, error: WireError) -> None:
         """One warning when a leader stops answering, not one per retry while it is down

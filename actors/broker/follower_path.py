@@ -30,34 +30,39 @@ log = logging.getLogger(__name__)
 make_fetch_partition = FetchPartition.make
 
 
-class FollowerPath(ReplicaState):
+class FollowerPath:
+    """The follower's part of the replica manager, over the state it shares with the leader's."""
+
+    def __init__(self, state: ReplicaState) -> None:
+        self.state = state
+
     # --- the follower side: what to fetch, and what came back (Kafka's fetcher thread) ---
 
     def _fetch_state(self, tp: TopicPartition) -> tuple[int, int]:
-        partition = self.partitions[tp]
+        partition = self.state.partitions[tp]
         return partition.log_end_offset, partition.leader_epoch
 
     def plan_fetch(self, source: int) -> FetchPlan | None:
         """The next request to the leader `source`: epoch end offsets for partitions that must
         truncate first, else a fetch in the session with it. None when nothing follows it
         (the fetcher stops)."""
-        state = self.fetch_targets.get(source)
+        state = self.state.fetch_targets.get(source)
         if state is None or not state.followed:
-            self.fetch_targets.drop(source)
+            self.state.fetch_targets.drop(source)
             return None
         if state.truncating:
-            truncating = [self.partitions[tp] for tp in sorted(state.truncating)]
+            truncating = [self.state.partitions[tp] for tp in sorted(state.truncating)]
             by_topic: dict[str, list[OffsetForLeaderPartition]] = {}
             for p in truncating:
                 by_topic.setdefault(p.tp.topic, []).append(
                     OffsetForLeaderPartition(
                         partition=p.tp.partition,
                         current_leader_epoch=p.leader_epoch,
-                        leader_epoch=self._log(p).latest_epoch,
+                        leader_epoch=self.state.log_of(p).latest_epoch,
                     )
                 )
             epoch_request = OffsetsForLeaderEpochRequest(
-                replica_id=self.broker_id,
+                replica_id=self.state.broker_id,
                 topics=[OffsetForLeaderTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
             )
             epochs = {p.tp: p.leader_epoch for p in truncating}
@@ -79,22 +84,22 @@ class FollowerPath(ReplicaState):
             )
         state.updates.clear()
         state.removed.clear()
-        wait_ms = self.config.fetch_wait_max_ms
+        wait_ms = self.state.config.fetch_wait_max_ms
         if held:
             # (A zero rate waits forever: the long poll's own limit still applies.)
-            wait_s = min(wait_ms / 1000, self.throttle.follower.wait_s())
+            wait_s = min(wait_ms / 1000, self.state.throttle.follower.wait_s())
             wait_ms = max(1, math.ceil(wait_s * 1000))
         fetches: dict[str, list[FetchPartition]] = {}
         for tp in changed:
             offset, epoch = session.sent[tp]
             fetches.setdefault(tp.topic, []).append(
-                make_fetch_partition(tp.partition, offset, epoch, self.config.fetch_max_bytes)
+                make_fetch_partition(tp.partition, offset, epoch, self.state.config.fetch_max_bytes)
             )
         request = FetchRequest(
-            replica_id=self.broker_id,
+            replica_id=self.state.broker_id,
             max_wait_ms=wait_ms,
-            min_bytes=self.config.fetch_min_bytes,
-            max_bytes=self.config.fetch_response_max_bytes,
+            min_bytes=self.state.config.fetch_min_bytes,
+            max_bytes=self.state.config.fetch_response_max_bytes,
             session_id=session_id,
             session_epoch=session_epoch,
             topics=[FetchTopic(topic=t, partitions=ps) for t, ps in fetches.items()],
@@ -104,18 +109,18 @@ class FollowerPath(ReplicaState):
 
     def _held_by_follower_quota(self, followed: set[TopicPartition]) -> set[TopicPartition]:
         """Kafka's shouldFollowerThrottle over the partitions followed on one leader."""
-        throttle = self.throttle
+        throttle = self.state.throttle
         if not throttle.follows_throttled or not throttle.follower.exceeded():
             return set()
         return {
             tp
             for tp in followed
-            if throttle.follower_throttled(tp) and self.broker_id not in self.partitions[tp].isr
+            if throttle.follower_throttled(tp) and self.state.broker_id not in self.state.partitions[tp].isr
         }
 
     def _still_following(self, tp: TopicPartition, source: int, leader_epoch: int | None) -> Partition | None:
         """The partition, if it still follows `source` at the leader epoch an answer is for."""
-        partition = self.partitions.get(tp)
+        partition = self.state.partitions.get(tp)
         if (
             partition is None
             or partition.stopped
@@ -129,7 +134,7 @@ class FollowerPath(ReplicaState):
     def process_fetched(self, source: int, plan: FetchPlan, response: FetchResponse) -> bool:
         """Append what the leader sent; returns whether the fetcher should back off: a
         top-level error, or only failures."""
-        state = self.fetch_targets.get(source)
+        state = self.state.fetch_targets.get(source)
         if state is None:
             return False
         session = state.session
@@ -165,15 +170,15 @@ class FollowerPath(ReplicaState):
             return True
         if data.error_code == ErrorCode.NONE and not data.records and partition.log is None:
             return False  # nothing on either side yet: no log to create
-        partition_log = self._log(partition)
+        partition_log = self.state.log_of(partition)
         if data.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
             if partition_log.log_end_offset < data.log_start_offset:
                 partition_log.truncate_fully_and_start_at(data.log_start_offset)
                 partition.high_watermark = data.log_start_offset
-                self.fetch_targets.moved(partition.leader, partition.tp)
+                self.state.fetch_targets.moved(partition.leader, partition.tp)
             else:
                 partition.needs_truncation = True
-                self.fetch_targets.must_truncate(partition.leader, partition.tp)
+                self.state.fetch_targets.must_truncate(partition.leader, partition.tp)
             return False
         if data.records:
             try:
@@ -183,11 +188,11 @@ class FollowerPath(ReplicaState):
                 # nothing was appended; the next fetch starts from the log end again.
                 log.warning("dropping fetched data for %s: %s", partition.tp, e.message)
                 return True
-            if self.throttle.follower_throttled(partition.tp):
-                self.throttle.follower.record(len(data.records))
-            self.fetch_targets.moved(partition.leader, partition.tp)
+            if self.state.throttle.follower_throttled(partition.tp):
+                self.state.throttle.follower.record(len(data.records))
+            self.state.fetch_targets.moved(partition.leader, partition.tp)
         partition.high_watermark = min(data.high_watermark, partition_log.log_end_offset)
-        self._wake_readers(partition.tp)
+        self.state.wake_readers(partition.tp)
         return False
 
     def truncate_to_epoch_ends(
@@ -205,7 +210,7 @@ class FollowerPath(ReplicaState):
                 if item.error_code != ErrorCode.NONE:
                     failed = True
                     continue
-                partition_log = self._log(partition)
+                partition_log = self.state.log_of(partition)
                 if item.leader_epoch < 0 or item.end_offset < 0:
                     offset = partition.high_watermark
                 else:
@@ -224,5 +229,5 @@ class FollowerPath(ReplicaState):
                     partition_log.truncate_to(offset)
                 partition.high_watermark = min(partition.high_watermark, partition_log.log_end_offset)
                 partition.needs_truncation = False
-                self.fetch_targets.truncated(source, tp)
+                self.state.fetch_targets.truncated(source, tp)
         return failed

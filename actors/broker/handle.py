@@ -26,7 +26,14 @@ from actors.broker.replica_messages import (
     SetThrottles,
     Snapshot,
 )
-from actors.broker.replication import FetchPlan, ProduceOutcome, ReadOutcome, ReplicationConfig
+from actors.broker.replication import (
+    FetchPlan,
+    NoReplication,
+    ProduceOutcome,
+    ReadOutcome,
+    ReplicationConfig,
+    ReplicationEffects,
+)
 from actors.clock import Clock
 from actors.partition_limits import ReplicaCounts
 from actors.ports import LogStore, ReplicaLink, TopicPartition
@@ -70,19 +77,20 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
         clock: Clock | None = None,
         broker_epoch: Callable[[], int] = lambda: -1,
     ) -> None:
-        actor = ReplicaManager(broker_id, logs, config=config, clock=clock)
+        # With a link, this handle performs the actor's effects (fetchers, ISR changes); it
+        # calls the actor only once both exist.
+        effects: ReplicationEffects = self if link is not None else NoReplication()
+        actor = ReplicaManager(broker_id, logs, config=config, clock=clock, effects=effects)
         super().__init__(actor, name=f"replica-manager-{broker_id}")
         self.broker_id = broker_id
-        self._config = actor.config
+        self._config = actor.state.config
+        self._clock = actor.state.clock
         self._link = link
         self._broker_epoch = broker_epoch
         self._fetchers: dict[int, ReplicaFetcher] = {}
         self._alter_partition: AlterPartitionManager | None = None
         # Set, then replaced, each time a control request has been applied (wait_for_metadata).
         self._metadata_applied = asyncio.Event()
-        if link is not None:
-            actor.start_fetcher = self._ensure_fetcher
-            actor.propose_isr = self._propose_isr
 
     async def stop(self) -> None:
         tasks = [f.stop() for f in self._fetchers.values()]
@@ -233,15 +241,25 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
     async def maintain(self, *, checkpoint: bool = False, shrink: bool = True) -> None:
         await self.ask(Maintain(checkpoint=checkpoint, shrink=shrink))
 
-    # --- fetchers (FetchTarget) ---
+    # --- the actor's effects (ReplicationEffects), called on the actor's task ---
 
-    def _ensure_fetcher(self, source: int) -> None:
+    def start_fetcher(self, source: int) -> None:
         fetcher = self._fetchers.get(source)
         if fetcher is None or not fetcher.running:
             assert self._link is not None
             self._fetchers[source] = ReplicaFetcher(
-                source, self, self._link, backoff_s=self._config.fetch_backoff_ms / 1000
+                source, self, self._link, backoff_s=self._config.fetch_backoff_ms / 1000, clock=self._clock
             )
+
+    def propose_isr(self, tp: TopicPartition, proposal: PendingIsr) -> None:
+        if self._alter_partition is None:
+            assert self._link is not None
+            self._alter_partition = AlterPartitionManager(
+                self.broker_id, self._broker_epoch, self._link, self._isr_change_answered, clock=self._clock
+            )
+        self._alter_partition.submit(tp, proposal)
+
+    # --- what the fetchers ask (FetchTarget), and the answers to ISR changes ---
 
     async def plan_fetch(self, source: int) -> FetchPlan | None:
         plan = await self.ask(PlanFetch(source))
@@ -255,16 +273,6 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
         self, source: int, plan: FetchPlan, response: OffsetsForLeaderEpochResponse
     ) -> bool:
         return bool(await self.ask(EpochEndsFetched(source, plan, response)))
-
-    # --- ISR changes ---
-
-    def _propose_isr(self, tp: TopicPartition, proposal: PendingIsr) -> None:
-        if self._alter_partition is None:
-            assert self._link is not None
-            self._alter_partition = AlterPartitionManager(
-                self.broker_id, self._broker_epoch, self._link, self._isr_change_answered
-            )
-        self._alter_partition.submit(tp, proposal)
 
     async def _isr_change_answered(
         self, tp: TopicPartition, proposal: PendingIsr, result: AlterPartitionResult

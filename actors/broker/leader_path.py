@@ -10,7 +10,7 @@ import logging
 from actors.broker.fetch_session import FULL_EPOCH, FetchSession
 from actors.broker.partition import Partition, PendingIsr, Role, TopicPartition
 from actors.broker.replica_state import ReplicaState, epoch_error
-from actors.broker.replication import ProduceOutcome, ReadOutcome
+from actors.broker.replication import ProduceOutcome, ReadOutcome, ReplicationEffects
 from wire.api import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -49,9 +49,14 @@ _WAIT_FOR_LEADER_AND_ISR = {
 }
 
 
-class LeaderPath(ReplicaState):
-    # Set by a read when the leader quota held a throttled partition back.
-    _held_back = False
+class LeaderPath:
+    """The leader's part of the replica manager, over the state it shares with the follower's."""
+
+    def __init__(self, state: ReplicaState, effects: ReplicationEffects) -> None:
+        self.state = state
+        self._effects = effects
+        # Set by a read when the leader quota held a throttled partition back.
+        self._held_back = False
 
     # --- Produce: appends on the leader ---
 
@@ -66,10 +71,10 @@ class LeaderPath(ReplicaState):
     def _append(
         self, tp: TopicPartition, records: bytes, acks: int, outcome: ProduceOutcome
     ) -> ProducePartitionResponse:
-        partition, code = self._leader_partition(tp)
+        partition, code = self.state.leader_partition(tp)
         if partition is None:
             return ProducePartitionResponse(index=tp.partition, error_code=code)
-        partition_log = self._log(partition)
+        partition_log = self.state.log_of(partition)
         if acks == -1 and len(partition.isr) < partition_log.min_insync_replicas:
             return ProducePartitionResponse(
                 index=tp.partition,
@@ -82,14 +87,12 @@ class LeaderPath(ReplicaState):
         except WireError as e:
             log.warning("refused a produce to %s: %s", tp, e.message)
             return ProducePartitionResponse(index=tp.partition, error_code=e.code, error_message=e.message)
-        self._advance_high_watermark(partition)
-        self._wake_readers(tp)
+        self.state.advance_high_watermark(partition)
+        self.state.wake_readers(tp)
         if acks == -1:
-            reached = self._enough_replicas_reached(partition, last + 1)
+            reached = self.state.enough_replicas_reached(partition, last + 1)
             if reached is None:
-                waiter: asyncio.Future[ErrorCode] = asyncio.get_running_loop().create_future()
-                self._produce_waiters.setdefault(tp, []).append((last + 1, waiter))
-                outcome.waiting[tp] = waiter
+                outcome.waiting[tp] = self.state.wait_for_high_watermark(tp, last + 1)
             elif reached:
                 return ProducePartitionResponse(index=tp.partition, error_code=reached, base_offset=first)
         return ProducePartitionResponse(
@@ -100,18 +103,18 @@ class LeaderPath(ReplicaState):
 
     def read(self, request: FetchRequest, *, wait: bool, reread: int = 0) -> ReadOutcome:
         if reread:
-            session = self.fetch_sessions.get(reread)
+            session = self.state.fetch_sessions.get(reread)
             if session is None:
                 return ReadOutcome(FetchResponse(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND), 0)
-            wanted = self.fetch_sessions.take_dirty(session)
+            wanted = self.state.fetch_sessions.take_dirty(session)
         else:
-            session, error, wanted = self.fetch_sessions.open_or_update(request)
+            session, error, wanted = self.state.fetch_sessions.open_or_update(request)
             if error:
                 log.info("fetch from replica %d: %s", request.replica_id, error.name)
                 return ReadOutcome(FetchResponse(error_code=error), 0)
-        now_ms = self._now_ms()
+        now_ms = self.state.now_ms()
         replica = request.replica_id if request.replica_id >= 0 else None
-        budget = min(request.max_bytes, self.config.answer_max_bytes)
+        budget = min(request.max_bytes, self.state.config.answer_max_bytes)
         self._held_back = False
         by_topic: dict[str, list[FetchPartitionData]] = {}
         total = 0
@@ -132,7 +135,7 @@ class LeaderPath(ReplicaState):
         )
         outcome = ReadOutcome(response, total)
         if self._held_back:
-            outcome.retry_s = self.throttle.leader.wait_s()
+            outcome.retry_s = self.state.throttle.leader.wait_s()
         if not wait:
             return outcome
         if session is not None:
@@ -140,10 +143,7 @@ class LeaderPath(ReplicaState):
                 outcome.waiter = session.waiter = asyncio.get_running_loop().create_future()
                 outcome.session_id = session.session_id
         elif total < request.min_bytes and not errors:
-            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            for tp, _ in wanted:
-                self._read_waiters.setdefault(tp, []).append(waiter)
-            outcome.waiter = waiter
+            outcome.waiter = self.state.wait_for_change(tp for tp, _ in wanted)
         return outcome
 
     def _worth_answering(
@@ -179,7 +179,7 @@ class LeaderPath(ReplicaState):
         if changed:
             cached.sent_high_watermark = answer.high_watermark
             cached.sent_log_start_offset = answer.log_start_offset
-        partition = self.partitions.get(tp)
+        partition = self.state.partitions.get(tp)
         if not answer.records and partition is not None and partition.log_end_offset > item.fetch_offset:
             session.dirty.add(tp)  # the byte budget ran out before this one: next time
         return bool(changed)
@@ -187,7 +187,7 @@ class LeaderPath(ReplicaState):
     def _read_partition(
         self, tp: TopicPartition, item: FetchPartition, replica: int | None, budget: int, now_ms: int
     ) -> FetchPartitionData:
-        partition, code = self._leader_partition(tp)
+        partition, code = self.state.leader_partition(tp)
         if partition is None:
             return FetchPartitionData(partition_index=item.partition, error_code=code)
         refused = epoch_error(item.current_leader_epoch, partition.leader_epoch)
@@ -200,15 +200,15 @@ class LeaderPath(ReplicaState):
         ):
             partition.update_follower_fetch(replica, item.fetch_offset, now_ms)
             self._maybe_expand_isr(partition, replica)
-            self._advance_high_watermark(partition)
+            self.state.advance_high_watermark(partition)
         limit = None if replica is not None else partition.high_watermark
         partition_log = partition.log
         if partition_log is None:
             # Nothing was ever written: an empty log, without creating one on disk.
             code = ErrorCode.NONE if item.fetch_offset == 0 else ErrorCode.OFFSET_OUT_OF_RANGE
             return make_fetch_answer(item.partition, code, 0, 0, b"")
-        throttled = replica is not None and self.throttle.leader_throttled(tp)
-        if throttled and self.throttle.leader_holds(tp, replica in partition.isr):
+        throttled = replica is not None and self.state.throttle.leader_throttled(tp)
+        if throttled and self.state.throttle.leader_holds(tp, replica in partition.isr):
             # Kafka's shouldLeaderThrottle: no records for this follower until the quota frees.
             self._held_back = True
             return make_fetch_answer(
@@ -217,7 +217,7 @@ class LeaderPath(ReplicaState):
         try:
             data = partition_log.read(item.fetch_offset, max(0, min(item.partition_max_bytes, budget)), limit)
             if throttled:
-                self.throttle.leader.record(len(data))
+                self.state.throttle.leader.record(len(data))
         except OffsetOutOfRange:
             return FetchPartitionData(
                 partition_index=item.partition,
@@ -236,7 +236,9 @@ class LeaderPath(ReplicaState):
         for topic in request.topics:
             answers = []
             for item in topic.partitions:
-                partition, code = self._leader_partition(TopicPartition(topic.name, item.partition_index))
+                partition, code = self.state.leader_partition(
+                    TopicPartition(topic.name, item.partition_index)
+                )
                 refused = (
                     None
                     if partition is None
@@ -258,7 +260,7 @@ class LeaderPath(ReplicaState):
     def _offset_for(
         self, partition: Partition, index: int, timestamp: int, replica: int
     ) -> ListOffsetsPartitionResponse:
-        partition_log = self._log(partition)
+        partition_log = self.state.log_of(partition)
         latest = partition_log.log_end_offset if replica >= 0 else partition.high_watermark
         if timestamp == EARLIEST_TIMESTAMP:
             offset = partition_log.log_start_offset
@@ -283,13 +285,13 @@ class LeaderPath(ReplicaState):
         for topic in request.topics:
             answers = []
             for item in topic.partitions:
-                partition, code = self._leader_partition(TopicPartition(topic.topic, item.partition))
+                partition, code = self.state.leader_partition(TopicPartition(topic.topic, item.partition))
                 if partition is not None:
                     code = epoch_error(item.current_leader_epoch, partition.leader_epoch) or ErrorCode.NONE
                 if partition is None or code:
                     answers.append(EpochEndOffset(partition=item.partition, error_code=code))
                     continue
-                epoch, end = self._log(partition).end_offset_for_epoch(item.leader_epoch)
+                epoch, end = self.state.log_of(partition).end_offset_for_epoch(item.leader_epoch)
                 answers.append(EpochEndOffset(partition=item.partition, leader_epoch=epoch, end_offset=end))
             topics.append(OffsetForLeaderTopicResult(topic=topic.topic, partitions=answers))
         return OffsetsForLeaderEpochResponse(topics=topics)
@@ -301,7 +303,7 @@ class LeaderPath(ReplicaState):
         progress): the bytes those replicas still lack, from each one's last fetch offset to
         the log end (the whole log for one that has not fetched yet)."""
         remaining: dict[TopicPartition, int] = {}
-        for tp, partition in self.partitions.items():
+        for tp, partition in self.state.partitions.items():
             if not partition.adding_replicas or partition.role is not Role.LEADER or partition.stopped:
                 continue
             if topics is not None and tp.topic not in topics:
@@ -319,7 +321,7 @@ class LeaderPath(ReplicaState):
     # --- ISR maintenance on the leader (spec §9.5) ---
 
     def _maybe_expand_isr(self, partition: Partition, replica: int) -> None:
-        if partition.pending_isr is not None or replica not in self.metadata.live_brokers:
+        if partition.pending_isr is not None or replica not in self.state.metadata.live_brokers:
             return
         if partition.may_join_isr(replica):
             self._propose(partition, (*partition.isr, replica))
@@ -335,11 +337,11 @@ class LeaderPath(ReplicaState):
                 self._maybe_expand_isr(partition, replica)
 
     def maybe_shrink_isr(self) -> None:
-        now_ms = self._now_ms()
-        for partition in self.partitions.values():
+        now_ms = self.state.now_ms()
+        for partition in self.state.partitions.values():
             if partition.role is not Role.LEADER or partition.stopped or partition.pending_isr is not None:
                 continue
-            out = partition.out_of_sync_replicas(now_ms, self.config.lag_time_max_ms)
+            out = partition.out_of_sync_replicas(now_ms, self.state.config.lag_time_max_ms)
             if out:
                 log.info(
                     "%s: shrinking the ISR %s: %s out of sync", partition.tp, list(partition.isr), sorted(out)
@@ -349,12 +351,12 @@ class LeaderPath(ReplicaState):
     def _propose(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
         proposal = PendingIsr(new_isr, partition.leader_epoch, partition.partition_epoch)
         partition.pending_isr = proposal
-        self.propose_isr(partition.tp, proposal)
+        self._effects.propose_isr(partition.tp, proposal)
 
     def isr_change_answered(
         self, tp: TopicPartition, proposal: PendingIsr, result: AlterPartitionResult
     ) -> None:
-        partition = self.partitions.get(tp)
+        partition = self.state.partitions.get(tp)
         if partition is None or partition.pending_isr != proposal:
             return
         code = ErrorCode(result.error_code) if result.error_code in ErrorCode._value2member_map_ else None
@@ -367,8 +369,8 @@ class LeaderPath(ReplicaState):
                 partition.isr = tuple(result.isr)
                 partition.partition_epoch = result.partition_epoch
                 partition.pending_isr = None
-                self._advance_high_watermark(partition)
-                self._complete_produce_waiters(partition)
+                self.state.advance_high_watermark(partition)
+                self.state.complete_produce_waiters(partition)
                 self._expand_caught_up(partition)
             return
         if code in (ErrorCode.OPERATION_NOT_ATTEMPTED, ErrorCode.INELIGIBLE_REPLICA):

@@ -7,10 +7,12 @@ metadata cache. Every order is checked before anything changes: a stale broker e
 controller epoch fails the whole request; then each partition stands or falls on its own
 leader epoch. A refused order changes nothing.
 
-The replicated log runs on the same actor, one message at a time: the leader's side in
-`leader_path.py` (appends, reads, the high watermark, ISR changes proposed to the controller),
-the follower's in `follower_path.py` (what to fetch, appending it, truncating by leader epoch),
-and the state both share in `replica_state.py`. What must wait (an acks=all produce for its
+The replicated log runs on the same actor, one message at a time, in two parts made with it
+over one shared state (`replica_state.py`): the leader's (`leader_path.py`: appends, reads,
+the high watermark, ISR changes proposed to the controller) and the follower's
+(`follower_path.py`: what to fetch, appending it, truncating by leader epoch). What it asks of
+the world around it (start a fetcher, send an ISR change) goes to the `ReplicationEffects`
+it is given when it is made. What must wait (an acks=all produce for its
 high watermark, a long-poll fetch for data) gets a future; the handle waits on it off the
 actor. Logs are created on first use, so a LeaderAndIsr for 100k partitions touches no disk.
 """
@@ -37,6 +39,10 @@ from actors.broker.replica_messages import (
     SetThrottles,
     Snapshot,
 )
+from actors.broker.replica_state import ReplicaState
+from actors.broker.replication import NoReplication, ReplicationConfig, ReplicationEffects
+from actors.clock import Clock
+from actors.ports import LogStore
 from actors.runtime import Actor
 from wire.api import (
     LeaderAndIsrPartitionState,
@@ -63,16 +69,30 @@ _UNCHECKED_LEADER_EPOCHS = (-1, -2)
 __all__ = ["ControlRequest", "ReplicaManager", "ReplicaMessage", "Snapshot"]
 
 
-class ReplicaManager(LeaderPath, FollowerPath, Actor[ReplicaMessage]):
+class ReplicaManager(Actor[ReplicaMessage]):
     """The actor: each message is handled whole, one at a time."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        logs: LogStore,
+        *,
+        config: ReplicationConfig | None = None,
+        clock: Clock | None = None,
+        effects: ReplicationEffects | None = None,
+    ) -> None:
+        self.state = ReplicaState(broker_id, logs, config=config, clock=clock)
+        self._effects = effects or NoReplication()
+        self.leader_path = LeaderPath(self.state, self._effects)
+        self.follower_path = FollowerPath(self.state)
 
     async def receive(self, message: ReplicaMessage) -> object:
         match message:
             case ControlRequest(request=LeaderAndIsrRequest() as request, broker_epoch=epoch):
-                self.topic_configs.update(message.topic_configs)
+                self.state.topic_configs.update(message.topic_configs)
                 for topic, config in message.topic_configs.items():
                     # A topic created with throttled replicas gets no change notification.
-                    self.throttle.set_topic_config(topic, config)
+                    self.state.throttle.set_topic_config(topic, config)
                 return self.become_leader_or_follower(request, epoch)
             case ControlRequest(request=StopReplicaRequest() as request, broker_epoch=epoch):
                 return self.stop_replicas(request, epoch)
@@ -80,40 +100,40 @@ class ReplicaManager(LeaderPath, FollowerPath, Actor[ReplicaMessage]):
                 return self.update_metadata(request, epoch)
             case MetadataRequest(topics=topics):
                 return dataclasses.replace(
-                    self.metadata.describe(topics), controller_epoch=self.controller_epoch
+                    self.state.metadata.describe(topics), controller_epoch=self.state.controller_epoch
                 )
             case ProduceRequest():
-                return self.append_records(message)
+                return self.leader_path.append_records(message)
             case Read(request=request, wait=wait, reread=reread):
-                return self.read(request, wait=wait, reread=reread)
+                return self.leader_path.read(request, wait=wait, reread=reread)
             case ListOffsetsRequest():
-                return self.list_offsets(message)
+                return self.leader_path.list_offsets(message)
             case OffsetsForLeaderEpochRequest():
-                return self.offsets_for_leader_epoch(message)
+                return self.leader_path.offsets_for_leader_epoch(message)
             case PlanFetch(source=source):
-                return self.plan_fetch(source)
+                return self.follower_path.plan_fetch(source)
             case Fetched(source=source, plan=plan, response=response):
-                return self.process_fetched(source, plan, response)
+                return self.follower_path.process_fetched(source, plan, response)
             case EpochEndsFetched(source=source, plan=plan, response=response):
-                return self.truncate_to_epoch_ends(source, plan, response)
+                return self.follower_path.truncate_to_epoch_ends(source, plan, response)
             case IsrChangeAnswered(tp=tp, proposal=proposal, result=result):
-                self.isr_change_answered(tp, proposal, result)
+                self.leader_path.isr_change_answered(tp, proposal, result)
                 return None
             case Maintain(checkpoint=checkpoint, shrink=shrink):
                 if shrink:
-                    self.maybe_shrink_isr()
+                    self.leader_path.maybe_shrink_isr()
                 if checkpoint:
-                    self.checkpoint_high_watermarks()
+                    self.state.checkpoint_high_watermarks()
                 return None
             case CountReplicas():
-                return self.metadata.replica_counts()
+                return self.state.metadata.replica_counts()
             case BytesToCopy(topics=topics):
-                return self.bytes_to_copy(None if topics is None else set(topics))
+                return self.leader_path.bytes_to_copy(None if topics is None else set(topics))
             case SetThrottles(rates=rates, topic_configs=topic_configs):
                 self.set_throttles(rates, topic_configs)
                 return None
             case None:
-                return self.snapshot()
+                return self.state.snapshot()
             case _:
                 raise TypeError(f"replica manager cannot handle {message!r}")
 
@@ -123,12 +143,12 @@ class ReplicaManager(LeaderPath, FollowerPath, Actor[ReplicaMessage]):
         self, rates: tuple[int | None, int | None] | None, topic_configs: dict[str, dict[str, str]]
     ) -> None:
         if rates is not None:
-            self.throttle.set_rates(*rates)
+            self.state.throttle.set_rates(*rates)
             log.info("replication throttle rates now leader %s, follower %s bytes/s", *rates)
         for topic, config in topic_configs.items():
-            self.throttle.set_topic_config(topic, config)
+            self.state.throttle.set_topic_config(topic, config)
             # Logs created from now on see the new configs too.
-            self.topic_configs[topic] = dict(config)
+            self.state.topic_configs[topic] = dict(config)
 
     # --- checks shared by every controller request (spec §2.6, §9) ---
 
@@ -149,13 +169,13 @@ class ReplicaManager(LeaderPath, FollowerPath, Actor[ReplicaMessage]):
                 broker_epoch,
             )
             return ErrorCode.STALE_BROKER_EPOCH
-        if controller_epoch < self.controller_epoch:
+        if controller_epoch < self.state.controller_epoch:
             log.warning(
                 "refusing %s from controller %d: controller epoch %d is older than %d",
                 kind,
                 controller_id,
                 controller_epoch,
-                self.controller_epoch,
+                self.state.controller_epoch,
             )
             return ErrorCode.STALE_CONTROLLER_EPOCH
         return None
@@ -178,17 +198,17 @@ class ReplicaManager(LeaderPath, FollowerPath, Actor[ReplicaMessage]):
                 error_message=f"{refusal.name} from controller {request.controller_id}",
                 partition_errors=[_error(s.topic, s.partition, refusal) for s in request.partition_states],
             )
-        self.controller_epoch = request.controller_epoch
+        self.state.controller_epoch = request.controller_epoch
         leaders = {
             leader.broker_id: Endpoint("PLAINTEXT", "PLAINTEXT", leader.host, leader.port)
             for leader in request.live_leaders
         }
-        now_ms = self._now_ms()
+        now_ms = self.state.now_ms()
         codes = [self._apply(s, leaders, now_ms) for s in request.partition_states]
         applied = [
             s for s, code in zip(request.partition_states, codes, strict=True) if code == ErrorCode.NONE
         ]
-        leading = sum(1 for s in applied if s.leader == self.broker_id)
+        leading = sum(1 for s in applied if s.leader == self.state.broker_id)
         log.log(
             logging.WARNING if len(applied) < len(codes) else logging.INFO,
             "LeaderAndIsr from controller %d at epoch %d: leader of %d, follower of %d, refused %d",
@@ -199,9 +219,9 @@ class ReplicaManager(LeaderPath, FollowerPath, Actor[ReplicaMessage]):
             len(codes) - len(applied),
         )
         for source in sorted(
-            {s.leader for s in applied if s.leader != self.broker_id and s.leader in leaders}
+            {s.leader for s in applied if s.leader != self.state.broker_id and s.leader in leaders}
         ):
-            self.start_fetcher(source)
+            self._effects.start_fetcher(source)
         errors = [
             _error(s.topic, s.partition, code)
             for s, code in zip(request.partition_states, codes, strict=True)
@@ -212,7 +232,7 @@ class ReplicaManager(LeaderPath, FollowerPath, Actor[ReplicaMessage]):
         self, state: LeaderAndIsrPartitionState, leaders: dict[int, Endpoint], now_ms: int
     ) -> ErrorCode:
         tp = TopicPartition(state.topic, state.partition)
-        current = self.partitions.get(tp)
+        current = self.state.partitions.get(tp)
         held_epoch = -1 if current is None else current.leader_epoch
         if state.leader_epoch <= held_epoch:
             # Expected in bulk after a failover (Kafka resends every state); one summary line
@@ -224,25 +244,25 @@ class ReplicaManager(LeaderPath, FollowerPath, Actor[ReplicaMessage]):
                 held_epoch,
             )
             return ErrorCode.FENCED_LEADER_EPOCH
-        if self.broker_id not in state.replicas:
+        if self.state.broker_id not in state.replicas:
             log.debug(
                 "ignoring LeaderAndIsr for %s: broker %d is not among replicas %s",
                 tp,
-                self.broker_id,
+                self.state.broker_id,
                 state.replicas,
             )
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if current is not None and state.partition_epoch < current.partition_epoch:
             # Kafka's makeLeader/makeFollower skip an older partition epoch but answer NONE.
             return ErrorCode.NONE
-        role = Role.LEADER if state.leader == self.broker_id else Role.FOLLOWER
+        role = Role.LEADER if state.leader == self.state.broker_id else Role.FOLLOWER
         if current is not None and current.role is Role.FOLLOWER:
-            self.fetch_targets.unfollow(current.leader, tp)
-        existing_log = current.log if current is not None else self.logs.get(tp)
+            self.state.fetch_targets.unfollow(current.leader, tp)
+        existing_log = current.log if current is not None else self.state.logs.get(tp)
         if current is not None:
             high_watermark = current.high_watermark
         else:
-            high_watermark = self.logs.checkpointed_high_watermark(tp)
+            high_watermark = self.state.logs.checkpointed_high_watermark(tp)
         partition = Partition(
             tp,
             role,
@@ -259,7 +279,7 @@ class ReplicaManager(LeaderPath, FollowerPath, Actor[ReplicaMessage]):
         )
         if existing_log is not None:
             partition.high_watermark = min(high_watermark, existing_log.log_end_offset)
-        self.partitions[tp] = partition
+        self.state.partitions[tp] = partition
         if role is Role.LEADER:
             self._make_leader(partition, now_ms)
         else:
@@ -270,9 +290,9 @@ class ReplicaManager(LeaderPath, FollowerPath, Actor[ReplicaMessage]):
         partition.leader_epoch_start_offset = 0 if partition.log is None else partition.log.log_end_offset
         partition.reset_followers(now_ms)
         # Fetch sessions opened before this order answered an error for it: answer again.
-        self._wake_readers(partition.tp)
+        self.state.wake_readers(partition.tp)
         if partition.log is not None:
-            self._advance_high_watermark(partition)
+            self.state.advance_high_watermark(partition)
 
     def _make_follower(self, partition: Partition, leader: Endpoint | None) -> None:
         if partition.log is not None:
@@ -281,11 +301,11 @@ class ReplicaManager(LeaderPath, FollowerPath, Actor[ReplicaMessage]):
                 # No epochs to compare: only what is committed is known to agree.
                 partition.log.truncate_to(partition.high_watermark)
         if leader is not None:
-            self.fetch_targets.follow(
+            self.state.fetch_targets.follow(
                 partition.leader, leader, partition.tp, truncate_first=partition.needs_truncation
             )
-        self._fail_produce_waiters(partition.tp, ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        self._wake_readers(partition.tp)
+        self.state.fail_produce_waiters(partition.tp, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        self.state.wake_readers(partition.tp)
 
     # --- StopReplica (spec §9.2) ---
 
@@ -297,11 +317,11 @@ class ReplicaManager(LeaderPath, FollowerPath, Actor[ReplicaMessage]):
             return StopReplicaResponse(
                 error_code=refusal, error_message=f"{refusal.name} from controller {request.controller_id}"
             )
-        self.controller_epoch = request.controller_epoch
+        self.state.controller_epoch = request.controller_epoch
         errors = []
         for item in request.partitions:
             tp = TopicPartition(item.topic, item.partition)
-            hosted = self.partitions.get(tp)
+            hosted = self.state.partitions.get(tp)
             if (
                 hosted is not None
                 and item.leader_epoch not in _UNCHECKED_LEADER_EPOCHS
@@ -312,13 +332,13 @@ class ReplicaManager(LeaderPath, FollowerPath, Actor[ReplicaMessage]):
             if hosted is not None:
                 hosted.stopped = True
                 if hosted.role is Role.FOLLOWER:
-                    self.fetch_targets.unfollow(hosted.leader, tp)
-            self._fail_produce_waiters(tp, ErrorCode.NOT_LEADER_OR_FOLLOWER)
-            self._wake_readers(tp)
+                    self.state.fetch_targets.unfollow(hosted.leader, tp)
+            self.state.fail_produce_waiters(tp, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            self.state.wake_readers(tp)
             if item.delete_partition:
-                self.partitions.pop(tp, None)
+                self.state.partitions.pop(tp, None)
                 try:
-                    self.logs.delete(tp)
+                    self.state.logs.delete(tp)
                 except OSError as e:
                     # This replica's deletion fails; the controller retries it later.
                     log.error("cannot delete the log of %s: %s", tp, e)
@@ -341,8 +361,8 @@ class ReplicaManager(LeaderPath, FollowerPath, Actor[ReplicaMessage]):
             return UpdateMetadataResponse(
                 error_code=refusal, error_message=f"{refusal.name} from controller {request.controller_id}"
             )
-        self.metadata.update(request)
-        self.controller_epoch = request.controller_epoch
+        self.state.metadata.update(request)
+        self.state.controller_epoch = request.controller_epoch
         return UpdateMetadataResponse()
 
 

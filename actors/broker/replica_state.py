@@ -1,5 +1,6 @@
-"""What the replica manager holds, and the steps its request handlers share: a partition's
-log (created on first use), who leads, the high watermark and who waits on it."""
+"""What the replica manager holds, and the steps its leader and follower parts share: a
+partition's log (created on first use), who leads, the high watermark and who waits on it.
+One object, handed to both parts when the replica manager is made."""
 
 from __future__ import annotations
 
@@ -8,12 +9,12 @@ import collections
 import copy
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Iterable
 
 from actors.broker.fetch_session import FetchSessionCache
 from actors.broker.fetch_targets import FetchTargets
 from actors.broker.metadata_cache import MetadataCache
-from actors.broker.partition import Partition, PendingIsr, Role, TopicPartition
+from actors.broker.partition import Partition, Role, TopicPartition
 from actors.broker.replica_messages import Snapshot
 from actors.broker.replication import ReplicationConfig
 from actors.broker.replication_quota import ReplicationThrottle
@@ -41,9 +42,6 @@ class ReplicaState:
         self.partitions: dict[TopicPartition, Partition] = {}
         self.metadata = MetadataCache()
         self.topic_configs: dict[str, dict[str, str]] = {}
-        # Set by the handle: start a fetcher for a source broker; send an ISR change.
-        self.start_fetcher: Callable[[int], None] = lambda source: None
-        self.propose_isr: Callable[[TopicPartition, PendingIsr], None] = lambda tp, proposal: None
         # acks=all produces waiting for the high watermark: (required offset, future).
         self._produce_waiters: dict[TopicPartition, list[tuple[int, asyncio.Future[ErrorCode]]]] = {}
         # Long-poll fetches waiting for any change to one of their partitions.
@@ -67,10 +65,10 @@ class ReplicaState:
             ),
         )
 
-    def _now_ms(self) -> int:
+    def now_ms(self) -> int:
         return int(self.clock.monotonic() * 1000)
 
-    def _log(self, partition: Partition) -> PartitionLog:
+    def log_of(self, partition: Partition) -> PartitionLog:
         if partition.log is None:
             partition.log = self.logs.get_or_create(
                 partition.tp, self.topic_configs.get(partition.tp.topic, {})
@@ -80,7 +78,7 @@ class ReplicaState:
                 partition.leader_epoch_start_offset = partition.log.log_end_offset
         return partition.log
 
-    def _leader_partition(self, tp: TopicPartition) -> tuple[Partition | None, ErrorCode]:
+    def leader_partition(self, tp: TopicPartition) -> tuple[Partition | None, ErrorCode]:
         partition = self.partitions.get(tp)
         if partition is None or partition.stopped:
             known = tp in self.metadata.partitions
@@ -90,7 +88,7 @@ class ReplicaState:
         return partition, ErrorCode.NONE
 
     @staticmethod
-    def _enough_replicas_reached(partition: Partition, required: int) -> ErrorCode | None:
+    def enough_replicas_reached(partition: Partition, required: int) -> ErrorCode | None:
         """None while the high watermark is below `required` (Kafka's checkEnoughReplicasReachOffset)."""
         if partition.high_watermark < required:
             return None
@@ -99,18 +97,32 @@ class ReplicaState:
             return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
         return ErrorCode.NONE
 
-    def _advance_high_watermark(self, partition: Partition) -> None:
-        if partition.maybe_advance_high_watermark():
-            self._complete_produce_waiters(partition)
-            self._wake_readers(partition.tp)
+    def wait_for_high_watermark(self, tp: TopicPartition, required: int) -> asyncio.Future[ErrorCode]:
+        """An acks=all produce's wait: answered once the high watermark reaches `required`,
+        or failed when this broker stops leading the partition."""
+        waiter: asyncio.Future[ErrorCode] = asyncio.get_running_loop().create_future()
+        self._produce_waiters.setdefault(tp, []).append((required, waiter))
+        return waiter
 
-    def _complete_produce_waiters(self, partition: Partition) -> None:
+    def wait_for_change(self, tps: Iterable[TopicPartition]) -> asyncio.Future[None]:
+        """A long-poll fetch's wait: answered when any of `tps` changes."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        for tp in tps:
+            self._read_waiters.setdefault(tp, []).append(waiter)
+        return waiter
+
+    def advance_high_watermark(self, partition: Partition) -> None:
+        if partition.maybe_advance_high_watermark():
+            self.complete_produce_waiters(partition)
+            self.wake_readers(partition.tp)
+
+    def complete_produce_waiters(self, partition: Partition) -> None:
         waiters = self._produce_waiters.get(partition.tp)
         if not waiters:
             return
         remaining = []
         for required, waiter in waiters:
-            code = self._enough_replicas_reached(partition, required)
+            code = self.enough_replicas_reached(partition, required)
             if waiter.done():
                 continue
             if code is None:
@@ -119,14 +131,14 @@ class ReplicaState:
                 waiter.set_result(code)
         self._produce_waiters[partition.tp] = remaining
 
-    def _fail_produce_waiters(self, tp: TopicPartition, code: ErrorCode) -> None:
+    def fail_produce_waiters(self, tp: TopicPartition, code: ErrorCode) -> None:
         if not self._produce_waiters:
             return
         for _, waiter in self._produce_waiters.pop(tp, []):
             if not waiter.done():
                 waiter.set_result(code)
 
-    def _wake_readers(self, tp: TopicPartition) -> None:
+    def wake_readers(self, tp: TopicPartition) -> None:
         if self.fetch_sessions:
             self.fetch_sessions.mark_dirty(tp)
         if not self._read_waiters:

@@ -1,11 +1,14 @@
 """Values the replica manager hands out for replication: its settings, what to fetch next,
-and the outcomes of a produce or a read that the handle may have to wait on."""
+the outcomes of a produce or a read that the handle may have to wait on, and the effects it
+asks of the world around it."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+from typing import Protocol
 
+from actors.broker.partition import PendingIsr
 from actors.ports import TopicPartition
 from wire.api import FetchRequest, FetchResponse, OffsetsForLeaderEpochRequest, ProducePartitionResponse
 from wire.endpoint import Endpoint
@@ -60,3 +63,26 @@ class ReadOutcome:
     session_id: int = 0
     # Set when the leader quota held a throttled partition back: seconds until it frees.
     retry_s: float | None = None
+
+
+class ReplicationEffects(Protocol):
+    """What the replica manager asks of the world around it, given to it when it is made. It
+    calls these on its own task and does not wait: the broker's handle performs them with
+    tasks (a fetcher per leader, the AlterPartition sender); a test records them."""
+
+    def start_fetcher(self, source: int) -> None:
+        """Fetch from the leader `source` (a no-op while a fetcher for it runs)."""
+
+    def propose_isr(self, tp: TopicPartition, proposal: PendingIsr) -> None:
+        """Send an ISR change to the controller; its answer comes back as IsrChangeAnswered."""
+
+
+class NoReplication:
+    """A broker that does not replicate: no fetchers, no ISR changes sent (tests, benchmarks of
+    the control path)."""
+
+    def start_fetcher(self, source: int) -> None:
+        pass
+
+    def propose_isr(self, tp: TopicPartition, proposal: PendingIsr) -> None:
+        pass

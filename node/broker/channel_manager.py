@@ -17,7 +17,9 @@ import collections
 import contextlib
 import logging
 
+from actors.clock import Clock, SystemClock
 from actors.ports import RegisteredBroker, ResponseCallback
+from actors.retry import Retry, retrying
 from wire.api import API_SPECS, Request, Response
 from wire.envelope import ParsedRequest, RequestHeader
 from wire.errors import WireError
@@ -33,7 +35,13 @@ RETRY_BACKOFF_MAX_S = 1.0
 
 class _BrokerSender:
     def __init__(
-        self, broker: RegisteredBroker, *, client_id: str, timeout_s: float, local: Handler | None
+        self,
+        broker: RegisteredBroker,
+        *,
+        client_id: str,
+        timeout_s: float,
+        local: Handler | None,
+        clock: Clock,
     ) -> None:
         self.broker = broker
         self._local = local
@@ -41,7 +49,8 @@ class _BrokerSender:
         self._queue: collections.deque[tuple[Request, ResponseCallback | None]] = collections.deque()
         self._ready = asyncio.Event()
         self._pool = ConnectionPool(client_id=client_id, request_timeout=timeout_s, connect_timeout=timeout_s)
-        self._backoff = Backoff(RETRY_BACKOFF_S, RETRY_BACKOFF_MAX_S)
+        # Until the broker answers or is removed: no deadline.
+        self._retry = Retry(clock, Backoff(RETRY_BACKOFF_S, RETRY_BACKOFF_MAX_S))
         self._stopped = False
         self._task = asyncio.create_task(self._run(), name=f"controller-sender-{broker.info.broker_id}")
 
@@ -86,25 +95,36 @@ class _BrokerSender:
                 self._local, ParsedRequest(header, API_SPECS[request.API_KEY], request), "local"
             )
         endpoint = self.broker.info.endpoints[0]
-        while True:
-            try:
-                response = await self._pool.send(endpoint, request)
-                self._backoff.reset()
-                return response
-            except WireError as e:
-                log.warning(
-                    "%s to broker %d failed (%s); retrying",
-                    type(request).__name__,
-                    self.broker.info.broker_id,
-                    e.message,
-                )
-                await asyncio.sleep(self._backoff.next_delay())
+
+        def failed(error: Exception, failures: int) -> None:
+            log.warning(
+                "%s to broker %d failed (%s); retrying",
+                type(request).__name__,
+                self.broker.info.broker_id,
+                error,
+            )
+
+        return await retrying(
+            lambda: self._pool.send(endpoint, request),
+            self._retry,
+            retriable=lambda e: isinstance(e, WireError),
+            on_failure=failed,
+        )
 
 
 class ControllerChannelManager:
-    def __init__(self, controller_id: int, *, timeout_s: float = 30.0, local: Handler | None = None) -> None:
-        """`local`, when given, serves the controller's own broker in process."""
+    def __init__(
+        self,
+        controller_id: int,
+        *,
+        timeout_s: float = 30.0,
+        local: Handler | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        """`local`, when given, serves the controller's own broker in process; `clock` times
+        the pauses between retries."""
         self._controller_id = controller_id
+        self._clock = clock or SystemClock()
         self._local = local
         self._client_id = f"controller-{controller_id}"
         self._timeout_s = timeout_s
@@ -123,6 +143,7 @@ class ControllerChannelManager:
                 client_id=self._client_id,
                 timeout_s=self._timeout_s,
                 local=self._local if broker_id == self._controller_id else None,
+                clock=self._clock,
             )
 
     def remove_broker(self, broker_id: int) -> None:

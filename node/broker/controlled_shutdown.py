@@ -16,12 +16,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import time
 from collections.abc import Awaitable, Callable
 
+from actors.clock import Clock, SystemClock
+from actors.retry import Retry
 from node.broker.config import BrokerConfig
 from wire.api import ControlledShutdownRequest, ControlledShutdownResponse
 from wire.errors import ErrorCode, WireError
+from wire.retry import Backoff
 
 log = logging.getLogger(__name__)
 
@@ -53,17 +55,24 @@ async def controlled_shutdown(
     send: SendToController,
     config: ControlledShutdownConfig,
     deadline: float,
+    *,
+    clock: Clock | None = None,
 ) -> bool:
     """Ask until the controller has moved every leader away; True on success. `deadline`
-    is on `time.monotonic()`'s clock. The request is built per attempt with the broker epoch
-    read then, as Kafka's does: a session expiry between attempts re-registers the broker
-    with a new epoch, and the old one would be refused as stale."""
+    is on `clock` (the system's monotonic clock by default). The request is built per
+    attempt with the broker epoch read then, as Kafka's does: a session expiry between
+    attempts re-registers the broker with a new epoch, and the old one would be refused as
+    stale."""
     if not config.enable:
         return False
-    started = time.monotonic()
+    clock = clock or SystemClock()
+    started = clock.monotonic()
+    # One fixed pause between attempts (controlled.shutdown.retry.backoff.ms), none past the deadline.
+    pause = Backoff(config.retry_backoff_s, config.retry_backoff_s, multiplier=1, jitter=0)
+    retry = Retry(clock, pause, timeout_s=deadline - started)
     for attempt in range(1, config.max_retries + 1):
-        left = deadline - time.monotonic()
-        if left <= 0:
+        left = retry.remaining_s()
+        if not left:
             break
         request = ControlledShutdownRequest(broker_id=broker_id, broker_epoch=broker_epoch())
         try:
@@ -78,7 +87,7 @@ async def controlled_shutdown(
                 log.info(
                     "controlled shutdown of broker %d done in %.0f ms (attempt %d)",
                     broker_id,
-                    (time.monotonic() - started) * 1000,
+                    (clock.monotonic() - started) * 1000,
                     attempt,
                 )
                 return True
@@ -98,8 +107,7 @@ async def controlled_shutdown(
                     first.topic_name,
                     first.partition_index,
                 )
-        if attempt == config.max_retries or time.monotonic() + config.retry_backoff_s >= deadline:
+        if attempt == config.max_retries or not await retry.pause():
             break
-        await asyncio.sleep(config.retry_backoff_s)
     log.warning("controlled shutdown of broker %d failed; proceeding to an unclean shutdown", broker_id)
     return False

@@ -3,17 +3,16 @@ real RPC servers standing in for brokers)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from typing import Protocol
 
 import pytest
 
 from actors.ports import BrokerInfo, RegisteredBroker
-from node.broker.channel_manager import ControllerChannelManager
+from node.broker.channel_manager import RETRY_BACKOFF_MAX_S, ControllerChannelManager
 from node.cluster.zookeeper import free_ports
 from tests.fakes import FakeBrokerChannel
-from tests.support import eventually
+from tests.support import ManualClock, eventually
 from wire.api import ApiVersionsRequest, ApiVersionsResponse, Request, Response, StopReplicaRequest
 from wire.endpoint import Endpoint
 from wire.envelope import ParsedRequest
@@ -29,6 +28,9 @@ class Harness(Protocol):
     async def start(self, broker_id: int) -> None: ...
 
     def received(self, broker_id: int) -> list[Request]: ...
+
+    async def fail_attempts(self, count: int) -> None:
+        """Let `count` attempts to reach a stopped broker fail, each followed by its pause."""
 
 
 class FakeHarness:
@@ -46,10 +48,15 @@ class FakeHarness:
     def received(self, broker_id: int) -> list[Request]:
         return self.channel.received(broker_id)
 
+    async def fail_attempts(self, count: int) -> None:
+        pass  # the fake holds a stopped broker's requests without attempts
+
 
 class RealHarness:
     def __init__(self) -> None:
-        self.channel = ControllerChannelManager(controller_id=1, timeout_s=2)
+        # The pauses between retries run on this clock, moved by hand.
+        self.clock = ManualClock()
+        self.channel = ControllerChannelManager(controller_id=1, timeout_s=2, clock=self.clock)
         self.servers: dict[int, RpcServer] = {}
         self.ports: dict[int, int] = {}
         self.requests: dict[int, list[Request]] = {}
@@ -73,6 +80,15 @@ class RealHarness:
 
     def received(self, broker_id: int) -> list[Request]:
         return self.requests.get(broker_id, [])
+
+    async def fail_attempts(self, count: int) -> None:
+        for attempt in range(1, count + 1):
+
+            async def pausing() -> bool:
+                return bool(self.clock.pending())
+
+            await eventually(pausing, timeout=5, message=f"attempt {attempt} did not fail and pause")
+            self.clock.advance(RETRY_BACKOFF_MAX_S * 2)
 
     async def close(self) -> None:
         await self.channel.close()
@@ -125,8 +141,9 @@ async def test_a_request_for_a_broker_without_a_channel_is_dropped(harness: Harn
 async def test_a_request_is_retried_until_the_broker_answers(harness: Harness) -> None:
     harness.channel.add_broker(await harness.broker(3, running=False))
     harness.channel.send(3, stop_replica(7))
-    await asyncio.sleep(0.3)  # several retry intervals pass with nobody listening
+    await harness.fail_attempts(3)  # with nobody listening
     await harness.start(3)
+    await harness.fail_attempts(1)  # the pause after the last failure
 
     async def delivered() -> bool:
         return harness.received(3) == [stop_replica(7)]
@@ -140,8 +157,9 @@ async def test_removing_a_broker_drops_its_queue(harness: Harness) -> None:
     harness.channel.remove_broker(4)
     await harness.start(4)
     harness.channel.send(4, stop_replica(2))
-    # Nothing may arrive: give a wrong implementation a few retry intervals to deliver.
-    await asyncio.sleep(0.3)
+    # Nothing is queued, and nothing waits to try again (which would deliver once the clock moves).
+    assert harness.channel.total_queue_size == 0
+    assert isinstance(harness, FakeHarness) or not harness.clock.pending()
     assert harness.received(4) == []
 
 

@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from node.cluster.local import ROOT
-from node.planner.baseline import assign, generate, rack_alternated
+from node.planner.baseline import generate
 from node.planner.request import PlanError, PlanRequest
 from node.planner.snapshot import SnapshotError, parse_snapshot, read_snapshot_rows
 from node.planner.targets import allocate, cell_targets, water_fill
@@ -92,35 +92,6 @@ def test_broker_totals_balance_through_free_slot_choices() -> None:
     totals = [sum(plan.targets[t][b] for t in plan.targets) for b in (1, 2, 3)]
     assert sorted(totals) == [2, 3, 3]
     assert plan.lower_bound == {"count": 1, "topic": 0, "rack_shares": 0}
-
-
-def test_generate_reproduces_the_rack_unaware_javadoc_vector() -> None:
-    assert assign([0, 1, 2, 3, 4], 10, 3, start=0, shift=0) == [
-        [0, 1, 2],
-        [1, 2, 3],
-        [2, 3, 4],
-        [3, 4, 0],
-        [4, 0, 1],
-        [0, 2, 3],
-        [1, 3, 4],
-        [2, 4, 0],
-        [3, 0, 1],
-        [4, 1, 2],
-    ]
-
-
-def test_generate_reproduces_the_rack_aware_javadoc_vector() -> None:
-    racks = {0: "r1", 1: "r3", 2: "r3", 3: "r2", 4: "r2", 5: "r1"}
-    assert rack_alternated(list(racks), racks) == [0, 3, 1, 5, 4, 2]
-    assert assign(list(racks), 7, 3, start=0, shift=0, racks=racks) == [
-        [0, 3, 1],
-        [3, 1, 5],
-        [1, 5, 4],
-        [5, 4, 2],
-        [4, 2, 0],
-        [2, 0, 3],
-        [0, 4, 2],
-    ]
 
 
 def test_generate_places_every_topic_from_a_seed() -> None:

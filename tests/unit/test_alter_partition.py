@@ -8,8 +8,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from actors.ports import LeaderAndIsr
+from tests.controllers import ControllerCluster as Cluster
+from tests.controllers import settled, started
 from tests.support import eventually
-from tests.unit.test_partition_leadership import Cluster, settled, started
 from wire.api import (
     AlterPartitionItem,
     AlterPartitionRequest,

@@ -4,14 +4,11 @@ and when a broker becomes eligible again."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
-
 from actors.controller.context import PartitionReplica, ReplicaState
 from actors.ports import TopicPartition
+from tests.controllers import ControllerCluster as Cluster
+from tests.controllers import leader_and_isr_to, settled, started
 from tests.support import eventually
-from tests.unit.test_partition_leadership import Cluster, leader_and_isr_to, settled, started
 from wire.api import (
     AlterPartitionItem,
     AlterPartitionRequest,
@@ -22,13 +19,6 @@ from wire.api import (
     StopReplicaRequest,
 )
 from wire.errors import ErrorCode
-
-
-@pytest.fixture
-async def cluster() -> AsyncIterator[Cluster]:
-    cluster = Cluster()
-    yield cluster
-    await cluster.stop()
 
 
 async def with_topic(cluster: Cluster, replicas: dict[int, tuple[int, ...]]) -> None:

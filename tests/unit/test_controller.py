@@ -3,60 +3,20 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 import pytest
 
 from actors.controller import KafkaController
-from actors.ports import BrokerInfo
-from tests.fakes import FakeBrokerChannel, FakeClusterStore, FakeZooKeeper
+from tests.controllers import ControllerCluster as Cluster
+from tests.controllers import info
+from tests.fakes import FakeBrokerChannel, FakeClusterStore
 from tests.support import ManualClock, eventually
-from wire.endpoint import Endpoint
-
-
-def info(broker_id: int) -> BrokerInfo:
-    return BrokerInfo(broker_id, (Endpoint("PLAINTEXT", "PLAINTEXT", "127.0.0.1", 9000 + broker_id),))
-
-
-class Cluster:
-    def __init__(self) -> None:
-        self.zk = FakeZooKeeper()
-        self.controllers: dict[int, KafkaController] = {}
-        self.stores: dict[int, FakeClusterStore] = {}
-
-    async def start(self, broker_id: int) -> KafkaController:
-        store = FakeClusterStore(self.zk)
-        epoch = await store.register_broker(info(broker_id))
-        controller = KafkaController(info(broker_id), store, ManualClock(), FakeBrokerChannel())
-        controller.startup(epoch)
-        self.controllers[broker_id] = controller
-        self.stores[broker_id] = store
-        return controller
-
-    def active(self) -> list[int]:
-        return [i for i, c in self.controllers.items() if c.is_active]
-
-    async def settled(self) -> bool:
-        """Every broker idle with nothing queued, and all agree on one active controller."""
-        quiet = all(c.event_manager.queue_size == 0 and c.state == 0 for c in self.controllers.values())
-        views = {c.active_controller_id for c in self.controllers.values()}
-        return quiet and len(self.active()) == 1 and views == set(self.active())
-
-    async def stop(self) -> None:
-        for controller in self.controllers.values():
-            await controller.shutdown()
 
 
 @pytest.fixture(autouse=True)
 def info_logs(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="actors")
-
-
-@pytest.fixture
-async def cluster() -> AsyncIterator[Cluster]:
-    cluster = Cluster()
-    yield cluster
-    await cluster.stop()
 
 
 def condition(predicate: Callable[[], bool]) -> Callable[[], object]:

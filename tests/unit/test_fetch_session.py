@@ -113,13 +113,13 @@ def leading(tmp_path: Path, partitions: int) -> ReplicaManager:
 
 async def test_an_idle_session_answers_nothing_and_a_produce_wakes_it(tmp_path: Path) -> None:
     leader = leading(tmp_path, 1000)
-    full = leader.read(fetch({p: 0 for p in range(1000)}, session_id=0, epoch=0), wait=True)
+    full = leader.leader_path.read(fetch({p: 0 for p in range(1000)}, session_id=0, epoch=0), wait=True)
     assert len(full.response.responses[0].partitions) == 1000 and full.waiter is None
     session_id = full.response.session_id
-    idle = leader.read(fetch({}, session_id=session_id, epoch=1), wait=True)
+    idle = leader.leader_path.read(fetch({}, session_id=session_id, epoch=1), wait=True)
     assert idle.response.responses == [] and idle.waiter is not None, "nothing changed: nothing to say"
     batch = records.build_batch([(None, b"x")], timestamp=1)
-    leader.append_records(
+    leader.leader_path.append_records(
         ProduceRequest(
             acks=1,
             topic_data=[
@@ -128,7 +128,7 @@ async def test_an_idle_session_answers_nothing_and_a_produce_wakes_it(tmp_path: 
         )
     )
     assert idle.waiter.done(), "an append wakes the session's long poll"
-    woken = leader.read(fetch({}, session_id=session_id, epoch=1), wait=False, reread=session_id)
+    woken = leader.leader_path.read(fetch({}, session_id=session_id, epoch=1), wait=False, reread=session_id)
     (answer,) = woken.response.responses[0].partitions
     assert answer.partition_index == 7
     assert [r.value for r in records.records(answer.records)] == [b"x"]
@@ -136,6 +136,8 @@ async def test_an_idle_session_answers_nothing_and_a_produce_wakes_it(tmp_path: 
 
 async def test_newly_followed_empty_partitions_are_not_answered(tmp_path: Path) -> None:
     leader = leading(tmp_path, 3)
-    opened = leader.read(fetch({0: 0}, session_id=0, epoch=0), wait=False).response
-    added = leader.read(fetch({1: 0, 2: 0}, session_id=opened.session_id, epoch=1), wait=False).response
+    opened = leader.leader_path.read(fetch({0: 0}, session_id=0, epoch=0), wait=False).response
+    added = leader.leader_path.read(
+        fetch({1: 0, 2: 0}, session_id=opened.session_id, epoch=1), wait=False
+    ).response
     assert added.responses == [], "two more empty partitions: nothing to tell"

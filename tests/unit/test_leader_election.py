@@ -5,13 +5,11 @@ the auto-rebalance task on a hand-driven clock, and pending elections at failove
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
 
 import pytest
 
 from actors.controller import KafkaController
 from actors.controller.context import ControllerContext
-from actors.controller.controller import ControllerConfig
 from actors.controller.events import ControllerState
 from actors.controller.leader_election import (
     FIRST_REBALANCE_DELAY_S,
@@ -26,21 +24,17 @@ from actors.ports import (
     LeadershipInfo,
     RegisteredBroker,
     ReplicaAssignment,
-    TopicAssignment,
     TopicPartition,
 )
 from node.broker.leader_election import elect_leaders as broker_elect_leaders
-from tests.fakes import FakeBrokerChannel, FakeClusterStore, FakeZooKeeper
-from tests.support import ManualClock, eventually
+from tests.controllers import ControllerCluster as Cluster
+from tests.controllers import settled
+from tests.support import eventually
 from wire.api import (
-    AlterPartitionItem,
-    AlterPartitionRequest,
-    AlterPartitionTopic,
     ElectionType,
     ElectLeadersRequest,
     ElectLeadersResponse,
 )
-from wire.endpoint import Endpoint
 from wire.errors import ErrorCode, NotController
 
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
@@ -145,91 +139,6 @@ def results_of(response: ElectLeadersResponse) -> dict[TopicPartition, int]:
 # --- controllers on the in-memory store ---
 
 
-def info(broker_id: int) -> BrokerInfo:
-    return BrokerInfo(broker_id, (Endpoint("PLAINTEXT", "PLAINTEXT", "127.0.0.1", 9000 + broker_id),))
-
-
-class Cluster:
-    def __init__(self) -> None:
-        self.zk = FakeZooKeeper()
-        self.controllers: dict[int, KafkaController] = {}
-        self.stores: dict[int, FakeClusterStore] = {}
-        self.clocks: dict[int, ManualClock] = {}
-
-    async def start(self, broker_id: int, **config: object) -> KafkaController:
-        store = FakeClusterStore(self.zk)
-        clock = ManualClock()
-        epoch = await store.register_broker(info(broker_id))
-        controller = KafkaController(
-            info(broker_id),
-            store,
-            clock,
-            FakeBrokerChannel(),
-            ControllerConfig(**config),  # type: ignore[arg-type]
-        )
-        controller.startup(epoch)
-        self.controllers[broker_id], self.stores[broker_id], self.clocks[broker_id] = controller, store, clock
-        return controller
-
-    async def kill(self, broker_id: int) -> None:
-        controller = self.controllers.pop(broker_id)
-        await controller.event_manager.close()
-        self.zk.drop_session(self.stores.pop(broker_id).session)
-
-    @property
-    def controller(self) -> KafkaController:
-        (active,) = [c for c in self.controllers.values() if c.is_active]
-        return active
-
-    async def idle(self) -> bool:
-        return all(c.event_manager.queue_size == 0 and c.state == 0 for c in self.controllers.values())
-
-    def state(self, tp: TopicPartition) -> LeaderAndIsr:
-        state, _, version = self.zk.partition_states[tp]
-        return state._replace(partition_epoch=version)
-
-    async def create_topic(self, topic: str, replicas: dict[int, tuple[int, ...]]) -> None:
-        assignment = TopicAssignment(topic, {p: ReplicaAssignment(r) for p, r in replicas.items()})
-        await next(iter(self.stores.values())).create_topic(assignment, {})
-
-    async def expand_isr(self, tp: TopicPartition, isr: tuple[int, ...]) -> None:
-        """What the leader does once a follower caught up: AlterPartition to the controller."""
-        state = self.state(tp)
-        leader = state.leader
-        item = AlterPartitionItem(
-            partition_index=tp.partition,
-            leader_epoch=state.leader_epoch,
-            new_isr=list(isr),
-            partition_epoch=state.partition_epoch,
-        )
-        answer = await self.controller.alter_partition(
-            AlterPartitionRequest(
-                broker_id=leader,
-                broker_epoch=self.controller.context.broker_epoch(leader),
-                topics=[AlterPartitionTopic(topic_name=tp.topic, partitions=[item])],
-            )
-        )
-        assert answer.topics[0].partitions[0].error_code == ErrorCode.NONE, answer
-
-    async def stop(self) -> None:
-        for controller in self.controllers.values():
-            await controller.shutdown()
-
-
-@pytest.fixture
-async def cluster() -> AsyncIterator[Cluster]:
-    cluster = Cluster()
-    yield cluster
-    await cluster.stop()
-
-
-def settled(cluster: Cluster, predicate: Callable[[], bool]) -> Callable[[], object]:
-    async def probe() -> bool:
-        return await cluster.idle() and predicate()
-
-    return probe
-
-
 async def led_by_its_second_replica(cluster: Cluster, **config: object) -> None:
     """Brokers 1 and 3 up; t-0 = [2, 3] created while 2 is down, so 3 leads; then 2 starts
     and catches up: ISR [3, 2], leader 3, leader epoch 0."""
@@ -242,7 +151,7 @@ async def led_by_its_second_replica(cluster: Cluster, **config: object) -> None:
     await eventually(
         settled(cluster, lambda: T0 in cluster.zk.partition_states), timeout=2, message="not created"
     )
-    assert cluster.state(T0).leader == 3
+    assert cluster.state("t", 0).leader == 3
     await cluster.start(2, **config)
     await eventually(
         settled(cluster, lambda: 2 in cluster.controller.context.live_brokers),
@@ -263,7 +172,7 @@ async def test_creating_the_election_node_elects_the_preferred_replica_and_delet
         timeout=2,
         message="the election node was not processed",
     )
-    state = cluster.state(T0)
+    state = cluster.state("t", 0)
     assert (state.leader, state.leader_epoch, state.isr) == (2, 1, (3, 2))
     assert cluster.controller.context.preferred_replica_imbalance_count() == 0
     # The watch is armed again: a second node is processed too.
@@ -273,7 +182,7 @@ async def test_creating_the_election_node_elects_the_preferred_replica_and_delet
         timeout=2,
         message="the second election node was not processed",
     )
-    assert cluster.state(T0).leader_epoch == 1, "already led by its preferred replica: no election"
+    assert cluster.state("t", 0).leader_epoch == 1, "already led by its preferred replica: no election"
 
 
 async def test_an_election_node_naming_an_offline_preferred_replica_is_deleted_and_changes_nothing(
@@ -282,18 +191,18 @@ async def test_an_election_node_naming_an_offline_preferred_replica_is_deleted_a
     await led_by_its_second_replica(cluster)
     await cluster.kill(2)
     await eventually(
-        settled(cluster, lambda: cluster.state(T0).isr == (3,)),
+        settled(cluster, lambda: cluster.state("t", 0).isr == (3,)),
         timeout=2,
         message="2 not dropped from the ISR",
     )
-    before = cluster.state(T0)
+    before = cluster.state("t", 0)
     await cluster.stores[1].create_preferred_replica_election([T0])
     await eventually(
         settled(cluster, lambda: cluster.zk.preferred_replica_election is None),
         timeout=2,
         message="the election node was not deleted",
     )
-    assert cluster.state(T0) == before
+    assert cluster.state("t", 0) == before
 
 
 async def test_elect_leaders_answers_per_partition(cluster: Cluster) -> None:
@@ -314,7 +223,7 @@ async def test_elect_leaders_answers_per_partition(cluster: Cluster) -> None:
         d0: ErrorCode.INVALID_TOPIC_EXCEPTION,
         missing: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     }
-    assert cluster.state(T0).leader == 2
+    assert cluster.state("t", 0).leader == 2
     assert cluster.controller.metrics.timers[ControllerState.MANUAL_LEADER_BALANCE].count >= 1, (
         "ManualLeaderBalanceRateAndTimeMs"
     )
@@ -341,7 +250,7 @@ async def test_a_preferred_replica_out_of_the_isr_cannot_be_elected(cluster: Clu
     )
     response = await elect(cluster.controller, ElectionType.PREFERRED, frozenset({T0}))
     assert results_of(response) == {T0: ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE}
-    assert cluster.state(T0).leader == 3
+    assert cluster.state("t", 0).leader == 3
 
 
 async def test_an_unclean_election_picks_a_live_replica_out_of_the_isr(cluster: Cluster) -> None:
@@ -351,16 +260,18 @@ async def test_an_unclean_election_picks_a_live_replica_out_of_the_isr(cluster: 
         settled(cluster, lambda: len(cluster.zk.partition_states) == 2), timeout=2, message="no u"
     )
     # The ISR shrinks to [3] while 2 lags; then 3 dies: t-0 has no live ISR member.
-    state = cluster.state(T0)
+    state = cluster.state("t", 0)
     cluster.zk.partition_states[T0] = (state._replace(isr=(3,)), 1, state.partition_epoch + 1)
     await cluster.kill(3)
     await eventually(
-        settled(cluster, lambda: cluster.state(T0).leader == -1), timeout=2, message="t-0 still has a leader"
+        settled(cluster, lambda: cluster.state("t", 0).leader == -1),
+        timeout=2,
+        message="t-0 still has a leader",
     )
     u0 = TopicPartition("u", 0)
     response = await elect(cluster.controller, ElectionType.UNCLEAN, frozenset({T0, u0}))
     assert results_of(response) == {T0: ErrorCode.NONE, u0: ErrorCode.ELECTION_NOT_NEEDED}
-    assert (cluster.state(T0).leader, cluster.state(T0).isr) == (2, (2,))
+    assert (cluster.state("t", 0).leader, cluster.state("t", 0).isr) == (2, (2,))
     assert cluster.controller.metrics.unclean_leader_elections == 1
 
 
@@ -373,7 +284,9 @@ async def test_an_unclean_election_with_no_live_replica_fails(cluster: Cluster) 
     await cluster.create_topic("t", {0: (2,)})
     await eventually(settled(cluster, lambda: T0 in cluster.zk.partition_states), timeout=2, message="no t")
     await cluster.kill(2)
-    await eventually(settled(cluster, lambda: cluster.state(T0).leader == -1), timeout=2, message="t-0 led")
+    await eventually(
+        settled(cluster, lambda: cluster.state("t", 0).leader == -1), timeout=2, message="t-0 led"
+    )
     response = await elect(cluster.controller, ElectionType.UNCLEAN, frozenset({T0}))
     assert results_of(response) == {T0: ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE}
 
@@ -400,9 +313,9 @@ async def test_auto_rebalance_runs_5_s_after_failover_then_every_interval(cluste
     assert clock.pending() == [FIRST_REBALANCE_DELAY_S]
     clock.advance(FIRST_REBALANCE_DELAY_S)
     await eventually(
-        settled(cluster, lambda: cluster.state(T0).leader == 2), timeout=2, message="not rebalanced"
+        settled(cluster, lambda: cluster.state("t", 0).leader == 2), timeout=2, message="not rebalanced"
     )
-    assert cluster.state(T0).leader_epoch == 1
+    assert cluster.state("t", 0).leader_epoch == 1
     assert clock.pending() == [1.0], "rescheduled after each run"
     assert controller.metrics.snapshot()["AutoLeaderBalanceRateAndTimeMs.count"] == 1
     clock.advance(1.0)
@@ -411,7 +324,7 @@ async def test_auto_rebalance_runs_5_s_after_failover_then_every_interval(cluste
         timeout=2,
         message="no second run",
     )
-    assert cluster.state(T0).leader_epoch == 1, "balanced already: nothing elected"
+    assert cluster.state("t", 0).leader_epoch == 1, "balanced already: nothing elected"
     await controller.shutdown()
     assert clock.pending() == [], "resigning cancels the task"
 
@@ -451,7 +364,7 @@ async def test_an_election_node_the_controller_missed_is_processed_by_the_next_a
         timeout=2,
         message="the pending election was not processed at failover",
     )
-    assert cluster.state(T0).leader == 2
+    assert cluster.state("t", 0).leader == 2
 
 
 async def test_a_deposed_controller_cannot_elect_and_resigns(
@@ -506,7 +419,7 @@ async def test_a_controller_fenced_out_mid_election_answers_not_controller_and_r
     with pytest.raises(NotController):
         await elect(controller, ElectionType.PREFERRED, None)
     await eventually(settled(cluster, lambda: not controller.is_active), timeout=2, message="did not resign")
-    assert cluster.state(T0).leader == 3, "the fenced write changed nothing"
+    assert cluster.state("t", 0).leader == 3, "the fenced write changed nothing"
 
 
 async def test_an_admin_election_that_raises_answers_unknown_server_error(cluster: Cluster) -> None:

@@ -4,116 +4,18 @@ topic creation, broker failure and return, unclean election, failover, fencing."
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Callable
 
-import pytest
-
-from actors.controller import KafkaController
 from actors.controller.context import PartitionState
-from actors.controller.controller import ControllerConfig
 from actors.ports import (
-    BrokerInfo,
     LeaderAndIsr,
     ReplicaAssignment,
     TopicAssignment,
     TopicPartition,
 )
-from tests.fakes import FakeBrokerChannel, FakeClusterStore, FakeZooKeeper
-from tests.support import ManualClock, eventually
+from tests.controllers import ControllerCluster as Cluster
+from tests.controllers import leader_and_isr_to, settled, started
+from tests.support import eventually
 from wire.api import LeaderAndIsrRequest, UpdateMetadataRequest
-from wire.endpoint import Endpoint
-
-
-def info(broker_id: int) -> BrokerInfo:
-    return BrokerInfo(broker_id, (Endpoint("PLAINTEXT", "PLAINTEXT", "127.0.0.1", 9000 + broker_id),))
-
-
-class Cluster:
-    def __init__(self) -> None:
-        self.zk = FakeZooKeeper()
-        self.controllers: dict[int, KafkaController] = {}
-        self.stores: dict[int, FakeClusterStore] = {}
-        self.channels: dict[int, FakeBrokerChannel] = {}
-
-    async def start(self, broker_id: int, *, unclean: bool = False) -> KafkaController:
-        store = FakeClusterStore(self.zk)
-        channel = FakeBrokerChannel()
-        epoch = await store.register_broker(info(broker_id))
-        controller = KafkaController(
-            info(broker_id),
-            store,
-            ManualClock(),
-            channel,
-            ControllerConfig(unclean_leader_election_enable=unclean),
-        )
-        controller.startup(epoch)
-        self.controllers[broker_id], self.stores[broker_id], self.channels[broker_id] = (
-            controller,
-            store,
-            channel,
-        )
-        return controller
-
-    async def kill(self, broker_id: int) -> None:
-        """kill -9: the session goes, and with it the broker's znodes."""
-        controller = self.controllers.pop(broker_id)
-        await controller.event_manager.close()
-        self.zk.drop_session(self.stores.pop(broker_id).session)
-        self.channels.pop(broker_id)
-
-    @property
-    def controller(self) -> KafkaController:
-        (active,) = [c for c in self.controllers.values() if c.is_active]
-        return active
-
-    @property
-    def channel(self) -> FakeBrokerChannel:
-        return self.channels[self.controller.broker_id]
-
-    async def idle(self) -> bool:
-        return all(c.event_manager.queue_size == 0 and c.state == 0 for c in self.controllers.values())
-
-    def state(self, topic: str, partition: int) -> LeaderAndIsr:
-        state, _, version = self.zk.partition_states[TopicPartition(topic, partition)]
-        return LeaderAndIsr(state.leader, state.leader_epoch, state.isr, version, state.recovering)
-
-    async def create_topic(self, topic: str, replicas: dict[int, tuple[int, ...]], **config: str) -> None:
-        assignment = TopicAssignment(topic, {p: ReplicaAssignment(r) for p, r in replicas.items()})
-        await next(iter(self.stores.values())).create_topic(
-            assignment, {k.replace("_", "."): v for k, v in config.items()}
-        )
-
-    async def stop(self) -> None:
-        for controller in self.controllers.values():
-            await controller.shutdown()
-
-
-@pytest.fixture
-async def cluster() -> AsyncIterator[Cluster]:
-    cluster = Cluster()
-    yield cluster
-    await cluster.stop()
-
-
-def settled(cluster: Cluster, predicate: Callable[[], bool]) -> Callable[[], object]:
-    async def probe() -> bool:
-        return await cluster.idle() and predicate()
-
-    return probe
-
-
-async def started(cluster: Cluster, *broker_ids: int, unclean: bool = False) -> None:
-    for broker_id in broker_ids:
-        await cluster.start(broker_id, unclean=unclean)
-    await eventually(
-        settled(cluster, lambda: len([c for c in cluster.controllers.values() if c.is_active]) == 1),
-        timeout=2,
-        message="no controller",
-    )
-
-
-def leader_and_isr_to(channel: FakeBrokerChannel, broker: int) -> list[LeaderAndIsrRequest]:
-    return [r for r in channel.received(broker) if isinstance(r, LeaderAndIsrRequest)]
 
 
 async def test_a_new_topic_gets_first_live_replica_as_leader_and_live_replicas_as_isr(

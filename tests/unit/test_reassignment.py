@@ -13,8 +13,9 @@ from actors.controller.context import PartitionReplica, ReplicaState
 from actors.controller.events import ControllerState, Expire
 from actors.controller.reassignment import build_reassignment, is_complete, validate_target
 from actors.ports import ReplicaAssignment, TopicPartition
+from tests.controllers import ControllerCluster as Cluster
+from tests.controllers import settled, started
 from tests.support import eventually
-from tests.unit.test_partition_leadership import Cluster, settled, started
 from wire.api import (
     AlterPartitionItem,
     AlterPartitionReassignmentsRequest,

@@ -50,17 +50,17 @@ async def test_the_leader_counts_what_each_adding_replica_lacks(tmp_path: Path) 
     for b in (1, 2, 3):
         brokers[b].become_leader_or_follower(moving(1, 0, [1], []), -1)
     leader = brokers[1]
-    leader.append_records(produce([b"v" * 1000] * 10, acks=1))
-    leader.append_records(produce([b"w" * 1000] * 10, acks=1))
-    assert leader.bytes_to_copy() == {}, "nothing is being added"
+    leader.leader_path.append_records(produce([b"v" * 1000] * 10, acks=1))
+    leader.leader_path.append_records(produce([b"w" * 1000] * 10, acks=1))
+    assert leader.leader_path.bytes_to_copy() == {}, "nothing is being added"
     for b in (1, 2, 3):
         brokers[b].become_leader_or_follower(moving(1, 1, [1, 2, 3], [2, 3]), -1)
-    whole = leader.partitions[TP].log.size  # type: ignore[union-attr]
-    assert leader.bytes_to_copy() == {TP: 2 * whole}, "neither has fetched yet"
+    whole = leader.state.partitions[TP].log.size  # type: ignore[union-attr]
+    assert leader.leader_path.bytes_to_copy() == {TP: 2 * whole}, "neither has fetched yet"
     brokers.replicate(2, 1)  # broker 2 copies everything in one fetch
     brokers.replicate(2, 1)  # and its next fetch tells the leader where it ends
-    assert leader.bytes_to_copy() == {TP: whole}
-    assert leader.bytes_to_copy({"other"}) == {}
+    assert leader.leader_path.bytes_to_copy() == {TP: whole}
+    assert leader.leader_path.bytes_to_copy({"other"}) == {}
     for b in (1, 2, 3):
         brokers[b].become_leader_or_follower(moving(1, 2, [1, 2, 3], []), -1)
-    assert leader.bytes_to_copy() == {}, "the reassignment completed"
+    assert leader.leader_path.bytes_to_copy() == {}, "the reassignment completed"

@@ -10,8 +10,9 @@ import pytest
 
 from actors.controller.context import PartitionReplica, ReplicaState
 from actors.ports import ReplicaAssignment, TopicPartition
+from tests.controllers import ControllerCluster as Cluster
+from tests.controllers import settled, started
 from tests.support import eventually
-from tests.unit.test_partition_leadership import Cluster, settled, started
 from wire.api import StopReplicaRequest
 
 TP = TopicPartition("t", 0)

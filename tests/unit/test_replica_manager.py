@@ -67,23 +67,26 @@ def manager(tmp_path: Path) -> ReplicaManager:
 def test_becomes_leader_or_follower_by_the_leader_field(manager: ReplicaManager) -> None:
     response = manager.become_leader_or_follower(leader_and_isr(state(0), state(1, leader=2)), MY_EPOCH)
     assert (response.error_code, codes(response)) == (0, [0, 0])
-    lead, follow = manager.partitions[TopicPartition("t", 0)], manager.partitions[TopicPartition("t", 1)]
+    lead, follow = (
+        manager.state.partitions[TopicPartition("t", 0)],
+        manager.state.partitions[TopicPartition("t", 1)],
+    )
     assert (lead.role, lead.leader, lead.leader_epoch, lead.isr) == (Role.LEADER, 1, 0, (1, 2))
     assert (follow.role, follow.leader) == (Role.FOLLOWER, 2)
-    assert manager.controller_epoch == 1
+    assert manager.state.controller_epoch == 1
 
 
 def test_a_stale_controller_epoch_fails_the_whole_request_and_changes_nothing(
     manager: ReplicaManager,
 ) -> None:
     manager.become_leader_or_follower(leader_and_isr(state(0), epoch=5), MY_EPOCH)
-    before = manager.snapshot()
+    before = manager.state.snapshot()
     response = manager.become_leader_or_follower(
         leader_and_isr(state(0, leader_epoch=7), state(3), epoch=4), MY_EPOCH
     )
     assert response.error_code == ErrorCode.STALE_CONTROLLER_EPOCH
     assert codes(response) == [ErrorCode.STALE_CONTROLLER_EPOCH] * 2
-    assert manager.snapshot() == before
+    assert manager.state.snapshot() == before
 
 
 def test_an_equal_controller_epoch_is_accepted(manager: ReplicaManager) -> None:
@@ -100,10 +103,10 @@ def test_broker_epoch_check(manager: ReplicaManager, request_epoch: int, accepte
         leader_and_isr(state(0), broker_epoch=request_epoch), MY_EPOCH
     )
     if accepted:
-        assert response.error_code == 0 and TopicPartition("t", 0) in manager.partitions
+        assert response.error_code == 0 and TopicPartition("t", 0) in manager.state.partitions
     else:
         assert response.error_code == ErrorCode.STALE_BROKER_EPOCH
-        assert manager.partitions == {} and manager.controller_epoch == 0
+        assert manager.state.partitions == {} and manager.state.controller_epoch == 0
 
 
 def test_a_leader_epoch_not_newer_is_fenced_per_partition(manager: ReplicaManager) -> None:
@@ -116,8 +119,8 @@ def test_a_leader_epoch_not_newer_is_fenced_per_partition(manager: ReplicaManage
     )
     assert response.error_code == 0
     assert codes(response) == [ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.FENCED_LEADER_EPOCH, 0]
-    assert manager.partitions[TopicPartition("t", 0)].leader == ME, "a fenced order changes nothing"
-    assert manager.partitions[TopicPartition("t", 1)].leader_epoch == 3
+    assert manager.state.partitions[TopicPartition("t", 0)].leader == ME, "a fenced order changes nothing"
+    assert manager.state.partitions[TopicPartition("t", 1)].leader_epoch == 3
 
 
 def test_a_partition_not_assigned_to_this_broker_is_unknown(manager: ReplicaManager) -> None:
@@ -125,7 +128,7 @@ def test_a_partition_not_assigned_to_this_broker_is_unknown(manager: ReplicaMana
         leader_and_isr(state(0, leader=2, replicas=[2, 3], isr=[2, 3])), MY_EPOCH
     )
     assert codes(response) == [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
-    assert manager.partitions == {}
+    assert manager.state.partitions == {}
 
 
 def test_an_older_partition_epoch_is_skipped_quietly(manager: ReplicaManager) -> None:
@@ -134,7 +137,7 @@ def test_an_older_partition_epoch_is_skipped_quietly(manager: ReplicaManager) ->
         leader_and_isr(state(0, leader_epoch=1, partition_epoch=3, leader=2)), MY_EPOCH
     )
     assert codes(response) == [0]
-    assert manager.partitions[TopicPartition("t", 0)].leader == ME
+    assert manager.state.partitions[TopicPartition("t", 0)].leader == ME
 
 
 def stop(*items: StopReplicaPartition, epoch: int = 1) -> StopReplicaRequest:
@@ -156,7 +159,7 @@ def test_stop_replica_epochs_and_deletion(manager: ReplicaManager) -> None:
         MY_EPOCH,
     )
     assert codes(response) == [ErrorCode.FENCED_LEADER_EPOCH, 0, 0]
-    assert set(manager.partitions) == {TopicPartition("t", 0)}
+    assert set(manager.state.partitions) == {TopicPartition("t", 0)}
 
 
 def test_stop_replica_without_delete_keeps_the_partition(manager: ReplicaManager) -> None:
@@ -164,7 +167,7 @@ def test_stop_replica_without_delete_keeps_the_partition(manager: ReplicaManager
     response = manager.stop_replicas(
         stop(StopReplicaPartition(topic="t", partition=0, leader_epoch=0)), MY_EPOCH
     )
-    assert codes(response) == [0] and TopicPartition("t", 0) in manager.partitions
+    assert codes(response) == [0] and TopicPartition("t", 0) in manager.state.partitions
 
 
 def test_stale_stop_replica_is_refused_without_a_partition_list(manager: ReplicaManager) -> None:
@@ -173,7 +176,7 @@ def test_stale_stop_replica_is_refused_without_a_partition_list(manager: Replica
         stop(StopReplicaPartition(topic="t", partition=0, delete_partition=True), epoch=2), MY_EPOCH
     )
     assert (response.error_code, response.partition_errors) == (ErrorCode.STALE_CONTROLLER_EPOCH, [])
-    assert TopicPartition("t", 0) in manager.partitions
+    assert TopicPartition("t", 0) in manager.state.partitions
 
 
 def update(
@@ -219,7 +222,7 @@ def test_update_metadata_merges_and_metadata_answers_from_it(manager: ReplicaMan
         == 0
     )
     manager.update_metadata(update(um_state(0, 2)), MY_EPOCH)  # partial: partition 1 stays
-    answer = manager.metadata.describe(None)
+    answer = manager.state.metadata.describe(None)
     assert answer.controller_id == 9
     assert [(b.broker_id, b.port) for b in answer.brokers] == [(1, 9001), (2, 9002)]
     (topic,) = answer.topics
@@ -227,21 +230,23 @@ def test_update_metadata_merges_and_metadata_answers_from_it(manager: ReplicaMan
         (0, 2, 0, []),
         (1, 3, ErrorCode.LEADER_NOT_AVAILABLE, [3]),
     ]
-    assert manager.metadata.describe(["nope"]).topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert (
+        manager.state.metadata.describe(["nope"]).topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    )
 
 
 def test_leader_minus_2_removes_the_partition(manager: ReplicaManager) -> None:
     manager.update_metadata(update(um_state(0, 1), um_state(1, 1)), MY_EPOCH)
     manager.update_metadata(update(um_state(0, -2)), MY_EPOCH)
-    assert [p.partition for p in manager.metadata.describe(["t"]).topics[0].partitions] == [1]
+    assert [p.partition for p in manager.state.metadata.describe(["t"]).topics[0].partitions] == [1]
 
 
 def test_stale_update_metadata_changes_nothing(manager: ReplicaManager) -> None:
     manager.update_metadata(update(um_state(0, 1), epoch=4), MY_EPOCH)
-    before = manager.snapshot()
+    before = manager.state.snapshot()
     response = manager.update_metadata(update(um_state(0, 2), epoch=3, brokers=(7,)), MY_EPOCH)
     assert response.error_code == ErrorCode.STALE_CONTROLLER_EPOCH
-    assert manager.snapshot() == before
+    assert manager.state.snapshot() == before
 
 
 async def test_the_handle_applies_requests_on_the_actor(tmp_path: Path) -> None:
@@ -279,35 +284,35 @@ async def test_a_metadata_waiter_wakes_when_update_metadata_is_applied(tmp_path:
 def test_a_topic_whose_partitions_are_all_removed_is_gone(manager: ReplicaManager) -> None:
     manager.update_metadata(update(um_state(0, 1)), MY_EPOCH)
     manager.update_metadata(update(um_state(0, -2)), MY_EPOCH)
-    assert manager.metadata.describe(None).topics == []
-    assert manager.metadata.describe(["t"]).topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert manager.state.metadata.describe(None).topics == []
+    assert manager.state.metadata.describe(["t"]).topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
 def test_stop_replica_with_delete_removes_the_log_from_disk(manager: ReplicaManager, tmp_path: Path) -> None:
     manager.become_leader_or_follower(leader_and_isr(state(0), state(1)), MY_EPOCH)
     for partition in (0, 1):
-        manager.logs.get_or_create(TopicPartition("t", partition), {})
+        manager.state.logs.get_or_create(TopicPartition("t", partition), {})
     assert (tmp_path / "t-0").is_dir() and (tmp_path / "t-1").is_dir()
     response = manager.stop_replicas(
         stop(StopReplicaPartition(topic="t", partition=0, leader_epoch=-2, delete_partition=True)), MY_EPOCH
     )
     assert codes(response) == [0]
     assert not (tmp_path / "t-0").exists() and (tmp_path / "t-1").is_dir()
-    assert manager.logs.get(TopicPartition("t", 0)) is None
+    assert manager.state.logs.get(TopicPartition("t", 0)) is None
 
 
 def test_a_log_that_cannot_be_deleted_fails_only_its_replica(
     manager: ReplicaManager, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     manager.become_leader_or_follower(leader_and_isr(state(0), state(1)), MY_EPOCH)
-    real_delete = manager.logs.delete
+    real_delete = manager.state.logs.delete
 
     def failing(tp: TopicPartition) -> None:
         if tp.partition == 0:
             raise PermissionError("read-only file system")
         real_delete(tp)
 
-    monkeypatch.setattr(manager.logs, "delete", failing)
+    monkeypatch.setattr(manager.state.logs, "delete", failing)
     response = manager.stop_replicas(
         stop(
             StopReplicaPartition(topic="t", partition=0, leader_epoch=-2, delete_partition=True),

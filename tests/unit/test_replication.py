@@ -89,18 +89,35 @@ def fetch(offset: int, *, replica: int = -1, epoch: int = -1) -> FetchRequest:
     )
 
 
+class ProposalRecorder:
+    """The replica manager's effects in a test: ISR changes are recorded, not sent; no fetchers
+    (the test moves the data with Brokers.replicate)."""
+
+    def __init__(self, broker_id: int, proposals: list[tuple[int, PendingIsr]]) -> None:
+        self.broker_id = broker_id
+        self.proposals = proposals
+
+    def start_fetcher(self, source: int) -> None:
+        pass
+
+    def propose_isr(self, tp: TopicPartition, proposal: PendingIsr) -> None:
+        self.proposals.append((self.broker_id, proposal))
+
+
 class Brokers:
     def __init__(self, tmp_path: Path) -> None:
         self.clock = ManualClock()
+        self.proposals: list[tuple[int, PendingIsr]] = []
         self.managers = {
             b: ReplicaManager(
-                b, LogManager([tmp_path / str(b)], LogConfig(min_insync_replicas=2)), clock=self.clock
+                b,
+                LogManager([tmp_path / str(b)], LogConfig(min_insync_replicas=2)),
+                clock=self.clock,
+                effects=ProposalRecorder(b, self.proposals),
             )
             for b in (1, 2, 3)
         }
-        self.proposals: list[tuple[int, PendingIsr]] = []
-        for broker_id, manager in self.managers.items():
-            manager.propose_isr = lambda tp, proposal, b=broker_id: self.proposals.append((b, proposal))
+        for manager in self.managers.values():
             manager.update_metadata(
                 UpdateMetadataRequest(
                     controller_id=9,
@@ -119,16 +136,16 @@ class Brokers:
 
     def replicate(self, follower: int, leader: int) -> None:
         """One fetcher round: truncate first if needed, else fetch and append."""
-        plan = self[follower].plan_fetch(leader)
+        plan = self[follower].follower_path.plan_fetch(leader)
         assert plan is not None
         if plan.epoch_request is not None:
-            self[follower].truncate_to_epoch_ends(
-                leader, plan, self[leader].offsets_for_leader_epoch(plan.epoch_request)
+            self[follower].follower_path.truncate_to_epoch_ends(
+                leader, plan, self[leader].leader_path.offsets_for_leader_epoch(plan.epoch_request)
             )
             return
         assert plan.fetch_request is not None
-        self[follower].process_fetched(
-            leader, plan, self[leader].read(plan.fetch_request, wait=False).response
+        self[follower].follower_path.process_fetched(
+            leader, plan, self[leader].leader_path.read(plan.fetch_request, wait=False).response
         )
 
 
@@ -138,7 +155,7 @@ def brokers(tmp_path: Path) -> Brokers:
 
 
 def partition(manager: ReplicaManager) -> Partition:
-    return manager.partitions[TP]
+    return manager.state.partitions[TP]
 
 
 def values(manager: ReplicaManager, offset: int = 0) -> list[bytes | None]:
@@ -148,7 +165,7 @@ def values(manager: ReplicaManager, offset: int = 0) -> list[bytes | None]:
 
 async def test_acks_all_waits_until_every_isr_member_has_the_batch(brokers: Brokers) -> None:
     brokers.lead(1, 0, [1, 2, 3])
-    outcome = brokers[1].append_records(produce([b"a", b"b"]))
+    outcome = brokers[1].leader_path.append_records(produce([b"a", b"b"]))
     assert outcome.answers[TP].base_offset == 0
     waiter = outcome.waiting[TP]
     brokers.replicate(2, 1)
@@ -163,9 +180,13 @@ async def test_acks_all_waits_until_every_isr_member_has_the_batch(brokers: Brok
 
 async def test_produce_refusals_append_nothing(brokers: Brokers) -> None:
     brokers.lead(1, 0, [1])
-    assert brokers[1].append_records(produce([b"x"])).answers[TP].error_code == ErrorCode.NOT_ENOUGH_REPLICAS
     assert (
-        brokers[2].append_records(produce([b"x"])).answers[TP].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        brokers[1].leader_path.append_records(produce([b"x"])).answers[TP].error_code
+        == ErrorCode.NOT_ENOUGH_REPLICAS
+    )
+    assert (
+        brokers[2].leader_path.append_records(produce([b"x"])).answers[TP].error_code
+        == ErrorCode.NOT_LEADER_OR_FOLLOWER
     )
     corrupt = bytearray(records.build_batch([(None, b"y")], timestamp=1))
     corrupt[-1] ^= 1
@@ -175,13 +196,13 @@ async def test_produce_refusals_append_nothing(brokers: Brokers) -> None:
             ProduceTopicData(name="t", partition_data=[ProducePartitionData(index=0, records=bytes(corrupt))])
         ],
     )
-    assert brokers[1].append_records(bad).answers[TP].error_code == ErrorCode.CORRUPT_MESSAGE
+    assert brokers[1].leader_path.append_records(bad).answers[TP].error_code == ErrorCode.CORRUPT_MESSAGE
     unknown = ProduceRequest(
         topic_data=[
             ProduceTopicData(name="nope", partition_data=[ProducePartitionData(index=0, records=b"")])
         ]
     )
-    assert brokers[1].append_records(unknown).answers[TopicPartition("nope", 0)].error_code == (
+    assert brokers[1].leader_path.append_records(unknown).answers[TopicPartition("nope", 0)].error_code == (
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     )
     assert partition(brokers[1]).log_end_offset == 0
@@ -189,10 +210,15 @@ async def test_produce_refusals_append_nothing(brokers: Brokers) -> None:
 
 async def test_consumers_read_up_to_the_high_watermark_followers_to_the_log_end(brokers: Brokers) -> None:
     brokers.lead(1, 0, [1, 2])
-    brokers[1].append_records(produce([b"a"], acks=1))
-    consumer = brokers[1].read(fetch(0), wait=False).response.responses[0].partitions[0]
+    brokers[1].leader_path.append_records(produce([b"a"], acks=1))
+    consumer = brokers[1].leader_path.read(fetch(0), wait=False).response.responses[0].partitions[0]
     assert (consumer.records, consumer.high_watermark) == (b"", 0), "nothing is committed yet"
-    follower = brokers[1].read(fetch(0, replica=2, epoch=0), wait=False).response.responses[0].partitions[0]
+    follower = (
+        brokers[1]
+        .leader_path.read(fetch(0, replica=2, epoch=0), wait=False)
+        .response.responses[0]
+        .partitions[0]
+    )
     assert [r.value for r in records.records(follower.records)] == [b"a"]
 
 
@@ -200,11 +226,11 @@ async def test_fetch_epoch_checks_and_offsets_out_of_range(brokers: Brokers) -> 
     brokers.lead(1, 3, [1, 2, 3])
 
     def code(request: FetchRequest) -> int:
-        return brokers[1].read(request, wait=False).response.responses[0].partitions[0].error_code
+        return brokers[1].leader_path.read(request, wait=False).response.responses[0].partitions[0].error_code
 
     assert code(fetch(0, replica=2, epoch=2)) == ErrorCode.FENCED_LEADER_EPOCH
     assert code(fetch(0, replica=2, epoch=4)) == ErrorCode.UNKNOWN_LEADER_EPOCH
-    brokers[1].append_records(produce([b"a"], acks=1))
+    brokers[1].leader_path.append_records(produce([b"a"], acks=1))
     assert code(fetch(5, replica=2, epoch=3)) == ErrorCode.OFFSET_OUT_OF_RANGE
     assert code(fetch(0, epoch=3)) == ErrorCode.NONE
 
@@ -212,17 +238,17 @@ async def test_fetch_epoch_checks_and_offsets_out_of_range(brokers: Brokers) -> 
 async def test_a_long_poll_wakes_when_data_arrives(brokers: Brokers) -> None:
     brokers.lead(1, 0, [1, 2])
     request = FetchRequest(replica_id=2, max_wait_ms=500, topics=fetch(0, replica=2).topics)
-    outcome = brokers[1].read(request, wait=True)
+    outcome = brokers[1].leader_path.read(request, wait=True)
     assert outcome.waiter is not None and not outcome.waiter.done()
-    brokers[1].append_records(produce([b"a"], acks=1))
+    brokers[1].leader_path.append_records(produce([b"a"], acks=1))
     await asyncio.wait_for(outcome.waiter, 1)
 
 
 async def test_list_offsets_and_epoch_end_offsets(brokers: Brokers) -> None:
     brokers.lead(1, 0, [1])
-    brokers[1].append_records(produce([b"a", b"b"], acks=1))
+    brokers[1].leader_path.append_records(produce([b"a", b"b"], acks=1))
     brokers.lead(1, 2, [1])
-    brokers[1].append_records(produce([b"c"], acks=1))
+    brokers[1].leader_path.append_records(produce([b"c"], acks=1))
 
     def offset(timestamp: int) -> int:
         request = ListOffsetsRequest(
@@ -232,7 +258,7 @@ async def test_list_offsets_and_epoch_end_offsets(brokers: Brokers) -> None:
                 )
             ]
         )
-        return brokers[1].list_offsets(request).topics[0].partitions[0].offset
+        return brokers[1].leader_path.list_offsets(request).topics[0].partitions[0].offset
 
     assert (offset(EARLIEST_TIMESTAMP), offset(LATEST_TIMESTAMP), offset(1_000)) == (0, 3, 0)
 
@@ -244,7 +270,7 @@ async def test_list_offsets_and_epoch_end_offsets(brokers: Brokers) -> None:
                 )
             ]
         )
-        answer = brokers[1].offsets_for_leader_epoch(request).topics[0].partitions[0]
+        answer = brokers[1].leader_path.offsets_for_leader_epoch(request).topics[0].partitions[0]
         return answer.leader_epoch, answer.end_offset
 
     assert epoch_end(0) == (0, 2)
@@ -254,13 +280,13 @@ async def test_list_offsets_and_epoch_end_offsets(brokers: Brokers) -> None:
 
 async def test_a_follower_truncates_what_the_new_leader_never_had(brokers: Brokers) -> None:
     brokers.lead(1, 0, [1, 2, 3])
-    brokers[1].append_records(produce([b"a"], acks=1))
+    brokers[1].leader_path.append_records(produce([b"a"], acks=1))
     for follower in (2, 3):
         brokers.replicate(follower, 1)
-    brokers[1].append_records(produce([b"only-on-2"], acks=1))
+    brokers[1].leader_path.append_records(produce([b"only-on-2"], acks=1))
     brokers.replicate(2, 1)  # 3 never gets the second batch
     brokers.lead(3, 1, [3, 2])  # 3 leads now; 2 holds a batch 3 never had
-    brokers[3].append_records(produce([b"new"], acks=1))
+    brokers[3].leader_path.append_records(produce([b"new"], acks=1))
     brokers.replicate(2, 3)  # OffsetsForLeaderEpoch, then truncation
     assert values(brokers[2]) == [b"a"]
     brokers.replicate(2, 3)
@@ -269,24 +295,24 @@ async def test_a_follower_truncates_what_the_new_leader_never_had(brokers: Broke
 
 async def test_a_follower_that_stops_catching_up_is_proposed_out_of_the_isr(brokers: Brokers) -> None:
     brokers.lead(1, 0, [1, 2, 3])
-    brokers[1].append_records(produce([b"a"], acks=1))
+    brokers[1].leader_path.append_records(produce([b"a"], acks=1))
     brokers.replicate(2, 1)
     brokers.replicate(2, 1)  # reports its log end: level with the leader's
     brokers.clock.advance(31)
-    brokers[1].maybe_shrink_isr()
+    brokers[1].leader_path.maybe_shrink_isr()
     assert brokers.proposals == [(1, PendingIsr((1, 2), 0, 0))], "3 never caught up; 2 is at the log end"
-    brokers[1].maybe_shrink_isr()
+    brokers[1].leader_path.maybe_shrink_isr()
     assert len(brokers.proposals) == 1, "one change in flight at a time"
     result = AlterPartitionResult(
         partition_index=0, leader_id=1, leader_epoch=0, isr=[1, 2], partition_epoch=1
     )
-    brokers[1].isr_change_answered(TP, PendingIsr((1, 2), 0, 0), result)
+    brokers[1].leader_path.isr_change_answered(TP, PendingIsr((1, 2), 0, 0), result)
     assert (partition(brokers[1]).isr, partition(brokers[1]).partition_epoch) == ((1, 2), 1)
 
 
 async def test_a_follower_that_reaches_the_high_watermark_is_proposed_back_in(brokers: Brokers) -> None:
     brokers.lead(1, 0, [1, 2])
-    brokers[1].append_records(produce([b"a"], acks=1))
+    brokers[1].leader_path.append_records(produce([b"a"], acks=1))
     brokers.replicate(2, 1)
     brokers.replicate(2, 1)
     assert partition(brokers[1]).high_watermark == 1
@@ -295,7 +321,7 @@ async def test_a_follower_that_reaches_the_high_watermark_is_proposed_back_in(br
     brokers.replicate(3, 1)
     assert brokers.proposals == [(1, PendingIsr((1, 2, 3), 0, 0))]
     refused = AlterPartitionResult(partition_index=0, error_code=ErrorCode.INELIGIBLE_REPLICA)
-    brokers[1].isr_change_answered(TP, brokers.proposals[0][1], refused)
+    brokers[1].leader_path.isr_change_answered(TP, brokers.proposals[0][1], refused)
     assert partition(brokers[1]).pending_isr is None and partition(brokers[1]).isr == (1, 2)
 
 
@@ -306,7 +332,7 @@ async def test_a_follower_that_caught_up_while_an_isr_change_was_pending_joins_a
     first one's expansion is pending; it is proposed once that answer arrives, without
     waiting for a fetch that would never come (it has nothing left to fetch)."""
     brokers.lead(1, 0, [1])
-    brokers[1].append_records(produce([b"a"], acks=1))
+    brokers[1].leader_path.append_records(produce([b"a"], acks=1))
     brokers.replicate(2, 1)
     brokers.replicate(2, 1)
     brokers.replicate(3, 1)
@@ -315,7 +341,7 @@ async def test_a_follower_that_caught_up_while_an_isr_change_was_pending_joins_a
     result = AlterPartitionResult(
         partition_index=0, leader_id=1, leader_epoch=0, isr=[1, 2], partition_epoch=1
     )
-    brokers[1].isr_change_answered(TP, PendingIsr((1, 2), 0, 0), result)
+    brokers[1].leader_path.isr_change_answered(TP, PendingIsr((1, 2), 0, 0), result)
     assert brokers.proposals[1:] == [(1, PendingIsr((1, 2, 3), 0, 1))]
 
 
@@ -332,7 +358,7 @@ def test_caught_up_time_follows_kafkas_rule() -> None:
 
 async def test_a_fetch_answered_with_errors_creates_no_log(brokers: Brokers) -> None:
     brokers.lead(1, 0, [1, 2, 3])
-    plan = brokers[2].plan_fetch(1)
+    plan = brokers[2].follower_path.plan_fetch(1)
     assert plan is not None
     refused = FetchResponse(
         responses=[
@@ -344,14 +370,16 @@ async def test_a_fetch_answered_with_errors_creates_no_log(brokers: Brokers) -> 
             )
         ]
     )
-    assert brokers[2].process_fetched(1, plan, refused), "nothing succeeded: the fetcher backs off"
+    assert brokers[2].follower_path.process_fetched(1, plan, refused), (
+        "nothing succeeded: the fetcher backs off"
+    )
     assert partition(brokers[2]).log is None, "an error is no reason to create a log on disk"
 
 
 async def test_a_fetch_answer_is_held_to_fetch_max_bytes_whatever_the_request_asks(brokers: Brokers) -> None:
     brokers.lead(1, 0, [1, 2])
     for value in (b"a", b"b", b"c"):
-        brokers[1].append_records(produce([value * 1000], acks=1))
+        brokers[1].leader_path.append_records(produce([value * 1000], acks=1))
     greedy = FetchRequest(
         replica_id=2,
         max_wait_ms=0,
@@ -364,9 +392,9 @@ async def test_a_fetch_answer_is_held_to_fetch_max_bytes_whatever_the_request_as
     )
 
     def answered() -> list[bytes | None]:
-        data = brokers[1].read(greedy, wait=False).response.responses[0].partitions[0].records
+        data = brokers[1].leader_path.read(greedy, wait=False).response.responses[0].partitions[0].records
         return [r.value for r in records.records(data)]
 
     assert answered() == [b"a" * 1000, b"b" * 1000, b"c" * 1000]
-    brokers[1].config = dataclasses.replace(brokers[1].config, answer_max_bytes=2500)
+    brokers[1].state.config = dataclasses.replace(brokers[1].state.config, answer_max_bytes=2500)
     assert answered() == [b"a" * 1000, b"b" * 1000]

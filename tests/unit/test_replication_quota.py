@@ -137,21 +137,21 @@ async def test_the_leader_holds_back_an_out_of_sync_follower_of_a_throttled_part
     brokers.lead(1, 0, [1, 2])  # 3 is not in the ISR
     leader = brokers[1]
     leader.set_throttles((10_000, None), {"t": {LEADER_REPLICAS: "*"}})
-    leader.append_records(produce(_batch_of(20_000), acks=1))
-    first = leader.read(fetch(0, replica=3, epoch=0), wait=False)
+    leader.leader_path.append_records(produce(_batch_of(20_000), acks=1))
+    first = leader.leader_path.read(fetch(0, replica=3, epoch=0), wait=False)
     assert first.response.responses[0].partitions[0].records, "the quota starts unexceeded"
     assert first.retry_s is None
-    held = leader.read(fetch(0, replica=3, epoch=0), wait=False)
+    held = leader.leader_path.read(fetch(0, replica=3, epoch=0), wait=False)
     assert held.response.responses[0].partitions[0].records == b""
     assert held.retry_s == pytest.approx(2.0, abs=0.1), "20 kB sent against a 10 kB/s quota"
-    in_sync = leader.read(fetch(0, replica=2, epoch=0), wait=False)
+    in_sync = leader.leader_path.read(fetch(0, replica=2, epoch=0), wait=False)
     assert in_sync.response.responses[0].partitions[0].records, "the ISR is never throttled"
-    consumer = leader.read(fetch(0), wait=False)
+    consumer = leader.leader_path.read(fetch(0), wait=False)
     assert consumer.retry_s is None
     # In-sync traffic of a throttled partition counts against the quota, as in Kafka.
-    assert leader.throttle.leader.wait_s() == pytest.approx(4.0, abs=0.1)
+    assert leader.state.throttle.leader.wait_s() == pytest.approx(4.0, abs=0.1)
     brokers.clock.advance(4.1)
-    again = leader.read(fetch(0, replica=3, epoch=0), wait=False)
+    again = leader.leader_path.read(fetch(0, replica=3, epoch=0), wait=False)
     assert again.response.responses[0].partitions[0].records
 
 
@@ -159,36 +159,38 @@ async def test_the_follower_leaves_throttled_partitions_out_of_its_fetch(brokers
     brokers.lead(1, 0, [1, 2])
     follower = brokers[3]
     follower.set_throttles((None, 10_000), {"t": {FOLLOWER_REPLICAS: "0:3"}})
-    brokers[1].append_records(produce(_batch_of(20_000), acks=1))
+    brokers[1].leader_path.append_records(produce(_batch_of(20_000), acks=1))
     brokers.replicate(3, 1)  # opens the session and brings the data
-    assert TP in follower.partitions and follower.partitions[TP].log_end_offset == 20
-    assert follower.throttle.follower.exceeded()
-    brokers[1].append_records(produce(_batch_of(5_000), acks=1))
-    plan = follower.plan_fetch(1)
+    assert TP in follower.state.partitions and follower.state.partitions[TP].log_end_offset == 20
+    assert follower.state.throttle.follower.exceeded()
+    brokers[1].leader_path.append_records(produce(_batch_of(5_000), acks=1))
+    plan = follower.follower_path.plan_fetch(1)
     assert plan is not None and plan.fetch_request is not None
     request = plan.fetch_request
     assert not request.topics, "the held partition is not asked for"
     assert [t.partitions for t in request.forgotten_topics_data] == [[0]], "and it leaves the session"
     assert 1 <= request.max_wait_ms <= 1100, "the long poll ends when the quota frees"
-    follower.process_fetched(1, plan, brokers[1].read(request, wait=False).response)
-    assert follower.partitions[TP].log_end_offset == 20
+    follower.follower_path.process_fetched(1, plan, brokers[1].leader_path.read(request, wait=False).response)
+    assert follower.state.partitions[TP].log_end_offset == 20
     brokers.clock.advance(5.0)
-    plan = follower.plan_fetch(1)
+    plan = follower.follower_path.plan_fetch(1)
     assert plan is not None and plan.fetch_request is not None
     assert [p.fetch_offset for t in plan.fetch_request.topics for p in t.partitions] == [20]
-    follower.process_fetched(1, plan, brokers[1].read(plan.fetch_request, wait=False).response)
-    assert follower.partitions[TP].log_end_offset == 25
+    follower.follower_path.process_fetched(
+        1, plan, brokers[1].leader_path.read(plan.fetch_request, wait=False).response
+    )
+    assert follower.state.partitions[TP].log_end_offset == 25
 
 
 async def test_a_zero_rate_holds_throttled_replicas_within_the_long_poll(brokers: Brokers) -> None:
     brokers.lead(1, 0, [1, 2])
     follower = brokers[3]
     follower.set_throttles((None, 0), {"t": {FOLLOWER_REPLICAS: "*"}})
-    brokers[1].append_records(produce(_batch_of(5_000), acks=1))
+    brokers[1].leader_path.append_records(produce(_batch_of(5_000), acks=1))
     brokers.replicate(3, 1)  # the first transfer goes through, as in Kafka
-    assert follower.partitions[TP].log_end_offset == 5
-    brokers[1].append_records(produce(_batch_of(5_000), acks=1))
-    plan = follower.plan_fetch(1)
+    assert follower.state.partitions[TP].log_end_offset == 5
+    brokers[1].leader_path.append_records(produce(_batch_of(5_000), acks=1))
+    plan = follower.follower_path.plan_fetch(1)
     assert plan is not None and plan.fetch_request is not None
     assert not plan.fetch_request.topics
-    assert plan.fetch_request.max_wait_ms == follower.config.fetch_wait_max_ms
+    assert plan.fetch_request.max_wait_ms == follower.state.config.fetch_wait_max_ms

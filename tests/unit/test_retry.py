@@ -3,10 +3,14 @@ class, and the one connection pool, on loopback."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 
 import pytest
 
+from actors.retry import Retry, retrying
+from tests.support import ManualClock, eventually
 from wire.api import ApiVersionsRequest, ApiVersionsResponse, Response
 from wire.endpoint import Endpoint, parse_bootstrap
 from wire.envelope import ParsedRequest
@@ -17,6 +21,7 @@ from wire.errors import (
     NotController,
     NotLeaderOrFollower,
     StaleBrokerEpoch,
+    WireError,
     is_retriable,
 )
 from wire.pool import ConnectionPool
@@ -91,3 +96,100 @@ async def test_pool_drops_the_connection_on_a_wire_error() -> None:
     with pytest.raises(NetworkException, match="cannot connect"):
         await pool.send(nobody, ApiVersionsRequest())
     await pool.close()
+
+
+# --- waiting between attempts, on the Clock port (actors/retry.py) ---
+
+
+def fixed(delay_s: float) -> Backoff:
+    return Backoff(delay_s, delay_s, multiplier=1, jitter=0)
+
+
+async def test_a_pause_waits_for_the_clock_not_for_real_time() -> None:
+    clock = ManualClock()
+    paused = asyncio.create_task(Retry(clock, fixed(5.0)).pause())
+    await eventually(lambda: asyncio.sleep(0, clock.pending() == [5.0]), timeout=2, message="no pause")
+    clock.advance(4.9)
+    await asyncio.sleep(0)
+    assert not paused.done(), "woken before its time"
+    clock.advance(0.1)
+    assert await asyncio.wait_for(paused, 2) is True
+
+
+async def test_a_pause_that_would_pass_the_deadline_is_not_taken() -> None:
+    clock = ManualClock()
+    retry = Retry(clock, fixed(1.0), timeout_s=2.5)
+    for _ in range(2):
+        pause = asyncio.create_task(retry.pause())
+        await eventually(lambda: asyncio.sleep(0, bool(clock.pending())), timeout=2, message="no pause")
+        clock.advance(1.0)
+        assert await pause
+    assert retry.remaining_s() == pytest.approx(0.5)
+    assert await retry.pause() is False, "a third pause would end past the deadline"
+    assert clock.pending() == [], "nothing was scheduled for it"
+
+
+async def test_retrying_tries_again_after_retriable_errors_only() -> None:
+    clock = ManualClock()
+    failures: list[int] = []
+    outcomes: list[Exception | str] = [NotController("moved"), NotController("moved"), "done"]
+
+    async def attempt() -> str:
+        outcome = outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    async with paused_time(clock):
+        result = await retrying(
+            attempt,
+            Retry(clock, fixed(1.0)),
+            retriable=lambda e: isinstance(e, WireError) and e.retriable,
+            on_failure=lambda e, n: failures.append(n),
+        )
+        assert (result, failures) == ("done", [1, 2])
+        with pytest.raises(StaleBrokerEpoch):
+            await retrying(
+                lambda: _raise(StaleBrokerEpoch("old")),
+                Retry(clock, fixed(1.0)),
+                retriable=lambda e: isinstance(e, WireError) and e.retriable,
+            )
+
+
+async def test_retrying_raises_the_last_error_once_the_deadline_leaves_no_time() -> None:
+    clock = ManualClock()
+    attempts = 0
+
+    async def attempt() -> None:
+        nonlocal attempts
+        attempts += 1
+        clock.advance(1.0)  # each attempt takes a second
+        raise NotController("no controller yet")
+
+    async with paused_time(clock):
+        with pytest.raises(NotController):
+            await retrying(attempt, Retry(clock, fixed(0.5), timeout_s=3.0), retriable=lambda e: True)
+    # At 1 s the first fails and pauses to 1.5 s; the second fails at 2.5 s, and a pause
+    # would end at the deadline.
+    assert attempts == 2
+
+
+@contextlib.asynccontextmanager
+async def paused_time(clock: ManualClock) -> AsyncIterator[None]:
+    """Moves `clock` to each pause's end as soon as one is taken."""
+
+    async def drive() -> None:
+        while True:
+            await asyncio.sleep(0)
+            if clock.pending():
+                clock.advance(clock.pending()[0])
+
+    driver = asyncio.create_task(drive())
+    try:
+        yield
+    finally:
+        driver.cancel()
+
+
+async def _raise(error: Exception) -> None:
+    raise error

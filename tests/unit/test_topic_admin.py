@@ -11,6 +11,7 @@ from actors.ports import ReplicaAssignment
 from actors.topic_admin import (
     TopicError,
     assign_replicas,
+    place_replicas,
     plan_added_partitions,
     rack_alternated,
     validate_assignment,
@@ -165,3 +166,32 @@ def test_more_replicas_than_brokers_or_a_reassignment_refuse_an_increase() -> No
     with pytest.raises(TopicError) as caught:
         plan_added_partitions(moving, 2, None, dict.fromkeys((1, 2, 3)))
     assert caught.value.code == ErrorCode.REASSIGNMENT_IN_PROGRESS
+
+
+def test_placement_reproduces_the_rack_unaware_javadoc_vector() -> None:
+    assert list(place_replicas(10, 3, dict.fromkeys(range(5)), start=0, shift=0).values()) == [
+        [0, 1, 2],
+        [1, 2, 3],
+        [2, 3, 4],
+        [3, 4, 0],
+        [4, 0, 1],
+        [0, 2, 3],
+        [1, 3, 4],
+        [2, 4, 0],
+        [3, 0, 1],
+        [4, 1, 2],
+    ]
+
+
+def test_placement_reproduces_the_rack_aware_javadoc_vector() -> None:
+    racks = {0: "r1", 1: "r3", 2: "r3", 3: "r2", 4: "r2", 5: "r1"}
+    assert rack_alternated(racks) == [0, 3, 1, 5, 4, 2]
+    assert list(place_replicas(7, 3, racks, start=0, shift=0).values()) == [
+        [0, 3, 1],
+        [3, 1, 5],
+        [1, 5, 4],
+        [5, 4, 2],
+        [4, 2, 0],
+        [2, 0, 3],
+        [0, 4, 2],
+    ]

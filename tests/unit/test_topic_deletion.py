@@ -31,9 +31,10 @@ from actors.ports import (
     TopicAssignment,
     TopicPartition,
 )
+from tests.controllers import ControllerCluster as Cluster
+from tests.controllers import info, settled, started
 from tests.fakes import FakeBrokerChannel, FakeClusterStore, FakeZooKeeper, _Ephemeral
 from tests.support import ManualClock, eventually
-from tests.unit.test_partition_leadership import Cluster, info, settled, started
 from wire.api import (
     LeaderAndIsrResponse,
     PartitionError,
