@@ -32,6 +32,7 @@ from node.cli import console_commands, election_commands, reassign_commands, top
 from node.cli.arguments import CommandConfigError, add_global_options, apply_command_config
 from node.cli.output import print_json, print_table
 from node.clients.admin import KeelAdminClient
+from node.entry import CommandError
 from wire.api import DescribeClusterResponse
 from wire.errors import WireError
 
@@ -171,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return asyncio.run(run(args))
+    except CommandError as e:
+        print(f"keel: {e}", file=sys.stderr)
+        return e.status
     except (WireError, ValueError) as e:
         print(f"keel: {e}", file=sys.stderr)
         return 1

@@ -1,6 +1,9 @@
 """What producers and consumers share: the cluster's metadata, where each partition's leader
 is, and one pipelined connection per broker. Metadata is refreshed from any bootstrap or
 known broker when a leader moves or a connection fails.
+
+A topic or partition the metadata says does not exist is a fact, not a wait: the clients raise
+`UnknownTopicError` or `UnknownPartitionError` at once instead of retrying until a timeout.
 """
 
 from __future__ import annotations
@@ -10,11 +13,31 @@ import logging
 
 from wire.api import MetadataRequest, MetadataResponse, Request, Response
 from wire.endpoint import Endpoint, parse_bootstrap
-from wire.errors import NetworkException, WireError
+from wire.errors import ErrorCode, LeaderNotAvailable, NetworkException, WireError
 from wire.pool import ConnectionPool
 from wire.retry import Backoff
 
 log = logging.getLogger(__name__)
+
+
+class UnknownTopicError(LookupError):
+    """Every broker asked says the topic does not exist."""
+
+    def __init__(self, topic: str) -> None:
+        super().__init__(f"topic '{topic}' does not exist (keel topic list shows the topics)")
+        self.topic = topic
+
+
+class UnknownPartitionError(LookupError):
+    """The topic exists, with fewer partitions than the one asked for."""
+
+    def __init__(self, topic: str, partition: int, count: int) -> None:
+        super().__init__(
+            f"topic '{topic}' has no partition {partition}: it has {count} (partitions 0 to {count - 1})"
+        )
+        self.topic = topic
+        self.partition = partition
+        self.count = count
 
 
 class ClusterClient:
@@ -39,34 +62,71 @@ class ClusterClient:
     async def refresh(self, topics: list[str]) -> MetadataResponse:
         """Metadata for `topics` from the first broker that answers."""
         errors = []
-        candidates = list(dict.fromkeys([*self.brokers.values(), *self._bootstrap]))
-        for endpoint in candidates:
+        for endpoint in self._candidates():
             try:
-                response = await self._pool.send(endpoint, MetadataRequest(topics=topics))
+                return await self._refresh_from(endpoint, topics)
             except WireError as e:
                 errors.append(f"{endpoint.address}: {e.message}")
-                continue
-            assert isinstance(response, MetadataResponse)
-            self.brokers = {b.broker_id: Endpoint.plaintext(b.host, b.port) for b in response.brokers}
-            for topic in response.topics:
-                if topic.error_code:
-                    continue
-                self.partition_counts[topic.name] = len(topic.partitions)
-                for p in topic.partitions:
-                    self.leaders[(topic.name, p.partition)] = (p.leader, p.leader_epoch)
-            return response
         raise NetworkException("no broker answered Metadata: " + "; ".join(errors))
 
+    def _candidates(self) -> list[Endpoint]:
+        return list(dict.fromkeys([*self.brokers.values(), *self._bootstrap]))
+
+    async def _refresh_from(self, endpoint: Endpoint, topics: list[str]) -> MetadataResponse:
+        response = await self._pool.send(endpoint, MetadataRequest(topics=topics))
+        assert isinstance(response, MetadataResponse)
+        self.brokers = {b.broker_id: Endpoint.plaintext(b.host, b.port) for b in response.brokers}
+        for topic in response.topics:
+            if topic.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                self.partition_counts.pop(topic.name, None)
+            if topic.error_code:
+                continue
+            self.partition_counts[topic.name] = len(topic.partitions)
+            for p in topic.partitions:
+                self.leaders[(topic.name, p.partition)] = (p.leader, p.leader_epoch)
+        return response
+
+    async def partition_count(self, topic: str) -> int:
+        """How many partitions `topic` has, from fresh metadata. Raises UnknownTopicError when
+        every broker that answers says it does not exist: a broker's metadata cache may lag the
+        controller's for a moment after a create, so one broker's word is not enough."""
+        await self.refresh([topic])
+        if topic in self.partition_counts:
+            return self.partition_counts[topic]
+        for endpoint in self._candidates():
+            try:
+                await self._refresh_from(endpoint, [topic])
+            except WireError as e:
+                log.debug("metadata from %s: %s", endpoint.address, e.message)
+                continue
+            if topic in self.partition_counts:
+                return self.partition_counts[topic]
+        raise UnknownTopicError(topic)
+
+    async def check_partitions(self, topic: str, partitions: list[int]) -> int:
+        """The partition count of `topic`, once each of `partitions` is one of them."""
+        count = self.partition_counts.get(topic)
+        if count is None or any(p >= count for p in partitions):
+            count = await self.partition_count(topic)
+        for p in partitions:
+            if not 0 <= p < count:
+                raise UnknownPartitionError(topic, p, count)
+        return count
+
     async def wait_for_leaders(self, topic: str, deadline_s: float) -> int:
-        """Refresh until every partition of `topic` has a leader; returns the partition count."""
+        """Refresh until every partition of `topic` has a leader; returns the partition count.
+        A topic that does not exist is an UnknownTopicError at once, not a wait."""
         loop = asyncio.get_running_loop()
         end = loop.time() + deadline_s
         backoff = Backoff(0.05, 0.5)
         while True:
-            await self.refresh([topic])
-            count = self.partition_counts.get(topic, 0)
-            if count and all(self.leaders.get((topic, p), (-1, -1))[0] >= 0 for p in range(count)):
+            count = await self.partition_count(topic)
+            leaderless = [p for p in range(count) if self.leaders.get((topic, p), (-1, -1))[0] < 0]
+            if not leaderless:
                 return count
-            if loop.time() > end:
-                raise NetworkException(f"topic {topic} has no leader for some partition")
-            await asyncio.sleep(backoff.next_delay())
+            delay = backoff.next_delay()
+            if loop.time() + delay > end:
+                raise LeaderNotAvailable(
+                    f"topic '{topic}' partitions {leaderless} have no leader after {deadline_s:g} s"
+                )
+            await asyncio.sleep(delay)
