@@ -128,27 +128,33 @@ def to_batches(
 ) -> Iterator[list[Item]]:
     """Records from lines (key and value split at `separator`), in lists of at most BATCH_LINES
     whose record batch stays within `max_request_size`; any part of such a list sent to one
-    partition does too. A line too large for a batch of its own raises RecordTooLarge."""
+    partition does too. A line too large for a batch of its own raises RecordTooLarge, once
+    the lines before it are handed out."""
     batch: list[Item] = []
     size = records.HEADER_SIZE
     number = 0
-    for chunk in lines:
-        for raw in chunk:
-            number += 1
-            line = raw.rstrip(b"\r")
-            item: Item = (None, line)
-            if separator is not None and separator in line:
-                key, _, value = line.partition(separator)
-                item = (key, value)
-            alone = records.HEADER_SIZE + records.record_size(*item)
-            if alone > max_request_size:
-                raise RecordTooLarge(number, f"a record batch of {alone} bytes", max_request_size)
-            grown = size + records.record_size(*item, len(batch))
-            if batch and (len(batch) == BATCH_LINES or grown > max_request_size):
-                yield batch
-                batch, grown = [], alone
-            batch.append(item)
-            size = grown
+    try:
+        for chunk in lines:
+            for raw in chunk:
+                number += 1
+                line = raw.rstrip(b"\r")
+                item: Item = (None, line)
+                if separator is not None and separator in line:
+                    key, _, value = line.partition(separator)
+                    item = (key, value)
+                alone = records.HEADER_SIZE + records.record_size(*item)
+                if alone > max_request_size:
+                    raise RecordTooLarge(number, f"a record batch of {alone} bytes", max_request_size)
+                grown = size + records.record_size(*item, len(batch))
+                if batch and (len(batch) == BATCH_LINES or grown > max_request_size):
+                    yield batch
+                    batch, grown = [], alone
+                batch.append(item)
+                size = grown
+    except RecordTooLarge:
+        if batch:
+            yield batch  # the lines before it go out
+        raise
     if batch:
         yield batch
 
