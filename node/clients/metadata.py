@@ -127,6 +127,7 @@ class ClusterClient:
             delay = backoff.next_delay()
             if loop.time() + delay > end:
                 raise LeaderNotAvailable(
-                    f"topic '{topic}' partitions {leaderless} have no leader after {deadline_s:g} s"
+                    f"topic '{topic}' partition {', '.join(map(str, leaderless))} had no leader within "
+                    f"{deadline_s:.1f} s (keel topic describe --unavailable-partitions lists them)"
                 )
             await asyncio.sleep(delay)
