@@ -3,7 +3,9 @@ is, and one pipelined connection per broker. Metadata is refreshed from any boot
 known broker when a leader moves or a connection fails.
 
 A topic or partition the metadata says does not exist is a fact, not a wait: the clients raise
-`UnknownTopicError` or `UnknownPartitionError` at once instead of retrying until a timeout.
+`UnknownTopicError` or `UnknownPartitionError` instead of retrying until a timeout, once every
+broker has said so for a moment (`unknown_topic_wait_s`, what a new topic takes to reach the
+brokers' metadata caches).
 """
 
 from __future__ import annotations
@@ -41,9 +43,12 @@ class UnknownPartitionError(LookupError):
 
 
 class ClusterClient:
-    def __init__(self, bootstrap: str, *, timeout: float, client_id: str) -> None:
+    def __init__(
+        self, bootstrap: str, *, timeout: float, client_id: str, unknown_topic_wait_s: float = 2.0
+    ) -> None:
         self._bootstrap = parse_bootstrap(bootstrap)
         self.timeout = timeout
+        self.unknown_topic_wait_s = unknown_topic_wait_s
         self._pool = ConnectionPool(client_id=client_id, request_timeout=timeout, connect_timeout=timeout)
         self.brokers: dict[int, Endpoint] = {}
         # (topic, partition) → (leader, leader epoch); leader -1 while it has none.
@@ -62,7 +67,8 @@ class ClusterClient:
     async def refresh(self, topics: list[str]) -> MetadataResponse:
         """Metadata for `topics` from the first broker that answers."""
         errors = []
-        for endpoint in self._candidates():
+        candidates = self._candidates()
+        for endpoint in candidates:
             try:
                 return await self._refresh_from(endpoint, topics)
             except WireError as e:
@@ -87,21 +93,35 @@ class ClusterClient:
         return response
 
     async def partition_count(self, topic: str) -> int:
-        """How many partitions `topic` has, from fresh metadata. Raises UnknownTopicError when
-        every broker that answers says it does not exist: a broker's metadata cache may lag the
-        controller's for a moment after a create, so one broker's word is not enough."""
-        await self.refresh([topic])
-        if topic in self.partition_counts:
-            return self.partition_counts[topic]
-        for endpoint in self._candidates():
+        """How many partitions `topic` has, from fresh metadata. Raises UnknownTopicError once
+        every broker that answers has said for `unknown_topic_wait_s` that it does not exist:
+        CreateTopics answers before the brokers' metadata caches hold the new topic, so a
+        moment's "unknown" is not yet a fact."""
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + self.unknown_topic_wait_s
+        backoff = Backoff(0.05, 0.5)
+        while not await self._known_anywhere(topic):
+            delay = backoff.next_delay()
+            if loop.time() + delay > give_up:
+                raise UnknownTopicError(topic)
+            await asyncio.sleep(delay)
+        return self.partition_counts[topic]
+
+    async def _known_anywhere(self, topic: str) -> bool:
+        """Ask the brokers in turn until one knows `topic`; one broker's cache may lag."""
+        errors = []
+        candidates = self._candidates()
+        for endpoint in candidates:
             try:
                 await self._refresh_from(endpoint, [topic])
             except WireError as e:
-                log.debug("metadata from %s: %s", endpoint.address, e.message)
+                errors.append(f"{endpoint.address}: {e.message}")
                 continue
             if topic in self.partition_counts:
-                return self.partition_counts[topic]
-        raise UnknownTopicError(topic)
+                return True
+        if len(errors) == len(candidates):
+            raise NetworkException("no broker answered Metadata: " + "; ".join(errors))
+        return False
 
     async def check_partitions(self, topic: str, partitions: list[int]) -> int:
         """The partition count of `topic`, once each of `partitions` is one of them."""

@@ -56,19 +56,23 @@ def metadata(partitions: int | None, leader: int = 1) -> MetadataResponse:
 
 
 class _Pool:
-    """Answers Metadata per broker port, and Produce with `produce` (None: never answers)."""
+    """Answers Metadata per broker port (a list: one answer per request, the last kept), and
+    Produce with `produce` (None: never answers)."""
 
     def __init__(
-        self, by_port: dict[int, MetadataResponse], produce: ErrorCode | None = ErrorCode.NONE
+        self,
+        by_port: dict[int, MetadataResponse | list[MetadataResponse]],
+        produce: ErrorCode | None = ErrorCode.NONE,
     ) -> None:
-        self.by_port = by_port
+        self.by_port = {port: a if isinstance(a, list) else [a] for port, a in by_port.items()}
         self.produce = produce
         self.sent: list[tuple[int, str]] = []
 
     async def send(self, endpoint: Endpoint, request: Request, *, timeout: float | None = None) -> Response:
         self.sent.append((endpoint.port, type(request).__name__))
         if isinstance(request, MetadataRequest):
-            return self.by_port[endpoint.port]
+            answers = self.by_port[endpoint.port]
+            return answers.pop(0) if len(answers) > 1 else answers[0]
         assert isinstance(request, ProduceRequest)
         if self.produce is None:
             await asyncio.Event().wait()
@@ -90,21 +94,29 @@ class _Pool:
 
 
 def cluster_with(pool: _Pool) -> ClusterClient:
-    cluster = ClusterClient("127.0.0.1:9001", timeout=5.0, client_id="test")
+    cluster = ClusterClient("127.0.0.1:9001", timeout=5.0, client_id="test", unknown_topic_wait_s=0.3)
     cluster._pool = pool  # type: ignore[assignment]
     return cluster
 
 
-async def test_a_topic_no_broker_knows_is_unknown_at_once() -> None:
+async def test_a_topic_no_broker_knows_is_unknown_without_waiting_for_leaders() -> None:
     pool = _Pool({9001: metadata(None), 9002: metadata(None)})
+    started = time.monotonic()
     with pytest.raises(UnknownTopicError, match="topic 't' does not exist"):
         await cluster_with(pool).wait_for_leaders("t", 30)
+    assert time.monotonic() - started < 2, "unknown_topic_wait_s (0.3 s), not the 30 s for leaders"
     assert {port for port, _ in pool.sent} == {9001, 9002}, "every broker was asked before giving up"
 
 
 async def test_one_broker_whose_cache_lags_a_create_is_not_believed() -> None:
     pool = _Pool({9001: metadata(None), 9002: metadata(3)})
     assert await cluster_with(pool).partition_count("t") == 3
+
+
+async def test_a_topic_that_reaches_the_caches_a_moment_late_is_found() -> None:
+    """CreateTopics answers before the brokers' metadata holds the topic."""
+    pool = _Pool({9001: [metadata(None), metadata(None), metadata(2)], 9002: metadata(None)})
+    assert await cluster_with(pool).partition_count("t") == 2
 
 
 async def test_a_partition_past_the_count_is_unknown() -> None:
@@ -124,7 +136,7 @@ async def test_leaders_are_awaited_only_until_the_deadline() -> None:
 
 def producer_with(pool: _Pool, delivery_timeout: float) -> KeelProducer:
     producer = KeelProducer("127.0.0.1:9001", request_timeout=30, delivery_timeout=delivery_timeout)
-    producer._cluster._pool = pool  # type: ignore[assignment]
+    producer._cluster = cluster_with(pool)
     return producer
 
 
