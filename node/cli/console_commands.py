@@ -89,10 +89,8 @@ def _facts_are_errors() -> Iterator[None]:
 class RecordTooLarge(Exception):
     """A stdin line that cannot be sent as one record within --max-request-size."""
 
-    def __init__(self, line: int, size: str, limit: int) -> None:
-        super().__init__(
-            f"line {line} of stdin is {size}, over the {limit}-byte record limit (--max-request-size)"
-        )
+    def __init__(self, line: int, what: str) -> None:
+        super().__init__(f"line {line} of stdin {what} (--max-request-size)")
 
 
 class _Readable(Protocol):
@@ -118,7 +116,7 @@ def read_lines(stream: _Readable, *, max_line: int, read_size: int = READ_SIZE) 
             pieces.append(tail)
             held += len(tail)
             if held > max_line:
-                raise RecordTooLarge(done + 1, f"longer than {held} bytes", max_line)
+                raise RecordTooLarge(done + 1, f"is longer than the {max_line}-byte record limit")
     if pieces:
         yield [b"".join(pieces)]
 
@@ -144,7 +142,8 @@ def to_batches(
                     item = (key, value)
                 alone = records.HEADER_SIZE + records.record_size(*item)
                 if alone > max_request_size:
-                    raise RecordTooLarge(number, f"a record batch of {alone} bytes", max_request_size)
+                    over = f"over the {max_request_size}-byte record limit"
+                    raise RecordTooLarge(number, f"makes a record batch of {alone} bytes, {over}")
                 grown = size + records.record_size(*item, len(batch))
                 if batch and (len(batch) == BATCH_LINES or grown > max_request_size):
                     yield batch

@@ -86,7 +86,8 @@ def test_a_line_too_large_for_a_batch_of_its_own_is_refused_with_its_size() -> N
     fits = b"x" * max(n for n in range(limit) if records.batch_size([(None, b"x" * n)]) <= limit)
     handed = []
     with pytest.raises(
-        RecordTooLarge, match=r"line 3 of stdin is a record batch of 100[1-9] bytes, over the 1000"
+        RecordTooLarge,
+        match=r"line 3 of stdin makes a record batch of 100[1-9] bytes, over the 1000",
     ):
         for batch in to_batches([[b"a", fits], [fits + b"yy"]], separator=None, max_request_size=limit):
             handed.append(batch)
@@ -103,7 +104,7 @@ def test_the_lines_before_one_cut_off_while_read_are_handed_out() -> None:
 
 
 def test_refusing_a_line_is_a_usage_error_until_records_were_sent() -> None:
-    error = RecordTooLarge(1, "longer than 2000 bytes", 1000)
+    error = RecordTooLarge(1, "is longer than the 1000-byte record limit")
     nothing_sent = _refused(error, 0)
     assert nothing_sent.status == EXIT_USAGE and str(nothing_sent).endswith("nothing was sent")
     some_sent = _refused(error, 500)
