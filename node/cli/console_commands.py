@@ -9,7 +9,7 @@ The producer sends each stdin line as a record (split into key and value at the 
 `--key-separator` when given), in batches of up to 500 lines and `--max-request-size` bytes.
 Both print a progress line to stderr every 5 seconds on long runs and a summary at the end.
 
-Facts end a command at once with one line: a topic or partition that does not exist (exit 1),
+Facts end a command with one line: a topic or partition that does not exist (exit 1),
 a line too long for one record (exit 2 when nothing was sent yet, else 3, saying how many
 records were). `--timeout` bounds each batch's delivery, metadata waits and retries included.
 """

@@ -21,6 +21,10 @@ from wire.retry import Backoff
 
 log = logging.getLogger(__name__)
 
+# How long a topic every broker calls unknown is asked about again before it is believed
+# missing: a new topic reaches the brokers' metadata caches a moment after CreateTopics answers.
+UNKNOWN_TOPIC_WAIT_S = 2.0
+
 
 class UnknownTopicError(LookupError):
     """Every broker asked says the topic does not exist."""
@@ -44,7 +48,12 @@ class UnknownPartitionError(LookupError):
 
 class ClusterClient:
     def __init__(
-        self, bootstrap: str, *, timeout: float, client_id: str, unknown_topic_wait_s: float = 2.0
+        self,
+        bootstrap: str,
+        *,
+        timeout: float,
+        client_id: str,
+        unknown_topic_wait_s: float = UNKNOWN_TOPIC_WAIT_S,
     ) -> None:
         self._bootstrap = parse_bootstrap(bootstrap)
         self.timeout = timeout

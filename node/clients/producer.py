@@ -3,8 +3,11 @@
 Records are grouped per partition into record batches and sent in one Produce per leader.
 Keyed records go to `murmur2(key) % partitions` (Kafka's default partitioner); records
 without a key go round-robin. A send that fails with a retriable error (a moved leader, a
-lost connection, a timeout) refreshes metadata and retries until `delivery_timeout` runs out.
-There is no idempotence: a retry after a lost answer may append a record twice.
+lost connection, a timeout) refreshes metadata and retries until `delivery_timeout` runs out:
+one deadline per send for every wait in it (Kafka's delivery.timeout.ms). A topic or partition
+the metadata says does not exist is raised instead of waited for (UnknownTopicError,
+UnknownPartitionError). There is no idempotence: a retry after a lost answer may append a
+record twice.
 
     async with KeelProducer("127.0.0.1:9092", acks=-1) as producer:
         offsets = await producer.send_many("orders", [(None, b"hello")])
@@ -21,7 +24,7 @@ import time
 from collections.abc import AsyncIterator
 
 from node.clients.closing import AsyncClosing
-from node.clients.metadata import ClusterClient
+from node.clients.metadata import UNKNOWN_TOPIC_WAIT_S, ClusterClient
 from wire import records
 from wire.api import ProducePartitionData, ProduceRequest, ProduceResponse, ProduceTopicData
 from wire.errors import ErrorCode, WireError, for_code, is_retriable
@@ -96,7 +99,13 @@ class KeelProducer(AsyncClosing):
         self.acks = acks
         self._request_timeout = request_timeout
         self._delivery_timeout = delivery_timeout
-        self._cluster = ClusterClient(bootstrap, timeout=request_timeout, client_id=client_id)
+        self._cluster = ClusterClient(
+            bootstrap,
+            timeout=request_timeout,
+            client_id=client_id,
+            # A missing topic is reported as such, well within the delivery's deadline.
+            unknown_topic_wait_s=min(UNKNOWN_TOPIC_WAIT_S, delivery_timeout / 2),
+        )
         self._round_robin = itertools.count()
 
     async def close(self) -> None:

@@ -136,7 +136,7 @@ async def test_leaders_are_awaited_only_until_the_deadline() -> None:
 
 def producer_with(pool: _Pool, delivery_timeout: float) -> KeelProducer:
     producer = KeelProducer("127.0.0.1:9001", request_timeout=30, delivery_timeout=delivery_timeout)
-    producer._cluster = cluster_with(pool)
+    producer._cluster._pool = pool  # type: ignore[assignment]
     return producer
 
 
@@ -162,6 +162,12 @@ async def test_a_refused_batch_names_the_partition_and_why() -> None:
     with pytest.raises(ProduceFailed, match="topic 't' partition 0 refused") as refused:
         await producer.send_many("t", [(None, b"v")])
     assert refused.value.code == ErrorCode.MESSAGE_TOO_LARGE
+
+
+async def test_a_missing_topic_is_named_within_a_short_delivery_timeout() -> None:
+    producer = producer_with(_Pool({9001: metadata(None), 9002: metadata(None)}), 0.4)
+    with pytest.raises(UnknownTopicError):
+        await producer.send_many("t", [(None, b"v")])
 
 
 async def test_the_producer_checks_topic_and_partition_before_sending() -> None:
