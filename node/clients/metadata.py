@@ -144,7 +144,7 @@ class ClusterClient:
 
     async def wait_for_leaders(self, topic: str, deadline_s: float) -> int:
         """Refresh until every partition of `topic` has a leader; returns the partition count.
-        A topic that does not exist is an UnknownTopicError at once, not a wait."""
+        A topic that does not exist is an UnknownTopicError (see partition_count), not a wait."""
         loop = asyncio.get_running_loop()
         end = loop.time() + deadline_s
         backoff = Backoff(0.05, 0.5)
