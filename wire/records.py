@@ -85,6 +85,12 @@ def _put_varint(out: bytearray, value: int) -> None:
     out.append(n)
 
 
+def _varint_size(value: int) -> int:
+    """How many bytes `_put_varint` writes for `value`."""
+    n = (value << 1) ^ (value >> 63)
+    return max(1, (n.bit_length() + 6) // 7)
+
+
 def _get_varint(buffer: Buffer, position: int) -> tuple[int, int]:
     shift = 0
     n = 0
@@ -120,6 +126,23 @@ def _get_bytes(buffer: Buffer, position: int) -> tuple[bytes | None, int]:
 
 
 # --- building (producers) ---
+
+
+def _bytes_size(value: bytes | None) -> int:
+    return _varint_size(-1) if value is None else _varint_size(len(value)) + len(value)
+
+
+def record_size(key: bytes | None, value: bytes | None, offset_delta: int = 0) -> int:
+    """The bytes one record built by `build_batch` takes, its length prefix included."""
+    # attributes, timestamp delta 0, offset delta, key, value, no headers
+    body = 1 + 1 + _varint_size(offset_delta) + _bytes_size(key) + _bytes_size(value) + 1
+    return _varint_size(body) + body
+
+
+def batch_size(records: Iterable[tuple[bytes | None, bytes | None]]) -> int:
+    """The bytes `build_batch(records)` makes, without building it: what a producer holds to
+    its max.request.size before sending, and a broker to max.message.bytes."""
+    return HEADER_SIZE + sum(record_size(key, value, delta) for delta, (key, value) in enumerate(records))
 
 
 def build_batch(

@@ -3,7 +3,8 @@ consumer does with manual assignment (no groups, no committed offsets).
 
 Starting offsets come from ListOffsets (earliest with `from_beginning`, else latest). A
 moved leader or a lost connection refreshes metadata and the fetch goes on; an offset out
-of range restarts from the earliest offset still held.
+of range restarts from the earliest offset still held. A topic or partition the metadata
+says does not exist is raised from the first poll (UnknownTopicError, UnknownPartitionError).
 
     async with KeelConsumer("127.0.0.1:9092", "orders", from_beginning=True) as consumer:
         for record in await consumer.poll():
@@ -78,11 +79,11 @@ class KeelConsumer(AsyncClosing):
         await self._cluster.close()
 
     async def _assign(self) -> None:
-        count = await self._cluster.wait_for_leaders(self.topic, self._cluster.timeout)
-        chosen = self._wanted if self._wanted is not None else list(range(count))
-        for p in chosen:
-            if not 0 <= p < count:
-                raise ValueError(f"{self.topic} has no partition {p}")
+        """Every partition of the topic, or the ones asked for; a topic or partition that does
+        not exist is an UnknownTopicError or UnknownPartitionError, not a poll that returns
+        nothing for ever."""
+        count = await self._cluster.check_partitions(self.topic, self._wanted or [])
+        for p in self._wanted if self._wanted is not None else range(count):
             self.positions.setdefault(p, None)
 
     async def _position(self, reset_to: int) -> None:

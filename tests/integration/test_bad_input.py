@@ -160,7 +160,96 @@ LIMITS: list[BadInput] = [
 ]
 
 # Clients fail fast on facts: missing topics and partitions, record size, bounded waits.
-CLIENTS: list[BadInput] = []
+CLIENTS: list[BadInput] = [
+    BadInput(
+        "produce-missing-topic",
+        ("produce", "--topic", "nosuchtopic", "--timeout", "5", "--bootstrap-server", "{bootstrap}"),
+        1,
+        "topic 'nosuchtopic' does not exist",
+        seconds=5,
+        stdin="hi\n",
+    ),
+    BadInput(
+        "produce-missing-partition",
+        (
+            "produce",
+            "--topic",
+            TOPIC,
+            "--partition",
+            "5",
+            "--timeout",
+            "5",
+            "--bootstrap-server",
+            "{bootstrap}",
+        ),
+        1,
+        f"topic '{TOPIC}' has no partition 5: it has 2",
+        seconds=5,
+        stdin="hi\n",
+    ),
+    BadInput(
+        "produce-negative-partition",
+        ("produce", "--topic", TOPIC, "--partition", "-1", "--bootstrap-server", "{bootstrap}"),
+        2,
+        "--partition",
+        stdin="hi\n",
+    ),
+    BadInput(
+        # 2 MB in one line: refused once past the record limit, without reading the rest.
+        "produce-line-over-record-limit",
+        ("produce", "--topic", TOPIC, "--bootstrap-server", "{bootstrap}"),
+        2,
+        "is longer than the 1048576-byte record limit (--max-request-size); nothing was sent",
+        seconds=5,
+        stdin="B" * 2_000_000 + "\n",
+    ),
+    BadInput(
+        # A line of exactly max.request.size bytes: the record batch around it is larger.
+        "produce-record-batch-over-limit",
+        ("produce", "--topic", TOPIC, "--bootstrap-server", "{bootstrap}"),
+        2,
+        "makes a record batch of 1048650 bytes, over the 1048576-byte record limit",
+        seconds=5,
+        stdin="B" * 1048576 + "\n",
+    ),
+    BadInput(
+        # With --timeout-ms 10000, an answer within 5 s shows it did not wait for the idle limit.
+        "consume-missing-topic",
+        ("consume", "--topic", "nosuchtopic", "--timeout-ms", "10000", "--bootstrap-server", "{bootstrap}"),
+        1,
+        "topic 'nosuchtopic' does not exist",
+        seconds=5,
+    ),
+    BadInput(
+        "consume-missing-partition",
+        (
+            "consume",
+            "--topic",
+            TOPIC,
+            "--partition",
+            "7",
+            "--timeout-ms",
+            "10000",
+            "--bootstrap-server",
+            "{bootstrap}",
+        ),
+        1,
+        f"topic '{TOPIC}' has no partition 7: it has 2",
+        seconds=5,
+    ),
+    BadInput(
+        "consume-negative-max-messages",
+        ("consume", "--topic", TOPIC, "--max-messages", "-3", "--bootstrap-server", "{bootstrap}"),
+        2,
+        "--max-messages",
+    ),
+    BadInput(
+        "consume-negative-timeout-ms",
+        ("consume", "--topic", TOPIC, "--timeout-ms", "-1", "--bootstrap-server", "{bootstrap}"),
+        2,
+        "--timeout-ms",
+    ),
+]
 
 
 def _reassignment(topic: str, partition: int, replicas: list[int]) -> str:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import orjson
 from kazoo.client import KazooClient
 
+from node.clients.admin import KeelAdminClient
 from node.clients.producer import partition_for
 from tests.integration.conftest import ROOT, Brokers
 from tests.support import eventually, eventually_sync
@@ -206,3 +208,71 @@ async def test_keel_produce_and_consume_like_kafkas_console_tools(
     for record in got:
         per_partition.setdefault(record["partition"], []).append(int(record["value"].split()[1]))
     assert all(v == sorted(v) for v in per_partition.values()), "in order within each partition"
+
+
+async def test_keel_produce_refuses_what_cannot_be_sent_in_one_line(brokers: Brokers) -> None:
+    """A batch the topic's max.message.bytes refuses, a line over --max-request-size after
+    others were sent, and a partition without a leader: each one line, and soon."""
+    brokers.start(1, 2)
+    await eventually(brokers.agreed_controller, timeout=20, message="no controller")
+    bootstrap = ",".join(f"127.0.0.1:{b.port}" for b in brokers.all)
+
+    def keel(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        return run("node.cli.main", *args, "--bootstrap-server", bootstrap, stdin=stdin)
+
+    def one_line(done: subprocess.CompletedProcess[str]) -> str:
+        assert len(done.stderr.splitlines()) == 1 and "Traceback" not in done.stderr, done.stderr
+        return done.stderr
+
+    small = keel(
+        "topic",
+        "create",
+        "--topic",
+        "small",
+        "--replica-assignment",
+        "1",
+        "--config",
+        "max.message.bytes=1000",
+    )
+    orphan = keel("topic", "create", "--topic", "orphan", "--replica-assignment", "2")
+    assert small.returncode == 0 and orphan.returncode == 0, small.stderr + orphan.stderr
+
+    refused = keel("produce", "--topic", "small", stdin="B" * 2000 + "\n")
+    assert refused.returncode == 1
+    assert (
+        "topic 'small' partition 0 refused" in one_line(refused)
+        and "max.message.bytes 1000" in refused.stderr
+    )
+
+    partial = keel(
+        "produce", "--topic", "small", "--max-request-size", "1000", stdin="a\nb\n" + "B" * 5000 + "\n"
+    )
+    assert partial.returncode == 3
+    assert one_line(partial).startswith("keel: sent 2 records, then stopped: line 3 of stdin")
+    consumed = keel(
+        "consume", "--topic", "small", "--from-beginning", "--max-messages", "2", "--timeout-ms", "10000"
+    )
+    assert consumed.stdout.split() == ["a", "b"], consumed.stderr
+
+    brokers.by_id(2).stop()
+
+    async def leaderless() -> bool:
+        async with KeelAdminClient(f"127.0.0.1:{brokers.by_id(1).port}", timeout=5) as admin:
+            (topic,) = (await admin.metadata(["orphan"])).topics
+            return topic.partitions[0].leader == -1
+
+    await eventually(leaderless, timeout=20, message="orphan-0 kept a leader")
+    started = time.monotonic()
+    waited = run(
+        "node.cli.main",
+        "produce",
+        "--topic",
+        "orphan",
+        "--timeout",
+        "3",
+        "--bootstrap-server",
+        f"127.0.0.1:{brokers.by_id(1).port}",
+        stdin="hi\n",
+    )
+    assert waited.returncode == 1 and "partition 0 had no leader within 3.0 s" in one_line(waited)
+    assert time.monotonic() - started < 10, "--timeout bounds the wait for a leader"

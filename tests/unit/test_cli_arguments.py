@@ -75,6 +75,11 @@ def test_bad_command_config_exits_2_without_a_traceback(
         ["topic", "create", "--topic", "t", "--partitions", "0"],
         ["topic", "create", "--topic", "t", "--replication-factor", "x"],
         ["--timeout", "0", "topic", "list"],
+        ["produce", "--topic", "t", "--partition", "-1"],
+        ["produce", "--topic", "t", "--max-request-size", "0"],
+        ["consume", "--topic", "t", "--partition", "-2"],
+        ["consume", "--topic", "t", "--max-messages", "-3"],
+        ["consume", "--topic", "t", "--timeout-ms", "-1"],
     ],
 )
 def test_bad_numbers_are_refused_before_connecting(
