@@ -6,10 +6,10 @@ async with KeelAdminClient("127.0.0.1:9092") as admin:
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
+from actors.retry import Retry, retrying
 from node.clients.closing import AsyncClosing
 from wire.api import (
     AlterConfigsResource,
@@ -120,21 +120,18 @@ class KeelAdminClient(AsyncClosing):
         error (a lost connection, no controller yet, NOT_CONTROLLER, or an answer `moved`
         says came from a former controller) is retried, the target looked up again, with
         backoff until the client's timeout runs out, as Kafka's admin client does."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._timeout
-        backoff = Backoff(0.1, 1.0)
-        while True:
-            try:
-                target = await (self._controller() if to_controller else self._any_broker())
-                answer = await self._send(target, request, response_type, wait_s)
-                if not moved(answer):
-                    return answer
+        async def attempt() -> R:
+            target = await (self._controller() if to_controller else self._any_broker())
+            answer = await self._send(target, request, response_type, wait_s)
+            if moved(answer):
                 raise NotController(f"a former controller answered {type(request).__name__}")
-            except WireError as e:
-                delay = backoff.next_delay()
-                if not e.retriable or loop.time() + delay > deadline:
-                    raise
-                await asyncio.sleep(delay)
+            return answer
+
+        return await retrying(
+            attempt,
+            Retry(backoff=Backoff(0.1, 1.0), timeout_s=self._timeout),
+            retriable=lambda e: isinstance(e, WireError) and e.retriable,
+        )
 
     async def api_versions(self) -> ApiVersionsResponse:
         return await self._call(ApiVersionsRequest(), ApiVersionsResponse)

@@ -18,6 +18,7 @@ import contextlib
 import dataclasses
 import logging
 
+from actors.retry import Retry
 from node.clients.closing import AsyncClosing
 from node.clients.metadata import ClusterClient
 from wire import records
@@ -65,7 +66,8 @@ class KeelConsumer(AsyncClosing):
         self._from_beginning = from_beginning
         self._max_wait_ms = max_wait_ms
         self._cluster = ClusterClient(bootstrap, timeout=timeout, client_id=client_id)
-        self._backoff = Backoff(0.1, 1.0)
+        # Polls go on until the caller stops them: no deadline here.
+        self._retry = Retry(backoff=Backoff(0.1, 1.0))
         # Next offset to read per partition; None until positioned.
         self.positions: dict[int, int | None] = {}
         self.high_watermarks: dict[int, int] = {}
@@ -112,11 +114,11 @@ class KeelConsumer(AsyncClosing):
                 await self._assign()
             await self._position(EARLIEST_TIMESTAMP if self._from_beginning else LATEST_TIMESTAMP)
             fetched = await self._fetch_round()
-            self._backoff.reset()
+            self._retry.succeeded()
             return fetched
         except WireError as e:
             log.debug("poll failed, refreshing metadata: %s", e.message)
-            await asyncio.sleep(self._backoff.next_delay())
+            await self._retry.pause()
             with contextlib.suppress(WireError):
                 await self._cluster.refresh([self.topic])
             return []

@@ -10,9 +10,9 @@ brokers' metadata caches).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
+from actors.retry import Retry
 from wire.api import MetadataRequest, MetadataResponse, Request, Response
 from wire.endpoint import Endpoint, parse_bootstrap
 from wire.errors import ErrorCode, LeaderNotAvailable, NetworkException, WireError
@@ -106,14 +106,10 @@ class ClusterClient:
         every broker that answers has said for `unknown_topic_wait_s` that it does not exist:
         CreateTopics answers before the brokers' metadata caches hold the new topic, so a
         moment's "unknown" is not yet a fact."""
-        loop = asyncio.get_running_loop()
-        give_up = loop.time() + self.unknown_topic_wait_s
-        backoff = Backoff(0.05, 0.5)
+        retry = Retry(backoff=Backoff(0.05, 0.5), timeout_s=self.unknown_topic_wait_s)
         while not await self._known_anywhere(topic):
-            delay = backoff.next_delay()
-            if loop.time() + delay > give_up:
+            if not await retry.pause():
                 raise UnknownTopicError(topic)
-            await asyncio.sleep(delay)
         return self.partition_counts[topic]
 
     async def _known_anywhere(self, topic: str) -> bool:
@@ -145,18 +141,14 @@ class ClusterClient:
     async def wait_for_leaders(self, topic: str, deadline_s: float) -> int:
         """Refresh until every partition of `topic` has a leader; returns the partition count.
         A topic that does not exist is an UnknownTopicError (see partition_count), not a wait."""
-        loop = asyncio.get_running_loop()
-        end = loop.time() + deadline_s
-        backoff = Backoff(0.05, 0.5)
+        retry = Retry(backoff=Backoff(0.05, 0.5), timeout_s=deadline_s)
         while True:
             count = await self.partition_count(topic)
             leaderless = [p for p in range(count) if self.leaders.get((topic, p), (-1, -1))[0] < 0]
             if not leaderless:
                 return count
-            delay = backoff.next_delay()
-            if loop.time() + delay > end:
+            if not await retry.pause():
                 raise LeaderNotAvailable(
                     f"topic '{topic}' partition {', '.join(map(str, leaderless))} had no leader within "
                     f"{deadline_s:.1f} s (keel topic describe --unavailable-partitions lists them)"
                 )
-            await asyncio.sleep(delay)

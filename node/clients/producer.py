@@ -23,6 +23,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 
+from actors.retry import Retry
 from node.clients.closing import AsyncClosing
 from node.clients.metadata import UNKNOWN_TOPIC_WAIT_S, ClusterClient
 from wire import records
@@ -174,13 +175,14 @@ class KeelProducer(AsyncClosing):
     async def _deliver(self, topic: str, batches: dict[int, bytes], delivery: _Delivery) -> list[Delivered]:
         pending = dict(batches)
         delivered: list[Delivered] = []
-        backoff = Backoff(0.05, 1.0)
+        # No deadline of its own: the delivery's bounds the pauses too.
+        retry = Retry(backoff=Backoff(0.05, 1.0))
         while pending:
             failures = await self._send_round(topic, pending, delivered)
             if not failures:
                 break
             delivery.last_failure = next(iter(failures.values()))
-            await asyncio.sleep(backoff.next_delay())
+            await retry.pause()
             try:
                 # Fresh metadata: the moved leaders, or the fact that the topic is gone.
                 await self._cluster.partition_count(topic)
