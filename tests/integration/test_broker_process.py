@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-import sys
 from pathlib import Path
 
 import msgpack
@@ -12,21 +11,14 @@ import pytest
 
 from node.clients.admin import KeelAdminClient
 from node.cluster.zookeeper import free_ports
-from tests.integration.conftest import ROOT, BrokerProcess, Brokers
-from tests.support import eventually
+from tests.integration.conftest import BrokerProcess, Brokers
+from tests.support import eventually, run_command
 from wire.errors import ErrorCode
 from wire.frames import encode_frame
 
 
 def run_node(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "node.broker.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-        check=False,
-    )
+    return run_command("node.broker.main", *args, timeout=60)
 
 
 @pytest.mark.parametrize(

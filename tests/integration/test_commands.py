@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -12,22 +11,8 @@ from kazoo.client import KazooClient
 
 from node.clients.admin import KeelAdminClient
 from node.clients.producer import partition_for
-from tests.integration.conftest import ROOT, Brokers
-from tests.support import eventually, eventually_sync
-
-
-def run(
-    module: str, *args: str, timeout: float = 120, stdin: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", module, *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT,
-        check=False,
-    )
+from tests.integration.conftest import Brokers
+from tests.support import eventually, eventually_sync, run_command
 
 
 async def test_keel_cli_describes_and_forces_reelection(brokers: Brokers, kazoo: KazooClient) -> None:
@@ -35,7 +20,7 @@ async def test_keel_cli_describes_and_forces_reelection(brokers: Brokers, kazoo:
     controller, epoch = await eventually(brokers.agreed_controller, timeout=20, message="no controller")
     bootstrap = f"127.0.0.1:{one.port},127.0.0.1:{two.port}"
 
-    described = run(
+    described = run_command(
         "node.cli.main", "cluster", "describe", "--bootstrap-server", bootstrap, "--format", "json"
     )
     assert described.returncode == 0, described.stderr
@@ -43,10 +28,10 @@ async def test_keel_cli_describes_and_forces_reelection(brokers: Brokers, kazoo:
     assert (cluster["controller_id"], cluster["controller_epoch"]) == (controller, epoch)
     assert [b["broker_id"] for b in cluster["brokers"]] == [1, 2]
 
-    table = run("node.cli.main", "cluster", "describe", "--bootstrap-server", bootstrap)
+    table = run_command("node.cli.main", "cluster", "describe", "--bootstrap-server", bootstrap)
     assert f"Controller:        {controller}" in table.stdout and "BROKER" in table.stdout
 
-    reelect = run(
+    reelect = run_command(
         "node.cli.main", "controller", "reelect", "--bootstrap-server", bootstrap, "--format", "json"
     )
     assert orjson.loads(reelect.stdout) == {"deleted_controller_id": controller}
@@ -57,7 +42,9 @@ async def test_keel_cli_describes_and_forces_reelection(brokers: Brokers, kazoo:
 
     await eventually(next_epoch, timeout=10, message="no re-election after keel controller reelect")
     shown = orjson.loads(
-        run("node.cli.main", "controller", "show", "--bootstrap-server", bootstrap, "--format", "json").stdout
+        run_command(
+            "node.cli.main", "controller", "show", "--bootstrap-server", bootstrap, "--format", "json"
+        ).stdout
     )
     assert shown["controller_epoch"] == epoch + 1
     assert shown["address"] == f"127.0.0.1:{brokers.by_id(shown['controller_id']).port}"
@@ -66,7 +53,7 @@ async def test_keel_cli_describes_and_forces_reelection(brokers: Brokers, kazoo:
 def test_keel_cli_reports_an_unreachable_cluster() -> None:
     from node.cluster.zookeeper import free_ports
 
-    result = run(
+    result = run_command(
         "node.cli.main",
         "cluster",
         "describe",
@@ -80,13 +67,13 @@ def test_keel_cli_reports_an_unreachable_cluster() -> None:
 
 def test_keel_cluster_up_kill_status_restart_stop(tmp_path: Path) -> None:
     directory = ["--dir", str(tmp_path / "cluster")]
-    up = run("node.cluster.command", "up", "--brokers", "3", *directory)
+    up = run_command("node.cluster.command", "up", "--brokers", "3", *directory)
     try:
         assert up.returncode == 0, up.stdout + up.stderr
         assert "CONTROLLER" in up.stdout
 
         def status() -> dict[str, object]:
-            result = run("node.cluster.command", "status", "--format", "json", *directory)
+            result = run_command("node.cluster.command", "status", "--format", "json", *directory)
             assert result.returncode == 0, result.stderr
             return orjson.loads(result.stdout)  # type: ignore[no-any-return]
 
@@ -97,10 +84,12 @@ def test_keel_cluster_up_kill_status_restart_stop(tmp_path: Path) -> None:
         planner = first["planner"]
         assert isinstance(planner, dict) and planner["pid"] and planner["spark_master"] == "local[*]"
         assert planner["state"] in ("starting", "active")
-        again = run("node.cluster.command", "up", "--brokers", "3", *directory)
+        again = run_command("node.cluster.command", "up", "--brokers", "3", *directory)
         assert again.returncode == 0, "up is idempotent"
 
-        run("node.cluster.command", "kill", str(controller["broker_id"]), "--signal", "KILL", *directory)
+        run_command(
+            "node.cluster.command", "kill", str(controller["broker_id"]), "--signal", "KILL", *directory
+        )
 
         def taken_over() -> dict[str, object] | None:
             now = status()["brokers"]
@@ -113,13 +102,13 @@ def test_keel_cluster_up_kill_status_restart_stop(tmp_path: Path) -> None:
         new = eventually_sync(taken_over, timeout=20, interval=0.2, message="no new controller after kill")
         assert new["broker_id"] != controller["broker_id"]
 
-        restarted = run("node.cluster.command", "restart", str(controller["broker_id"]), *directory)
+        restarted = run_command("node.cluster.command", "restart", str(controller["broker_id"]), *directory)
         assert restarted.returncode == 0
         assert all(r["state"] == "running" for r in status()["brokers"])  # type: ignore[union-attr]
-        logs = run("node.cluster.command", "logs", str(controller["broker_id"]), *directory)
+        logs = run_command("node.cluster.command", "logs", str(controller["broker_id"]), *directory)
         assert f"broker {controller['broker_id']} is controller at epoch" in logs.stdout
     finally:
-        stopped = run("node.cluster.command", "stop", *directory)
+        stopped = run_command("node.cluster.command", "stop", *directory)
     assert stopped.returncode == 0
     assert all(r["state"] == "stopped" for r in status()["brokers"])  # type: ignore[union-attr]
     assert status()["planner"]["state"] == "stopped"  # type: ignore[index]
@@ -128,7 +117,7 @@ def test_keel_cluster_up_kill_status_restart_stop(tmp_path: Path) -> None:
 def test_keel_cluster_on_a_three_server_zookeeper_ensemble(tmp_path: Path) -> None:
     directory = ["--dir", str(tmp_path / "ensemble")]
     try:
-        up = run(
+        up = run_command(
             "node.cluster.command",
             "up",
             "--brokers",
@@ -139,12 +128,14 @@ def test_keel_cluster_on_a_three_server_zookeeper_ensemble(tmp_path: Path) -> No
             *directory,
         )
         assert up.returncode == 0, up.stdout + up.stderr
-        status = orjson.loads(run("node.cluster.command", "status", "--format", "json", *directory).stdout)
+        status = orjson.loads(
+            run_command("node.cluster.command", "status", "--format", "json", *directory).stdout
+        )
         assert status["zookeeper"]["running"] is True
         assert len(status["zookeeper"]["connect"].split(",")) == 3
         assert sum(1 for row in status["brokers"] if row["controller"]) == 1
     finally:
-        assert run("node.cluster.command", "stop", *directory).returncode == 0
+        assert run_command("node.cluster.command", "stop", *directory).returncode == 0
 
 
 async def test_keel_produce_and_consume_like_kafkas_console_tools(
@@ -153,7 +144,7 @@ async def test_keel_produce_and_consume_like_kafkas_console_tools(
     brokers.start(1, 2, 3)
     await eventually(brokers.agreed_controller, timeout=20, message="no controller")
     bootstrap = ",".join(f"127.0.0.1:{b.port}" for b in brokers.all)
-    created = run(
+    created = run_command(
         "node.cli.main",
         "topic",
         "create",
@@ -168,7 +159,7 @@ async def test_keel_produce_and_consume_like_kafkas_console_tools(
     )
     assert created.returncode == 0, created.stderr
     lines = "".join(f"user-{i % 7}:event {i}\n" for i in range(300))
-    produced = run(
+    produced = run_command(
         "node.cli.main",
         "produce",
         "--topic",
@@ -181,7 +172,7 @@ async def test_keel_produce_and_consume_like_kafkas_console_tools(
     )
     assert produced.returncode == 0, produced.stderr
     assert "sent 300 records" in produced.stderr
-    consumed = run(
+    consumed = run_command(
         "node.cli.main",
         "consume",
         "--topic",
@@ -218,7 +209,7 @@ async def test_keel_produce_refuses_what_cannot_be_sent_in_one_line(brokers: Bro
     bootstrap = ",".join(f"127.0.0.1:{b.port}" for b in brokers.all)
 
     def keel(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        return run("node.cli.main", *args, "--bootstrap-server", bootstrap, stdin=stdin)
+        return run_command("node.cli.main", *args, "--bootstrap-server", bootstrap, stdin=stdin)
 
     def one_line(done: subprocess.CompletedProcess[str]) -> str:
         assert len(done.stderr.splitlines()) == 1 and "Traceback" not in done.stderr, done.stderr
@@ -263,7 +254,7 @@ async def test_keel_produce_refuses_what_cannot_be_sent_in_one_line(brokers: Bro
 
     await eventually(leaderless, timeout=20, message="orphan-0 kept a leader")
     started = time.monotonic()
-    waited = run(
+    waited = run_command(
         "node.cli.main",
         "produce",
         "--topic",

@@ -6,16 +6,14 @@ from __future__ import annotations
 import asyncio
 import re
 import signal
-import subprocess
-import sys
 
 import orjson
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from node.clients.admin import KeelAdminClient
-from tests.integration.conftest import ROOT, BrokerProcess, Brokers
-from tests.support import eventually
+from tests.integration.conftest import BrokerProcess, Brokers
+from tests.support import eventually, keel
 from wire.api import (
     CreatableReplicaAssignment,
     CreatableTopic,
@@ -122,25 +120,17 @@ async def test_topics_created_by_rpc_and_in_zookeeper_get_leaders_everyone_agree
         state = await settled_to(brokers, kazoo, topic, lambda s: True, f"{topic} never agreed")
         assert state == {p: (replicas[0], 0, replicas) for p, replicas in assignment.items()}
     described = await asyncio.to_thread(
-        subprocess.run,
-        [
-            sys.executable,
-            "-m",
-            "node.cli.main",
-            "topic",
-            "describe",
-            "--topic",
-            "by-zk",
-            "--format",
-            "json",
-            "--bootstrap-server",
-            f"127.0.0.1:{three.port}",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=True,
+        keel,
+        "topic",
+        "describe",
+        "--topic",
+        "by-zk",
+        "--format",
+        "json",
+        "--bootstrap-server",
+        f"127.0.0.1:{three.port}",
     )
+    assert described.returncode == 0, described.stderr
     rows = orjson.loads(described.stdout)
     assert [(r["partition"], r["leader"], r["isr"], r["leader_epoch"]) for r in rows] == [
         (0, 2, [2, 3, 1], 0),

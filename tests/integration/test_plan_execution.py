@@ -6,7 +6,6 @@ killed for good. Spark starts in each planner process (~10 s on this machine).""
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -18,26 +17,15 @@ from kazoo.exceptions import NoNodeError
 from node.clients.planner import PlannerClient
 from node.clients.producer import KeelProducer
 from node.cluster.local import PlannerProcess
-from tests.integration.conftest import ROOT, Brokers
+from tests.integration.conftest import Brokers
 from tests.integration.replication import bootstrap, consume_all, data_dir
 from tests.integration.test_partition_leadership import create_topic, zk_assignment, zk_state
-from tests.support import eventually
+from tests.support import eventually, keel
 
 SPARK_START_S = 120
 RECORD = 1000
 RECORDS = 300  # about 300 KB per partition
 THROTTLE = 400_000  # bytes/s per broker
-
-
-def keel(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "node.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT,
-        check=False,
-    )
 
 
 async def fill(

@@ -6,8 +6,6 @@ Spark's start-up costs ~10 s, so each test reuses one planner for several checks
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
@@ -17,26 +15,15 @@ from node.clients.admin import KeelAdminClient
 from node.clients.planner import PlannerClient
 from node.clients.producer import KeelProducer
 from node.planner import live_snapshot
-from tests.integration.conftest import ROOT, Brokers
+from tests.integration.conftest import Brokers
 from tests.integration.replication import bootstrap
 from tests.integration.test_partition_leadership import create_topic
-from tests.support import eventually
+from tests.support import eventually, keel, run_command
 from wire.api.planner import PlanReassignmentRequest
 from wire.errors import ErrorCode
 
 # Spark's JVM start plus the first job, on a loaded two-core machine.
 SPARK_START_S = 120
-
-
-def keel(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "node.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT,
-        check=False,
-    )
 
 
 def registered(kazoo: KazooClient) -> dict[str, object] | None:
@@ -70,14 +57,7 @@ def test_bad_properties_exit_2_naming_the_key(tmp_path: Path) -> None:
     ):
         path = tmp_path / "planner.properties"
         path.write_text(props)
-        done = subprocess.run(
-            [sys.executable, "-m", "node.planner.main", str(path)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            cwd=ROOT,
-            check=False,
-        )
+        done = run_command("node.planner.main", str(path), timeout=60)
         assert done.returncode == 2, done.stderr
         assert key in done.stderr and "invalid configuration" in done.stderr
 

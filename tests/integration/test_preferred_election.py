@@ -12,13 +12,13 @@ from __future__ import annotations
 import asyncio
 import signal
 import subprocess
-import sys
 
 import orjson
 from kazoo.client import KazooClient
 
 from node.clients.admin import KeelAdminClient
-from tests.integration.conftest import ROOT, BrokerProcess, Brokers
+from tests import support
+from tests.integration.conftest import BrokerProcess, Brokers
 from tests.integration.test_election import controller_id
 from tests.integration.test_partition_leadership import controller_of, create_topic, settled_to
 from tests.support import eventually
@@ -167,21 +167,7 @@ def results(response: ElectLeadersResponse) -> dict[tuple[str, int], int]:
 
 
 def keel(broker: BrokerProcess, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "node.cli.main",
-            "leader-election",
-            *args,
-            "--bootstrap-server",
-            f"127.0.0.1:{broker.port}",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=False,
-    )
+    return support.keel("leader-election", *args, "--bootstrap-server", f"127.0.0.1:{broker.port}")
 
 
 async def test_elect_leaders_answers_per_partition_and_keel_prints_it(

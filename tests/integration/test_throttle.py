@@ -5,8 +5,6 @@ notifications, and a replica that catches up at the throttled rate."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 import time
 from collections.abc import Awaitable
 from pathlib import Path
@@ -16,10 +14,10 @@ from kazoo.client import KazooClient
 
 from node.clients.admin import KeelAdminClient
 from node.clients.producer import KeelProducer
-from tests.integration.conftest import ROOT, BrokerProcess, Brokers
+from tests.integration.conftest import BrokerProcess, Brokers
 from tests.integration.replication import bootstrap
 from tests.integration.test_partition_leadership import controller_of, create_topic, settled_to
-from tests.support import eventually
+from tests.support import eventually, keel
 from wire.api import (
     AlterableConfig,
     AlterConfigsResource,
@@ -214,17 +212,6 @@ async def test_a_new_replica_is_copied_at_the_throttled_rate(brokers: Brokers, k
         lambda: _equals(bytes_to_copy(one, "moving"), -1),
         timeout=10,
         message="the leader still counts bytes to copy after the move",
-    )
-
-
-def keel(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "node.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT,
-        check=False,
     )
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 
 import orjson
 from kazoo.client import KazooClient
@@ -14,7 +13,8 @@ from kazoo.client import KazooClient
 from node.clients.admin import KeelAdminClient
 from node.clients.producer import KeelProducer
 from node.cluster.zookeeper import free_ports
-from tests.integration.conftest import ROOT, BrokerProcess, Brokers
+from tests import support
+from tests.integration.conftest import BrokerProcess, Brokers
 from tests.integration.test_election import controller_id
 from tests.integration.test_partition_leadership import (
     controller_of,
@@ -263,14 +263,7 @@ async def test_partition_expansion_with_an_offline_replica(brokers: Brokers, kaz
 
 
 def keel(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "node.cli.main", "topic", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-        check=False,
-    )
+    return support.keel("topic", *args, timeout=60)
 
 
 async def test_keel_topic_delete_and_alter(brokers: Brokers, kazoo: KazooClient) -> None:

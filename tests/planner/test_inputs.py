@@ -4,17 +4,16 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 import pytest
 
-from node.cluster.local import ROOT
 from node.planner.baseline import generate
 from node.planner.request import PlanError, PlanRequest
 from node.planner.snapshot import SnapshotError, parse_snapshot, read_snapshot_rows
 from node.planner.targets import allocate, cell_targets, water_fill
+from tests.support import keel
 
 GOOD = {
     "version": 1,
@@ -101,14 +100,7 @@ def test_generate_places_every_topic_from_a_seed() -> None:
 
 
 def _keel(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "node.cli.main", "reassign", "plan", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return keel("reassign", "plan", *args)
 
 
 def test_the_command_refuses_bad_input_in_one_line(tmp_path: Path) -> None:

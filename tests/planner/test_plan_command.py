@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 
-from node.cluster.local import ROOT
+from tests.support import keel
 
 
 def test_plan_from_a_file_writes_the_plan_and_prints_the_table(tmp_path: Path) -> None:
@@ -28,14 +26,12 @@ def test_plan_from_a_file_writes_the_plan_and_prints_the_table(tmp_path: Path) -
     source = tmp_path / "cluster.json"
     source.write_bytes(orjson.dumps(cluster))
     output, report = tmp_path / "plan.json", tmp_path / "report.json"
-    done = subprocess.run(
-        [
-            sys.executable, "-m", "node.cli.main", "reassign", "plan", "--from-file", str(source),
-            "--goal", "rebalance", "--balance", "bytes", "--brokers", "1,2,3,4",
-            "--output", str(output), "--report", str(report),
-            "--spark-master", "local[1]",
-        ],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+    done = keel(
+        "reassign", "plan", "--from-file", str(source),
+        "--goal", "rebalance", "--balance", "bytes", "--brokers", "1,2,3,4",
+        "--output", str(output), "--report", str(report),
+        "--spark-master", "local[1]",
+        timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
