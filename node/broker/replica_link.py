@@ -1,6 +1,12 @@
 """The ReplicaLink port over RPC: a follower's requests to leaders, and a leader's
-AlterPartition to the active controller. One pooled connection per peer, reopened after a
-failure; the callers (fetchers, the AlterPartition manager) own the retries.
+AlterPartition (and the broker's ControlledShutdown) to the active controller. The callers
+(fetchers, the AlterPartition manager, controlled shutdown) own the retries.
+
+Two pools, as Kafka keeps its fetchers' and its controller channel's network clients apart:
+a server answers one connection's requests in order, so a control request sharing a
+connection with a fetch would wait behind the fetch's long poll (up to
+replica.fetch.wait.max.ms) before the controller even saw it. Each pool keeps one connection
+per peer, reopened after a failure.
 """
 
 from __future__ import annotations
@@ -41,23 +47,25 @@ class RpcReplicaLink:
         self._registered_broker = registered_broker
         self._timeout_s = timeout_s
         self._controller_endpoint: tuple[int, Endpoint] | None = None
-        self._pool = ConnectionPool(
-            client_id=f"broker-{broker_id}", request_timeout=timeout_s, connect_timeout=timeout_s
+        self._fetch_pool = ConnectionPool(
+            client_id=f"broker-{broker_id}-fetcher", request_timeout=timeout_s, connect_timeout=timeout_s
         )
-
-    async def _send(self, endpoint: Endpoint, request: Request, timeout_s: float) -> Response:
-        return await self._pool.send(endpoint, request, timeout=timeout_s)
+        self._control_pool = ConnectionPool(
+            client_id=f"broker-{broker_id}-control", request_timeout=timeout_s, connect_timeout=timeout_s
+        )
 
     async def fetch(self, leader: Endpoint, request: FetchRequest) -> FetchResponse:
         # A long poll: the leader may hold the answer for max_wait_ms.
-        response = await self._send(leader, request, self._timeout_s + request.max_wait_ms / 1000)
+        response = await self._fetch_pool.send(
+            leader, request, timeout=self._timeout_s + request.max_wait_ms / 1000
+        )
         assert isinstance(response, FetchResponse)
         return response
 
     async def offsets_for_leader_epoch(
         self, leader: Endpoint, request: OffsetsForLeaderEpochRequest
     ) -> OffsetsForLeaderEpochResponse:
-        response = await self._send(leader, request, self._timeout_s)
+        response = await self._fetch_pool.send(leader, request, timeout=self._timeout_s)
         assert isinstance(response, OffsetsForLeaderEpochResponse)
         return response
 
@@ -89,10 +97,14 @@ class RpcReplicaLink:
             self._controller_endpoint = (controller, registered.info.endpoints[0])
         endpoint = self._controller_endpoint[1]
         try:
-            return await self._send(endpoint, request, timeout_s)
+            return await self._send_control(endpoint, request, timeout_s)
         except WireError:
             self._controller_endpoint = None
             raise
 
+    async def _send_control(self, endpoint: Endpoint, request: Request, timeout_s: float) -> Response:
+        return await self._control_pool.send(endpoint, request, timeout=timeout_s)
+
     async def close(self) -> None:
-        await self._pool.close()
+        await self._fetch_pool.close()
+        await self._control_pool.close()

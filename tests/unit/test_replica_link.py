@@ -1,15 +1,28 @@
 """RpcReplicaLink's way to the controller: the registration is read once per controller, and
-again only when the controller changes or a request to it failed."""
+again only when the controller changes or a request to it failed; and its control requests
+do not wait behind a fetch's long poll to the same broker (a real server on loopback)."""
 
 from __future__ import annotations
+
+import asyncio
 
 import pytest
 
 from actors.ports import BrokerInfo, RegisteredBroker
 from node.broker.replica_link import RpcReplicaLink
-from wire.api import AlterPartitionRequest, AlterPartitionResponse, Request, Response
+from node.cluster.zookeeper import free_ports
+from wire.api import (
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    FetchRequest,
+    FetchResponse,
+    Request,
+    Response,
+)
 from wire.endpoint import Endpoint
+from wire.envelope import ParsedRequest
 from wire.errors import NetworkException, NotController
+from wire.server import RpcServer
 
 
 class _Link(RpcReplicaLink):
@@ -29,7 +42,7 @@ class _Link(RpcReplicaLink):
         endpoint = Endpoint("PLAINTEXT", "PLAINTEXT", "127.0.0.1", 9000 + broker_id)
         return RegisteredBroker(BrokerInfo(broker_id, (endpoint,)), 1)
 
-    async def _send(self, endpoint: Endpoint, request: Request, timeout_s: float) -> Response:
+    async def _send_control(self, endpoint: Endpoint, request: Request, timeout_s: float) -> Response:
         self.sent.append(endpoint)
         if self.fail:
             raise NetworkException("refused")
@@ -54,3 +67,36 @@ async def test_the_controller_registration_is_read_once_per_controller() -> None
     link.fail = False
     await link.alter_partition(request)
     assert link.reads == [2, 3, 3], "read again after a failed request"
+
+
+async def test_a_control_request_does_not_wait_behind_a_long_poll() -> None:
+    polling, release = asyncio.Event(), asyncio.Event()
+
+    async def handle(request: ParsedRequest) -> Response:
+        if isinstance(request.body, FetchRequest):
+            polling.set()
+            await release.wait()  # a long poll with nothing to return yet
+        return request.spec.response()
+
+    (port,) = free_ports(1)
+    server = RpcServer(handle, "127.0.0.1", port)
+    await server.start()
+    endpoint = Endpoint("PLAINTEXT", "PLAINTEXT", "127.0.0.1", port)
+
+    async def registered(broker_id: int) -> RegisteredBroker:
+        return RegisteredBroker(BrokerInfo(broker_id, (endpoint,)), 1)
+
+    link = RpcReplicaLink(1, controller_id=lambda: 2, registered_broker=registered, timeout_s=5.0)
+    try:
+        fetch = asyncio.create_task(link.fetch(endpoint, FetchRequest(replica_id=1, max_wait_ms=5000)))
+        await asyncio.wait_for(polling.wait(), 5)
+        answer = await asyncio.wait_for(
+            link.alter_partition(AlterPartitionRequest(broker_id=1, broker_epoch=1, topics=[])), 2
+        )
+        assert isinstance(answer, AlterPartitionResponse)
+        assert not fetch.done(), "the long poll is still held"
+        release.set()
+        assert isinstance(await asyncio.wait_for(fetch, 5), FetchResponse)
+    finally:
+        await link.close()
+        await server.close()
