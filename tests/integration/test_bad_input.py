@@ -163,13 +163,6 @@ HANDLED = [
         "regular-file",
     ),
     BadInput(
-        "node-missing-properties-file",
-        ("{tmp}/no-such.properties",),
-        2,
-        "no-such.properties",
-        module="node.broker.main",
-    ),
-    BadInput(
         "node-bad-property-value",
         ("{props}", "--override", "num.partitions=many"),
         2,
