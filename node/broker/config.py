@@ -98,6 +98,7 @@ DEFINITIONS: dict[str, _Def] = {
     "log.flush.interval.messages": _Def(_int(1, _LONG_MAX), str(_LONG_MAX)),
     "log.flush.interval.ms": _Def(_int(0, _LONG_MAX), str(_LONG_MAX)),
     "log.flush.scheduler.interval.ms": _Def(_int(1, _LONG_MAX), "1000"),
+    "log.flush.offset.checkpoint.interval.ms": _Def(_int(1, _LONG_MAX), "60000"),
     "message.max.bytes": _Def(_int(0), "1048588"),
     "fetch.max.bytes": _Def(_int(1024), "57671680"),
     "min.insync.replicas": _Def(_int(1), "1"),

@@ -193,7 +193,7 @@ class KeelBroker:
 
     def _start_periodic_tasks(self) -> None:
         """Kafka's scheduler: ISR expiration every half replica.lag.time.max.ms, the
-        high-watermark checkpoint, retention, and time-based flushes."""
+        high-watermark and recovery-point checkpoints, retention, and time-based flushes."""
         config = self.config
 
         async def every(interval_ms: int, work: Callable[[], Awaitable[None]]) -> None:
@@ -216,11 +216,15 @@ class KeelBroker:
         async def flush() -> None:
             self.logs.flush_due()
 
+        async def checkpoint_recovery_points() -> None:
+            self.logs.checkpoint_recovery_points()
+
         for interval_ms, work in (
             (max(1, config.get_int("replica.lag.time.max.ms") // 2), isr_expiration),
             (config.get_int("replica.high.watermark.checkpoint.interval.ms"), checkpoint_high_watermarks),
             (config.get_int("log.retention.check.interval.ms"), retention),
             (config.get_int("log.flush.scheduler.interval.ms"), flush),
+            (config.get_int("log.flush.offset.checkpoint.interval.ms"), checkpoint_recovery_points),
         ):
             self._periodic.append(asyncio.create_task(every(interval_ms, work), name=work.__name__))
 

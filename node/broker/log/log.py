@@ -2,8 +2,13 @@
 appends as leader or follower, reads, truncation, recovery, retention and flushing.
 
 Offsets: `log_start_offset` is the first offset still held, `log_end_offset` (LEO) the next
-offset to be written. Appends validate every batch (magic, framing, CRC) before writing any,
-so a bad batch appends nothing.
+offset to be written, `recovery_point` the offset below which everything was fsynced. Appends
+validate every batch (magic, framing, CRC) before writing any, so a bad batch appends nothing.
+
+Recovery (Kafka's LogLoader): after a crash only what lies below the recovery point is known
+to be on disk whole, so every segment from the one holding it to the end is checked batch by
+batch, CRC included; the log ends before the first bad batch and later segments are deleted.
+After a clean shutdown (the log directory's `.kafka_cleanshutdown` marker) nothing is checked.
 """
 
 from __future__ import annotations
@@ -30,7 +35,17 @@ def directory_name(tp: TopicPartition) -> str:
 
 
 class Log:
-    def __init__(self, directory: Path, tp: TopicPartition, config: LogConfig) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        tp: TopicPartition,
+        config: LogConfig,
+        *,
+        recovery_point: int = 0,
+        clean_shutdown: bool = False,
+    ) -> None:
+        """`recovery_point` from the directory's checkpoint (0, everything, when it has none);
+        `clean_shutdown` when the directory holds the clean-shutdown marker."""
         self.directory = directory
         self.tp = tp
         self.config = config
@@ -40,11 +55,12 @@ class Log:
         self._bases: list[int] = []
         self._unflushed = 0
         self._last_flush = time.monotonic()
-        self._load()
+        self.recovery_point = 0
+        self._load(recovery_point, clean_shutdown)
 
     # --- loading and recovery ---
 
-    def _load(self) -> None:
+    def _load(self, recovery_point: int, clean_shutdown: bool) -> None:
         bases = sorted(int(p.stem) for p in self.directory.glob("*.log") if p.stem.isdigit())
         for base in bases:
             self._segments.append(LogSegment(self.directory, base, self.config.index_interval_bytes))
@@ -52,16 +68,39 @@ class Log:
         if not self._segments:
             self._roll(0)
             return
-        for segment in self._segments[:-1]:
-            segment.load_index()
-        # A crash can only have torn the active segment's tail: check it batch by batch.
-        cut = self._segments[-1].recover()
-        if cut:
-            log.warning(
-                "%s: recovered to offset %d, %d torn bytes dropped", self.tp, self.log_end_offset, cut
-            )
+        if clean_shutdown:
+            for segment in self._segments:
+                segment.load_index()
+            self.recovery_point = self.log_end_offset
+        else:
+            self._recover(recovery_point)
         self.epochs.truncate_from_end(self.log_end_offset)
         self.epochs.truncate_from_start(self.log_start_offset)
+
+    def _recover(self, recovery_point: int) -> None:
+        """Check every segment from the one holding `recovery_point` on; the first bad batch
+        ends the log there, and the segments after it go."""
+        first = max(0, bisect.bisect_right(self._bases, recovery_point) - 1)
+        for segment in self._segments[:first]:
+            segment.load_index()
+        for slot in range(first, len(self._segments)):
+            cut = self._segments[slot].recover()
+            if cut:
+                dropped = self._segments[slot + 1 :]
+                for later in dropped:
+                    later.delete()
+                del self._segments[slot + 1 :], self._bases[slot + 1 :]
+                log.warning(
+                    "%s: recovered to offset %d, %d torn bytes dropped in segment %d and %d later "
+                    "segment(s) deleted",
+                    self.tp,
+                    self.log_end_offset,
+                    cut,
+                    self._bases[slot],
+                    len(dropped),
+                )
+                break
+        self.recovery_point = min(recovery_point, self.log_end_offset)
 
     # --- offsets ---
 
@@ -229,6 +268,7 @@ class Log:
             self._bases.pop()
         self._segments[-1].truncate_to(offset)
         self.epochs.truncate_from_end(self.log_end_offset)
+        self.recovery_point = min(self.recovery_point, self.log_end_offset)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         log.info("%s: emptying the log to start at offset %d", self.tp, offset)
@@ -237,6 +277,7 @@ class Log:
         self._segments, self._bases = [], []
         self._roll(offset)
         self.epochs.clear()
+        self.recovery_point = offset
 
     # --- retention and flushing ---
 
@@ -265,6 +306,7 @@ class Log:
             deleted += 1
         if deleted:
             self.epochs.truncate_from_start(self.log_start_offset)
+            self.recovery_point = max(self.recovery_point, self.log_start_offset)
             log.info(
                 "%s: retention deleted %d segment(s); the log starts at %d",
                 self.tp,
@@ -278,7 +320,12 @@ class Log:
             self.flush()
 
     def flush(self) -> None:
-        self._segments[-1].flush()
+        """Fsync every segment holding offsets at or after the recovery point (a rolled one
+        may not have been yet), then move the recovery point to the log end."""
+        first = max(0, bisect.bisect_right(self._bases, self.recovery_point) - 1)
+        for segment in self._segments[first:]:
+            segment.flush()
+        self.recovery_point = self.log_end_offset
         self._unflushed = 0
         self._last_flush = time.monotonic()
 

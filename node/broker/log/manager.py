@@ -1,15 +1,18 @@
-"""LogManager: every partition log under `log.dirs`, and the high-watermark checkpoint.
+"""LogManager: every partition log under `log.dirs`, and their checkpoints.
 
 On start it opens (and so recovers) every partition directory it finds. New logs go to the
-directory holding the fewest. Each directory has a `replication-offset-checkpoint` with the
-high watermark of each partition in it, written periodically and on shutdown.
+directory holding the fewest. Each directory has two checkpoints, written periodically and on
+shutdown: `replication-offset-checkpoint` with the high watermark of each partition in it, and
+`recovery-point-offset-checkpoint` with each log's recovery point (what recovery after a crash
+may skip). A clean shutdown leaves `.kafka_cleanshutdown` in each directory; loading a
+directory that holds it skips recovery, and removes it, so that a later crash is seen as one.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from actors.ports import TopicPartition
@@ -20,6 +23,8 @@ from node.broker.log.log import Log, directory_name
 log = logging.getLogger(__name__)
 
 HIGH_WATERMARK_FILE = "replication-offset-checkpoint"
+RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 
 
 def _parse_directory(name: str) -> TopicPartition | None:
@@ -42,16 +47,27 @@ class LogManager:
         started = time.monotonic()
         for directory in self.log_dirs:
             directory.mkdir(parents=True, exist_ok=True)
-            try:
-                for topic, partition, offset in read_checkpoint(directory / HIGH_WATERMARK_FILE):
-                    self._high_watermarks[TopicPartition(topic, int(partition))] = int(offset)
-            except (CheckpointError, ValueError) as e:
-                log.warning("ignoring a damaged high-watermark checkpoint: %s", e)
+            self._high_watermarks.update(_read_offsets(directory / HIGH_WATERMARK_FILE, "high-watermark"))
+            recovery_points = _read_offsets(directory / RECOVERY_POINT_FILE, "recovery-point")
+            marker = directory / CLEAN_SHUTDOWN_FILE
+            clean = marker.exists()
             for child in sorted(directory.iterdir()):
                 tp = _parse_directory(child.name)
                 if tp is not None and child.is_dir():
-                    self._logs[tp] = Log(child, tp, self.defaults)
+                    self._logs[tp] = Log(
+                        child,
+                        tp,
+                        self.defaults,
+                        recovery_point=recovery_points.get(tp, 0),
+                        clean_shutdown=clean,
+                    )
                     self._per_dir[directory] = self._per_dir.get(directory, 0) + 1
+            if not clean:
+                log.info(
+                    "%s was not shut down cleanly: its logs were recovered from their recovery points",
+                    directory,
+                )
+            marker.unlink(missing_ok=True)
         log.info("loaded %d logs in %.0f ms", len(self._logs), (time.monotonic() - started) * 1000)
 
     @property
@@ -93,13 +109,20 @@ class LogManager:
 
     def checkpoint_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
         self._high_watermarks.update(high_watermarks)
+        self._write_offsets(HIGH_WATERMARK_FILE, lambda tp, _: self._high_watermarks.get(tp, 0))
+
+    def checkpoint_recovery_points(self) -> None:
+        self._write_offsets(RECOVERY_POINT_FILE, lambda _, partition_log: partition_log.recovery_point)
+
+    def _write_offsets(self, name: str, offset_of: Callable[[TopicPartition, Log], int]) -> None:
+        """One checkpoint per log directory: `topic partition offset` for each log in it."""
         entries: dict[Path, list[str]] = {directory: [] for directory in self.log_dirs}
         for tp, partition_log in sorted(self._logs.items()):
             entries[partition_log.directory.parent].append(
-                f"{tp.topic} {tp.partition} {self._high_watermarks.get(tp, 0)}"
+                f"{tp.topic} {tp.partition} {offset_of(tp, partition_log)}"
             )
         for directory, lines in entries.items():
-            write_checkpoint(directory / HIGH_WATERMARK_FILE, lines)
+            write_checkpoint(directory / name, lines)
 
     def cleanup(self, now_ms: int) -> None:
         """Retention for every log, below its checkpointed high watermark."""
@@ -111,6 +134,23 @@ class LogManager:
             partition_log.maybe_flush()
 
     def close(self) -> None:
+        """Kafka's clean shutdown: flush every log, checkpoint the recovery points (now each
+        log's end), then leave the marker that lets the next start skip recovery."""
         for partition_log in self._logs.values():
             partition_log.flush()
             partition_log.close()
+        self.checkpoint_recovery_points()
+        for directory in self.log_dirs:
+            (directory / CLEAN_SHUTDOWN_FILE).touch()
+
+
+def _read_offsets(path: Path, kind: str) -> dict[TopicPartition, int]:
+    """A `topic partition offset` checkpoint; a damaged one counts as none."""
+    try:
+        return {
+            TopicPartition(topic, int(partition)): int(offset)
+            for topic, partition, offset in read_checkpoint(path)
+        }
+    except (CheckpointError, ValueError) as e:
+        log.warning("ignoring a damaged %s checkpoint: %s", kind, e)
+        return {}
