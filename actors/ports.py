@@ -397,9 +397,21 @@ class BrokerChannel(Protocol):
 # --- the replicated log (ports the replica manager reaches storage and other brokers by) ---
 
 
+class LogCorruption(Exception):
+    """A record batch on disk fails its CRC (or its header makes no sense): the log is whole
+    only below `offset`. Never served; a follower truncates there and fetches again, a
+    leader's replica goes offline."""
+
+    def __init__(self, message: str, offset: int) -> None:
+        super().__init__(message)
+        self.offset = offset
+
+
 class PartitionLog(Protocol):
     """One partition's log; `node.broker.log.log.Log` implements it on files. Appends raise
-    CorruptMessage or MessageTooLarge and append nothing; reads raise OffsetOutOfRange."""
+    CorruptMessage or MessageTooLarge and append nothing; reads raise OffsetOutOfRange or
+    LogCorruption. Any operation raises KafkaStorageError once the log's directory is
+    offline (an I/O error there)."""
 
     @property
     def log_start_offset(self) -> int: ...
@@ -433,6 +445,11 @@ class PartitionLog(Protocol):
 
     def size_from(self, offset: int) -> int:
         """Bytes from the batch holding `offset` to the log end (the whole log below its start)."""
+        ...
+
+    def scrub(self, max_bytes: int) -> int:
+        """Check the CRC of about `max_bytes` of batches from where the last scrub stopped
+        (wrapping to the log start); the bytes checked. Raises LogCorruption."""
         ...
 
 

@@ -156,6 +156,12 @@ class LogSegment:
         start = self._index_positions[slot] if slot >= 0 else 0
         return next((p for p, header in self.headers(start) if header.last_offset >= offset), None)
 
+    def indexed_offset_before(self, offset: int) -> int:
+        """The offset of the index entry a scan for `offset` starts from (the segment's base
+        offset when none is at or before it)."""
+        slot = bisect.bisect_right(self._index_offsets, offset) - 1
+        return self._index_offsets[slot] if slot >= 0 else self.base_offset
+
     def first_batch_at_or_after_timestamp(self, timestamp: int) -> records.BatchHeader | None:
         return next((header for _, header in self.headers() if header.max_timestamp >= timestamp), None)
 
