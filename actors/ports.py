@@ -361,6 +361,30 @@ class ClusterStore(Protocol):
 
     def watch_preferred_replica_election(self, watcher: PreferredReplicaElectionWatcher) -> None: ...
 
+    # --- log-dir failures (spec §7.11) ---
+
+    async def propagate_log_dir_event(self, broker_id: int) -> None:
+        """A broker's own notification that replicas on it went offline: a sequential
+        `/log_dir_event_notification/log_dir_event_<seq>` naming it (unfenced)."""
+        ...
+
+    async def log_dir_events(self, *, watch: bool = False) -> dict[str, int | None]:
+        """Each notification's name and the broker it names (None if unreadable); `watch`
+        arms the children watch."""
+        ...
+
+    async def delete_log_dir_events(self, names: list[str], epoch_zk_version: int) -> None:
+        """Delete these notifications, fenced; ones already gone are fine."""
+        ...
+
+    def watch_log_dir_events(self, watcher: LogDirEventWatcher) -> None: ...
+
+
+class LogDirEventWatcher(Protocol):
+    """Told when `/log_dir_event_notification` children change. Implementations only enqueue."""
+
+    def log_dir_events_changed(self) -> None: ...
+
 
 class PreferredReplicaElectionWatcher(Protocol):
     """Told when `/admin/preferred_replica_election` is created. Implementations only enqueue."""
