@@ -8,6 +8,7 @@ is missing or damaged rebuilds it by scanning batch headers.
 from __future__ import annotations
 
 import bisect
+import errno
 import logging
 import os
 import struct
@@ -109,7 +110,10 @@ class LogSegment:
     ) -> None:
         """Append whole batches; `first` and `last` are the first and last batch's headers."""
         position = self.size
-        os.write(self._fd, data)
+        written = os.write(self._fd, data)
+        if written != len(data):
+            # A full disk may take part of a write: the torn tail goes at the next recovery.
+            raise OSError(errno.ENOSPC, f"wrote {written} of {len(data)} bytes to {self.path}")
         self.size += len(data)
         self._maybe_index(first.base_offset, position, len(data))
         self.next_offset = last.next_offset
