@@ -22,6 +22,7 @@ from actors.ports import (
     ControllerWatcher,
     LeaderAndIsr,
     LeadershipInfo,
+    LogDirEventWatcher,
     PartitionStateConflict,
     PreferredReplicaElectionWatcher,
     ReassignmentWatcher,
@@ -37,7 +38,17 @@ from actors.ports import (
     TopicVersionConflict,
     UnknownTopicError,
 )
-from wire.api import API_SPECS, PartitionError, Request, Response, StopReplicaRequest, StopReplicaResponse
+from wire.api import (
+    API_SPECS,
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    PartitionError,
+    Request,
+    Response,
+    StopReplicaRequest,
+    StopReplicaResponse,
+)
+from wire.errors import ErrorCode
 
 # What the fake holds in place of `/admin/reassign_partitions` when it is not Kafka's JSON.
 INVALID_JSON = object()
@@ -94,6 +105,10 @@ class FakeZooKeeper:
         self.preferred_replica_election: list[TopicPartition] | None = None
         self.preferred_election_watchers: list[tuple[FakeClusterStore, PreferredReplicaElectionWatcher]] = []
         self._sessions = itertools.count(1)
+        # /log_dir_event_notification children (name -> broker), and who watches them.
+        self.log_dir_events: dict[str, int] = {}
+        self.log_dir_event_watchers: list[tuple[FakeClusterStore, LogDirEventWatcher]] = []
+        self._log_dir_event_seq = itertools.count()
 
     def next_zxid(self) -> int:
         return next(self._zxid)
@@ -133,6 +148,12 @@ class FakeZooKeeper:
             if "/admin/delete_topics" in store.armed and not store.expired:
                 store.armed.discard("/admin/delete_topics")
                 watcher.topic_deletions_changed()
+
+    def fire_log_dir_events(self) -> None:
+        for store, watcher in self.log_dir_event_watchers:
+            if "/log_dir_event_notification" in store.armed and not store.expired:
+                store.armed.discard("/log_dir_event_notification")
+                watcher.log_dir_events_changed()
 
     def reassignments_created(self) -> None:
         """An exists-watch fires once per arming, for stores that armed it."""
@@ -380,6 +401,29 @@ class FakeClusterStore:
         current = self.zk.partition_states[tp]
         self.zk.partition_states[tp] = (state, controller_epoch, current[2] + 1)
 
+    # --- log-dir failures (spec §7.11) ---
+
+    async def propagate_log_dir_event(self, broker_id: int) -> None:
+        await self._io()
+        self.zk.log_dir_events[f"log_dir_event_{next(self.zk._log_dir_event_seq):010d}"] = broker_id
+        self.zk.fire_log_dir_events()
+
+    async def log_dir_events(self, *, watch: bool = False) -> dict[str, int | None]:
+        await self._io()
+        if watch:
+            self.armed.add("/log_dir_event_notification")
+        return dict(sorted(self.zk.log_dir_events.items()))
+
+    async def delete_log_dir_events(self, names: list[str], epoch_zk_version: int) -> None:
+        await self._io()
+        self._check_fence(epoch_zk_version)
+        removed = [name for name in names if self.zk.log_dir_events.pop(name, None) is not None]
+        if removed:
+            self.zk.fire_log_dir_events()
+
+    def watch_log_dir_events(self, watcher: LogDirEventWatcher) -> None:
+        self.zk.log_dir_event_watchers.append((self, watcher))
+
     # --- topic deletion and partition expansion ---
 
     async def topics_to_delete(self, *, watch: bool = False) -> set[str]:
@@ -495,6 +539,9 @@ class FakeBrokerChannel:
         self.sent: list[tuple[int, Request]] = []
         self.closed = False
         self.stop_replica_errors: dict[tuple[int, TopicPartition], int] = {}
+        # Replicas a broker cannot host (a failed log directory): LeaderAndIsr answers
+        # KAFKA_STORAGE_ERROR for them, NONE for its other partitions.
+        self.storage_errors: set[tuple[int, TopicPartition]] = set()
 
     def add_broker(self, broker: RegisteredBroker) -> None:
         self.brokers.add(broker.info.broker_id)
@@ -529,6 +576,19 @@ class FakeBrokerChannel:
     def _answer(self, broker_id: int, request: Request) -> Response:
         """StopReplica is answered per partition, with the errors a test set in
         `stop_replica_errors` (broker, partition) -> code; every other API with its empty success."""
+        if isinstance(request, LeaderAndIsrRequest) and self.storage_errors:
+            return LeaderAndIsrResponse(
+                partition_errors=[
+                    PartitionError(
+                        topic=s.topic,
+                        partition=s.partition,
+                        error_code=ErrorCode.KAFKA_STORAGE_ERROR
+                        if (broker_id, TopicPartition(s.topic, s.partition)) in self.storage_errors
+                        else ErrorCode.NONE,
+                    )
+                    for s in request.partition_states
+                ]
+            )
         if isinstance(request, StopReplicaRequest):
             return StopReplicaResponse(
                 partition_errors=[
