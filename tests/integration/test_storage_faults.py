@@ -1,5 +1,6 @@
 """Storage faults on real broker processes: a bit flipped in a live follower's and a live
-leader's segment, and a log directory that fills up (spec §7.11)."""
+leader's segment, one in an older segment of a follower killed with -9 (found by the recovery at
+start-up), and a log directory that fills up (spec §7.11)."""
 
 from __future__ import annotations
 
@@ -119,6 +120,45 @@ async def test_a_bit_flipped_on_a_live_leader_is_never_served_and_leadership_mov
     more = await produce(brokers, "ledger", 20, prefix="after")
     got = (await consume_all(brokers, "ledger", [0], expected=120))[0]
     assert [r.value for r in got] == acknowledged + more
+
+
+async def test_after_a_crash_a_damaged_older_segment_is_cut_and_fetched_again(
+    brokers: Brokers, kazoo: KazooClient
+) -> None:
+    # No scrub while it runs: only the recovery at start-up can find the damage.
+    brokers.settings.update({"log.scrub.interval.ms": str(3_600_000)})
+    brokers.start(1, 2, 3)
+    await create_topic(
+        brokers.by_id(await controller_of(brokers)),
+        "ledger",
+        assignment={0: [1, 2, 3]},
+        min_insync_replicas="2",
+        segment_bytes="2048",  # a few batches per segment: the log has older segments
+    )
+    await settled_to(brokers, kazoo, "ledger", lambda s: len(s[0][2]) == 3, "topic never agreed")
+    acknowledged = await produce(brokers, "ledger", 300)
+    leader, _ = await leader_of(brokers, kazoo, "ledger")
+    follower = brokers.by_id(next(b for b in (1, 2, 3) if b != leader))
+    expected = whole_log(brokers.by_id(leader), "ledger")
+    assert expected is not None and len(expected) == 300
+    segments = sorted(data_dir(follower, "ledger", 0).glob("*.log"))
+    assert len(segments) >= 3, "the test needs a damaged segment that is not the active one"
+    follower.kill()
+    follower.wait(10)
+    flip_byte_in_batch(follower, "ledger", batch=1)  # in the first segment, long rolled
+    assert whole_log(follower, "ledger") is None
+    follower.start()
+
+    async def repaired() -> bool:
+        return whole_log(follower, "ledger") == expected
+
+    await eventually(
+        repaired, timeout=30, message="the restarted follower did not fetch the cut records again"
+    )
+    assert "recovered to offset" in follower.log()
+    await settled_to(brokers, kazoo, "ledger", lambda s: len(s[0][2]) == 3, "the ISR did not fill again")
+    got = (await consume_all(brokers, "ledger", [0], expected=300))[0]
+    assert [r.value for r in got] == acknowledged
 
 
 @contextlib.contextmanager
