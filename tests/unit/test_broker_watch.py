@@ -16,8 +16,10 @@ class Store:
         self.live = {1, 2, 3}
         self.assignment = {0: (1, 2), 1: (2, 3)}
         self.fail: Exception | None = None
+        self.looks = 0
 
     async def registered_brokers(self, *, watch: bool = False) -> list[RegisteredBroker]:
+        self.looks += 1
         if self.fail is not None:
             failure, self.fail = self.fail, None
             raise failure
@@ -44,7 +46,10 @@ async def test_the_registrations_go_to_self_healing_when_they_change() -> None:
     task = asyncio.create_task(follow_brokers(store, listener, interval_s=0.001))
     try:
         await eventually(lambda: asyncio.sleep(0, listener.seen), timeout=5, message="nothing fed")
-        await asyncio.sleep(0.02)
+        looked = store.looks
+        await eventually(
+            lambda: asyncio.sleep(0, store.looks >= looked + 5), timeout=5, message="no more looks"
+        )
         assert listener.seen == [({1, 2, 3}, {1, 2, 3})], "an unchanged set is fed once"
         store.fail = RuntimeError("connection loss")
         store.live = {1, 2}
