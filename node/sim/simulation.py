@@ -106,7 +106,9 @@ class Simulation:
         self._incarnations = 0
         self._topics: list[str] = []
         self._produced = 0
+        # Strong references to the clients' tasks while they run (the loop keeps weak ones).
         self._client_tasks: set[asyncio.Task[Any]] = set()
+        self._stopping: list[asyncio.Task[Any]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
@@ -183,8 +185,15 @@ class Simulation:
         incarnation = self._incarnations
 
         def registered(task: asyncio.Task[None]) -> None:
-            if not task.cancelled() and task.exception() is None and broker.alive:
+            if task.cancelled() or not broker.alive:
+                return
+            error = task.exception()
+            if error is None:
                 self.checker.watch_events(broker, incarnation)
+            else:
+                # As keel-node exits when its id is still held: down until restarted.
+                self.trace(f"broker {broker_id} failed to start: {error}")
+                broker.crash()
 
         started.add_done_callback(registered)
 
@@ -228,7 +237,7 @@ class Simulation:
         self.trace(f"controlled shutdown of broker {victim}")
         incarnation, broker = self.brokers[victim]
         self.checker.forget_events(incarnation)
-        self._client(broker.controlled_shutdown())
+        self._stopping.append(self._client(broker.controlled_shutdown()))
         return True
 
     async def _restart(self) -> bool:
@@ -402,17 +411,20 @@ class Simulation:
                     self.trace(f"acknowledged {tp} offset {answer.base_offset}")
                     self.checker.acknowledged(Ack(tp, answer.base_offset, value))
 
-    def _client(self, work: Coroutine[Any, Any, object]) -> None:
+    def _client(self, work: Coroutine[Any, Any, object]) -> asyncio.Task[Any]:
         assert self._loop is not None
         task = self._loop.create_task(work)
         self._client_tasks.add(task)
         task.add_done_callback(self._client_tasks.discard)
+        return task
 
     # --- healing ---
 
     async def _heal_and_settle(self) -> None:
         self.trace("heal everything")
         self._heal_network()
+        # Controlled shutdowns under way end first (each within its deadline).
+        await asyncio.gather(*self._stopping, return_exceptions=True)
         for broker_id in self._down():
             await self._start(broker_id)
         assert self._loop is not None
