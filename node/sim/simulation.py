@@ -24,7 +24,7 @@ from actors.ports import TopicPartition
 from node.sim.broker import BrokerSettings, SimBroker
 from node.sim.invariants import Ack, Checker, Violation
 from node.sim.log_store import MemoryLogStore
-from node.sim.loop import run_simulated
+from node.sim.loop import EPOCH_S, run_simulated
 from node.sim.network import CLIENT, SimNetwork, endpoint_of
 from node.sim.zookeeper import FakeZooKeeper
 from wire import records
@@ -115,12 +115,15 @@ class Simulation:
     def broker_ids(self) -> list[int]:
         return list(range(1, self.config.brokers + 1))
 
-    def trace(self, line: str) -> None:
+    def trace(self, line: str, *, notable: bool = True) -> None:
+        """Record an event: every one goes into the run's hash; the notable ones (not the
+        steady stream of fetches) are kept for the report of a violation."""
         assert self._loop is not None
-        entry = f"{self._loop.time() - 1_000_000:.6f} {line}"
+        entry = f"{self._loop.time() - EPOCH_S:.6f} {line}"
         self._hash.update(entry.encode())
         self._hash.update(b"\n")
-        self._tail.append(entry)
+        if notable:
+            self._tail.append(entry)
         self.events += 1
 
     # --- the run ---
@@ -150,7 +153,7 @@ class Simulation:
         return RunResult(
             seed=self.config.seed,
             trace_hash=self._hash.hexdigest(),
-            events=self.events + self.network.messages,
+            events=self.events,
             faults=self.faults,
             acknowledged=len(self.checker.acks),
             simulated_s=self._loop.time() - started,

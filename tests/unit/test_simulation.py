@@ -101,7 +101,7 @@ def test_the_network_refuses_a_down_broker_and_times_out_a_cut_link() -> None:
     import random
 
     async def main() -> tuple[type[Exception], type[Exception]]:
-        network = SimNetwork(random.Random(1), lambda line: None)
+        network = SimNetwork(random.Random(1), lambda line, **_: None)
         errors = []
         for cut in (False, True):
             if cut:
