@@ -22,6 +22,7 @@ import dataclasses
 
 from actors.broker.partition import Role
 from actors.controller.event_manager import QueuedEvent
+from actors.controller.events import ControllerState
 from actors.ports import LeaderAndIsr, TopicPartition
 from node.sim.broker import SimBroker
 from node.sim.log_store import MemoryLogStore
@@ -167,8 +168,8 @@ class Checker:
                         "no event lost",
                         f"broker {broker_id}'s {type(event.event).__name__} left the queue unspent",
                     )
-            # What is spent needs no more watching.
-            events[:] = [e for e in events if not e.spent]
+            # What is spent and answered needs no more watching.
+            events[:] = [e for e in events if not e.spent or not _answered(e)]
 
     def _acknowledged_writes(self) -> None:
         by_partition: dict[TopicPartition, list[Ack]] = {}
@@ -213,7 +214,11 @@ class Checker:
         known = {b: broker.controller.active_controller_id for b, broker in live.items()}
         if set(known.values()) != {controller}:
             return f"brokers disagree on the controller: {known}"
-        busy = [b for b, broker in live.items() if broker.controller.event_manager.queue_size]
+        busy = [
+            b
+            for b, broker in live.items()
+            if broker.controller.event_manager.queue_size or broker.controller.state != ControllerState.IDLE
+        ]
         if busy:
             return f"controller queues not empty on {busy}"
         if self.zk.deletion_markers or self.zk.reassignments:
@@ -251,10 +256,15 @@ class Checker:
         return None
 
     def final(self, brokers: dict[int, tuple[int, SimBroker]]) -> None:
-        """Once settled: every caller of a controller was answered."""
+        """Once settled: every event spent, and every caller of a controller answered."""
+        self._no_event_lost(brokers)
         for broker_id, (incarnation, _) in sorted(brokers.items()):
             for queued in self._events.get(incarnation, []):
-                if not queued.spent:
-                    raise Violation(
-                        "no event lost", f"broker {broker_id}: {type(queued.event).__name__} unspent"
-                    )
+                state = "unspent" if not queued.spent else "spent without an answer to its caller"
+                raise Violation("no event lost", f"broker {broker_id}: {type(queued.event).__name__} {state}")
+
+
+def _answered(queued: QueuedEvent) -> bool:
+    """Whether the caller waiting on the event (if any) has its answer."""
+    reply = getattr(queued.event, "reply", None)
+    return reply is None or reply.done()
