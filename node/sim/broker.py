@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import dataclasses
-import logging
+from collections.abc import Awaitable, Callable
 
 from actors.broker.handle import ReplicaManagerHandle
 from actors.broker.replication import ReplicationConfig
@@ -34,8 +34,6 @@ from node.sim.loop import NODE, SimClock, VirtualTimeLoop
 from node.sim.network import SimNetwork, endpoint_of
 from node.sim.zookeeper import FakeClusterStore, FakeZooKeeper
 from wire.api import MetadataRequest
-
-log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,8 +161,8 @@ class SimBroker:
         self._controller = controller
         controller.startup(broker_epoch)
 
-    async def _every(self, interval_s: float, work: object) -> None:
-        assert callable(work)
+    async def _every(self, interval_s: float, work: Callable[[], Awaitable[None]]) -> None:
+        """Kafka's scheduler, as KeelBroker runs it: the ISR check and the checkpoint."""
         while True:
             await asyncio.sleep(interval_s)
             await work()

@@ -21,7 +21,6 @@ import dataclasses
 import random
 from collections.abc import Callable
 
-from node.sim.loop import NODE
 from wire.api import API_SPECS, ApiKey, Request, Response
 from wire.endpoint import Endpoint
 from wire.envelope import RequestHeader, decode_response, encode_request, encode_response, parse_request
@@ -85,7 +84,8 @@ class SimNetwork:
                 self.faults.cut |= {(a, b), (b, a)}
 
     def heal(self) -> None:
-        self.faults.cut.clear()
+        """Every link whole again, and the usual delays without losses."""
+        self.faults = LinkFaults()
 
     # --- one exchange ---
 
@@ -152,4 +152,4 @@ class SimSender:
         pass
 
 
-__all__ = ["CLIENT", "NODE", "LinkFaults", "SimNetwork", "SimSender", "endpoint_of"]
+__all__ = ["CLIENT", "LinkFaults", "SimNetwork", "SimSender", "endpoint_of"]
