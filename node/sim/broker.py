@@ -113,6 +113,7 @@ class SimBroker:
             cluster_id=lambda: "simulated",
         )
         self.alive = False
+        self._context = contextvars.copy_context()
 
     @property
     def broker_epoch(self) -> int:
@@ -133,6 +134,7 @@ class SimBroker:
         """Start this incarnation as node `broker_id`; the task ends once it is registered."""
         context = contextvars.copy_context()
         context.run(NODE.set, self.broker_id)
+        self._context = context
         self.alive = True
         return self.loop.create_task(self._startup(), name=f"broker-{self.broker_id}", context=context)
 
@@ -213,6 +215,30 @@ class SimBroker:
         self.loop.kill(self.broker_id)
         self.store.expired = True
         self.zk.drop_session(self.store.session)
+
+    def cut_off_from_zookeeper(self) -> None:
+        """A partition between this broker and the ensemble: its ZooKeeper calls wait, and
+        past the session timeout the ensemble expires its session, so that the others elect
+        a controller while this one may still believe it is (a zombie, fenced by the epoch
+        at its next write)."""
+        store, session = self.store, self.store.session
+        store.reachable.clear()
+
+        def expire() -> None:
+            if self.alive and not store.reachable.is_set() and store.session == session:
+                store.expired = True
+                self.zk.drop_session(session)
+
+        self.loop.call_later(self.settings.session_timeout_s, expire)
+
+    def reconnect_to_zookeeper(self) -> None:
+        """The partition heals: calls go through again; a session expired meanwhile is
+        renewed, and the broker hears of it as after any expiry."""
+        if self.store.reachable.is_set():
+            return
+        self.store.reachable.set()
+        if self.alive and self.store.expired:
+            self.loop.create_task(self.store.renew_session(), context=self._context)
 
     async def expire_session(self) -> None:
         """ZooKeeper expires this broker's session; it gets a new one and registers again."""

@@ -55,6 +55,7 @@ FAULTS = (
     "expire",
     "controller-move",
     "partition",
+    "zk-partition",
     "drop",
     "slow",
     "create",
@@ -278,6 +279,18 @@ class Simulation:
         self._later(self.rng.uniform(1.0, 8.0), self._heal_network)
         return True
 
+    async def _zk_partition(self) -> bool:
+        live = [b for b in self._live() if self.brokers[b][1].started]
+        if not live:
+            return False
+        victim = self._pick_victim(live)
+        _, broker = self.brokers[victim]
+        duration = self.rng.uniform(1.0, 12.0)
+        self.trace(f"cut broker {victim} off from ZooKeeper for {duration:.1f} s")
+        broker.cut_off_from_zookeeper()
+        self._later(duration, broker.reconnect_to_zookeeper)
+        return True
+
     async def _drop(self) -> bool:
         self.trace("lose 5% of messages for a while")
         self.network.faults.drop_rate = 0.05
@@ -427,6 +440,8 @@ class Simulation:
     async def _heal_and_settle(self) -> None:
         self.trace("heal everything")
         self._heal_network()
+        for _, broker in self.brokers.values():
+            broker.reconnect_to_zookeeper()
         # Controlled shutdowns under way end first (each within its deadline).
         await asyncio.gather(*self._stopping, return_exceptions=True)
         for broker_id in self._down():

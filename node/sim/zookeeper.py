@@ -177,10 +177,16 @@ class FakeClusterStore:
         self._registered_session: int | None = None
         # Faults a test may inject into the next calls.
         self.fail_next_registered_brokers: Exception | None = None
+        # Cleared while this client cannot reach the ensemble: its calls wait, as a real
+        # client's do while it reconnects (a simulation's network partition).
+        self.reachable = asyncio.Event()
+        self.reachable.set()
 
     async def _io(self) -> None:
         # Every real call is a round trip; yield so concurrency in the tests is real.
+        await self.reachable.wait()
         await asyncio.sleep(0 if self.zk.latency is None else self.zk.latency())
+        await self.reachable.wait()
 
     async def controller_id(self) -> int | None:
         await self._io()
@@ -491,6 +497,11 @@ class FakeClusterStore:
         """What the ensemble does when this session times out, then the client reconnects."""
         self.expired = True
         self.zk.drop_session(self.session)
+        await self.renew_session()
+
+    async def renew_session(self) -> None:
+        """The client learns its session expired (the ensemble already dropped it) and
+        opens a new one; the session watchers hear of it (spec §2.5)."""
         self.session = self.zk.new_session()
         self.expired = False
         for watcher in self.session_watchers:
