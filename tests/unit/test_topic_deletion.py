@@ -454,6 +454,30 @@ async def test_a_deletion_waits_for_every_partition_of_its_topic_to_finish_reass
     await eventually(settled(deleting, lambda: deleting.gone("t")), timeout=2, message="t not deleted")
 
 
+async def test_a_topic_whose_deletion_waits_still_gets_a_leader_elected(deleting: DeletingCluster) -> None:
+    """Found by the simulation (seed 49): a topic marked for deletion while a partition was
+    being reassigned lost that partition's leader; no leader was elected for a topic queued
+    for deletion, so the reassignment never completed, nor the deletion waiting for it."""
+    await started(deleting, 1, 2)
+    c = deleting.controller.broker_id
+    o = 3 - c
+    await created(deleting, "t", {0: (o, c)})
+    deleting.controller.context.partitions_being_reassigned.add(TopicPartition("t", 0))
+    await deleting.store.mark_topic_for_deletion("t")
+    await eventually(
+        settled(deleting, lambda: "t" in deleting.controller.context.topics_ineligible_for_deletion),
+        timeout=2,
+        message="t not held",
+    )
+    await deleting.kill(o)
+    await eventually(
+        settled(deleting, lambda: deleting.state("t", 0).leader == c),
+        timeout=2,
+        message="no leader elected for t-0 while its deletion waits",
+    )
+    assert "t" in deleting.zk.topics
+
+
 # --- the request batch while topics are deleted (spec §12.6) ---
 
 
