@@ -31,7 +31,7 @@ from wire.server import Handler, call_handler
 # Broker N listens on port BASE_PORT + N of the host "sim".
 BASE_PORT = 9000
 # Requests too frequent to be worth showing before a violation (they are still hashed).
-_ROUTINE = frozenset({ApiKey.FETCH, ApiKey.PRODUCE})
+_ROUTINE = frozenset({ApiKey.FETCH, ApiKey.PRODUCE, ApiKey.OFFSET_FOR_LEADER_EPOCH})
 # The node id of clients outside the brokers (the workload's producer and admin).
 CLIENT = -1
 
