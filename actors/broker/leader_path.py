@@ -339,8 +339,10 @@ class LeaderPath:
     def expand_caught_up_followers(self) -> None:
         """Every partition led here: propose a caught-up follower back into the ISR."""
         for partition in self.state.partitions.values():
-            if partition.role is Role.LEADER and not partition.stopped and len(partition.isr) < len(
-                partition.replicas
+            if (
+                partition.role is Role.LEADER
+                and not partition.stopped
+                and len(partition.isr) < len(partition.replicas)
             ):
                 self._expand_caught_up(partition)
 
