@@ -361,6 +361,30 @@ class ClusterStore(Protocol):
 
     def watch_preferred_replica_election(self, watcher: PreferredReplicaElectionWatcher) -> None: ...
 
+    # --- log-dir failures (spec §7.11) ---
+
+    async def propagate_log_dir_event(self, broker_id: int) -> None:
+        """A broker's own notification that replicas on it went offline: a sequential
+        `/log_dir_event_notification/log_dir_event_<seq>` naming it (unfenced)."""
+        ...
+
+    async def log_dir_events(self, *, watch: bool = False) -> dict[str, int | None]:
+        """Each notification's name and the broker it names (None if unreadable); `watch`
+        arms the children watch."""
+        ...
+
+    async def delete_log_dir_events(self, names: list[str], epoch_zk_version: int) -> None:
+        """Delete these notifications, fenced; ones already gone are fine."""
+        ...
+
+    def watch_log_dir_events(self, watcher: LogDirEventWatcher) -> None: ...
+
+
+class LogDirEventWatcher(Protocol):
+    """Told when `/log_dir_event_notification` children change. Implementations only enqueue."""
+
+    def log_dir_events_changed(self) -> None: ...
+
 
 class PreferredReplicaElectionWatcher(Protocol):
     """Told when `/admin/preferred_replica_election` is created. Implementations only enqueue."""
@@ -397,9 +421,21 @@ class BrokerChannel(Protocol):
 # --- the replicated log (ports the replica manager reaches storage and other brokers by) ---
 
 
+class LogCorruption(Exception):
+    """A record batch on disk fails its CRC (or its header makes no sense): the log is whole
+    only below `offset`. Never served; a follower truncates there and fetches again, a
+    leader's replica goes offline."""
+
+    def __init__(self, message: str, offset: int) -> None:
+        super().__init__(message)
+        self.offset = offset
+
+
 class PartitionLog(Protocol):
     """One partition's log; `node.broker.log.log.Log` implements it on files. Appends raise
-    CorruptMessage or MessageTooLarge and append nothing; reads raise OffsetOutOfRange."""
+    CorruptMessage or MessageTooLarge and append nothing; reads raise OffsetOutOfRange or
+    LogCorruption. Any operation raises KafkaStorageError once the log's directory is
+    offline (an I/O error there)."""
 
     @property
     def log_start_offset(self) -> int: ...
@@ -433,6 +469,11 @@ class PartitionLog(Protocol):
 
     def size_from(self, offset: int) -> int:
         """Bytes from the batch holding `offset` to the log end (the whole log below its start)."""
+        ...
+
+    def scrub(self, max_bytes: int) -> int:
+        """Check the CRC of about `max_bytes` of batches from where the last scrub stopped
+        (wrapping to the log start); the bytes checked. Raises LogCorruption."""
         ...
 
 

@@ -8,7 +8,17 @@ import asyncio
 
 from actors.ports import RegisteredBroker, ResponseCallback, TopicPartition
 from node.sim.zookeeper import INVALID_JSON, FakeClusterStore, FakeZooKeeper, _Ephemeral
-from wire.api import API_SPECS, PartitionError, Request, Response, StopReplicaRequest, StopReplicaResponse
+from wire.api import (
+    API_SPECS,
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    PartitionError,
+    Request,
+    Response,
+    StopReplicaRequest,
+    StopReplicaResponse,
+)
+from wire.errors import ErrorCode
 
 __all__ = ["INVALID_JSON", "FakeBrokerChannel", "FakeClusterStore", "FakeZooKeeper", "_Ephemeral"]
 
@@ -25,6 +35,9 @@ class FakeBrokerChannel:
         self.sent: list[tuple[int, Request]] = []
         self.closed = False
         self.stop_replica_errors: dict[tuple[int, TopicPartition], int] = {}
+        # Replicas a broker cannot host (a failed log directory): LeaderAndIsr answers
+        # KAFKA_STORAGE_ERROR for them, NONE for its other partitions.
+        self.storage_errors: set[tuple[int, TopicPartition]] = set()
 
     def add_broker(self, broker: RegisteredBroker) -> None:
         self.brokers.add(broker.info.broker_id)
@@ -59,6 +72,19 @@ class FakeBrokerChannel:
     def _answer(self, broker_id: int, request: Request) -> Response:
         """StopReplica is answered per partition, with the errors a test set in
         `stop_replica_errors` (broker, partition) -> code; every other API with its empty success."""
+        if isinstance(request, LeaderAndIsrRequest) and self.storage_errors:
+            return LeaderAndIsrResponse(
+                partition_errors=[
+                    PartitionError(
+                        topic=s.topic,
+                        partition=s.partition,
+                        error_code=ErrorCode.KAFKA_STORAGE_ERROR
+                        if (broker_id, TopicPartition(s.topic, s.partition)) in self.storage_errors
+                        else ErrorCode.NONE,
+                    )
+                    for s in request.partition_states
+                ]
+            )
         if isinstance(request, StopReplicaRequest):
             return StopReplicaResponse(
                 partition_errors=[

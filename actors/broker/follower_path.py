@@ -21,7 +21,7 @@ from wire.api import (
     OffsetsForLeaderEpochRequest,
     OffsetsForLeaderEpochResponse,
 )
-from wire.errors import ErrorCode, WireError
+from wire.errors import ErrorCode, KafkaStorageError, WireError
 
 log = logging.getLogger(__name__)
 
@@ -160,7 +160,13 @@ class FollowerPath:
                 partition = self._still_following(tp, source, sent.get(tp, (-1, None))[1])
                 if partition is None:
                     continue
-                if self._apply_fetched(partition, data):
+                try:
+                    failed = self._apply_fetched(partition, data)
+                except KafkaStorageError as e:
+                    # The log directory failed; its handler takes the replica offline.
+                    log.warning("cannot apply fetched data for %s: %s", tp, e.message)
+                    failed = True
+                if failed:
                     failures += 1
                 else:
                     successes += 1
@@ -217,25 +223,46 @@ class FollowerPath:
                 if item.error_code != ErrorCode.NONE:
                     failed = True
                     continue
-                partition_log = self.state.log_of(partition)
-                if item.leader_epoch < 0 or item.end_offset < 0:
-                    offset = partition.high_watermark
-                else:
-                    _, own_end = partition_log.end_offset_for_epoch(item.leader_epoch)
-                    if own_end < 0:
-                        own_end = partition_log.log_end_offset
-                    offset = min(item.end_offset, own_end, partition_log.log_end_offset)
-                if offset < partition_log.log_end_offset:
-                    log.info(
-                        "%s: truncating to offset %d, where the log agrees with leader %d at epoch %d",
-                        partition.tp,
-                        offset,
-                        source,
-                        item.leader_epoch,
-                    )
-                    partition_log.truncate_to(offset)
-                partition.high_watermark = min(partition.high_watermark, partition_log.log_end_offset)
-                partition.needs_truncation = False
-                self.state.fetch_targets.truncated(source, tp)
+                try:
+                    self._truncate_to_epoch_end(partition, source, item.leader_epoch, item.end_offset)
+                except KafkaStorageError as e:
+                    log.warning("cannot truncate %s: %s", tp, e.message)
+                    failed = True
         self.state.fetch_targets.truncation_answered(source, failed=failed)
         return failed
+
+    def _truncate_to_epoch_end(self, partition: Partition, source: int, epoch: int, end_offset: int) -> None:
+        partition_log = self.state.log_of(partition)
+        if epoch < 0 or end_offset < 0:
+            offset = partition.high_watermark
+        else:
+            _, own_end = partition_log.end_offset_for_epoch(epoch)
+            if own_end < 0:
+                own_end = partition_log.log_end_offset
+            offset = min(end_offset, own_end, partition_log.log_end_offset)
+        if offset < partition_log.log_end_offset:
+            log.info(
+                "%s: truncating to offset %d, where the log agrees with leader %d at epoch %d",
+                partition.tp,
+                offset,
+                source,
+                epoch,
+            )
+            partition_log.truncate_to(offset)
+        partition.high_watermark = min(partition.high_watermark, partition_log.log_end_offset)
+        partition.needs_truncation = False
+        self.state.fetch_targets.truncated(source, partition.tp)
+
+    def refetch_from(self, partition: Partition, offset: int) -> None:
+        """A damaged batch at `offset` in this follower's log: cut it and everything after it
+        off, and fetch them again from the leader."""
+        partition_log = self.state.log_of(partition)
+        log.warning(
+            "%s: truncating to offset %d, before a damaged batch, to fetch it again from leader %d",
+            partition.tp,
+            offset,
+            partition.leader,
+        )
+        partition_log.truncate_to(offset)
+        partition.high_watermark = min(partition.high_watermark, partition_log.log_end_offset)
+        self.state.fetch_targets.moved(partition.leader, partition.tp)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Awaitable, Callable
 
 from actors.broker.alter_partition_manager import AlterPartitionManager
@@ -19,10 +20,12 @@ from actors.broker.replica_messages import (
     EpochEndsFetched,
     Fetched,
     IsrChangeAnswered,
+    LogDirFailed,
     Maintain,
     PlanFetch,
     Read,
     ReplicaMessage,
+    Scrub,
     SetThrottles,
     Snapshot,
 )
@@ -62,6 +65,8 @@ from wire.api import (
 )
 from wire.errors import ErrorCode
 
+log = logging.getLogger(__name__)
+
 
 class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
     """Each request is applied whole, one at a time, on the actor's task. Without a `link`
@@ -77,7 +82,10 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
         config: ReplicationConfig | None = None,
         clock: Clock | None = None,
         broker_epoch: Callable[[], int] = lambda: -1,
+        propagate_log_dir_event: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
+        """`propagate_log_dir_event` writes a log-dir event notification for this broker
+        (spec §7.11) when replicas here go offline."""
         # With a link, this handle performs the actor's effects (fetchers, ISR changes); it
         # calls the actor only once both exist.
         effects: ReplicationEffects = self if link is not None else NoReplication()
@@ -90,6 +98,8 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
         self._broker_epoch = broker_epoch
         self._fetchers: dict[int, ReplicaFetcher] = {}
         self._alter_partition: AlterPartitionManager | None = None
+        self._propagate_log_dir_event = propagate_log_dir_event
+        self._notifications: set[asyncio.Task[None]] = set()
         # Set, then replaced, each time a control request has been applied (wait_for_metadata).
         self._metadata_applied = asyncio.Event()
 
@@ -102,6 +112,8 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
         return actor.state
 
     async def stop(self) -> None:
+        for task in self._notifications:
+            task.cancel()
         tasks = [f.stop() for f in self._fetchers.values()]
         if self._alter_partition is not None:
             tasks.append(self._alter_partition.stop())
@@ -250,6 +262,14 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
     async def maintain(self, *, checkpoint: bool = False, shrink: bool = True) -> None:
         await self.ask(Maintain(checkpoint=checkpoint, shrink=shrink))
 
+    async def scrub(self, max_bytes: int) -> None:
+        """Check the CRC of about `max_bytes` of the hosted logs (see ReplicaManager.scrub)."""
+        await self.ask(Scrub(max_bytes))
+
+    async def log_dir_failed(self, partitions: list[TopicPartition]) -> None:
+        """These partitions' log directory went offline: they stop, the controller is told."""
+        await self.ask(LogDirFailed(tuple(partitions)))
+
     # --- the actor's effects (ReplicationEffects), called on the actor's task ---
 
     def start_fetcher(self, source: int) -> None:
@@ -267,6 +287,22 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
                 self.broker_id, self._broker_epoch, self._link, self._isr_change_answered, clock=self._clock
             )
         self._alter_partition.submit(tp, proposal)
+
+    def report_offline_replicas(self) -> None:
+        if self._propagate_log_dir_event is None:
+            return
+        task = asyncio.create_task(self._propagate(self._propagate_log_dir_event))
+        self._notifications.add(task)
+        task.add_done_callback(self._notifications.discard)
+
+    @staticmethod
+    async def _propagate(propagate: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await propagate()
+        except Exception:
+            # Without it the controller learns of the offline replicas only at its next
+            # LeaderAndIsr to this broker (a failover, a restart).
+            log.exception("could not write the log-dir event notification")
 
     # --- what the fetchers ask (FetchTarget), and the answers to ISR changes ---
 

@@ -11,6 +11,7 @@ from actors.broker.fetch_session import FULL_EPOCH, FetchSession
 from actors.broker.partition import Partition, PendingIsr, Role, TopicPartition
 from actors.broker.replica_state import ReplicaState, epoch_error
 from actors.broker.replication import ProduceOutcome, ReadOutcome, ReplicationEffects
+from actors.ports import LogCorruption
 from wire.api import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -31,7 +32,7 @@ from wire.api import (
     ProducePartitionResponse,
     ProduceRequest,
 )
-from wire.errors import ErrorCode, OffsetOutOfRange, WireError
+from wire.errors import ErrorCode, KafkaStorageError, OffsetOutOfRange, WireError
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +75,10 @@ class LeaderPath:
         partition, code = self.state.leader_partition(tp)
         if partition is None:
             return ProducePartitionResponse(index=tp.partition, error_code=code)
-        partition_log = self.state.log_of(partition)
+        try:
+            partition_log = self.state.log_of(partition)
+        except KafkaStorageError as e:
+            return ProducePartitionResponse(index=tp.partition, error_code=e.code, error_message=e.message)
         if acks == -1 and len(partition.isr) < partition_log.min_insync_replicas:
             return ProducePartitionResponse(
                 index=tp.partition,
@@ -218,6 +222,18 @@ class LeaderPath:
             data = partition_log.read(item.fetch_offset, max(0, min(item.partition_max_bytes, budget)), limit)
             if throttled:
                 self.state.throttle.leader.record(len(data))
+        except LogCorruption as e:
+            # Never served. This replica goes offline and the controller elects another ISR
+            # member, whose copy of the batch is whole (spec §7.11's path for a failed dir).
+            if self.state.take_offline([tp], f"a damaged batch at offset {e.offset}"):
+                self._effects.report_offline_replicas()
+            return FetchPartitionData(
+                partition_index=item.partition, error_code=ErrorCode.KAFKA_STORAGE_ERROR
+            )
+        except KafkaStorageError:
+            return FetchPartitionData(
+                partition_index=item.partition, error_code=ErrorCode.KAFKA_STORAGE_ERROR
+            )
         except OffsetOutOfRange:
             return FetchPartitionData(
                 partition_index=item.partition,

@@ -19,6 +19,7 @@ actor. Logs are created on first use, so a LeaderAndIsr for 100k partitions touc
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import logging
 
@@ -32,17 +33,19 @@ from actors.broker.replica_messages import (
     EpochEndsFetched,
     Fetched,
     IsrChangeAnswered,
+    LogDirFailed,
     Maintain,
     PlanFetch,
     Read,
     ReplicaMessage,
+    Scrub,
     SetThrottles,
     Snapshot,
 )
 from actors.broker.replica_state import ReplicaState
 from actors.broker.replication import NoReplication, ReplicationConfig, ReplicationEffects
 from actors.clock import Clock
-from actors.ports import LogStore
+from actors.ports import LogCorruption, LogStore
 from actors.runtime import Actor
 from wire.api import (
     LeaderAndIsrPartitionState,
@@ -59,7 +62,7 @@ from wire.api import (
     UpdateMetadataResponse,
 )
 from wire.endpoint import Endpoint
-from wire.errors import ErrorCode
+from wire.errors import ErrorCode, KafkaStorageError
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +88,8 @@ class ReplicaManager(Actor[ReplicaMessage]):
         self._effects = effects or NoReplication()
         self.leader_path = LeaderPath(self.state, self._effects)
         self.follower_path = FollowerPath(self.state)
+        # Where the next scrub starts among the hosted partitions, in sorted order.
+        self._scrub_from: TopicPartition | None = None
 
     async def receive(self, message: ReplicaMessage) -> object:
         match message:
@@ -132,6 +137,13 @@ class ReplicaManager(Actor[ReplicaMessage]):
             case SetThrottles(rates=rates, topic_configs=topic_configs):
                 self.set_throttles(rates, topic_configs)
                 return None
+            case Scrub(max_bytes=max_bytes):
+                self.scrub(max_bytes)
+                return None
+            case LogDirFailed(partitions=partitions):
+                if self.state.take_offline(partitions, "their log directory failed"):
+                    self._effects.report_offline_replicas()
+                return None
             case None:
                 return self.state.snapshot()
             case _:
@@ -149,6 +161,45 @@ class ReplicaManager(Actor[ReplicaMessage]):
             self.state.throttle.set_topic_config(topic, config)
             # Logs created from now on see the new configs too.
             self.state.topic_configs[topic] = dict(config)
+
+    # --- storage faults ---
+
+    def scrub(self, max_bytes: int) -> None:
+        """Check about `max_bytes` of the hosted logs, taking up where the last scrub stopped.
+        A damaged batch on a follower is cut off with everything after it, and fetched again
+        from the leader; on a leader the replica goes offline, so that the controller moves
+        leadership to an ISR member whose copy is whole."""
+        hosted = sorted(
+            tp
+            for tp, p in self.state.partitions.items()
+            if p.log is not None and tp not in self.state.offline
+        )
+        if not hosted:
+            return
+        start = 0 if self._scrub_from is None else bisect.bisect_left(hosted, self._scrub_from)
+        order = hosted[start:] + hosted[:start]
+        budget = max_bytes
+        for tp in order:
+            self._scrub_from = tp
+            partition = self.state.partitions[tp]
+            assert partition.log is not None
+            try:
+                checked = partition.log.scrub(budget)
+            except LogCorruption as e:
+                self.damaged(partition, e)
+                continue
+            except KafkaStorageError:
+                continue  # the log directory failed: its handler takes the replicas offline
+            budget -= checked
+            if budget <= 0:
+                return
+        self._scrub_from = None
+
+    def damaged(self, partition: Partition, corruption: LogCorruption) -> None:
+        if partition.role is Role.FOLLOWER:
+            self.follower_path.refetch_from(partition, corruption.offset)
+        elif self.state.take_offline([partition.tp], f"a damaged batch at offset {corruption.offset}"):
+            self._effects.report_offline_replicas()
 
     # --- checks shared by every controller request (spec §2.6, §9) ---
 
@@ -232,6 +283,19 @@ class ReplicaManager(Actor[ReplicaMessage]):
         self, state: LeaderAndIsrPartitionState, leaders: dict[int, Endpoint], now_ms: int
     ) -> ErrorCode:
         tp = TopicPartition(state.topic, state.partition)
+        if self.state.offline and tp in self.state.offline:
+            # Spec §7.11: the controller takes this answer to mean the replica is offline.
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        try:
+            return self._become(tp, state, leaders, now_ms)
+        except KafkaStorageError as e:
+            # The log directory failed under this very change; its handler takes it offline.
+            log.warning("LeaderAndIsr for %s: %s", tp, e.message)
+            return ErrorCode.KAFKA_STORAGE_ERROR
+
+    def _become(
+        self, tp: TopicPartition, state: LeaderAndIsrPartitionState, leaders: dict[int, Endpoint], now_ms: int
+    ) -> ErrorCode:
         current = self.state.partitions.get(tp)
         held_epoch = -1 if current is None else current.leader_epoch
         if state.leader_epoch <= held_epoch:

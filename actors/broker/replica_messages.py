@@ -108,6 +108,20 @@ class CountReplicas:
     """Partition replicas per broker, as this broker's metadata cache knows them."""
 
 
+@dataclasses.dataclass(frozen=True)
+class Scrub:
+    """Periodic work: check the CRC of about `max_bytes` of the hosted logs' batches."""
+
+    max_bytes: int
+
+
+@dataclasses.dataclass(frozen=True)
+class LogDirFailed:
+    """A log directory went offline (an I/O error): these partitions' logs were in it."""
+
+    partitions: tuple[TopicPartition, ...]
+
+
 ReplicaMessage = (
     ControlRequest
     | MetadataRequest
@@ -123,5 +137,7 @@ ReplicaMessage = (
     | SetThrottles
     | BytesToCopy
     | CountReplicas
+    | Scrub
+    | LogDirFailed
     | None
 )

@@ -40,6 +40,10 @@ class ReplicaState:
         self.clock = clock or SystemClock()
         self.controller_epoch = 0
         self.partitions: dict[TopicPartition, Partition] = {}
+        # Replicas whose log is unusable (Kafka's HostedPartition.Offline): in a failed log
+        # directory, or a leader's log with a damaged batch. They answer KAFKA_STORAGE_ERROR
+        # until the broker restarts.
+        self.offline: set[TopicPartition] = set()
         self.metadata = MetadataCache()
         self.topic_configs: dict[str, dict[str, str]] = {}
         # acks=all produces waiting for the high watermark: (required offset, future).
@@ -79,6 +83,8 @@ class ReplicaState:
         return partition.log
 
     def leader_partition(self, tp: TopicPartition) -> tuple[Partition | None, ErrorCode]:
+        if self.offline and tp in self.offline:
+            return None, ErrorCode.KAFKA_STORAGE_ERROR
         partition = self.partitions.get(tp)
         if partition is None or partition.stopped:
             known = tp in self.metadata.partitions
@@ -147,9 +153,30 @@ class ReplicaState:
             if not waiter.done():
                 waiter.set_result(None)
 
+    def take_offline(self, tps: Iterable[TopicPartition], why: str) -> bool:
+        """Stop these replicas for good (until a restart): no more fetching, waiters failed
+        with KAFKA_STORAGE_ERROR. Whether any was not offline already."""
+        newly = [tp for tp in tps if tp not in self.offline]
+        for tp in newly:
+            self.offline.add(tp)
+            partition = self.partitions.get(tp)
+            if partition is not None:
+                partition.stopped = True
+                if partition.role is Role.FOLLOWER:
+                    self.fetch_targets.unfollow(partition.leader, tp)
+            self.fail_produce_waiters(tp, ErrorCode.KAFKA_STORAGE_ERROR)
+            self.wake_readers(tp)
+        if newly:
+            log.error("%d replica(s) offline (%s): %s", len(newly), why, ", ".join(map(str, newly[:10])))
+        return bool(newly)
+
     def checkpoint_high_watermarks(self) -> None:
         self.logs.checkpoint_high_watermarks(
-            {tp: p.high_watermark for tp, p in self.partitions.items() if p.log is not None}
+            {
+                tp: p.high_watermark
+                for tp, p in self.partitions.items()
+                if p.log is not None and tp not in self.offline
+            }
         )
 
 

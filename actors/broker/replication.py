@@ -76,6 +76,12 @@ class ReplicationEffects(Protocol):
     def propose_isr(self, tp: TopicPartition, proposal: PendingIsr) -> None:
         """Send an ISR change to the controller; its answer comes back as IsrChangeAnswered."""
 
+    def report_offline_replicas(self) -> None:
+        """Tell the controller that replicas here went offline (a log directory failed, or a
+        leader's log holds a damaged batch): Kafka writes a log-dir event notification, and
+        the controller then resends LeaderAndIsr, which such replicas answer with
+        KAFKA_STORAGE_ERROR (spec §7.11)."""
+
 
 class NoReplication:
     """A broker that does not replicate: no fetchers, no ISR changes sent (tests, benchmarks of
@@ -85,4 +91,7 @@ class NoReplication:
         pass
 
     def propose_isr(self, tp: TopicPartition, proposal: PendingIsr) -> None:
+        pass
+
+    def report_offline_replicas(self) -> None:
         pass

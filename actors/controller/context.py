@@ -66,6 +66,9 @@ class ControllerContext:
     topics_ineligible_for_deletion: set[str] = dataclasses.field(default_factory=set)
     # Partitions under reassignment; a topic with one cannot be deleted until it completes.
     partitions_being_reassigned: set[TopicPartition] = dataclasses.field(default_factory=set)
+    # Per live broker, the replicas it answered LeaderAndIsr for with KAFKA_STORAGE_ERROR
+    # (spec §7.11): offline although the broker is up, until it answers NONE or re-registers.
+    replicas_on_offline_dirs: dict[int, set[TopicPartition]] = dataclasses.field(default_factory=dict)
 
     def reset(self) -> None:
         fresh = ControllerContext()
@@ -89,8 +92,20 @@ class ControllerContext:
         broker = self.live_brokers.get(broker_id)
         return -1 if broker is None else broker.broker_epoch
 
-    def is_replica_online(self, broker_id: int) -> bool:
-        return broker_id in self.live_brokers and broker_id not in self.shutting_down
+    def is_replica_online(self, broker_id: int, tp: TopicPartition | None = None) -> bool:
+        """Live, not shutting down, and (given `tp`) its replica of `tp` not on an offline
+        log directory (Kafka's isReplicaOnline)."""
+        if broker_id not in self.live_brokers or broker_id in self.shutting_down:
+            return False
+        offline = self.replicas_on_offline_dirs.get(broker_id) if tp is not None else None
+        return offline is None or tp not in offline
+
+    def online_replica_ids(self, tp: TopicPartition) -> set[int]:
+        """The brokers whose replica of `tp` is online (elections choose among them)."""
+        live = self.live_ids()
+        if self.replicas_on_offline_dirs:
+            live -= {b for b, offline in self.replicas_on_offline_dirs.items() if tp in offline}
+        return live
 
     # --- topics and partitions ---
 
@@ -128,7 +143,7 @@ class ControllerContext:
         return [
             tp
             for tp, info in self.leadership.items()
-            if not self.is_replica_online(info.leader_and_isr.leader) and tp.topic not in deleting
+            if not self.is_replica_online(info.leader_and_isr.leader, tp) and tp.topic not in deleting
         ]
 
     def topics_whose_deletion_may_proceed(self) -> set[str]:

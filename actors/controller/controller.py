@@ -34,7 +34,9 @@ from actors.controller.events import (
     ElectionTrigger,
     Event,
     Expire,
+    LeaderAndIsrResponseReceived,
     ListPartitionReassignments,
+    LogDirEventNotification,
     PartitionModifications,
     Reelect,
     RegisterBrokerAndReelect,
@@ -53,6 +55,7 @@ from actors.controller.leader_election import (
     LeaderElections,
     failed_outcomes,
 )
+from actors.controller.log_dir_failure import LogDirFailures
 from actors.controller.metrics import ControllerMetrics
 from actors.controller.partition_state_machine import PartitionStateMachine
 from actors.controller.reassignment import DeletionHooks, PartitionReassignment
@@ -166,6 +169,9 @@ class KafkaController:
             clock=clock,
             reassignment=self.reassignment,
         )
+        self.log_dir_failures = LogDirFailures(
+            context=self.context, store=store, replicas=self.replica_state_machine, workflows=self.workflows
+        )
         self._watch = _Watch(self.event_manager)
         self.leader_elections = LeaderElections(
             context=self.context,
@@ -185,6 +191,7 @@ class KafkaController:
         self._store.watch_reassignments(self._watch)
         self._store.watch_session(self)
         self._store.watch_preferred_replica_election(self._watch)
+        self._store.watch_log_dir_events(self._watch)
         self.event_manager.put(Startup())
         self.event_manager.start()
 
@@ -281,8 +288,16 @@ class KafkaController:
 
     def _new_batch(self) -> RequestBatch:
         return RequestBatch(
-            self.context, self.channel, self.broker_id, on_deletion_response=self._on_deletion_response
+            self.context,
+            self.channel,
+            self.broker_id,
+            on_deletion_response=self._on_deletion_response,
+            on_leader_and_isr_response=self._on_leader_and_isr_response,
         )
+
+    def _on_leader_and_isr_response(self, broker_id: int, response: Response) -> None:
+        """A LeaderAndIsr answer (in the channel's callback): only enqueue."""
+        self.event_manager.put(LeaderAndIsrResponseReceived(broker_id, response))
 
     def _on_deletion_response(
         self, broker_id: int, response: Response, partitions: tuple[TopicPartition, ...]
@@ -388,6 +403,12 @@ class KafkaController:
                 await self._on_reassignment_event(event)
             case ControlledShutdown(broker_id=broker_id, broker_epoch=broker_epoch, reply=reply):
                 await self._on_controlled_shutdown(broker_id, broker_epoch, reply)
+            case LogDirEventNotification():
+                if self.is_active:
+                    await self.log_dir_failures.on_log_dir_event_notification()
+            case LeaderAndIsrResponseReceived(broker_id=broker_id, response=response):
+                if self.is_active:
+                    await self.log_dir_failures.on_leader_and_isr_response(broker_id, response)
             case _:
                 assert_never(event)
 
@@ -502,6 +523,7 @@ class KafkaController:
         self.known_controller_epoch = won.epoch
         log.info("broker %d is controller at epoch %d", self.broker_id, won.epoch)
         try:
+            await self.log_dir_failures.on_failover()
             await self.workflows.on_failover()
             await self._on_failover_elections()
         except ControllerMovedError:
@@ -585,3 +607,6 @@ class _Watch:
 
     def partition_reassignment_created(self) -> None:
         self._event_manager.put(ZkPartitionReassignment())
+
+    def log_dir_events_changed(self) -> None:
+        self._event_manager.put(LogDirEventNotification())

@@ -15,6 +15,7 @@ from typing import ClassVar
 
 from actors.ports import TopicPartition
 from wire.api import AlterPartitionRequest, ControlledShutdownResponse, ElectionType
+from wire.api.base import Response
 from wire.errors import ErrorCode, NotController, WireError
 
 
@@ -234,6 +235,24 @@ class ControlledShutdown(CallbackEvent):
             self.reply.set_result(ControlledShutdownResponse(error_code=code, error_message=error.message))
 
 
+@dataclasses.dataclass(frozen=True)
+class LogDirEventNotification(Event):
+    """`/log_dir_event_notification` children changed: brokers' log directories failed
+    (spec §7.11)."""
+
+    state = ControllerState.LOG_DIR_CHANGE
+
+
+@dataclasses.dataclass(frozen=True)
+class LeaderAndIsrResponseReceived(Event):
+    """A broker answered LeaderAndIsr: its KAFKA_STORAGE_ERROR partitions are offline there
+    (spec §7.11)."""
+
+    state = ControllerState.LEADER_AND_ISR_RESPONSE_RECEIVED
+    broker_id: int
+    response: Response = dataclasses.field(compare=False, repr=False)
+
+
 ControllerEvent = (
     Startup
     | ControllerChange
@@ -254,4 +273,6 @@ ControllerEvent = (
     | ApiPartitionReassignment
     | ListPartitionReassignments
     | ControlledShutdown
+    | LogDirEventNotification
+    | LeaderAndIsrResponseReceived
 )

@@ -121,7 +121,7 @@ class PartitionStateMachine:
             info = self._context.leadership.get(tp)
             if info is None:
                 self._context.partition_states[tp] = PartitionState.NEW
-            elif self._context.is_replica_online(info.leader_and_isr.leader):
+            elif self._context.is_replica_online(info.leader_and_isr.leader, tp):
                 self._context.partition_states[tp] = PartitionState.ONLINE
             else:
                 self._context.partition_states[tp] = PartitionState.OFFLINE
@@ -183,7 +183,7 @@ class PartitionStateMachine:
         results: dict[TopicPartition, PartitionResult] = {}
         states = {}
         for tp in partitions:
-            live = tuple(r for r in self._context.replicas(tp) if self._context.is_replica_online(r))
+            live = tuple(r for r in self._context.replicas(tp) if self._context.is_replica_online(r, tp))
             if not live:
                 log.warning("cannot initialise %s: no assigned replica is alive", tp)
                 results[tp] = StateChangeFailed(f"no assigned replica of {tp} is alive")
@@ -262,7 +262,7 @@ class PartitionStateMachine:
         needing = {
             tp.topic
             for tp in partitions
-            if tp in current and not any(online(r) for r in current[tp].leader_and_isr.isr)
+            if tp in current and not any(online(r, tp) for r in current[tp].leader_and_isr.isr)
         }
         if forced or not needing:
             return needing if forced else set()
@@ -277,7 +277,7 @@ class PartitionStateMachine:
     ) -> ElectionResult | None:
         context = self._context
         assignment = context.assignment(tp)
-        online = context.live_ids()
+        online = context.online_replica_ids(tp)
         match strategy:
             case Strategy.OFFLINE:
                 return offline_election(assignment.replicas, state.isr, online, unclean_allowed=unclean)

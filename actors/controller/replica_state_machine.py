@@ -64,7 +64,7 @@ class ReplicaStateMachine:
         """Online replicas get LeaderAndIsr with the current state; offline ones leave the ISR."""
         online, offline = [], []
         for replica in self._context.all_replicas():
-            if self._context.is_replica_online(replica.replica):
+            if self._context.is_replica_online(replica.replica, replica.tp):
                 self._context.replica_states[replica] = ReplicaState.ONLINE
                 online.append(replica)
             else:

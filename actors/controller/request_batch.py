@@ -56,6 +56,8 @@ class _LeaderAndIsrEntry:
 # Told of a StopReplica answer for the partitions it deleted of topics whose deletion has
 # started: (broker, response, those partitions). It must only enqueue (spec §8.3).
 DeletionResponseHandler = Callable[[int, Response, tuple[TopicPartition, ...]], None]
+# Told of every LeaderAndIsr answer: (broker, response). It must only enqueue.
+LeaderAndIsrResponseHandler = Callable[[int, Response], None]
 
 
 class RequestBatch:
@@ -66,8 +68,10 @@ class RequestBatch:
         controller_id: int,
         *,
         on_deletion_response: DeletionResponseHandler | None = None,
+        on_leader_and_isr_response: LeaderAndIsrResponseHandler | None = None,
     ) -> None:
         self._on_deletion_response = on_deletion_response
+        self._on_leader_and_isr_response = on_leader_and_isr_response
         self._context = context
         self._channel = channel
         self._controller_id = controller_id
@@ -131,7 +135,7 @@ class RequestBatch:
         for broker, entries in sorted(self._leader_and_isr.items()):
             if broker in targets:
                 order = self._leader_and_isr_request(broker, entries, epoch, built)
-                self._channel.send(broker, order, _log_errors(broker))
+                self._channel.send(broker, order, self._leader_and_isr_callback(broker))
                 await asyncio.sleep(0)
         if self._update_metadata_to_all:
             self._update_metadata_brokers |= targets
@@ -209,6 +213,7 @@ class RequestBatch:
     def _update_metadata_states(self) -> list[UpdateMetadataPartitionState]:
         states = []
         online = self._context.live_ids()
+        on_offline_dirs = self._context.replicas_on_offline_dirs
         queued = self._context.topics_to_be_deleted
         for tp in sorted(self._update_metadata_partitions):
             info = self._context.leadership.get(tp)
@@ -229,7 +234,11 @@ class RequestBatch:
                     list(state.isr),
                     state.partition_epoch,
                     list(replicas),
-                    [r for r in replicas if r not in online],
+                    [
+                        r
+                        for r in replicas
+                        if r not in online or (on_offline_dirs and tp in on_offline_dirs.get(r, ()))
+                    ],
                 )
             )
         return states
@@ -274,6 +283,18 @@ class RequestBatch:
         def on_response(response: Response) -> None:
             logger(response)
             handler(broker, response, deleting)
+
+        return on_response
+
+    def _leader_and_isr_callback(self, broker: int) -> ResponseCallback:
+        handler = self._on_leader_and_isr_response
+        logger = _log_errors(broker)
+        if handler is None:
+            return logger
+
+        def on_response(response: Response) -> None:
+            logger(response)
+            handler(broker, response)
 
         return on_response
 

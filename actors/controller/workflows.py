@@ -157,6 +157,9 @@ class Workflows:
 
     async def on_broker_startup(self, new: list[int]) -> None:
         context = self._context
+        for broker_id in new:
+            # A (re)started broker's log directories are all online again (spec §7.1).
+            context.replicas_on_offline_dirs.pop(broker_id, None)
         batch = self._new_batch()
         batch.add_update_metadata(context.live_or_shutting_down_ids() - set(new))
         batch.add_update_metadata(new, [tp for tp in context.leadership])
@@ -173,6 +176,8 @@ class Workflows:
 
     async def on_broker_failure(self, dead: list[int]) -> None:
         self._context.shutting_down.difference_update(dead)
+        for broker_id in dead:
+            self._context.replicas_on_offline_dirs.pop(broker_id, None)
         await self.on_replicas_become_offline(self._context.replicas_on_brokers(set(dead)))
 
     async def on_replicas_become_offline(self, replicas: list[PartitionReplica]) -> None:

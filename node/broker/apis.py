@@ -130,9 +130,7 @@ class BrokerApis:
                 return stopped
             case ApiKey.UPDATE_METADATA:
                 assert isinstance(request.body, UpdateMetadataRequest)
-                return await self._replica_manager.update_metadata(
-                    request.body, self._broker_epoch()
-                )
+                return await self._replica_manager.update_metadata(request.body, self._broker_epoch())
             case ApiKey.DESCRIBE_CONTROLLER:
                 controller = self._controller()
                 return DescribeControllerResponse(

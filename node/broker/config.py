@@ -98,6 +98,12 @@ DEFINITIONS: dict[str, _Def] = {
     "log.flush.interval.messages": _Def(_int(1, _LONG_MAX), str(_LONG_MAX)),
     "log.flush.interval.ms": _Def(_int(0, _LONG_MAX), str(_LONG_MAX)),
     "log.flush.scheduler.interval.ms": _Def(_int(1, _LONG_MAX), "1000"),
+    "log.flush.offset.checkpoint.interval.ms": _Def(_int(1, _LONG_MAX), "60000"),
+    # Keel's own: how often, and how many bytes at a time, the hosted logs' batches have
+    # their CRC checked, so that a bit flipped on a follower's disk is found and fetched
+    # again (Kafka has no such scrub; docs/OPERATIONS.md, "Storage faults").
+    "log.scrub.interval.ms": _Def(_int(1, _LONG_MAX), "30000"),
+    "log.scrub.bytes": _Def(_int(0), "8388608"),
     "message.max.bytes": _Def(_int(0), "1048588"),
     "fetch.max.bytes": _Def(_int(1024), "57671680"),
     "min.insync.replicas": _Def(_int(1), "1"),

@@ -17,6 +17,7 @@ from wire.api import (
     DescribeLogDirsResult,
     DescribeLogDirsTopic,
 )
+from wire.errors import ErrorCode
 
 
 def describe_log_dirs(
@@ -43,6 +44,8 @@ def describe_log_dirs(
     return DescribeLogDirsResponse(
         results=[
             DescribeLogDirsResult(
+                # An offline directory is listed with KAFKA_STORAGE_ERROR, as Kafka's is.
+                error_code=ErrorCode.KAFKA_STORAGE_ERROR if logs.failures.is_offline(directory) else 0,
                 log_dir=str(directory),
                 topics=[DescribeLogDirsTopic(name=t, partitions=ps) for t, ps in sorted(topics.items())],
             )

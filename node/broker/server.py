@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Awaitable, Callable
 
 from actors.broker.handle import ReplicaManagerHandle
@@ -101,6 +102,7 @@ class KeelBroker:
             config=replication_config(config),
             clock=self.clock,
             broker_epoch=lambda: self.broker_epoch,
+            propagate_log_dir_event=lambda: self.store.propagate_log_dir_event(self.broker_id),
         )
         self.admin = AdminManager(
             self.store,
@@ -193,7 +195,7 @@ class KeelBroker:
 
     def _start_periodic_tasks(self) -> None:
         """Kafka's scheduler: ISR expiration every half replica.lag.time.max.ms, the
-        high-watermark checkpoint, retention, and time-based flushes."""
+        high-watermark and recovery-point checkpoints, retention, and time-based flushes."""
         config = self.config
 
         async def every(interval_ms: int, work: Callable[[], Awaitable[None]]) -> None:
@@ -216,13 +218,39 @@ class KeelBroker:
         async def flush() -> None:
             self.logs.flush_due()
 
+        async def checkpoint_recovery_points() -> None:
+            self.logs.checkpoint_recovery_points()
+
+        async def scrub() -> None:
+            await self.replica_manager.scrub(config.get_int("log.scrub.bytes"))
+
         for interval_ms, work in (
             (max(1, config.get_int("replica.lag.time.max.ms") // 2), isr_expiration),
             (config.get_int("replica.high.watermark.checkpoint.interval.ms"), checkpoint_high_watermarks),
             (config.get_int("log.retention.check.interval.ms"), retention),
             (config.get_int("log.flush.scheduler.interval.ms"), flush),
+            (config.get_int("log.flush.offset.checkpoint.interval.ms"), checkpoint_recovery_points),
+            (config.get_int("log.scrub.interval.ms"), scrub),
         ):
             self._periodic.append(asyncio.create_task(every(interval_ms, work), name=work.__name__))
+        self._periodic.append(asyncio.create_task(self._handle_log_dir_failures(), name="log-dir-failures"))
+
+    async def _handle_log_dir_failures(self) -> None:
+        """Kafka's LogDirFailureHandler: take each failed directory offline, once. Its
+        replicas stop and answer KAFKA_STORAGE_ERROR, and the controller is told (spec
+        §7.11). With no directory left the broker halts, as Kafka's does."""
+        while True:
+            directory = await self.logs.failures.take_next_offline_log_dir()
+            partitions = self.logs.handle_log_dir_failure(directory)
+            log.error(
+                "the log directory %s is offline: its %d replica(s) stop until the broker restarts",
+                directory,
+                len(partitions),
+            )
+            if not self.logs.online_dirs:
+                log.critical("every log directory in %s is offline: halting", self.config.log_dirs)
+                os._exit(1)
+            await self.replica_manager.log_dir_failed(partitions)
 
     async def _wait_for_metadata(self, ready: Callable[[], Awaitable[bool]], timeout_s: float) -> bool:
         # The replica manager is built after the admin manager, which waits through this.

@@ -120,6 +120,7 @@ class KeelAdminClient(AsyncClosing):
         error (a lost connection, no controller yet, NOT_CONTROLLER, or an answer `moved`
         says came from a former controller) is retried, the target looked up again, with
         backoff until the client's timeout runs out, as Kafka's admin client does."""
+
         async def attempt() -> R:
             target = await (self._controller() if to_controller else self._any_broker())
             answer = await self._send(target, request, response_type, wait_s)

@@ -30,6 +30,7 @@ from actors.ports import (
     ControllerWatcher,
     LeaderAndIsr,
     LeadershipInfo,
+    LogDirEventWatcher,
     PartitionStateConflict,
     PreferredReplicaElectionWatcher,
     ReassignmentWatcher,
@@ -100,6 +101,10 @@ class FakeZooKeeper:
         self.preferred_replica_election: list[TopicPartition] | None = None
         self.preferred_election_watchers: list[tuple[FakeClusterStore, PreferredReplicaElectionWatcher]] = []
         self._sessions = itertools.count(1)
+        # /log_dir_event_notification children (name -> broker), and who watches them.
+        self.log_dir_events: dict[str, int] = {}
+        self.log_dir_event_watchers: list[tuple[FakeClusterStore, LogDirEventWatcher]] = []
+        self._log_dir_event_seq = itertools.count()
         # The session (store) that bumped `/controller_epoch` to its current value.
         self.epoch_owner: FakeClusterStore | None = None
         # Set by a simulation: each round trip's delay, and an observer of fenced writes
@@ -145,6 +150,12 @@ class FakeZooKeeper:
             if "/admin/delete_topics" in store.armed and not store.expired:
                 store.armed.discard("/admin/delete_topics")
                 watcher.topic_deletions_changed()
+
+    def fire_log_dir_events(self) -> None:
+        for store, watcher in self.log_dir_event_watchers:
+            if "/log_dir_event_notification" in store.armed and not store.expired:
+                store.armed.discard("/log_dir_event_notification")
+                watcher.log_dir_events_changed()
 
     def reassignments_created(self) -> None:
         """An exists-watch fires once per arming, for stores that armed it."""
@@ -400,6 +411,29 @@ class FakeClusterStore:
         """What another writer (a leader's ISR change, a test) does behind the controller's back."""
         current = self.zk.partition_states[tp]
         self.zk.partition_states[tp] = (state, controller_epoch, current[2] + 1)
+
+    # --- log-dir failures (spec §7.11) ---
+
+    async def propagate_log_dir_event(self, broker_id: int) -> None:
+        await self._io()
+        self.zk.log_dir_events[f"log_dir_event_{next(self.zk._log_dir_event_seq):010d}"] = broker_id
+        self.zk.fire_log_dir_events()
+
+    async def log_dir_events(self, *, watch: bool = False) -> dict[str, int | None]:
+        await self._io()
+        if watch:
+            self.armed.add("/log_dir_event_notification")
+        return dict(sorted(self.zk.log_dir_events.items()))
+
+    async def delete_log_dir_events(self, names: list[str], epoch_zk_version: int) -> None:
+        await self._io()
+        self._check_fence(epoch_zk_version)
+        removed = [name for name in names if self.zk.log_dir_events.pop(name, None) is not None]
+        if removed:
+            self.zk.fire_log_dir_events()
+
+    def watch_log_dir_events(self, watcher: LogDirEventWatcher) -> None:
+        self.zk.log_dir_event_watchers.append((self, watcher))
 
     # --- topic deletion and partition expansion ---
 

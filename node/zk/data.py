@@ -276,6 +276,25 @@ def decode_config_change(data: bytes | None) -> str:
     raise ZNodeDataError(f"config change notification: unknown content {value!r}")
 
 
+# --- log-dir event notifications (spec §7.11) ---
+
+LOG_DIR_FAILURE_EVENT = 1
+
+
+def encode_log_dir_event(broker_id: int) -> bytes:
+    """Kafka's LogDirEventNotificationSequenceZNode: `{"version":1,"broker":1,"event":1}`."""
+    return orjson.dumps({"version": 1, "broker": broker_id, "event": LOG_DIR_FAILURE_EVENT})
+
+
+def decode_log_dir_event(data: bytes | None) -> int:
+    """The broker a log-dir event names."""
+    value = _json(data, "log dir event notification")
+    broker = value.get("broker")
+    if value.get("version") != 1 or not isinstance(broker, int):
+        raise ZNodeDataError(f"log dir event notification: unknown content {value!r}")
+    return broker
+
+
 # --- Keel's own: the planner's registration (/keel/planner) ---
 
 

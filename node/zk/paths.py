@@ -32,7 +32,7 @@ PERSISTENT_PATHS: tuple[str, ...] = (
     BROKER_SEQUENCE_ID,
     "/isr_change_notification",
     "/latest_producer_id_block",
-    "/log_dir_event_notification",
+    "/log_dir_event_notification",  # LOG_DIR_EVENT_NOTIFICATION
     "/cluster",
 )
 
@@ -87,3 +87,13 @@ def config_change(name: str) -> str:
 # Keel's own: the active planner's registration (ephemeral; its endpoint as JSON).
 KEEL = "/keel"
 PLANNER = "/keel/planner"
+
+
+# Log-dir failures (spec §7.11): a broker whose log directory failed creates a sequential
+# `log_dir_event_<seq>` naming itself; the controller handles and deletes them.
+LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification"
+LOG_DIR_EVENT_PREFIX = "log_dir_event_"
+
+
+def log_dir_event(name: str) -> str:
+    return f"{LOG_DIR_EVENT_NOTIFICATION}/{name}"

@@ -25,6 +25,7 @@ from actors.ports import (
     ControllerWatcher,
     LeaderAndIsr,
     LeadershipInfo,
+    LogDirEventWatcher,
     PartitionStateConflict,
     PreferredReplicaElectionWatcher,
     ReassignmentWatcher,
@@ -724,6 +725,45 @@ class ZkClusterStore:
         """`on_change` must only wake whoever re-reads (callbacks only enqueue)."""
         self.zk.add_watch(CHILDREN_CHANGED, paths.CONFIG_CHANGES, lambda _: on_change())
 
+    # --- log-dir failures (spec §7.11) ---
+
+    async def propagate_log_dir_event(self, broker_id: int) -> None:
+        """What a broker whose log directory failed writes (KafkaZkClient.propagateLogDirEvent)."""
+        await self.zk.send(
+            self.zk.create_op(
+                paths.log_dir_event(paths.LOG_DIR_EVENT_PREFIX),
+                data.encode_log_dir_event(broker_id),
+                sequential=True,
+            )
+        )
+
+    async def log_dir_events(self, *, watch: bool = False) -> dict[str, int | None]:
+        """Each notification's name and the broker it names (None: unreadable, or gone since
+        listed); `watch` arms the children watch."""
+        names = sorted(
+            c
+            for c in await self.zk.children(paths.LOG_DIR_EVENT_NOTIFICATION, watch=watch)
+            if c.startswith(paths.LOG_DIR_EVENT_PREFIX)
+        )
+        values = await asyncio.gather(*(self.zk.get_or_none(paths.log_dir_event(n)) for n in names))
+        events: dict[str, int | None] = {}
+        for name, value in zip(names, values, strict=True):
+            try:
+                events[name] = None if value is None else data.decode_log_dir_event(value[0])
+            except data.ZNodeDataError as e:
+                log.warning("ignoring %s: %s", name, e)
+                events[name] = None
+        return events
+
+    async def delete_log_dir_events(self, names: list[str], epoch_zk_version: int) -> None:
+        """Delete these notifications, fenced; ones already gone are fine."""
+        await self._fenced_delete([paths.log_dir_event(n) for n in sorted(names)], epoch_zk_version)
+
+    def watch_log_dir_events(self, watcher: LogDirEventWatcher) -> None:
+        self.zk.add_watch(
+            CHILDREN_CHANGED, paths.LOG_DIR_EVENT_NOTIFICATION, lambda _: watcher.log_dir_events_changed()
+        )
+
     # --- cluster set-up (spec §1) ---
 
     async def ensure_persistent_paths(self) -> None:
@@ -738,7 +778,6 @@ class ZkClusterStore:
             value = await self.zk.get_or_none(paths.CLUSTER_ID)
             assert value is not None
         return data.decode_cluster_id(value[0])
-
 
     # --- Keel's own: the planner's registration (/keel/planner) ---
 

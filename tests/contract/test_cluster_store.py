@@ -566,3 +566,36 @@ async def test_partition_assignments_are_replaced_keeping_the_others_and_the_top
     with pytest.raises(ControllerMovedError):
         await store.set_partition_assignments("t", {0: ReplicaAssignment((3,))}, fence.zk_version - 1)
     assert (await store.topic_assignments({"t"}))["t"].partitions[0] == moving
+
+
+# --- log-dir event notifications (spec §7.11) ---
+
+
+class LogDirEventRecorder(Recorder):
+    def log_dir_events_changed(self) -> None:
+        self.events.append("log dir events")
+
+
+async def test_log_dir_events_name_their_broker_are_watched_and_deleted_fenced(ensemble: Ensemble) -> None:
+    controller, broker = await ensemble.store(), await ensemble.store()
+    recorder = LogDirEventRecorder()
+    controller.watch_log_dir_events(recorder)
+    assert await controller.log_dir_events(watch=True) == {}
+    await broker.propagate_log_dir_event(2)
+    await broker.propagate_log_dir_event(3)
+    await eventually(recorded(recorder, "log dir events"), timeout=5, message="notification not reported")
+    events = await controller.log_dir_events(watch=True)
+    assert sorted(events.values()) == [2, 3]
+    assert all(name.startswith("log_dir_event_") for name in events)
+    fence = await controller.register_controller_and_increment_epoch(1)
+    await controller.delete_controller(fence.zk_version)
+    await broker.register_controller_and_increment_epoch(2)
+    with pytest.raises(ControllerMovedError):
+        await controller.delete_log_dir_events(list(events), fence.zk_version)
+    new_fence = await broker.controller_epoch()
+    assert new_fence is not None
+    await broker.delete_log_dir_events([*events, "log_dir_event_9999999999"], new_fence.zk_version)
+    assert await broker.log_dir_events() == {}
+    await eventually(
+        recorded(recorder, "log dir events", "log dir events"), timeout=5, message="removal not reported"
+    )

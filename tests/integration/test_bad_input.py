@@ -7,7 +7,8 @@ and at the end of the module every record produced at the start reads back.
 
 Placeholders in a row's arguments: {bootstrap} (the brokers), {zk} (ZooKeeper with this module's
 chroot), {tmp} (a scratch directory), {props} (a valid server.properties for a broker 99 that is
-not running), {busy_port} (a port a broker listens on), {file} (a regular file).
+not running), {busy_port} (a port a broker listens on), {file} (a regular file, not JSON),
+{duplicate_replica} (a reassignment file that lists a broker twice).
 """
 
 from __future__ import annotations
@@ -75,6 +76,109 @@ HANDLED = [
         ),
         2,
         "none.json",
+    ),
+    BadInput(
+        "create-invalid-topic-name",
+        ("topic", "create", "--topic", "bad name", "--partitions", "1", "--bootstrap-server", "{bootstrap}"),
+        1,
+        "INVALID_TOPIC_EXCEPTION",
+    ),
+    BadInput(
+        "create-replication-factor-above-brokers",
+        (
+            "topic",
+            "create",
+            "--topic",
+            "rf4",
+            "--partitions",
+            "1",
+            "--replication-factor",
+            "4",
+            "--bootstrap-server",
+            "{bootstrap}",
+        ),
+        1,
+        "INVALID_REPLICATION_FACTOR",
+    ),
+    BadInput(
+        "create-bad-config-value",
+        (
+            "topic",
+            "create",
+            "--topic",
+            "cfg",
+            "--partitions",
+            "1",
+            "--config",
+            "min.insync.replicas=abc",
+            "--bootstrap-server",
+            "{bootstrap}",
+        ),
+        1,
+        "min.insync.replicas",
+    ),
+    BadInput(
+        "delete-missing-topic",
+        ("topic", "delete", "--topic", "nosuchtopic", "--bootstrap-server", "{bootstrap}"),
+        1,
+        "nosuchtopic",
+    ),
+    BadInput(
+        "reassign-file-not-json",
+        ("reassign", "execute", "--reassignment-json-file", "{file}", "--bootstrap-server", "{bootstrap}"),
+        2,
+        "regular-file",
+    ),
+    BadInput(
+        "reassign-file-duplicate-replica",
+        (
+            "reassign",
+            "execute",
+            "--reassignment-json-file",
+            "{duplicate_replica}",
+            "--bootstrap-server",
+            "{bootstrap}",
+        ),
+        2,
+        "duplicate-replica.json",
+    ),
+    BadInput(
+        "election-file-not-json",
+        (
+            "leader-election",
+            "--election-type",
+            "preferred",
+            "--path-to-json-file",
+            "{file}",
+            "--bootstrap-server",
+            "{bootstrap}",
+        ),
+        2,
+        "regular-file",
+    ),
+    BadInput(
+        "plan-from-file-not-json",
+        ("reassign", "plan", "--from-file", "{file}", "--goal", "rebalance", "--output", "{tmp}/p.json"),
+        2,
+        "regular-file",
+    ),
+    BadInput(
+        "node-bad-property-value",
+        ("{props}", "--override", "num.partitions=many"),
+        2,
+        "num.partitions",
+        module="node.broker.main",
+    ),
+    BadInput(
+        # broker.id 1 is registered by a running broker: refused once the wait for an old session
+        # of its own to expire (the session timeout) is over; the start-up's log lines come first.
+        "node-duplicate-broker-id",
+        ("{props}", "--override", "broker.id=1"),
+        1,
+        "broker.id 1 is already registered",
+        seconds=20,
+        module="node.broker.main",
+        max_stderr_lines=6,
     ),
 ]
 
@@ -539,6 +643,7 @@ class Cluster:
     props: Path
     busy_port: int
     file: Path
+    duplicate_replica: Path
     kazoo: KazooClient
     values: list[str]
 
@@ -550,6 +655,7 @@ class Cluster:
             "props": str(self.props),
             "busy_port": str(self.busy_port),
             "file": str(self.file),
+            "duplicate_replica": str(self.duplicate_replica),
         }
 
     def state(self) -> dict[str, object]:
@@ -622,7 +728,13 @@ def cluster(zookeeper: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFacto
         )
         regular = home / "regular-file"
         regular.write_text("not a directory\n")
-        yield Cluster(bootstrap, zk, home, props, started[0].port, regular, kazoo, values)
+        duplicate_replica = home / "duplicate-replica.json"
+        duplicate_replica.write_bytes(
+            orjson.dumps(
+                {"version": 1, "partitions": [{"topic": TOPIC, "partition": 0, "replicas": [1, 1, 2]}]}
+            )
+        )
+        yield Cluster(bootstrap, zk, home, props, started[0].port, regular, duplicate_replica, kazoo, values)
     finally:
         kazoo.stop()
         kazoo.close()

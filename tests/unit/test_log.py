@@ -8,14 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from actors.ports import TopicPartition
+from actors.ports import LogCorruption, TopicPartition
 from node.broker.log.checkpoint import read_checkpoint
 from node.broker.log.config import LogConfig
 from node.broker.log.epoch_cache import LeaderEpochCache
+from node.broker.log.failure_channel import LogDirFailureChannel
 from node.broker.log.log import Log
 from node.broker.log.manager import LogManager
 from wire import records
-from wire.errors import CorruptMessage, MessageTooLarge, OffsetOutOfRange
+from wire.errors import CorruptMessage, KafkaStorageError, MessageTooLarge, OffsetOutOfRange
 
 TP = TopicPartition("orders", 0)
 
@@ -216,3 +217,165 @@ def test_new_logs_go_to_the_directory_holding_fewest_and_high_watermarks_survive
     again.load()
     assert again.checkpointed_high_watermark(TopicPartition("t", 1)) == 7
     assert set(again.logs) == {TopicPartition("t", p) for p in (1, 2, 3)} | {TopicPartition("u", 0)}
+
+
+# --- recovery from the recovery point (Kafka's recovery-point-offset-checkpoint) ---
+
+
+def flip_byte(segment: Path, from_end: int) -> None:
+    data = bytearray(segment.read_bytes())
+    data[len(data) - from_end] ^= 0xFF
+    segment.write_bytes(bytes(data))
+
+
+def three_segments(tmp_path: Path) -> tuple[Log, list[Path]]:
+    """A log of three segments of three 50-byte batches each, offsets 0..8."""
+    log = open_log(tmp_path, segment_bytes=400)
+    for i in range(9):
+        log.append_as_leader(batch(bytes([i]) * 50), leader_epoch=0)
+    segments = sorted((tmp_path / "orders-0").glob("*.log"))
+    assert len(segments) == 3
+    return log, segments
+
+
+def test_recovery_checks_every_segment_after_the_recovery_point_not_only_the_active_one(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    log, segments = three_segments(tmp_path)
+    log.close()
+    flip_byte(segments[1], from_end=2)  # the last batch of the middle segment, offset 5
+    with caplog.at_level(logging.WARNING):
+        again = open_log(tmp_path, segment_bytes=400)  # no recovery point: all is checked
+    assert again.log_end_offset == 5
+    assert values(again.read(0, 1 << 20)) == [bytes([i]) * 50 for i in range(5)]
+    assert not segments[2].exists(), "the segment after the bad batch is deleted"
+    assert "1 later segment(s) deleted" in caplog.text
+    assert again.append_as_leader(batch(b"next"), leader_epoch=1) == (5, 5)
+
+
+def test_recovery_skips_segments_below_the_recovery_point(tmp_path: Path) -> None:
+    log, segments = three_segments(tmp_path)
+    log.close()
+    flip_byte(segments[0], from_end=2)  # below the recovery point: trusted, not checked
+    flip_byte(segments[2], from_end=2)
+    again = Log(tmp_path / "orders-0", TP, LogConfig(segment_bytes=400), recovery_point=6)
+    assert again.log_end_offset == 8, "the bad batch after the recovery point is cut"
+    assert again.recovery_point == 6
+
+
+def test_a_clean_shutdown_skips_recovery(tmp_path: Path) -> None:
+    log, segments = three_segments(tmp_path)
+    log.close()
+    flip_byte(segments[2], from_end=2)
+    again = Log(
+        tmp_path / "orders-0", TP, LogConfig(segment_bytes=400), recovery_point=9, clean_shutdown=True
+    )
+    assert again.log_end_offset == 9
+    assert again.recovery_point == 9
+
+
+def test_flush_moves_the_recovery_point_and_truncation_brings_it_back(tmp_path: Path) -> None:
+    log, _ = three_segments(tmp_path)
+    assert log.recovery_point == 0
+    log.flush()
+    assert log.recovery_point == 9
+    log.truncate_to(4)
+    assert log.recovery_point == 4
+    log.truncate_fully_and_start_at(20)
+    assert log.recovery_point == 20
+
+
+def test_the_log_manager_checkpoints_recovery_points_and_marks_a_clean_shutdown(tmp_path: Path) -> None:
+    config = LogConfig(segment_bytes=400)
+    manager = LogManager([tmp_path], config)
+    manager.load()
+    log = manager.get_or_create(TP, {})
+    for i in range(6):
+        log.append_as_leader(batch(bytes([i]) * 50), leader_epoch=0)
+    log.flush()  # the recovery point is 6: the first two segments are on disk
+    for i in range(6, 9):
+        log.append_as_leader(batch(bytes([i]) * 50), leader_epoch=0)
+    manager.checkpoint_recovery_points()
+    assert read_checkpoint(tmp_path / "recovery-point-offset-checkpoint") == [["orders", "0", "6"]]
+    log.close()  # a crash: no clean-shutdown marker
+    segments = sorted((tmp_path / "orders-0").glob("*.log"))
+    flip_byte(segments[2], from_end=2)
+    crashed = LogManager([tmp_path], config)
+    crashed.load()
+    recovered = crashed.get(TP)
+    assert recovered is not None and recovered.log_end_offset == 8
+    crashed.close()
+    assert (tmp_path / ".kafka_cleanshutdown").exists()
+    assert read_checkpoint(tmp_path / "recovery-point-offset-checkpoint") == [["orders", "0", "8"]]
+    clean = LogManager([tmp_path], config)
+    clean.load()
+    assert not (tmp_path / ".kafka_cleanshutdown").exists(), "a later crash must not pass for clean"
+
+
+# --- damaged batches are never served ---
+
+
+def test_a_read_never_serves_a_batch_failing_its_crc_and_holds_the_recovery_point_below_it(
+    tmp_path: Path,
+) -> None:
+    log, segments = three_segments(tmp_path)
+    log.flush()
+    flip_byte(segments[1], from_end=2)  # offset 5, on disk under a running broker
+    first_segment = segments[0].stat().st_size
+    assert values(log.read(0, first_segment)) == [bytes([i]) * 50 for i in range(3)], "before it: served"
+    with pytest.raises(LogCorruption) as found:
+        log.read(0, 1 << 20)
+    assert found.value.offset == 5
+    assert log.recovery_point == 5
+    log.flush()
+    assert log.recovery_point == 5, "a flush does not move the recovery point past the damage"
+    log.close()
+    again = Log(
+        tmp_path / "orders-0", TP, LogConfig(segment_bytes=400), recovery_point=5, clean_shutdown=True
+    )
+    assert again.log_end_offset == 5, "even after a clean shutdown, the next start cuts the damage"
+
+
+def test_a_damaged_header_is_reported_from_the_index_entry_before_it(tmp_path: Path) -> None:
+    log = open_log(tmp_path, index_interval_bytes=1 << 20)  # one index entry: offset 0
+    for i in range(4):
+        log.append_as_leader(batch(bytes([i]) * 50), leader_epoch=0)
+    segment = tmp_path / "orders-0" / f"{0:020d}.log"
+    data = bytearray(segment.read_bytes())
+    data[len(data) // 2 + 16] = 9  # the magic byte of the third batch
+    segment.write_bytes(bytes(data))
+    with pytest.raises(LogCorruption) as found:
+        log.read(3, 1 << 20)
+    assert found.value.offset == 0, "a scan from the index entry met it: whole only below that entry"
+
+
+def test_the_scrub_walks_the_log_and_wraps_around(tmp_path: Path) -> None:
+    log, segments = three_segments(tmp_path)
+    third = log.size // 3  # a segment's worth
+    checked = [log.scrub(third) for _ in range(4)]
+    assert sum(checked[:3]) == log.size, "three passes cover the three segments"
+    assert checked[3] > 0, "then it starts again at the log start"
+    flip_byte(segments[2], from_end=2)
+    with pytest.raises(LogCorruption) as found:
+        for _ in range(4):
+            log.scrub(third)
+    assert found.value.offset == 8
+    log.truncate_to(found.value.offset)
+    log.scrub(1 << 20)  # the rest of this pass
+    assert log.scrub(1 << 20) == log.size, "the next pass finds the whole log good"
+
+
+def test_an_io_error_takes_the_directory_offline_once_and_fails_every_later_operation(
+    tmp_path: Path,
+) -> None:
+    failures = LogDirFailureChannel()
+    log = Log(tmp_path / "orders-0", TP, LogConfig(), failures=failures)
+    log.append_as_leader(batch(b"a"), leader_epoch=0)
+    for segment in log._segments:
+        segment.close()  # the next write meets EBADF: an I/O error like any other
+    with pytest.raises(KafkaStorageError):
+        log.append_as_leader(batch(b"b"), leader_epoch=0)
+    with pytest.raises(KafkaStorageError):
+        log.read(0, 100)
+    assert failures.offline == {tmp_path}
+    assert failures._queue.qsize() == 1, "the directory is reported once"

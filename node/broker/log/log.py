@@ -2,8 +2,19 @@
 appends as leader or follower, reads, truncation, recovery, retention and flushing.
 
 Offsets: `log_start_offset` is the first offset still held, `log_end_offset` (LEO) the next
-offset to be written. Appends validate every batch (magic, framing, CRC) before writing any,
-so a bad batch appends nothing.
+offset to be written, `recovery_point` the offset below which everything was fsynced. Appends
+validate every batch (magic, framing, CRC) before writing any, so a bad batch appends nothing.
+
+Recovery (Kafka's LogLoader): after a crash only what lies below the recovery point is known
+to be on disk whole, so every segment from the one holding it to the end is checked batch by
+batch, CRC included; the log ends before the first bad batch and later segments are deleted.
+After a clean shutdown (the log directory's `.kafka_cleanshutdown` marker) nothing is checked,
+unless the log's recovery point lies below its end: a batch found corrupt while the broker ran
+holds the recovery point below it, so that the next start cuts the log there.
+
+Reads check the CRC of every batch they return: a batch damaged on disk is never served
+(LogCorruption). An OSError in any operation reports the log's directory to the failure
+channel and fails the operation with KAFKA_STORAGE_ERROR; so does every later operation.
 """
 
 from __future__ import annotations
@@ -13,14 +24,16 @@ import contextlib
 import logging
 import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
-from actors.ports import TopicPartition
+from actors.ports import LogCorruption, TopicPartition
 from node.broker.log.config import LogConfig
 from node.broker.log.epoch_cache import LeaderEpochCache
+from node.broker.log.failure_channel import LogDirFailureChannel
 from node.broker.log.segment import LogSegment
 from wire import records
-from wire.errors import CorruptMessage, MessageTooLarge, OffsetOutOfRange
+from wire.errors import CorruptMessage, KafkaStorageError, MessageTooLarge, OffsetOutOfRange
 
 log = logging.getLogger(__name__)
 
@@ -30,21 +43,56 @@ def directory_name(tp: TopicPartition) -> str:
 
 
 class Log:
-    def __init__(self, directory: Path, tp: TopicPartition, config: LogConfig) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        tp: TopicPartition,
+        config: LogConfig,
+        *,
+        recovery_point: int = 0,
+        clean_shutdown: bool = False,
+        failures: LogDirFailureChannel | None = None,
+    ) -> None:
+        """`recovery_point` from the directory's checkpoint (0, everything, when it has none);
+        `clean_shutdown` when the directory holds the clean-shutdown marker; `failures`
+        hears of an I/O error (none: the error is only raised)."""
         self.directory = directory
         self.tp = tp
         self.config = config
-        directory.mkdir(parents=True, exist_ok=True)
+        self._failures = failures
+        # Set once the log's directory is offline: every operation fails from then on.
+        self.offline = False
+        # Where the next scrub starts, and the first offset found corrupt, if any.
+        self._scrub_offset = 0
+        self._corrupt_at: int | None = None
+        with self._io("opening"):
+            directory.mkdir(parents=True, exist_ok=True)
         self.epochs = LeaderEpochCache(directory)
         self._segments: list[LogSegment] = []
         self._bases: list[int] = []
         self._unflushed = 0
         self._last_flush = time.monotonic()
-        self._load()
+        self.recovery_point = 0
+        with self._io("loading"):
+            self._load(recovery_point, clean_shutdown)
+
+    @contextlib.contextmanager
+    def _io(self, doing: str) -> Iterator[None]:
+        """Kafka's maybeHandleIOException: an OSError takes the directory offline."""
+        if self.offline:
+            raise KafkaStorageError(f"{self.tp}: the log directory {self.directory.parent} is offline")
+        try:
+            yield
+        except OSError as e:
+            self.offline = True
+            message = f"error while {doing} the log of {self.tp} in {self.directory.parent}: {e}"
+            if self._failures is not None:
+                self._failures.maybe_add_offline_log_dir(self.directory.parent, message)
+            raise KafkaStorageError(message) from e
 
     # --- loading and recovery ---
 
-    def _load(self) -> None:
+    def _load(self, recovery_point: int, clean_shutdown: bool) -> None:
         bases = sorted(int(p.stem) for p in self.directory.glob("*.log") if p.stem.isdigit())
         for base in bases:
             self._segments.append(LogSegment(self.directory, base, self.config.index_interval_bytes))
@@ -52,16 +100,42 @@ class Log:
         if not self._segments:
             self._roll(0)
             return
-        for segment in self._segments[:-1]:
-            segment.load_index()
-        # A crash can only have torn the active segment's tail: check it batch by batch.
-        cut = self._segments[-1].recover()
-        if cut:
-            log.warning(
-                "%s: recovered to offset %d, %d torn bytes dropped", self.tp, self.log_end_offset, cut
-            )
+        if clean_shutdown:
+            for segment in self._segments:
+                segment.load_index()
+            if recovery_point < self.log_end_offset:
+                self._recover(recovery_point)  # a batch was found corrupt below the log end
+            else:
+                self.recovery_point = self.log_end_offset
+        else:
+            self._recover(recovery_point)
         self.epochs.truncate_from_end(self.log_end_offset)
         self.epochs.truncate_from_start(self.log_start_offset)
+
+    def _recover(self, recovery_point: int) -> None:
+        """Check every segment from the one holding `recovery_point` on; the first bad batch
+        ends the log there, and the segments after it go."""
+        first = max(0, bisect.bisect_right(self._bases, recovery_point) - 1)
+        for segment in self._segments[:first]:
+            segment.load_index()
+        for slot in range(first, len(self._segments)):
+            cut = self._segments[slot].recover()
+            if cut:
+                dropped = self._segments[slot + 1 :]
+                for later in dropped:
+                    later.delete()
+                del self._segments[slot + 1 :], self._bases[slot + 1 :]
+                log.warning(
+                    "%s: recovered to offset %d, %d torn bytes dropped in segment %d and %d later "
+                    "segment(s) deleted",
+                    self.tp,
+                    self.log_end_offset,
+                    cut,
+                    self._bases[slot],
+                    len(dropped),
+                )
+                break
+        self.recovery_point = min(recovery_point, self.log_end_offset)
 
     # --- offsets ---
 
@@ -113,9 +187,10 @@ class Log:
         for position, header in headers:
             records.stamp(buffer, position, offset, leader_epoch)
             offset += header.last_offset_delta + 1
-        if self.epochs.latest_epoch != leader_epoch:
-            self.epochs.assign(leader_epoch, first)
-        self._write(buffer, records.read_header(buffer, 0), records.read_header(buffer, headers[-1][0]))
+        with self._io("appending to"):
+            if self.epochs.latest_epoch != leader_epoch:
+                self.epochs.assign(leader_epoch, first)
+            self._write(buffer, records.read_header(buffer, 0), records.read_header(buffer, headers[-1][0]))
         return first, offset - 1
 
     def append_as_follower(self, data: bytes | memoryview) -> int:
@@ -129,9 +204,11 @@ class Log:
                     f"{self.tp}: batch at offset {header.base_offset} does not follow the log end {expected}"
                 )
             expected = header.next_offset
-            if header.partition_leader_epoch > self.epochs.latest_epoch:
-                self.epochs.assign(header.partition_leader_epoch, header.base_offset)
-        self._write(data, headers[0][1], headers[-1][1])
+        with self._io("appending to"):
+            for _, header in headers:
+                if header.partition_leader_epoch > self.epochs.latest_epoch:
+                    self.epochs.assign(header.partition_leader_epoch, header.base_offset)
+            self._write(data, headers[0][1], headers[-1][1])
         return len(headers)
 
     def _validate(self, data: bytes | bytearray | memoryview) -> list[tuple[int, records.BatchHeader]]:
@@ -177,31 +254,75 @@ class Log:
         limit = self.log_end_offset if max_offset is None else max_offset
         if offset >= limit:
             return b""
+        with self._io("reading"):
+            return self._read(offset, max_bytes, limit)
+
+    def _read(self, offset: int, max_bytes: int, limit: int) -> bytes:
         slot = bisect.bisect_right(self._bases, offset) - 1
         out = bytearray()
         while slot < len(self._segments) and len(out) < max_bytes:
             segment = self._segments[slot]
-            position = segment.position_of(offset)
-            if position is not None:
-                chunk = self._read_batches(segment, position, max_bytes - len(out), limit, first=not out)
-                out += chunk
-                if position + len(chunk) < segment.size:
-                    break
+            try:
+                position = segment.position_of(offset)
+                chunk = b""
+                if position is not None:
+                    chunk = self._read_batches(segment, position, max_bytes - len(out), limit, first=not out)
+            except CorruptMessage as e:
+                # A header that makes no sense, met while scanning from the index entry
+                # before `offset`: the log is known whole only below that entry.
+                raise self._corruption(segment.indexed_offset_before(offset), e.message) from e
+            out += chunk
+            if position is not None and position + len(chunk) < segment.size:
+                break
             slot += 1
             if slot < len(self._segments):
                 offset = self._segments[slot].base_offset
         return bytes(out)
 
-    @staticmethod
-    def _read_batches(segment: LogSegment, position: int, budget: int, limit: int, *, first: bool) -> bytes:
+    def _read_batches(
+        self, segment: LogSegment, position: int, budget: int, limit: int, *, first: bool
+    ) -> bytes:
         end = position
+        taken = []
         for at, header in segment.headers(position):
             if header.last_offset >= limit:
                 break
             if at + header.size - position > budget and not (first and at == position):
                 break
             end = at + header.size
-        return segment.read(position, end - position) if end > position else b""
+            taken.append((at - position, header))
+        if end == position:
+            return b""
+        chunk = segment.read(position, end - position)
+        for at, header in taken:
+            try:
+                records.validate(chunk, at)
+            except CorruptMessage as e:
+                raise self._corruption(header.base_offset, e.message) from e
+        return chunk
+
+    def _corruption(self, offset: int, reason: str) -> LogCorruption:
+        """A damaged batch at `offset`: remembered, so that the recovery point stays below it
+        and the next start cuts the log there."""
+        self._corrupt_at = offset if self._corrupt_at is None else min(self._corrupt_at, offset)
+        self.recovery_point = min(self.recovery_point, offset)
+        log.error(
+            "%s: the batch at offset %d on disk is damaged (%s); it is not served", self.tp, offset, reason
+        )
+        return LogCorruption(f"{self.tp}: the batch at offset {offset} on disk is damaged: {reason}", offset)
+
+    def scrub(self, max_bytes: int) -> int:
+        """Check the CRC of about `max_bytes` of batches from where the last scrub stopped,
+        going back to the log start after the end; the bytes checked. Raises LogCorruption."""
+        if not self.log_start_offset <= self._scrub_offset < self.log_end_offset:
+            self._scrub_offset = self.log_start_offset
+        if self._scrub_offset >= self.log_end_offset:
+            return 0
+        data = self.read(self._scrub_offset, max_bytes)
+        if data:
+            *_, (_, last) = records.batches(data, check_crc=False)
+            self._scrub_offset = last.next_offset
+        return len(data)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int, int] | None:
         """(offset, timestamp, leader epoch) of the first batch with a timestamp at or after
@@ -224,25 +345,39 @@ class Log:
             self.truncate_fully_and_start_at(offset if offset >= 0 else self.log_start_offset)
             return
         log.info("%s: truncating from %d to %d", self.tp, self.log_end_offset, offset)
-        while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
-            self._segments.pop().delete()
-            self._bases.pop()
-        self._segments[-1].truncate_to(offset)
-        self.epochs.truncate_from_end(self.log_end_offset)
+        with self._io("truncating"):
+            while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
+                self._segments.pop().delete()
+                self._bases.pop()
+            self._segments[-1].truncate_to(offset)
+            self.epochs.truncate_from_end(self.log_end_offset)
+        self._forget_corruption_from(self.log_end_offset)
+        self.recovery_point = min(self.recovery_point, self.log_end_offset)
+
+    def _forget_corruption_from(self, end: int) -> None:
+        if self._corrupt_at is not None and self._corrupt_at >= end:
+            self._corrupt_at = None
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         log.info("%s: emptying the log to start at offset %d", self.tp, offset)
-        for segment in self._segments:
-            segment.delete()
-        self._segments, self._bases = [], []
-        self._roll(offset)
-        self.epochs.clear()
+        with self._io("emptying"):
+            for segment in self._segments:
+                segment.delete()
+            self._segments, self._bases = [], []
+            self._roll(offset)
+            self.epochs.clear()
+        self._corrupt_at = None
+        self.recovery_point = offset
 
     # --- retention and flushing ---
 
     def delete_old_segments(self, now_ms: int, high_watermark: int) -> int:
         """Delete closed segments past `retention.ms` or beyond `retention.bytes`, never
         one that holds an offset at or after the high watermark. Returns how many went."""
+        with self._io("deleting old segments of"):
+            return self._delete_old_segments(now_ms, high_watermark)
+
+    def _delete_old_segments(self, now_ms: int, high_watermark: int) -> int:
         deleted = 0
         size = self.size
         while len(self._segments) > 1:
@@ -265,6 +400,7 @@ class Log:
             deleted += 1
         if deleted:
             self.epochs.truncate_from_start(self.log_start_offset)
+            self.recovery_point = max(self.recovery_point, self.log_start_offset)
             log.info(
                 "%s: retention deleted %d segment(s); the log starts at %d",
                 self.tp,
@@ -278,13 +414,25 @@ class Log:
             self.flush()
 
     def flush(self) -> None:
-        self._segments[-1].flush()
+        """Fsync every segment holding offsets at or after the recovery point (a rolled one
+        may not have been yet), then move the recovery point to the log end, or only up to
+        a batch found damaged."""
+        first = max(0, bisect.bisect_right(self._bases, self.recovery_point) - 1)
+        with self._io("flushing"):
+            for segment in self._segments[first:]:
+                segment.flush()
+        end = self.log_end_offset
+        self.recovery_point = end if self._corrupt_at is None else min(end, self._corrupt_at)
         self._unflushed = 0
         self._last_flush = time.monotonic()
 
     def close(self) -> None:
+        """Close the files; a log whose directory failed closes what it can."""
         for segment in self._segments:
-            segment.close()
+            try:
+                segment.close()
+            except OSError as e:
+                log.debug("closing %s: %s", segment.path, e)
 
     def delete(self) -> None:
         """Close and remove the log's directory; raises OSError if it cannot be removed."""

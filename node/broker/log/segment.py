@@ -8,6 +8,7 @@ is missing or damaged rebuilds it by scanning batch headers.
 from __future__ import annotations
 
 import bisect
+import errno
 import logging
 import os
 import struct
@@ -109,7 +110,10 @@ class LogSegment:
     ) -> None:
         """Append whole batches; `first` and `last` are the first and last batch's headers."""
         position = self.size
-        os.write(self._fd, data)
+        written = os.write(self._fd, data)
+        if written != len(data):
+            # A full disk may take part of a write: the torn tail goes at the next recovery.
+            raise OSError(errno.ENOSPC, f"wrote {written} of {len(data)} bytes to {self.path}")
         self.size += len(data)
         self._maybe_index(first.base_offset, position, len(data))
         self.next_offset = last.next_offset
@@ -155,6 +159,12 @@ class LogSegment:
         slot = bisect.bisect_right(self._index_offsets, offset) - 1
         start = self._index_positions[slot] if slot >= 0 else 0
         return next((p for p, header in self.headers(start) if header.last_offset >= offset), None)
+
+    def indexed_offset_before(self, offset: int) -> int:
+        """The offset of the index entry a scan for `offset` starts from (the segment's base
+        offset when none is at or before it)."""
+        slot = bisect.bisect_right(self._index_offsets, offset) - 1
+        return self._index_offsets[slot] if slot >= 0 else self.base_offset
 
     def first_batch_at_or_after_timestamp(self, timestamp: int) -> records.BatchHeader | None:
         return next((header for _, header in self.headers() if header.max_timestamp >= timestamp), None)

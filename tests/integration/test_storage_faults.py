@@ -1,0 +1,194 @@
+"""Storage faults on real broker processes: a bit flipped in a live follower's and a live
+leader's segment, and a log directory that fills up (spec §7.11)."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+
+from node.clients.producer import KeelProducer
+from tests.integration.conftest import BrokerProcess, Brokers
+from tests.integration.replication import bootstrap, consume_all, data_dir
+from tests.integration.test_partition_leadership import controller_of, create_topic, settled_to
+from tests.integration.test_replicated_log import leader_of
+from tests.support import eventually
+from wire import records
+from wire.errors import CorruptMessage
+
+# Scrub every 200 ms, the whole log each time: a flipped bit is found at once.
+SCRUBBING = {"log.scrub.interval.ms": "200", "log.scrub.bytes": str(1 << 30)}
+
+
+async def produce(
+    brokers: Brokers, topic: str, count: int, *, partition: int = 0, prefix: str = "v"
+) -> list[bytes]:
+    values = [f"{prefix}{i}".encode() for i in range(count)]
+    async with KeelProducer(bootstrap(brokers), acks=-1, request_timeout=5, delivery_timeout=30) as producer:
+        for start in range(0, count, 10):
+            await producer.send_many(
+                topic, [(None, v) for v in values[start : start + 10]], partition=partition
+            )
+    return values
+
+
+def flip_byte_in_batch(broker: BrokerProcess, topic: str, batch: int) -> None:
+    """Flip a byte inside the records of the `batch`-th batch of the partition's first segment,
+    in place, under the running broker (the page cache it reads is the file's)."""
+    segment = sorted(data_dir(broker, topic, 0).glob("*.log"))[0]
+    data = segment.read_bytes()
+    position, header = list(records.batches(data))[batch]
+    at = position + header.size - 3
+    with segment.open("r+b") as f:
+        f.seek(at)
+        f.write(bytes([data[at] ^ 0xFF]))
+
+
+def whole_log(broker: BrokerProcess, topic: str) -> list[records.Record] | None:
+    """The partition's records on the broker's disk, or None while a batch fails its CRC."""
+    out = []
+    try:
+        for segment in sorted(data_dir(broker, topic, 0).glob("*.log")):
+            out.extend(records.records(segment.read_bytes()))
+    except CorruptMessage:
+        return None
+    return out
+
+
+async def test_a_bit_flipped_on_a_live_follower_is_cut_off_and_fetched_again(
+    brokers: Brokers, kazoo: KazooClient
+) -> None:
+    brokers.settings.update(SCRUBBING)
+    brokers.start(1, 2, 3)
+    await create_topic(
+        brokers.by_id(await controller_of(brokers)),
+        "ledger",
+        assignment={0: [1, 2, 3]},
+        min_insync_replicas="2",
+    )
+    await settled_to(brokers, kazoo, "ledger", lambda s: len(s[0][2]) == 3, "topic never agreed")
+    acknowledged = await produce(brokers, "ledger", 100)
+    leader, _ = await leader_of(brokers, kazoo, "ledger")
+    follower = brokers.by_id(next(b for b in (1, 2, 3) if b != leader))
+    expected = whole_log(brokers.by_id(leader), "ledger")
+    assert expected is not None and len(expected) == 100
+    flip_byte_in_batch(follower, "ledger", batch=3)
+
+    async def repaired() -> bool:
+        return "before a damaged batch" in follower.log() and whole_log(follower, "ledger") == expected
+
+    await eventually(repaired, timeout=30, message="the follower did not fetch the damaged batch again")
+    state = await settled_to(
+        brokers, kazoo, "ledger", lambda s: len(s[0][2]) == 3, "the ISR did not stay full"
+    )
+    assert state[0][0] == leader, "a follower's damage does not move leadership"
+    got = (await consume_all(brokers, "ledger", [0], expected=100))[0]
+    assert [r.value for r in got] == acknowledged
+
+
+async def test_a_bit_flipped_on_a_live_leader_is_never_served_and_leadership_moves(
+    brokers: Brokers, kazoo: KazooClient
+) -> None:
+    brokers.start(1, 2, 3)  # no scrub: the consumer's read finds the damage
+    await create_topic(
+        brokers.by_id(await controller_of(brokers)),
+        "ledger",
+        assignment={0: [1, 2, 3]},
+        min_insync_replicas="2",
+    )
+    await settled_to(brokers, kazoo, "ledger", lambda s: len(s[0][2]) == 3, "topic never agreed")
+    acknowledged = await produce(brokers, "ledger", 100)
+    leader, epoch = await leader_of(brokers, kazoo, "ledger")
+    flip_byte_in_batch(brokers.by_id(leader), "ledger", batch=3)
+    # Reading from the beginning meets the damaged batch: KAFKA_STORAGE_ERROR, never the batch
+    # (the consumer checks every CRC), then a new leader serves every acknowledged record.
+    got = (await consume_all(brokers, "ledger", [0], expected=100))[0]
+    assert [r.value for r in got] == acknowledged
+    state = await settled_to(
+        brokers, kazoo, "ledger", lambda s: s[0][0] not in (-1, leader), "leadership did not move"
+    )
+    assert leader not in state[0][2], "the damaged replica left the ISR"
+    assert state[0][1] > epoch
+    assert "is damaged" in brokers.by_id(leader).log()
+    assert kazoo.get_children("/log_dir_event_notification") == [], "the notification was handled"
+    more = await produce(brokers, "ledger", 20, prefix="after")
+    got = (await consume_all(brokers, "ledger", [0], expected=120))[0]
+    assert [r.value for r in got] == acknowledged + more
+
+
+@contextlib.contextmanager
+def tmpfs(path: Path, size: str) -> Iterator[Path]:
+    """A small tmpfs at `path` (root only): a log directory that can really fill up."""
+    path.mkdir(parents=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], check=False, capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def fill(directory: Path) -> None:
+    """Write until the file system is full."""
+    with (directory / "filler").open("wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        except OSError as e:
+            assert e.errno == errno.ENOSPC, e
+
+
+async def test_a_full_log_directory_goes_offline_and_the_broker_serves_its_other_one(
+    brokers: Brokers, kazoo: KazooClient, tmp_path: Path
+) -> None:
+    with tmpfs(tmp_path / "small", "4m") as small:
+        big = tmp_path / "big"
+        brokers.new(1, {"log.dirs": f"{big},{small}"}).start()
+        brokers.start(2, 3)
+        await create_topic(
+            brokers.by_id(await controller_of(brokers)),
+            "ledger",
+            assignment={0: [1, 2, 3], 1: [1, 3, 2]},
+            min_insync_replicas="2",
+        )
+        await settled_to(
+            brokers,
+            kazoo,
+            "ledger",
+            lambda s: len(s) == 2 and all(len(v[2]) == 3 for v in s.values()),
+            "topic never agreed",
+        )
+        before = {p: await produce(brokers, "ledger", 50, partition=p, prefix=f"p{p}-") for p in (0, 1)}
+        on_small = 0 if (small / "ledger-0").is_dir() else 1
+        on_big = 1 - on_small
+        assert (big / f"ledger-{on_big}").is_dir(), "one partition in each directory"
+        fill(small)
+        after = await produce(brokers, "ledger", 50, partition=on_small, prefix="later-")
+
+        def moved(s: dict[int, tuple[int, int, list[int]]]) -> bool:
+            return s[on_small][0] in (2, 3) and 1 not in s[on_small][2] and s[on_big][0] == 1
+
+        state = await settled_to(
+            brokers, kazoo, "ledger", moved, "leadership did not leave the full directory"
+        )
+        assert 1 in state[on_big][2]
+        broker_log = brokers.by_id(1).log()
+        assert "goes offline" in broker_log and "No space left on device" in broker_log
+        assert kazoo.get_children("/log_dir_event_notification") == [], "the notification was handled"
+        more = await produce(brokers, "ledger", 50, partition=on_big, prefix="still-")
+        got = await consume_all(brokers, "ledger", [0, 1], expected=200)
+        assert [r.value for r in got[on_small]] == before[on_small] + after
+        assert [r.value for r in got[on_big]] == before[on_big] + more, (
+            "broker 1 still leads its other directory"
+        )
+        for broker in brokers.all:
+            broker.kill()
