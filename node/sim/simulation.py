@@ -144,14 +144,12 @@ class Simulation:
                 await self._start(broker_id)
             await asyncio.sleep(1.0)
             await self._create_topic()
-            for step in range(self.config.steps):
-                await self._step(step)
+            for _ in range(self.config.steps):
+                await self._step()
             await self._heal_and_settle()
         except Violation as v:
             violation = v
             self.trace(f"VIOLATION {v}")
-        finally:
-            logging.disable(logging.NOTSET)
         return RunResult(
             seed=self.config.seed,
             trace_hash=self._hash.hexdigest(),
@@ -163,7 +161,7 @@ class Simulation:
             last_events=list(self._tail),
         )
 
-    async def _step(self, step: int) -> None:
+    async def _step(self) -> None:
         for _ in range(self.rng.randint(0, 3)):
             self._client(self._produce())
         action = self._choose_action()
