@@ -161,8 +161,9 @@ def assign_replicas(
     if start_index is not None:
         start = shift = start_index
     else:
-        rng = rng or random.Random()
-        start, shift = rng.randrange(len(brokers)), rng.randrange(len(brokers))
+        # Without an rng, the module's generator: a simulation seeds it, so placement replays.
+        draw = random.randrange if rng is None else rng.randrange
+        start, shift = draw(len(brokers)), draw(len(brokers))
     return place_replicas(
         partitions, replication_factor, brokers, start=start, shift=shift, start_partition=start_partition
     )

@@ -12,6 +12,8 @@ never a newer one opened meanwhile.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import Protocol
 
 from wire.api import Request, Response
 from wire.client import RpcClient
@@ -19,6 +21,26 @@ from wire.endpoint import Endpoint
 from wire.errors import RequestTimedOut, WireError
 
 _Key = tuple[str, int]
+
+
+class RequestSender(Protocol):
+    """What a client holds to reach its peers: a `ConnectionPool`, or a simulation's network."""
+
+    async def send(self, endpoint: Endpoint, request: Request, *, timeout: float | None = None) -> Response:
+        """One request to `endpoint`; raises a WireError when no answer comes."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+# Makes the sender of one client (its client id, its request timeout in seconds).
+SenderFactory = Callable[[str, float], RequestSender]
+
+
+def connection_pool(client_id: str, timeout_s: float) -> ConnectionPool:
+    """The SenderFactory of a real process: a connection pool that times out connects and
+    requests alike."""
+    return ConnectionPool(client_id=client_id, request_timeout=timeout_s, connect_timeout=timeout_s)
 
 
 class ConnectionPool:

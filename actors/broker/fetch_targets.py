@@ -26,6 +26,9 @@ class Source:
     # Left out of fetches by the follower quota (replication throttle) until it frees.
     held: set[TopicPartition] = dataclasses.field(default_factory=set)
     session: FetchSessionClient = dataclasses.field(default_factory=FetchSessionClient)
+    # The last epoch end offsets asked of this leader failed for some partition: the next
+    # plan fetches the others first.
+    truncation_failed: bool = False
 
 
 class FetchTargets:
@@ -69,6 +72,11 @@ class FetchTargets:
         state = self._sources.get(source)
         if state is not None and tp in state.followed:
             state.truncating.add(tp)
+
+    def truncation_answered(self, source: int, *, failed: bool) -> None:
+        state = self._sources.get(source)
+        if state is not None:
+            state.truncation_failed = failed and bool(state.truncating)
 
     def truncated(self, source: int, tp: TopicPartition) -> None:
         state = self._sources.get(source)

@@ -50,7 +50,7 @@ class FollowerPath:
         if state is None or not state.followed:
             self.state.fetch_targets.drop(source)
             return None
-        if state.truncating:
+        if state.truncating and not state.truncation_failed:
             truncating = [self.state.partitions[tp] for tp in sorted(state.truncating)]
             by_topic: dict[str, list[OffsetForLeaderPartition]] = {}
             for p in truncating:
@@ -68,7 +68,14 @@ class FollowerPath:
             epochs = {p.tp: p.leader_epoch for p in truncating}
             return FetchPlan(state.endpoint, epochs, epoch_request=epoch_request)
         session = state.session
-        held = self._held_by_follower_quota(state.followed)
+        # After epoch end offsets that failed for some partitions (a stale leader, a replica
+        # the controller has since moved), fetch the others before asking again: one
+        # partition stuck in truncation must not starve every other partition on this
+        # leader (Kafka delays only the partitions in error). Those still truncating leave
+        # the session meanwhile, as throttled ones do, and come back once truncated.
+        state.truncation_failed = False
+        throttled = self._held_by_follower_quota(state.followed)
+        held = throttled | state.truncating
         released, state.held = state.held - held, held
         if session.needs_full_fetch:
             session_id, session_epoch, changed = session.build_full(
@@ -85,7 +92,7 @@ class FollowerPath:
         state.updates.clear()
         state.removed.clear()
         wait_ms = self.state.config.fetch_wait_max_ms
-        if held:
+        if throttled:
             # (A zero rate waits forever: the long poll's own limit still applies.)
             wait_s = min(wait_ms / 1000, self.state.throttle.follower.wait_s())
             wait_ms = max(1, math.ceil(wait_s * 1000))
@@ -221,6 +228,7 @@ class FollowerPath:
                 except KafkaStorageError as e:
                     log.warning("cannot truncate %s: %s", tp, e.message)
                     failed = True
+        self.state.fetch_targets.truncation_answered(source, failed=failed)
         return failed
 
     def _truncate_to_epoch_end(self, partition: Partition, source: int, epoch: int, end_offset: int) -> None:

@@ -29,6 +29,7 @@ from actors.broker.replica_messages import (
     SetThrottles,
     Snapshot,
 )
+from actors.broker.replica_state import ReplicaState
 from actors.broker.replication import (
     FetchPlan,
     NoReplication,
@@ -101,6 +102,14 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
         self._notifications: set[asyncio.Task[None]] = set()
         # Set, then replaced, each time a control request has been applied (wait_for_metadata).
         self._metadata_applied = asyncio.Event()
+
+    @property
+    def replica_state(self) -> ReplicaState:
+        """The actor's state, for observers that read it between messages (the simulation's
+        checks); everything that changes it goes through the mailbox."""
+        actor = self._actor
+        assert isinstance(actor, ReplicaManager)
+        return actor.state
 
     async def stop(self) -> None:
         for task in self._notifications:

@@ -352,6 +352,16 @@ class LeaderPath:
             if replica not in partition.isr:
                 self._maybe_expand_isr(partition, replica)
 
+    def expand_caught_up_followers(self) -> None:
+        """Every partition led here: propose a caught-up follower back into the ISR."""
+        for partition in self.state.partitions.values():
+            if (
+                partition.role is Role.LEADER
+                and not partition.stopped
+                and len(partition.isr) < len(partition.replicas)
+            ):
+                self._expand_caught_up(partition)
+
     def maybe_shrink_isr(self) -> None:
         now_ms = self.state.now_ms()
         for partition in self.state.partitions.values():

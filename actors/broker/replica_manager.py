@@ -425,8 +425,13 @@ class ReplicaManager(Actor[ReplicaMessage]):
             return UpdateMetadataResponse(
                 error_code=refusal, error_message=f"{refusal.name} from controller {request.controller_id}"
             )
+        was_live = set(self.state.metadata.live_brokers)
         self.state.metadata.update(request)
         self.state.controller_epoch = request.controller_epoch
+        if not self.state.metadata.live_brokers.keys() <= was_live:
+            # A follower that caught up while its broker was not yet known live here was
+            # not let into the ISR, and its fetches no longer name the partition: look again.
+            self.leader_path.expand_caught_up_followers()
         return UpdateMetadataResponse()
 
 

@@ -139,12 +139,19 @@ class ControllerContext:
         return [PartitionReplica(tp, r) for tp in self.all_partitions() for r in self.replicas(tp)]
 
     def partitions_with_offline_leader(self) -> list[TopicPartition]:
-        queued = self.topics_to_be_deleted
+        deleting = self.topics_whose_deletion_may_proceed()
         return [
             tp
             for tp, info in self.leadership.items()
-            if not self.is_replica_online(info.leader_and_isr.leader, tp) and tp.topic not in queued
+            if not self.is_replica_online(info.leader_and_isr.leader, tp) and tp.topic not in deleting
         ]
+
+    def topics_whose_deletion_may_proceed(self) -> set[str]:
+        """Topics queued for deletion and not held back (ineligible: a partition being
+        reassigned, a replica offline). Their partitions get no new leader; a topic held
+        back still does, or what holds it back (a reassignment) could never end. Kafka
+        elects no leader for any topic queued for deletion."""
+        return self.topics_to_be_deleted - self.topics_ineligible_for_deletion
 
     def remove_topic(self, topic: str) -> None:
         self.topics_to_be_deleted.discard(topic)

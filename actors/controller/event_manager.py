@@ -103,6 +103,10 @@ class ControllerEventManager:
     def queue_size(self) -> int:
         return len(self._queue)
 
+    def queued(self) -> tuple[QueuedEvent, ...]:
+        """The events waiting, in order (for observers: metrics, the simulation's checks)."""
+        return tuple(self._queue)
+
     def start(self) -> None:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name=self._name)

@@ -128,12 +128,14 @@ class PartitionStateMachine:
 
     async def trigger_online_partition_state_change(self) -> dict[TopicPartition, PartitionResult]:
         """Every New or Offline partition to Online, by offline election (topic config decides
-        on unclean election), except those of topics queued for deletion."""
-        queued = self._context.topics_to_be_deleted
+        on unclean election), except those of topics whose deletion may proceed (see
+        `ControllerContext.topics_whose_deletion_may_proceed`)."""
+        context = self._context
+        deleting = context.topics_whose_deletion_may_proceed()
         candidates = [
             tp
-            for tp, state in self._context.partition_states.items()
-            if state in (PartitionState.NEW, PartitionState.OFFLINE) and tp.topic not in queued
+            for tp, state in context.partition_states.items()
+            if state in (PartitionState.NEW, PartitionState.OFFLINE) and tp.topic not in deleting
         ]
         return await self.handle_state_changes(candidates, PartitionState.ONLINE, Strategy.OFFLINE)
 

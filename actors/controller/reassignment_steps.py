@@ -114,7 +114,26 @@ class ReassignmentSteps:
             current = context.assignment(tp)
             context.set_assignment(tp, new)
             unneeded.extend(PartitionReplica(tp, r) for r in current.replicas if r not in new.replicas)
+        await self._move_leaders_off(unneeded)
         await self._stop_replicas(unneeded)
+
+    async def _move_leaders_off(self, unneeded: list[PartitionReplica]) -> None:
+        """A replica the superseded reassignment was adding may lead by now. Stopping it
+        would leave the partition without a leader, and the new reassignment could never
+        complete (its replicas have nobody to catch up from), so leadership moves to the new
+        target replicas first (Kafka stops it all the same, leaving the partition offline)."""
+        context = self._context
+        leading = sorted(
+            {
+                r.tp
+                for r in unneeded
+                if (info := context.leadership.get(r.tp)) is not None
+                and info.leader_and_isr.leader == r.replica
+                and self._partitions.state(r.tp) == PartitionState.ONLINE
+            }
+        )
+        if leading:
+            await self._partitions.handle_state_changes(leading, PartitionState.ONLINE, Strategy.REASSIGN)
 
     async def _start_adding(
         self, adding: dict[TopicPartition, ReplicaAssignment], fresh: dict[TopicPartition, LeadershipInfo]

@@ -117,9 +117,14 @@ class TopicDeletionManager:
         await self.resume_deletions()
 
     async def resume_deletion_for_topics(self, topics: Iterable[str]) -> None:
-        """A broker hosting replicas returned, or a reassignment completed: try again."""
+        """A broker hosting replicas returned, or a reassignment completed: try again. Not a
+        topic with a partition still being reassigned: its deletion would take replicas
+        offline under that reassignment, which could then never complete, and neither could
+        the deletion it holds back. (Kafka resumes the topic when any one of its partitions
+        completes its reassignment, which leaves that gap.)"""
         context = self._context
-        queued = set(topics) & context.topics_to_be_deleted
+        reassigning = {tp.topic for tp in context.partitions_being_reassigned}
+        queued = (set(topics) & context.topics_to_be_deleted) - reassigning
         if queued:
             context.topics_ineligible_for_deletion -= queued
             await self.resume_deletions()

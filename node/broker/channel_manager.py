@@ -23,7 +23,7 @@ from actors.retry import Retry, retrying
 from wire.api import API_SPECS, Request, Response
 from wire.envelope import ParsedRequest, RequestHeader
 from wire.errors import WireError
-from wire.pool import ConnectionPool
+from wire.pool import SenderFactory, connection_pool
 from wire.retry import Backoff
 from wire.server import Handler, call_handler
 
@@ -42,13 +42,14 @@ class _BrokerSender:
         timeout_s: float,
         local: Handler | None,
         clock: Clock,
+        senders: SenderFactory,
     ) -> None:
         self.broker = broker
         self._local = local
         self._client_id = client_id
         self._queue: collections.deque[tuple[Request, ResponseCallback | None]] = collections.deque()
         self._ready = asyncio.Event()
-        self._pool = ConnectionPool(client_id=client_id, request_timeout=timeout_s, connect_timeout=timeout_s)
+        self._pool = senders(client_id, timeout_s)
         # Until the broker answers or is removed: no deadline.
         self._retry = Retry(clock, Backoff(RETRY_BACKOFF_S, RETRY_BACKOFF_MAX_S))
         self._stopped = False
@@ -120,14 +121,17 @@ class ControllerChannelManager:
         timeout_s: float = 30.0,
         local: Handler | None = None,
         clock: Clock | None = None,
+        senders: SenderFactory = connection_pool,
     ) -> None:
         """`local`, when given, serves the controller's own broker in process; `clock` times
-        the pauses between retries."""
+        the pauses between retries; `senders` makes each sender's connection pool (a
+        simulation passes its network's)."""
         self._controller_id = controller_id
         self._clock = clock or SystemClock()
         self._local = local
         self._client_id = f"controller-{controller_id}"
         self._timeout_s = timeout_s
+        self._make_sender = senders
         self._senders: dict[int, _BrokerSender] = {}
         self._stopping: set[asyncio.Task[None]] = set()
 
@@ -144,6 +148,7 @@ class ControllerChannelManager:
                 timeout_s=self._timeout_s,
                 local=self._local if broker_id == self._controller_id else None,
                 clock=self._clock,
+                senders=self._make_sender,
             )
 
     def remove_broker(self, broker_id: int) -> None:

@@ -8,8 +8,8 @@ partition not shown in time answers REQUEST_TIMED_OUT.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import time
 from typing import TYPE_CHECKING
 
 from actors.controller.leader_election import ElectionOutcome, election_response
@@ -40,14 +40,16 @@ async def elect_leaders(
         if request.topic_partitions is None
         else frozenset(TopicPartition(t.topic, p) for t in request.topic_partitions for p in t.partitions)
     )
-    deadline = time.monotonic() + max(request.timeout_ms, 0) / 1000
+    # On the loop's clock, which a simulation drives.
+    clock = asyncio.get_running_loop()
+    deadline = clock.time() + max(request.timeout_ms, 0) / 1000
     try:
         outcomes = await controller.elect_leaders(election_type, asked, max(request.timeout_ms, 0) / 1000)
     except WireError as e:
         # Asked for every partition, there is no partition to carry the error: this broker is
         # not the controller (the client looks for it again), or the election did not finish.
         return ElectLeadersResponse(error_code=e.error_code, error_message=e.message)
-    await _await_leaders(replica_manager, outcomes, deadline - time.monotonic())
+    await _await_leaders(replica_manager, outcomes, deadline - clock.time())
     return election_response(outcomes, every_partition=asked is None)
 
 

@@ -29,7 +29,7 @@ from wire.api import (
 )
 from wire.endpoint import Endpoint
 from wire.errors import NotController, WireError
-from wire.pool import ConnectionPool
+from wire.pool import SenderFactory, connection_pool
 
 log = logging.getLogger(__name__)
 
@@ -42,17 +42,15 @@ class RpcReplicaLink:
         controller_id: Callable[[], int],
         registered_broker: Callable[[int], Awaitable[RegisteredBroker | None]],
         timeout_s: float,
+        senders: SenderFactory = connection_pool,
     ) -> None:
+        """`senders` makes the two pools (a simulation passes its network's)."""
         self._controller_id = controller_id
         self._registered_broker = registered_broker
         self._timeout_s = timeout_s
         self._controller_endpoint: tuple[int, Endpoint] | None = None
-        self._fetch_pool = ConnectionPool(
-            client_id=f"broker-{broker_id}-fetcher", request_timeout=timeout_s, connect_timeout=timeout_s
-        )
-        self._control_pool = ConnectionPool(
-            client_id=f"broker-{broker_id}-control", request_timeout=timeout_s, connect_timeout=timeout_s
-        )
+        self._fetch_pool = senders(f"broker-{broker_id}-fetcher", timeout_s)
+        self._control_pool = senders(f"broker-{broker_id}-control", timeout_s)
 
     async def fetch(self, leader: Endpoint, request: FetchRequest) -> FetchResponse:
         # A long poll: the leader may hold the answer for max_wait_ms.

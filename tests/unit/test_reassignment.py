@@ -21,6 +21,7 @@ from wire.api import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionRequest,
     AlterPartitionTopic,
+    ElectionType,
     LeaderAndIsrRequest,
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsTopics,
@@ -336,6 +337,28 @@ async def test_a_new_target_supersedes_one_in_flight_and_stops_its_new_replica(c
         timeout=2,
         message="not done",
     )
+
+
+async def test_a_superseded_replica_that_leads_hands_leadership_over_before_it_stops(
+    cluster: Cluster,
+) -> None:
+    """Found by the simulation (seed 31): a replica the first reassignment was adding had
+    become leader; the second reassignment, which no longer wanted it, stopped it and left
+    the partition without a leader, so the new replicas had nobody to catch up from and the
+    reassignment never completed."""
+    c, o = others(cluster)
+    await cluster.start(3)
+    await eventually(settled(cluster, lambda: True), timeout=2, message="not settled")
+    await topic_on(cluster, c)
+    await reassign(cluster, [o, 3])
+    await catch_up(cluster, c, o)
+    await cluster.controller.elect_leaders(ElectionType.PREFERRED, frozenset({TP}))
+    assert cluster.state("t", 0).leader == o, "the replica being added leads"
+    assert (await reassign(cluster, [c, 3]))[0] == ErrorCode.NONE
+    await eventually(settled(cluster, lambda: True), timeout=2, message="not settled")
+    state = cluster.state("t", 0)
+    assert (state.leader, state.isr) == (c, (c,)), state
+    assert stop_replicas(cluster, o) == [False, True]
 
 
 async def test_an_api_reassignment_supersedes_the_zookeeper_request(cluster: Cluster) -> None:

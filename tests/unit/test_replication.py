@@ -398,3 +398,63 @@ async def test_a_fetch_answer_is_held_to_fetch_max_bytes_whatever_the_request_as
     assert answered() == [b"a" * 1000, b"b" * 1000, b"c" * 1000]
     brokers[1].state.config = dataclasses.replace(brokers[1].state.config, answer_max_bytes=2500)
     assert answered() == [b"a" * 1000, b"b" * 1000]
+
+
+def _live(manager: ReplicaManager, *broker_ids: int) -> None:
+    manager.update_metadata(
+        UpdateMetadataRequest(
+            controller_id=9,
+            controller_epoch=1,
+            live_brokers=[LiveBroker(broker_id=b, endpoints=[]) for b in broker_ids],
+        ),
+        -1,
+    )
+
+
+async def test_a_follower_caught_up_before_its_broker_was_known_live_rejoins_the_isr(
+    brokers: Brokers,
+) -> None:
+    """Found by the simulation (seed 7): a restarted broker caught up before the leader's
+    metadata listed it live, so no expansion was proposed, and its later fetches no longer
+    named the partition. The UpdateMetadata that brings it live must propose it."""
+    _live(brokers[1], 1, 2)
+    brokers.lead(1, 0, [1, 2])
+    brokers[1].leader_path.append_records(produce([b"a"], acks=1))
+    brokers.replicate(2, 1)
+    brokers.replicate(2, 1)
+    brokers.replicate(3, 1)
+    brokers.replicate(3, 1)
+    assert brokers.proposals == [], "3 is not live yet for the leader"
+    _live(brokers[1], 1, 2, 3)
+    assert brokers.proposals == [(1, PendingIsr((1, 2, 3), 0, 0))]
+
+
+async def test_a_partition_whose_epoch_end_offsets_keep_failing_does_not_starve_the_others(
+    brokers: Brokers,
+) -> None:
+    """Found by the simulation (seed 7): a follower left with a stale leader for one partition
+    (its StopReplica lost to a partition) asked that leader for the partition's epoch end
+    offsets for ever, and never fetched its other partitions from the same leader."""
+    other = TopicPartition("u", 0)
+    brokers.lead(1, 0, [1, 2, 3])
+    brokers[1].leader_path.append_records(produce([b"a"], acks=1))
+    brokers.replicate(2, 1)
+    # Broker 2 wrongly believes it follows 1 for `u-0` at an epoch 1 no longer leads.
+    stale = dataclasses.replace(
+        order(1, 5, [1, 2, 3]),
+        partition_states=[
+            dataclasses.replace(order(1, 5, [1, 2, 3]).partition_states[0], topic="u", partition=0)
+        ],
+    )
+    # It wrote at epoch 4 once, so it must truncate by epoch before fetching `u-0`.
+    brokers[2].state.logs.get_or_create(other, {}).append_as_leader(
+        records.build_batch([(None, b"x")], timestamp=1), 4
+    )
+    brokers[2].become_leader_or_follower(stale, -1)
+    brokers[1].leader_path.append_records(produce([b"b"], acks=1))
+    brokers.replicate(2, 1)  # epoch end offsets: u-0 is answered with an error
+    plan = brokers[2].follower_path.plan_fetch(1)
+    assert plan is not None and plan.fetch_request is not None, "the others are fetched next"
+    brokers.replicate(2, 1)
+    brokers.replicate(2, 1)
+    assert values(brokers[2]) == [b"a", b"b"]

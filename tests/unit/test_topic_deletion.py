@@ -429,6 +429,55 @@ async def test_a_topic_with_a_partition_being_reassigned_waits(deleting: Deletin
     await eventually(settled(deleting, lambda: deleting.gone("t")), timeout=2, message="t not deleted")
 
 
+async def test_a_deletion_waits_for_every_partition_of_its_topic_to_finish_reassigning(
+    deleting: DeletingCluster,
+) -> None:
+    """Found by the simulation (seed 6): the reassignment of t-1 completed and resumed the
+    deletion of t while t-0 was still being reassigned; the deletion took t-0's replicas
+    offline under its reassignment, which could then never complete, nor the deletion."""
+    await started(deleting, 1, 2)
+    await created(deleting, "t", {0: (1, 2), 1: (2, 1)})
+    reassigning = deleting.controller.context.partitions_being_reassigned
+    reassigning.update({TopicPartition("t", 0), TopicPartition("t", 1)})
+    await deleting.store.mark_topic_for_deletion("t")
+    await eventually(
+        settled(deleting, lambda: "t" in deleting.controller.context.topics_ineligible_for_deletion),
+        timeout=2,
+        message="t not held",
+    )
+    reassigning.discard(TopicPartition("t", 1))
+    await deleting.controller.topic_deletion.resume_deletion_for_topics({"t"})
+    assert "t" in deleting.controller.context.topics_ineligible_for_deletion
+    assert not deleted_on(deleting.channel, 1, "t") and "t" in deleting.zk.topics
+    reassigning.clear()
+    await deleting.controller.topic_deletion.resume_deletion_for_topics({"t"})
+    await eventually(settled(deleting, lambda: deleting.gone("t")), timeout=2, message="t not deleted")
+
+
+async def test_a_topic_whose_deletion_waits_still_gets_a_leader_elected(deleting: DeletingCluster) -> None:
+    """Found by the simulation (seed 49): a topic marked for deletion while a partition was
+    being reassigned lost that partition's leader; no leader was elected for a topic queued
+    for deletion, so the reassignment never completed, nor the deletion waiting for it."""
+    await started(deleting, 1, 2)
+    c = deleting.controller.broker_id
+    o = 3 - c
+    await created(deleting, "t", {0: (o, c)})
+    deleting.controller.context.partitions_being_reassigned.add(TopicPartition("t", 0))
+    await deleting.store.mark_topic_for_deletion("t")
+    await eventually(
+        settled(deleting, lambda: "t" in deleting.controller.context.topics_ineligible_for_deletion),
+        timeout=2,
+        message="t not held",
+    )
+    await deleting.kill(o)
+    await eventually(
+        settled(deleting, lambda: deleting.state("t", 0).leader == c),
+        timeout=2,
+        message="no leader elected for t-0 while its deletion waits",
+    )
+    assert "t" in deleting.zk.topics
+
+
 # --- the request batch while topics are deleted (spec §12.6) ---
 
 

@@ -1,0 +1,245 @@
+"""One simulated broker: what `node.broker.server.KeelBroker` assembles, on the simulated
+network, the in-memory ZooKeeper and the virtual clock, with its logs in memory.
+
+The parts are the production ones: the request handlers (BrokerApis, with the admin
+manager), the replica manager's handle with its fetchers and AlterPartition sender over the
+replica link, and the controller with its channel manager. Only the pools under the link and
+the channel (`SimNetwork.senders`), the store (a session on `FakeZooKeeper`) and the logs
+(`MemoryLogStore`) are the simulation's.
+
+Each incarnation runs as its own node (`node.sim.loop.NODE`): a crash cancels all its tasks at
+once and its ZooKeeper session lives on until the session timeout, as after `kill -9`; its
+logs and checkpointed high watermarks survive for the next incarnation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import dataclasses
+from collections.abc import Awaitable, Callable
+
+from actors.broker.handle import ReplicaManagerHandle
+from actors.broker.replication import ReplicationConfig
+from actors.controller import KafkaController
+from actors.controller.controller import ControllerConfig
+from actors.ports import BrokerInfo
+from node.broker.admin_manager import AdminManager
+from node.broker.apis import BrokerApis
+from node.broker.channel_manager import ControllerChannelManager
+from node.broker.controlled_shutdown import ControlledShutdownConfig, controlled_shutdown
+from node.broker.replica_link import RpcReplicaLink
+from node.sim.log_store import MemoryLogStore
+from node.sim.loop import NODE, SimClock, VirtualTimeLoop
+from node.sim.network import SimNetwork, endpoint_of
+from node.sim.zookeeper import FakeClusterStore, FakeZooKeeper
+from wire.api import MetadataRequest
+
+
+@dataclasses.dataclass(frozen=True)
+class BrokerSettings:
+    """The broker settings of a simulation: Kafka's names, shorter times so that a run sees
+    many failovers."""
+
+    session_timeout_s: float = 6.0
+    request_timeout_s: float = 3.0
+    replication: ReplicationConfig = dataclasses.field(
+        default_factory=lambda: ReplicationConfig(
+            lag_time_max_ms=3_000, fetch_wait_max_ms=200, fetch_backoff_ms=200
+        )
+    )
+    high_watermark_checkpoint_s: float = 1.0
+    controller: ControllerConfig = dataclasses.field(
+        default_factory=lambda: ControllerConfig(leader_imbalance_check_interval_s=30.0)
+    )
+    controlled_shutdown: ControlledShutdownConfig = dataclasses.field(
+        default_factory=lambda: ControlledShutdownConfig(
+            max_retries=3, retry_backoff_s=0.5, request_timeout_s=3.0
+        )
+    )
+
+
+class SimBroker:
+    def __init__(
+        self,
+        broker_id: int,
+        zk: FakeZooKeeper,
+        network: SimNetwork,
+        logs: MemoryLogStore,
+        settings: BrokerSettings,
+    ) -> None:
+        self.broker_id = broker_id
+        self.zk = zk
+        self.network = network
+        self.logs = logs
+        self.settings = settings
+        self.info = BrokerInfo(broker_id, (endpoint_of(broker_id),))
+        loop = asyncio.get_running_loop()
+        assert isinstance(loop, VirtualTimeLoop)
+        self.loop = loop
+        self.clock = SimClock(loop)
+        self.store = FakeClusterStore(zk, stale_session_wait=1.5 * settings.session_timeout_s)
+        self._controller: KafkaController | None = None
+        self.link = RpcReplicaLink(
+            broker_id,
+            controller_id=lambda: -1 if self._controller is None else self._controller.active_controller_id,
+            registered_broker=self.store.registered_broker,
+            timeout_s=settings.request_timeout_s,
+            senders=network.senders(broker_id),
+        )
+        self.replica_manager = ReplicaManagerHandle(
+            broker_id,
+            logs,
+            link=self.link,
+            config=settings.replication,
+            clock=self.clock,
+            broker_epoch=lambda: self.broker_epoch,
+        )
+        admin = AdminManager(
+            self.store,  # type: ignore[arg-type]  # the fake is a ZkClusterStore by duck type
+            default_partitions=1,
+            default_replication_factor=3,
+            metadata=lambda topics: self.replica_manager.metadata(MetadataRequest(topics=topics)),
+            wait_for_metadata=self.replica_manager.wait_for_metadata,
+            replica_counts=self.replica_manager.replica_counts,
+        )
+        self.apis = BrokerApis(
+            broker_id=broker_id,
+            store=self.store,  # type: ignore[arg-type]
+            replica_manager=self.replica_manager,
+            admin=admin,
+            controller=lambda: self.controller,
+            broker_epoch=lambda: self.broker_epoch,
+            cluster_id=lambda: "simulated",
+        )
+        self.alive = False
+        self._context = contextvars.copy_context()
+
+    @property
+    def broker_epoch(self) -> int:
+        return -1 if self._controller is None else self._controller.broker_epoch
+
+    @property
+    def controller(self) -> KafkaController:
+        assert self._controller is not None, "the controller module starts last"
+        return self._controller
+
+    @property
+    def started(self) -> bool:
+        return self._controller is not None
+
+    # --- start-up, on the broker's own node ---
+
+    def start(self) -> asyncio.Task[None]:
+        """Start this incarnation as node `broker_id`; the task ends once it is registered."""
+        context = contextvars.copy_context()
+        context.run(NODE.set, self.broker_id)
+        self._context = context
+        self.alive = True
+        return self.loop.create_task(self._startup(), name=f"broker-{self.broker_id}", context=context)
+
+    async def _startup(self) -> None:
+        self.replica_manager.start()
+        self.network.serve(self.broker_id, self.apis.handle)
+        for interval, work in (
+            (self.settings.replication.lag_time_max_ms / 2000, self._isr_expiration),
+            (self.settings.high_watermark_checkpoint_s, self._checkpoint_high_watermarks),
+        ):
+            self.loop.create_task(self._every(interval, work))
+        broker_epoch = await self.store.register_broker(self.info)
+        controller = KafkaController(
+            self.info,
+            self.store,
+            self.clock,
+            ControllerChannelManager(
+                self.broker_id,
+                timeout_s=self.settings.request_timeout_s,
+                local=self.apis.handle,
+                clock=self.clock,
+                senders=self.network.senders(self.broker_id),
+            ),
+            self.settings.controller,
+        )
+        self._controller = controller
+        controller.startup(broker_epoch)
+
+    async def _every(self, interval_s: float, work: Callable[[], Awaitable[None]]) -> None:
+        """Kafka's scheduler, as KeelBroker runs it: the ISR check and the checkpoint."""
+        while True:
+            await asyncio.sleep(interval_s)
+            await work()
+
+    async def _isr_expiration(self) -> None:
+        await self.replica_manager.maintain(shrink=True)
+
+    async def _checkpoint_high_watermarks(self) -> None:
+        await self.replica_manager.maintain(checkpoint=True, shrink=False)
+
+    # --- the ways a broker goes ---
+
+    def crash(self) -> None:
+        """kill -9: every task ends now; the session lingers until ZooKeeper times it out."""
+        self.alive = False
+        self.network.close(self.broker_id)
+        self.loop.kill(self.broker_id)
+        session = self.store.session
+        # Its watches can reach nothing now; the ensemble drops its ephemerals later.
+        self.store.expired = True
+        self.loop.call_later(self.settings.session_timeout_s, self.zk.drop_session, session)
+
+    async def controlled_shutdown(self) -> bool:
+        """SIGTERM: ask the controller to move the leaders away, then stop cleanly."""
+        moved = False
+        if self._controller is not None:
+            deadline = self.clock.monotonic() + 3 * self.settings.request_timeout_s
+            moved = await controlled_shutdown(
+                self.broker_id,
+                lambda: self.broker_epoch,
+                self.link.controlled_shutdown,
+                self.settings.controlled_shutdown,
+                deadline,
+                clock=self.clock,
+            )
+        await self.stop()
+        return moved
+
+    async def stop(self) -> None:
+        """A clean stop, in KafkaServer.shutdown's order; closing the session drops the
+        ephemerals at once."""
+        if self._controller is not None:
+            await self._controller.shutdown()
+        self.network.close(self.broker_id)
+        await self.replica_manager.maintain(checkpoint=True, shrink=False)
+        await self.replica_manager.stop()
+        self.alive = False
+        self.loop.kill(self.broker_id)
+        self.store.expired = True
+        self.zk.drop_session(self.store.session)
+
+    def cut_off_from_zookeeper(self) -> None:
+        """A partition between this broker and the ensemble: its ZooKeeper calls wait, and
+        past the session timeout the ensemble expires its session, so that the others elect
+        a controller while this one may still believe it is (a zombie, fenced by the epoch
+        at its next write)."""
+        store, session = self.store, self.store.session
+        store.reachable.clear()
+
+        def expire() -> None:
+            if self.alive and not store.reachable.is_set() and store.session == session:
+                store.expired = True
+                self.zk.drop_session(session)
+
+        self.loop.call_later(self.settings.session_timeout_s, expire)
+
+    def reconnect_to_zookeeper(self) -> None:
+        """The partition heals: calls go through again; a session expired meanwhile is
+        renewed, and the broker hears of it as after any expiry."""
+        if self.store.reachable.is_set():
+            return
+        self.store.reachable.set()
+        if self.alive and self.store.expired:
+            self.loop.create_task(self.store.renew_session(), context=self._context)
+
+    async def expire_session(self) -> None:
+        """ZooKeeper expires this broker's session; it gets a new one and registers again."""
+        await self.store.expire_session()

@@ -1,0 +1,270 @@
+"""What must hold after every step of a simulation, and once it has healed.
+
+After every step:
+- one active controller per controller epoch;
+- every fenced ZooKeeper write comes from the session that holds the current controller
+  epoch, and a partition state written carries that epoch;
+- each partition's leader is in its ISR, and its leader epoch never goes back;
+- no broker applies a LeaderAndIsr older than one it applied (per incarnation);
+- no event is lost from a controller's queue: each one put is still queued or spent;
+- an acknowledged acks=all write is on every member of the partition's ISR, at its offset
+  (a partition that had an unclean election is let off: losing data is what it means).
+
+Once healed (every broker up, the network whole), within a bounded simulated time: one
+controller that every broker knows, every partition led by a live ISR member with a full ISR,
+no reassignment or deletion left, the leaders' replica managers agreeing with ZooKeeper, the
+replicas' logs equal up to the high watermark, and every caller of the controller answered.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from actors.broker.partition import Role
+from actors.controller.event_manager import QueuedEvent
+from actors.controller.events import ControllerState
+from actors.ports import LeaderAndIsr, TopicPartition
+from node.sim.broker import SimBroker
+from node.sim.log_store import MemoryLogStore
+from node.sim.zookeeper import FakeClusterStore, FakeZooKeeper
+
+
+class Violation(Exception):
+    def __init__(self, invariant: str, detail: str) -> None:
+        super().__init__(f"{invariant}: {detail}")
+        self.invariant = invariant
+        self.detail = detail
+
+
+@dataclasses.dataclass(frozen=True)
+class Ack:
+    tp: TopicPartition
+    offset: int
+    value: bytes
+
+
+class Checker:
+    def __init__(self, zk: FakeZooKeeper, logs: dict[int, MemoryLogStore]) -> None:
+        self.zk = zk
+        self.logs = logs
+        zk.on_fenced_write = self._fenced_write
+        self._found: list[Violation] = []
+        self._controller_of_epoch: dict[int, int] = {}
+        self._states: dict[TopicPartition, LeaderAndIsr] = {}
+        self.unclean: set[TopicPartition] = set()
+        # (broker incarnation, partition) -> the newest leader epoch it applied.
+        self._applied: dict[tuple[int, TopicPartition], int] = {}
+        self.acks: list[Ack] = []
+        self._deleted: set[str] = set()
+        # (broker, partition) -> (log generation, acks checked) for the logs already checked.
+        self._checked: dict[tuple[int, TopicPartition], tuple[int, int]] = {}
+        self._events: dict[int, list[QueuedEvent]] = {}
+
+    # --- observers ---
+
+    def _fenced_write(self, store: FakeClusterStore, controller_epoch: int | None) -> None:
+        assert self.zk.epoch is not None
+        if store is not self.zk.epoch_owner:
+            self._found.append(
+                Violation("fenced writes", f"session {store.session} wrote without holding the epoch")
+            )
+        elif controller_epoch is not None and controller_epoch != self.zk.epoch[0]:
+            self._found.append(
+                Violation(
+                    "fenced writes",
+                    f"a state stamped with controller epoch {controller_epoch} at epoch {self.zk.epoch[0]}",
+                )
+            )
+
+    def watch_events(self, broker: SimBroker, incarnation: int) -> None:
+        """Keep every event put into this controller's queue (an observer's wrapper: what
+        goes through is unchanged)."""
+        manager = broker.controller.event_manager
+        seen = self._events.setdefault(incarnation, [])
+        put, clear_and_put = manager.put, manager.clear_and_put
+
+        def recorded_put(event: object) -> QueuedEvent:
+            queued = put(event)  # type: ignore[arg-type]
+            seen.append(queued)
+            return queued
+
+        def recorded_clear_and_put(event: object) -> QueuedEvent:
+            queued = clear_and_put(event)  # type: ignore[arg-type]
+            seen.append(queued)
+            return queued
+
+        manager.put = recorded_put  # type: ignore[method-assign]
+        manager.clear_and_put = recorded_clear_and_put  # type: ignore[method-assign]
+
+    def forget_events(self, incarnation: int) -> None:
+        """A crashed incarnation's queue dies with it."""
+        self._events.pop(incarnation, None)
+
+    def acknowledged(self, ack: Ack) -> None:
+        self.acks.append(ack)
+
+    # --- after every step ---
+
+    def check(self, brokers: dict[int, tuple[int, SimBroker]]) -> None:
+        if self._found:
+            raise self._found[0]
+        self._one_controller_per_epoch(brokers)
+        self._partition_states()
+        self._applied_leader_epochs(brokers)
+        self._no_event_lost(brokers)
+        self._acknowledged_writes()
+
+    def _one_controller_per_epoch(self, brokers: dict[int, tuple[int, SimBroker]]) -> None:
+        for broker_id, (_, broker) in sorted(brokers.items()):
+            if broker.alive and broker.started and broker.controller.is_active:
+                epoch = broker.controller.context.epoch
+                holder = self._controller_of_epoch.setdefault(epoch, broker_id)
+                if holder != broker_id:
+                    raise Violation(
+                        "one controller per epoch", f"brokers {holder} and {broker_id} both active at {epoch}"
+                    )
+
+    def _partition_states(self) -> None:
+        present = {}
+        for tp, (state, _, _) in self.zk.partition_states.items():
+            present[tp] = state
+            if state.leader != -1 and state.leader not in state.isr:
+                raise Violation("leader in ISR", f"{tp}: leader {state.leader} is not in ISR {state.isr}")
+            before = self._states.get(tp)
+            if before is None:
+                continue
+            if state.leader_epoch < before.leader_epoch:
+                raise Violation(
+                    "leader epochs rise", f"{tp}: leader epoch {before.leader_epoch} → {state.leader_epoch}"
+                )
+            if state.leader not in (-1, before.leader) and state.leader not in before.isr:
+                self.unclean.add(tp)
+        self._states = present
+
+    def _applied_leader_epochs(self, brokers: dict[int, tuple[int, SimBroker]]) -> None:
+        for broker_id, (incarnation, broker) in sorted(brokers.items()):
+            if not broker.alive:
+                continue
+            for tp, partition in broker.replica_manager.replica_state.partitions.items():
+                key = (incarnation, tp)
+                applied = self._applied.get(key, -1)
+                if partition.leader_epoch < applied:
+                    raise Violation(
+                        "no older LeaderAndIsr applied",
+                        f"broker {broker_id} went from leader epoch {applied} to "
+                        f"{partition.leader_epoch} of {tp}",
+                    )
+                self._applied[key] = partition.leader_epoch
+
+    def _no_event_lost(self, brokers: dict[int, tuple[int, SimBroker]]) -> None:
+        for broker_id, (incarnation, broker) in sorted(brokers.items()):
+            events = self._events.get(incarnation)
+            if not events or not broker.alive:
+                continue
+            queued = set(map(id, broker.controller.event_manager.queued()))
+            for event in events:
+                if not event.spent and id(event) not in queued:
+                    raise Violation(
+                        "no event lost",
+                        f"broker {broker_id}'s {type(event.event).__name__} left the queue unspent",
+                    )
+            # What is spent and answered needs no more watching.
+            events[:] = [e for e in events if not e.spent or not _answered(e)]
+
+    def _acknowledged_writes(self) -> None:
+        by_partition: dict[TopicPartition, list[Ack]] = {}
+        for ack in self.acks:
+            by_partition.setdefault(ack.tp, []).append(ack)
+        # A topic marked for deletion loses its logs while its states are still there; the
+        # simulation never reuses a topic's name, so once marked it is let off for good.
+        self._deleted |= self.zk.deletion_markers
+        for tp, acks in by_partition.items():
+            state = self._states.get(tp)
+            if state is None or tp in self.unclean or tp.topic in self._deleted:
+                continue
+            for member in state.isr:
+                self._check_replica(member, tp, acks)
+
+    def _check_replica(self, broker_id: int, tp: TopicPartition, acks: list[Ack]) -> None:
+        log = self.logs[broker_id].get(tp)
+        generation = -1 if log is None else log.generation
+        if self._checked.get((broker_id, tp)) == (generation, len(acks)):
+            return
+        values = {} if log is None else log.values()
+        for ack in acks:
+            if values.get(ack.offset) != ack.value:
+                raise Violation(
+                    "acknowledged writes on every ISR member",
+                    f"{tp} offset {ack.offset} ({ack.value!r}) is acknowledged but broker {broker_id}, "
+                    f"in ISR {self._states[tp].isr}, holds {values.get(ack.offset)!r}",
+                )
+        self._checked[(broker_id, tp)] = (generation, len(acks))
+
+    # --- once healed ---
+
+    def settled(self, brokers: dict[int, tuple[int, SimBroker]]) -> str | None:
+        """None once the cluster has converged; otherwise what is still missing."""
+        live = {b: broker for b, (_, broker) in brokers.items() if broker.alive and broker.started}
+        if len(live) != len(brokers):
+            return "a broker is not up"
+        active = [b for b, broker in live.items() if broker.controller.is_active]
+        if len(active) != 1:
+            return f"active controllers: {active}"
+        (controller,) = active
+        known = {b: broker.controller.active_controller_id for b, broker in live.items()}
+        if set(known.values()) != {controller}:
+            return f"brokers disagree on the controller: {known}"
+        busy = [
+            b
+            for b, broker in live.items()
+            if broker.controller.event_manager.queue_size or broker.controller.state != ControllerState.IDLE
+        ]
+        if busy:
+            return f"controller queues not empty on {busy}"
+        if self.zk.deletion_markers or self.zk.reassignments:
+            return "a deletion or a reassignment is left"
+        for topic, assignment in self.zk.topics.items():
+            for partition, replicas in assignment.partitions.items():
+                tp = TopicPartition(topic, partition)
+                missing = self._partition_settled(tp, replicas.replicas, replicas.is_being_reassigned, live)
+                if missing:
+                    return missing
+        return None
+
+    def _partition_settled(
+        self, tp: TopicPartition, replicas: tuple[int, ...], reassigning: bool, live: dict[int, SimBroker]
+    ) -> str | None:
+        found = self.zk.partition_states.get(tp)
+        if found is None:
+            return f"{tp} has no state"
+        state = found[0]
+        if reassigning:
+            return f"{tp} is still being reassigned"
+        if state.leader not in live or sorted(state.isr) != sorted(replicas):
+            return f"{tp}: leader {state.leader}, ISR {state.isr} of replicas {replicas}"
+        leader = live[state.leader].replica_manager.replica_state.partitions.get(tp)
+        if leader is None or leader.role is not Role.LEADER or leader.leader_epoch != state.leader_epoch:
+            return f"{tp}: broker {state.leader} does not lead it at epoch {state.leader_epoch}"
+        high_watermark = leader.high_watermark
+        logs = {b: self.logs[b].get(tp) for b in replicas}
+        committed = {
+            b: {o: v for o, v in ({} if log is None else log.values()).items() if o < high_watermark}
+            for b, log in logs.items()
+        }
+        if len({tuple(sorted(c.items())) for c in committed.values()}) > 1:
+            return f"{tp}: replicas differ below the high watermark {high_watermark}"
+        return None
+
+    def final(self, brokers: dict[int, tuple[int, SimBroker]]) -> None:
+        """Once settled: every event spent, and every caller of a controller answered."""
+        self._no_event_lost(brokers)
+        for broker_id, (incarnation, _) in sorted(brokers.items()):
+            for queued in self._events.get(incarnation, []):
+                state = "unspent" if not queued.spent else "spent without an answer to its caller"
+                raise Violation("no event lost", f"broker {broker_id}: {type(queued.event).__name__} {state}")
+
+
+def _answered(queued: QueuedEvent) -> bool:
+    """Whether the caller waiting on the event (if any) has its answer."""
+    reply = getattr(queued.event, "reply", None)
+    return reply is None or reply.done()

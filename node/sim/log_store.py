@@ -1,0 +1,206 @@
+"""Partition logs in memory: the `PartitionLog` and `LogStore` ports without files, for the
+simulation. A simulated broker that crashes keeps its `MemoryLogStore`, as a `kill -9` keeps
+the page cache, and the high watermarks last checkpointed; what it held only in memory (its
+replica manager's state) is gone.
+
+The log is a list of whole batches, each stamped with its offsets and leader epoch exactly
+as `node.broker.log.log.Log` stamps them, with the same leader-epoch cache
+(`node.broker.log.epoch_cache`, kept in memory). `tests/unit/test_sim_log_store.py` runs the
+same operations on both and compares what they answer.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping
+
+from actors.ports import TopicPartition
+from node.broker.log.config import LogConfig
+from node.broker.log.epoch_cache import LeaderEpochCache
+from wire import records
+from wire.errors import CorruptMessage, MessageTooLarge, OffsetOutOfRange
+
+
+class MemoryLog:
+    def __init__(self, tp: TopicPartition, config: LogConfig) -> None:
+        self.tp = tp
+        self.config = config
+        self.epochs = LeaderEpochCache(None)
+        self._start = 0
+        # Whole batches in offset order, and the base offset of each.
+        self._batches: list[bytes] = []
+        self._bases: list[int] = []
+        self._end = 0
+        # Bumped by every change, so that a checker can tell the log has not moved.
+        self.generation = 0
+        self._scrub_slot = 0
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._start
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._end
+
+    @property
+    def latest_epoch(self) -> int:
+        return self.epochs.latest_epoch
+
+    @property
+    def min_insync_replicas(self) -> int:
+        return self.config.min_insync_replicas
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        return self.epochs.end_offset_for(epoch, self._end)
+
+    def size_from(self, offset: int) -> int:
+        if offset >= self._end:
+            return 0
+        slot = max(bisect.bisect_right(self._bases, offset) - 1, 0)
+        return sum(len(b) for b in self._batches[slot:])
+
+    # --- appends ---
+
+    def append_as_leader(self, data: bytes, leader_epoch: int) -> tuple[int, int]:
+        buffer = bytearray(data)
+        headers = self._validate(buffer)
+        first = offset = self._end
+        for position, header in headers:
+            records.stamp(buffer, position, offset, leader_epoch)
+            offset += header.last_offset_delta + 1
+        if self.epochs.latest_epoch != leader_epoch:
+            self.epochs.assign(leader_epoch, first)
+        self._write(buffer)
+        return first, offset - 1
+
+    def append_as_follower(self, data: bytes | memoryview) -> int:
+        headers = self._validate(data)
+        expected = self._end
+        for _, header in headers:
+            if header.base_offset != expected:
+                raise CorruptMessage(
+                    f"{self.tp}: batch at offset {header.base_offset} does not follow the log end {expected}"
+                )
+            expected = header.next_offset
+            if header.partition_leader_epoch > self.epochs.latest_epoch:
+                self.epochs.assign(header.partition_leader_epoch, header.base_offset)
+        self._write(bytes(data))
+        return len(headers)
+
+    def _validate(self, data: bytes | bytearray | memoryview) -> list[tuple[int, records.BatchHeader]]:
+        if not data:
+            raise CorruptMessage("no record batch")
+        headers = list(records.batches(data))
+        for _, header in headers:
+            if header.size > self.config.max_message_bytes:
+                limit = self.config.max_message_bytes
+                raise MessageTooLarge(f"a batch of {header.size} bytes exceeds max.message.bytes {limit}")
+        return headers
+
+    def _write(self, data: bytes | bytearray) -> None:
+        self.generation += 1
+        view = memoryview(bytes(data))
+        for position, header in records.batches(view, check_crc=False):
+            self._batches.append(bytes(view[position : position + header.size]))
+            self._bases.append(header.base_offset)
+            self._end = header.next_offset
+
+    # --- reads ---
+
+    def read(self, offset: int, max_bytes: int, max_offset: int | None = None) -> bytes:
+        if offset < self._start or offset > self._end:
+            raise OffsetOutOfRange(f"{self.tp}: offset {offset} is outside {self._start}..{self._end}")
+        limit = self._end if max_offset is None else max_offset
+        if offset >= limit:
+            return b""
+        out = bytearray()
+        for slot in range(max(bisect.bisect_right(self._bases, offset) - 1, 0), len(self._batches)):
+            batch = self._batches[slot]
+            header = records.read_header(batch)
+            if header.last_offset >= limit:
+                break
+            if out and len(out) + len(batch) > max_bytes:
+                break
+            out += batch
+        return bytes(out)
+
+    def scrub(self, max_bytes: int) -> int:
+        """Check the CRC of about `max_bytes` of batches from where the last scrub stopped,
+        wrapping to the log start (memory is never damaged, but the walk is the file log's)."""
+        checked = 0
+        for _ in range(len(self._batches)):
+            if checked >= max_bytes:
+                break
+            self._scrub_slot %= len(self._batches)
+            batch = self._batches[self._scrub_slot]
+            records.validate(batch)
+            checked += len(batch)
+            self._scrub_slot += 1
+        return checked
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int, int] | None:
+        for batch in self._batches:
+            header = records.read_header(batch)
+            if header.max_timestamp >= timestamp:
+                return header.base_offset, header.max_timestamp, header.partition_leader_epoch
+        return None
+
+    def values(self) -> dict[int, bytes | None]:
+        """Every record's value by offset (the simulation's checks read them)."""
+        found: dict[int, bytes | None] = {}
+        for batch in self._batches:
+            for record in records.records(batch):
+                found[record.offset] = record.value
+        return found
+
+    # --- truncation ---
+
+    def truncate_to(self, offset: int) -> None:
+        if offset >= self._end:
+            return
+        if offset <= self._start:
+            self.truncate_fully_and_start_at(offset if offset >= 0 else self._start)
+            return
+        self.generation += 1
+        keep = bisect.bisect_left(self._bases, offset)
+        del self._batches[keep:], self._bases[keep:]
+        self._end = records.read_header(self._batches[-1]).next_offset if self._batches else self._start
+        self.epochs.truncate_from_end(self._end)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        self.generation += 1
+        self._batches, self._bases = [], []
+        self._start = self._end = offset
+        self.epochs.clear()
+
+
+class MemoryLogStore:
+    """Every log of one simulated broker, and its high-watermark checkpoint."""
+
+    def __init__(self, defaults: LogConfig | None = None) -> None:
+        self.defaults = defaults or LogConfig()
+        self.logs: dict[TopicPartition, MemoryLog] = {}
+        self._high_watermarks: dict[TopicPartition, int] = {}
+
+    def get(self, tp: TopicPartition) -> MemoryLog | None:
+        return self.logs.get(tp)
+
+    def get_or_create(self, tp: TopicPartition, topic_configs: Mapping[str, str]) -> MemoryLog:
+        config = self.defaults.with_topic_configs(topic_configs)
+        existing = self.logs.get(tp)
+        if existing is not None:
+            existing.config = config
+            return existing
+        created = self.logs[tp] = MemoryLog(tp, config)
+        return created
+
+    def delete(self, tp: TopicPartition) -> None:
+        self.logs.pop(tp, None)
+        self._high_watermarks.pop(tp, None)
+
+    def checkpointed_high_watermark(self, tp: TopicPartition) -> int:
+        return self._high_watermarks.get(tp, 0)
+
+    def checkpoint_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
+        self._high_watermarks.update(high_watermarks)

@@ -1,0 +1,543 @@
+"""An in-memory ZooKeeper: the ClusterStore port without a server, for the controller's unit
+tests and the deterministic simulation (node/sim).
+
+`FakeZooKeeper` holds what the real ensemble would: the controller znode and epoch with its
+data version, broker registrations with their czxids and owning sessions, and watchers.
+Each `FakeClusterStore` is one broker's session on it. It passes the same contract suite as
+`node.zk.store.ZkClusterStore` (tests/contract/test_cluster_store.py), so what runs against it
+does not run against a fantasy.
+
+Every call is a round trip: it yields to the loop, after `FakeZooKeeper.latency()` seconds
+when a simulation sets one, so that concurrency is real. A simulation may also watch every
+fenced write through `FakeZooKeeper.on_fenced_write`, to check that only the controller of
+the current epoch writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+from collections.abc import Callable
+
+from actors.ports import (
+    BrokerIdTakenError,
+    BrokerInfo,
+    ClusterWatcher,
+    ControllerEpoch,
+    ControllerMovedError,
+    ControllerView,
+    ControllerWatcher,
+    LeaderAndIsr,
+    LeadershipInfo,
+    LogDirEventWatcher,
+    PartitionStateConflict,
+    PreferredReplicaElectionWatcher,
+    ReassignmentWatcher,
+    RegisteredBroker,
+    ReplicaAssignment,
+    SessionWatcher,
+    TopicAlreadyMarkedForDeletionError,
+    TopicAssignment,
+    TopicDeletionWatcher,
+    TopicExistsError,
+    TopicPartition,
+    TopicVersionConflict,
+    UnknownTopicError,
+)
+
+# What the fake holds in place of `/admin/reassign_partitions` when it is not Kafka's JSON.
+INVALID_JSON = object()
+
+
+@dataclasses.dataclass
+class _Ephemeral:
+    value: object
+    owner: int
+    czxid: int
+
+
+class _VersionedTopics(dict[str, TopicAssignment]):
+    """The topic znodes: each write bumps the topic's data version, as ZooKeeper's does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._versions: dict[str, int] = {}
+
+    def version(self, topic: str) -> int:
+        return self._versions[topic]
+
+    def __setitem__(self, topic: str, assignment: TopicAssignment) -> None:
+        self._versions[topic] = self._versions[topic] + 1 if topic in self else 0
+        super().__setitem__(topic, assignment)
+
+    def __delitem__(self, topic: str) -> None:
+        super().__delitem__(topic)
+        del self._versions[topic]
+
+    def pop(self, topic: str, default: object = None) -> object:  # type: ignore[override]
+        self._versions.pop(topic, None)
+        return super().pop(topic, default)
+
+
+class FakeZooKeeper:
+    def __init__(self) -> None:
+        self.topics = _VersionedTopics()
+        self.topic_configs: dict[str, dict[str, str]] = {}
+        # partition -> (state, controller epoch that wrote it, data version)
+        self.partition_states: dict[TopicPartition, tuple[LeaderAndIsr, int, int]] = {}
+        self.cluster_watchers: list[tuple[FakeClusterStore, ClusterWatcher]] = []
+        self.controller: _Ephemeral | None = None
+        self.epoch: tuple[int, int] | None = None  # (value, data version)
+        self.brokers: dict[int, _Ephemeral] = {}
+        self.controller_watchers: list[tuple[FakeClusterStore, ControllerWatcher]] = []
+        # /admin/delete_topics children, and who watches them.
+        self.deletion_markers: set[str] = set()
+        self.deletion_watchers: list[tuple[FakeClusterStore, TopicDeletionWatcher]] = []
+        # /admin/reassign_partitions: None when absent; INVALID_JSON when unreadable.
+        self.reassignments: dict[TopicPartition, tuple[int, ...]] | object | None = None
+        self.reassignment_watchers: list[tuple[FakeClusterStore, ReassignmentWatcher]] = []
+        self._zxid = itertools.count(100)
+        self.preferred_replica_election: list[TopicPartition] | None = None
+        self.preferred_election_watchers: list[tuple[FakeClusterStore, PreferredReplicaElectionWatcher]] = []
+        self._sessions = itertools.count(1)
+        # /log_dir_event_notification children (name -> broker), and who watches them.
+        self.log_dir_events: dict[str, int] = {}
+        self.log_dir_event_watchers: list[tuple[FakeClusterStore, LogDirEventWatcher]] = []
+        self._log_dir_event_seq = itertools.count()
+        # The session (store) that bumped `/controller_epoch` to its current value.
+        self.epoch_owner: FakeClusterStore | None = None
+        # Set by a simulation: each round trip's delay, and an observer of fenced writes
+        # (the writing store, and the controller epoch it stamps on what it writes, or None).
+        self.latency: Callable[[], float] | None = None
+        self.on_fenced_write: Callable[[FakeClusterStore, int | None], None] | None = None
+
+    def next_zxid(self) -> int:
+        return next(self._zxid)
+
+    def new_session(self) -> int:
+        return next(self._sessions)
+
+    def controller_event(self, deleted: bool) -> None:
+        # A watch fires once per arming: only stores that re-read since the last event hear it.
+        for store, watcher in self.controller_watchers:
+            if store.controller_watch_armed and not store.expired:
+                store.controller_watch_armed = False
+                if deleted:
+                    watcher.controller_deleted()
+                else:
+                    watcher.controller_changed()
+
+    def fire(self, watch: str, call: str, *args: object) -> None:
+        """A watch fires once per arming, for stores that armed it."""
+        for store, watcher in self.cluster_watchers:
+            if watch in store.armed and not store.expired:
+                store.armed.discard(watch)
+                getattr(watcher, call)(*args)
+
+    def create_preferred_replica_election(self, partitions: list[TopicPartition]) -> None:
+        """What an admin tool writes; reported once to each store that armed the watch."""
+        if self.preferred_replica_election is not None:
+            raise FileExistsError("/admin/preferred_replica_election exists")
+        self.preferred_replica_election = list(partitions)
+        for store, watcher in self.preferred_election_watchers:
+            if store.preferred_election_watch_armed and not store.expired:
+                store.preferred_election_watch_armed = False
+                watcher.preferred_replica_election_created()
+
+    def fire_topic_deletions(self) -> None:
+        for store, watcher in self.deletion_watchers:
+            if "/admin/delete_topics" in store.armed and not store.expired:
+                store.armed.discard("/admin/delete_topics")
+                watcher.topic_deletions_changed()
+
+    def fire_log_dir_events(self) -> None:
+        for store, watcher in self.log_dir_event_watchers:
+            if "/log_dir_event_notification" in store.armed and not store.expired:
+                store.armed.discard("/log_dir_event_notification")
+                watcher.log_dir_events_changed()
+
+    def reassignments_created(self) -> None:
+        """An exists-watch fires once per arming, for stores that armed it."""
+        for store, watcher in self.reassignment_watchers:
+            if store.reassignment_watch_armed and not store.expired:
+                store.reassignment_watch_armed = False
+                watcher.partition_reassignment_created()
+
+    def drop_session(self, session: int) -> None:
+        if self.controller is not None and self.controller.owner == session:
+            self.controller = None
+            self.controller_event(deleted=True)
+        for broker_id, node in list(self.brokers.items()):
+            if node.owner == session:
+                del self.brokers[broker_id]
+                self.fire("/brokers/ids", "brokers_changed")
+
+
+class FakeClusterStore:
+    def __init__(self, zk: FakeZooKeeper, *, stale_session_wait: float = 0.0) -> None:
+        self.zk = zk
+        self.session = zk.new_session()
+        self.expired = False
+        self.controller_watch_armed = False
+        self.preferred_election_watch_armed = False
+        self.armed: set[str] = set()
+        self.reassignment_watch_armed = False
+        self.session_watchers: list[SessionWatcher] = []
+        self._stale_session_wait = stale_session_wait
+        self._registered_session: int | None = None
+        # Faults a test may inject into the next calls.
+        self.fail_next_registered_brokers: Exception | None = None
+        # Cleared while this client cannot reach the ensemble: its calls wait, as a real
+        # client's do while it reconnects (a simulation's network partition).
+        self.reachable = asyncio.Event()
+        self.reachable.set()
+
+    async def _io(self) -> None:
+        # Every real call is a round trip; yield so concurrency in the tests is real.
+        await self.reachable.wait()
+        await asyncio.sleep(0 if self.zk.latency is None else self.zk.latency())
+        await self.reachable.wait()
+
+    async def controller_id(self) -> int | None:
+        await self._io()
+        self.controller_watch_armed = True
+        return None if self.zk.controller is None else int(self.zk.controller.value)  # type: ignore[call-overload]
+
+    async def controller_epoch(self) -> ControllerEpoch | None:
+        await self._io()
+        return None if self.zk.epoch is None else ControllerEpoch(*self.zk.epoch)
+
+    async def read_controller(self) -> ControllerView:
+        await self._io()
+        self.controller_watch_armed = True
+        holder = None if self.zk.controller is None else int(self.zk.controller.value)  # type: ignore[call-overload]
+        return ControllerView(holder, None if self.zk.epoch is None else ControllerEpoch(*self.zk.epoch))
+
+    async def register_controller_and_increment_epoch(
+        self, broker_id: int, seen: ControllerEpoch | None = None
+    ) -> ControllerEpoch:
+        await self._io()
+        if self.zk.epoch is None:
+            self.zk.epoch = (0, 0)
+        if self.zk.controller is not None:
+            raise ControllerMovedError(f"broker {self.zk.controller.value} is controller")
+        value, version = self.zk.epoch
+        if seen is not None and seen.zk_version != version:
+            raise ControllerMovedError(f"/controller_epoch moved past version {seen.zk_version}")
+        self.zk.epoch = (value + 1, version + 1)
+        self.zk.epoch_owner = self
+        self.zk.controller = _Ephemeral(broker_id, self.session, self.zk.next_zxid())
+        self.zk.controller_event(deleted=False)
+        return ControllerEpoch(*self.zk.epoch)
+
+    async def delete_controller(self, epoch_zk_version: int) -> None:
+        await self._io()
+        if self.zk.epoch is None or self.zk.epoch[1] != epoch_zk_version:
+            raise ControllerMovedError(f"/controller_epoch is past version {epoch_zk_version}")
+        if self.zk.controller is not None:
+            self.zk.controller = None
+            self.zk.controller_event(deleted=True)
+
+    async def force_delete_controller(self) -> int | None:
+        await self._io()
+        holder = self.zk.controller
+        if holder is not None:
+            self.zk.controller = None
+            self.zk.controller_event(deleted=True)
+        return None if holder is None else int(holder.value)  # type: ignore[call-overload]
+
+    async def register_broker(self, info: BrokerInfo) -> int:
+        await self._io()
+        deadline = asyncio.get_running_loop().time() + self._stale_session_wait
+        while True:
+            existing = self.zk.brokers.get(info.broker_id)
+            if existing is None:
+                node = _Ephemeral(info, self.session, self.zk.next_zxid())
+                self.zk.brokers[info.broker_id] = node
+                self._registered_session = self.session
+                self.zk.fire("/brokers/ids", "brokers_changed")
+                return node.czxid
+            if existing.owner == self.session:
+                return existing.czxid
+            if existing.owner == self._registered_session:
+                del self.zk.brokers[info.broker_id]
+                continue
+            if asyncio.get_running_loop().time() >= deadline:
+                raise BrokerIdTakenError(f"broker.id {info.broker_id} is already registered")
+            await asyncio.sleep(0.01)
+
+    async def registered_brokers(self, *, watch: bool = False) -> list[RegisteredBroker]:
+        await self._io()
+        if watch:
+            self.armed.add("/brokers/ids")
+        if self.fail_next_registered_brokers is not None:
+            error, self.fail_next_registered_brokers = self.fail_next_registered_brokers, None
+            raise error
+        return [
+            RegisteredBroker(node.value, node.czxid)  # type: ignore[arg-type]
+            for _, node in sorted(self.zk.brokers.items())
+        ]
+
+    async def registered_broker(self, broker_id: int, *, watch: bool = False) -> RegisteredBroker | None:
+        await self._io()
+        node = self.zk.brokers.get(broker_id)
+        return None if node is None else RegisteredBroker(node.value, node.czxid)  # type: ignore[arg-type]
+
+    async def topics(self, *, watch: bool = False) -> set[str]:
+        await self._io()
+        if watch:
+            self.armed.add("/brokers/topics")
+        return set(self.zk.topics)
+
+    async def topic_assignments(self, topics: set[str], *, watch: bool = False) -> dict[str, TopicAssignment]:
+        await self._io()
+        if watch:
+            self.armed.update(f"/brokers/topics/{t}" for t in topics)
+        return {t: self.zk.topics[t] for t in topics if t in self.zk.topics}
+
+    async def topic_configs(self, topics: set[str]) -> dict[str, dict[str, str]]:
+        await self._io()
+        return {t: dict(self.zk.topic_configs.get(t, {})) for t in topics}
+
+    async def partition_states(
+        self, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, LeadershipInfo]:
+        await self._io()
+        found = {}
+        for tp in partitions:
+            if tp in self.zk.partition_states:
+                state, controller_epoch, version = self.zk.partition_states[tp]
+                found[tp] = LeadershipInfo(state._replace(partition_epoch=version), controller_epoch)
+        return found
+
+    def _check_fence(self, epoch_zk_version: int, controller_epoch: int | None = None) -> None:
+        if self.zk.epoch is None or self.zk.epoch[1] != epoch_zk_version:
+            raise ControllerMovedError(f"/controller_epoch is past version {epoch_zk_version}")
+        if self.zk.on_fenced_write is not None:
+            self.zk.on_fenced_write(self, controller_epoch)
+
+    async def create_partition_states(
+        self, states: dict[TopicPartition, LeaderAndIsr], controller_epoch: int, epoch_zk_version: int
+    ) -> dict[TopicPartition, LeaderAndIsr | Exception]:
+        await self._io()
+        self._check_fence(epoch_zk_version, controller_epoch)
+        results: dict[TopicPartition, LeaderAndIsr | Exception] = {}
+        for tp, state in states.items():
+            if tp in self.zk.partition_states:
+                results[tp] = FileExistsError(f"{tp} state exists")
+                continue
+            self.zk.partition_states[tp] = (state, controller_epoch, 0)
+            results[tp] = state._replace(partition_epoch=0)
+        return results
+
+    async def update_partition_states(
+        self, states: dict[TopicPartition, LeaderAndIsr], controller_epoch: int, epoch_zk_version: int
+    ) -> dict[TopicPartition, LeaderAndIsr | Exception]:
+        await self._io()
+        self._check_fence(epoch_zk_version, controller_epoch)
+        results: dict[TopicPartition, LeaderAndIsr | Exception] = {}
+        for tp, state in states.items():
+            current = self.zk.partition_states.get(tp)
+            if current is None:
+                results[tp] = LookupError(f"{tp} has no state")
+            elif current[2] != state.partition_epoch:
+                results[tp] = PartitionStateConflict(
+                    f"{tp}: partition epoch moved past {state.partition_epoch}"
+                )
+            else:
+                self.zk.partition_states[tp] = (state, controller_epoch, current[2] + 1)
+                results[tp] = state._replace(partition_epoch=current[2] + 1)
+        return results
+
+    async def create_topic(self, assignment: TopicAssignment, config: dict[str, str]) -> None:
+        await self._io()
+        self.zk.topic_configs[assignment.topic] = dict(config)
+        if assignment.topic in self.zk.topics:
+            raise TopicExistsError(f"topic {assignment.topic} already exists")
+        self.zk.topics[assignment.topic] = assignment
+        self.zk.fire("/brokers/topics", "topics_changed")
+
+    async def partition_reassignments(
+        self, *, watch: bool = False
+    ) -> dict[TopicPartition, tuple[int, ...]] | None:
+        await self._io()
+        if watch:
+            self.reassignment_watch_armed = True
+        current = self.zk.reassignments
+        if current is INVALID_JSON:
+            return {}
+        return None if current is None else dict(current)  # type: ignore[call-overload]
+
+    async def set_partition_reassignments(
+        self, reassignments: dict[TopicPartition, tuple[int, ...]], epoch_zk_version: int
+    ) -> None:
+        await self._io()
+        self._check_fence(epoch_zk_version)
+        existed = self.zk.reassignments is not None
+        self.zk.reassignments = dict(reassignments) if reassignments else None
+        if reassignments and not existed:
+            self.zk.reassignments_created()
+
+    async def create_partition_reassignments(
+        self, reassignments: dict[TopicPartition, tuple[int, ...]]
+    ) -> None:
+        await self._io()
+        if self.zk.reassignments is not None:
+            raise FileExistsError("/admin/reassign_partitions exists: a reassignment is in progress")
+        self.zk.reassignments = dict(reassignments)
+        self.zk.reassignments_created()
+
+    def write_invalid_reassignments(self) -> None:
+        """What a broken tool leaves behind: a node that is not Kafka's JSON."""
+        self.zk.reassignments = INVALID_JSON
+        self.zk.reassignments_created()
+
+    async def set_partition_assignments(
+        self, topic: str, partitions: dict[int, ReplicaAssignment], epoch_zk_version: int
+    ) -> None:
+        await self._io()
+        self._check_fence(epoch_zk_version)
+        current = self.zk.topics[topic]
+        self.zk.topics[topic] = TopicAssignment(topic, {**current.partitions, **partitions}, current.topic_id)
+        self.zk.fire(f"/brokers/topics/{topic}", "topic_modified", topic)
+
+    def watch_reassignments(self, watcher: ReassignmentWatcher) -> None:
+        self.zk.reassignment_watchers.append((self, watcher))
+
+    async def set_partition_state(
+        self, tp: TopicPartition, state: LeaderAndIsr, controller_epoch: int
+    ) -> None:
+        """What another writer (a leader's ISR change, a test) does behind the controller's back."""
+        current = self.zk.partition_states[tp]
+        self.zk.partition_states[tp] = (state, controller_epoch, current[2] + 1)
+
+    # --- log-dir failures (spec §7.11) ---
+
+    async def propagate_log_dir_event(self, broker_id: int) -> None:
+        await self._io()
+        self.zk.log_dir_events[f"log_dir_event_{next(self.zk._log_dir_event_seq):010d}"] = broker_id
+        self.zk.fire_log_dir_events()
+
+    async def log_dir_events(self, *, watch: bool = False) -> dict[str, int | None]:
+        await self._io()
+        if watch:
+            self.armed.add("/log_dir_event_notification")
+        return dict(sorted(self.zk.log_dir_events.items()))
+
+    async def delete_log_dir_events(self, names: list[str], epoch_zk_version: int) -> None:
+        await self._io()
+        self._check_fence(epoch_zk_version)
+        removed = [name for name in names if self.zk.log_dir_events.pop(name, None) is not None]
+        if removed:
+            self.zk.fire_log_dir_events()
+
+    def watch_log_dir_events(self, watcher: LogDirEventWatcher) -> None:
+        self.zk.log_dir_event_watchers.append((self, watcher))
+
+    # --- topic deletion and partition expansion ---
+
+    async def topics_to_delete(self, *, watch: bool = False) -> set[str]:
+        await self._io()
+        if watch:
+            self.armed.add("/admin/delete_topics")
+        return set(self.zk.deletion_markers)
+
+    def watch_topic_deletions(self, watcher: TopicDeletionWatcher) -> None:
+        self.zk.deletion_watchers.append((self, watcher))
+
+    async def delete_topic_deletions(self, topics: set[str], epoch_zk_version: int) -> None:
+        await self._io()
+        self._check_fence(epoch_zk_version)
+        if topics & self.zk.deletion_markers:
+            self.zk.deletion_markers -= topics
+            self.zk.fire_topic_deletions()
+
+    async def delete_topic(self, topic: str, epoch_zk_version: int) -> None:
+        await self._io()
+        self._check_fence(epoch_zk_version)
+        for tp in [tp for tp in self.zk.partition_states if tp.topic == topic]:
+            del self.zk.partition_states[tp]
+        self.zk.topic_configs.pop(topic, None)
+        if self.zk.topics.pop(topic, None) is not None:
+            self.zk.fire("/brokers/topics", "topics_changed")
+        if topic in self.zk.deletion_markers:
+            self.zk.deletion_markers.discard(topic)
+            self.zk.fire_topic_deletions()
+
+    async def topic_partition_ids(self, topic: str) -> set[int]:
+        await self._io()
+        return {tp.partition for tp in self.zk.partition_states if tp.topic == topic}
+
+    async def set_topic_assignment(self, assignment: TopicAssignment, epoch_zk_version: int) -> None:
+        await self._io()
+        self._check_fence(epoch_zk_version)
+        if assignment.topic not in self.zk.topics:
+            raise LookupError(f"topic {assignment.topic} does not exist")
+        self.zk.topics[assignment.topic] = assignment
+        self.zk.fire(f"/brokers/topics/{assignment.topic}", "topic_modified", assignment.topic)
+
+    async def mark_topic_for_deletion(self, topic: str) -> None:
+        await self._io()
+        if topic not in self.zk.topics:
+            raise UnknownTopicError(f"topic {topic} does not exist")
+        if topic in self.zk.deletion_markers:
+            raise TopicAlreadyMarkedForDeletionError(f"topic {topic} is already marked for deletion")
+        self.zk.deletion_markers.add(topic)
+        self.zk.fire_topic_deletions()
+
+    async def add_partitions(self, assignment: TopicAssignment, expected_version: int = -1) -> None:
+        await self._io()
+        if assignment.topic not in self.zk.topics:
+            raise UnknownTopicError(f"topic {assignment.topic} does not exist")
+        if expected_version not in (-1, self.zk.topics.version(assignment.topic)):
+            raise TopicVersionConflict(f"topic {assignment.topic} changed since it was read")
+        self.zk.topics[assignment.topic] = assignment
+        self.zk.fire(f"/brokers/topics/{assignment.topic}", "topic_modified", assignment.topic)
+
+    async def topic_assignment_and_version(self, topic: str) -> tuple[TopicAssignment, int] | None:
+        await self._io()
+        found = self.zk.topics.get(topic)
+        return None if found is None else (found, self.zk.topics.version(topic))
+
+    def watch_cluster(self, watcher: ClusterWatcher) -> None:
+        self.zk.cluster_watchers.append((self, watcher))
+
+    def watch_controller(self, watcher: ControllerWatcher) -> None:
+        self.zk.controller_watchers.append((self, watcher))
+
+    def watch_session(self, watcher: SessionWatcher) -> None:
+        self.session_watchers.append(watcher)
+
+    async def preferred_replica_election(self) -> list[TopicPartition] | None:
+        await self._io()
+        self.preferred_election_watch_armed = True
+        found = self.zk.preferred_replica_election
+        return None if found is None else list(found)
+
+    async def delete_preferred_replica_election(self, epoch_zk_version: int) -> None:
+        await self._io()
+        self._check_fence(epoch_zk_version)
+        self.zk.preferred_replica_election = None
+
+    def watch_preferred_replica_election(self, watcher: PreferredReplicaElectionWatcher) -> None:
+        self.zk.preferred_election_watchers.append((self, watcher))
+
+    async def create_preferred_replica_election(self, partitions: list[TopicPartition]) -> None:
+        await self._io()
+        self.zk.create_preferred_replica_election(partitions)
+
+    async def expire_session(self) -> None:
+        """What the ensemble does when this session times out, then the client reconnects."""
+        self.expired = True
+        self.zk.drop_session(self.session)
+        await self.renew_session()
+
+    async def renew_session(self) -> None:
+        """The client learns its session expired (the ensemble already dropped it) and
+        opens a new one; the session watchers hear of it (spec §2.5)."""
+        self.session = self.zk.new_session()
+        self.expired = False
+        for watcher in self.session_watchers:
+            await watcher.before_new_session()
+            watcher.after_new_session()
