@@ -122,11 +122,16 @@ class ControllerEventManager:
         return queued
 
     def clear_and_put(self, event: Event) -> QueuedEvent:
-        """Pre-empt everything queued, in order, then enqueue `event`."""
+        """Pre-empt everything queued, in order, then enqueue `event`. A queued shutdown is
+        the one event not pre-empted: a session expiry during `close` would otherwise
+        leave the event thread waiting for ever, and `close` with it."""
         drained = list(self._queue)
         self._queue.clear()
         for queued in drained:
-            queued.preempt()
+            if isinstance(queued.event, ShutdownEventThread):
+                self._queue.append(queued)
+            else:
+                queued.preempt()
         return self.put(event)
 
     async def close(self) -> None:

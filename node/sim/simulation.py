@@ -440,8 +440,12 @@ class Simulation:
         self._heal_network()
         for _, broker in self.brokers.values():
             broker.reconnect_to_zookeeper()
-        # Controlled shutdowns under way end first (each within its deadline).
-        await asyncio.gather(*self._stopping, return_exceptions=True)
+        # Controlled shutdowns under way end first: each within its deadline, or the stop
+        # hangs, which is a violation too (a broker that never stops never comes back).
+        if self._stopping:
+            _, hung = await asyncio.wait(self._stopping, timeout=self.config.settle_s)
+            if hung:
+                raise Violation("converges once healed", f"{len(hung)} controlled shutdown(s) never ended")
         for broker_id in self._down():
             await self._start(broker_id)
         assert self._loop is not None

@@ -163,3 +163,22 @@ async def test_close_preempts_the_queue_and_later_puts_are_answered(
     with pytest.raises(NotController):
         await late.reply
     assert recorder.processed == [Startup()]
+
+
+async def test_a_session_expiry_while_closing_does_not_preempt_the_shutdown(
+    manager: ControllerEventManager, recorder: Recorder
+) -> None:
+    """Found by the simulation (seed 495): a broker stopping while cut off from ZooKeeper
+    renewed its expired session mid-shutdown; the Expire put by `clear_and_put` pre-empted
+    the queued ShutdownEventThread, so the event thread never ended and the stop hung."""
+    recorder.gate.clear()
+    manager.start()
+    manager.put(Startup())
+    await asyncio.sleep(0)
+    closing = asyncio.create_task(manager.close())
+    await asyncio.sleep(0)
+    expire = manager.clear_and_put(Expire())
+    assert expire.preempted, "nothing new is processed once closing"
+    recorder.gate.set()
+    await asyncio.wait_for(closing, 1)
+    assert recorder.processed == [Startup()]
