@@ -1,0 +1,226 @@
+"""One chaos run: start the cluster, run the workload and the nemesis's plan for the
+duration, heal everything, wait for the cluster to settle, read everything back, check."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import re
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+from node.chaos import checker, schedule
+from node.chaos.cluster import ChaosCluster
+from node.chaos.faults import Nemesis
+from node.chaos.history import ControllerSeen, FinalState, History, Read
+from node.chaos.observer import Observer
+from node.chaos.report import Report
+from node.chaos.workload import Workload
+from node.zk import data, paths
+
+STATUS_EVERY_S = 5.0
+# After the heal: how long to wait for a healthy cluster before giving up (the check itself
+# asks for checker.HEALTHY_WITHIN_S; waiting longer tells by how much it was missed).
+SETTLE_LIMIT_S = checker.HEALTHY_WITHIN_S + 30.0
+_CONTROLLER_LINE = re.compile(r"^(\S+ \S+) .*broker (\d+) is controller at epoch (\d+)", re.MULTILINE)
+
+BROKER_SETTINGS = {
+    # A follower cut off leaves the ISR within seconds, so runs show shrinking and expanding.
+    "replica.lag.time.max.ms": "4000",
+    "controlled.shutdown.retry.backoff.ms": "500",
+    "replica.fetch.backoff.ms": "200",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class ChaosOptions:
+    seed: int
+    duration_s: float = 60.0
+    brokers: int = 5
+    zookeeper_servers: int = 3
+    faults: tuple[str, ...] = schedule.DEFAULT_FAULTS
+    session_timeout_ms: int = 4000
+    admin: bool = True
+
+    def replay(self) -> str:
+        return (
+            f"bin/keel-cluster chaos --seed {self.seed} --duration {self.duration_s:g} "
+            f"--brokers {self.brokers} --zookeeper-servers {self.zookeeper_servers} "
+            f"--faults {','.join(self.faults)} --session-timeout-ms {self.session_timeout_ms}"
+        )
+
+    def plan(self) -> list[schedule.Fault]:
+        return schedule.plan(
+            self.seed, self.duration_s, self.faults, session_timeout_s=self.session_timeout_ms / 1000
+        )
+
+
+async def run_chaos(options: ChaosOptions, directory: Path, say: Callable[[str], None]) -> Report:
+    plan = options.plan()
+    say(f"seed {options.seed}: {len(plan)} faults planned over {options.duration_s:g} s")
+    for fault in plan:
+        say(f"  {fault.describe()}")
+    history = History()
+    started = time.monotonic()
+
+    def clock() -> float:
+        return time.monotonic() - started
+
+    cluster = ChaosCluster(
+        directory,
+        brokers=options.brokers,
+        zookeeper_servers=options.zookeeper_servers,
+        session_timeout_ms=options.session_timeout_ms,
+        settings=BROKER_SETTINGS,
+    )
+    try:
+        say("starting ZooKeeper and the brokers")
+        await cluster.start()
+        workload = Workload(cluster, history, clock, options.seed)
+        await workload.create_topics()
+        observer = Observer(cluster, history, clock)
+        observer.start()
+        nemesis = Nemesis(cluster, history, clock, say)
+        # The plan's times count from here, once the cluster serves.
+        started = time.monotonic()
+        wall_started = time.time()
+        history.events.clear()
+        workload.start(admin=options.admin)
+        status = asyncio.create_task(_status(history, nemesis, cluster, clock, options.duration_s, say))
+        await nemesis.run(plan)
+        await asyncio.sleep(max(0.0, options.duration_s - clock()))
+        say(f"t={clock():.1f}s: the duration is over; waiting for the faults under way, then healing")
+        await nemesis.finish()
+        history.healed_s = clock()
+        history.event(history.healed_s, "heal", "every fault healed")
+        await workload.stop()
+        status.cancel()
+        final = await _settle(cluster, history, clock, say)
+        final.high_watermarks = await workload.drain(timeout=60.0)
+        _read_replicas(cluster, history, final, clock)
+        await observer.stop()
+        _read_controller_logs(cluster, history, wall_started)
+        violations = checker.check(history, final)
+        return Report(
+            seed=options.seed,
+            duration_s=options.duration_s,
+            brokers=options.brokers,
+            zookeeper_servers=options.zookeeper_servers,
+            plan=plan,
+            injected=nemesis.injected,
+            skipped=nemesis.skipped,
+            history=history,
+            final=final,
+            controller_changes=observer.controller_changes,
+            violations=violations,
+            replay=options.replay(),
+        )
+    finally:
+        await cluster.close()
+
+
+async def _status(  # noqa: PLR0917
+    history: History,
+    nemesis: Nemesis,
+    cluster: ChaosCluster,
+    clock: Callable[[], float],
+    duration_s: float,
+    say: Callable[[str], None],
+) -> None:
+    while True:
+        await asyncio.sleep(STATUS_EVERY_S)
+        controller = await cluster.controller()
+        say(
+            f"t={clock():5.1f}s/{duration_s:g}s  sent {history.sent}  acked {len(history.acks)}  "
+            f"read {len(history.reads)}  faults {sum(nemesis.injected.values())}  "
+            f"under fault: {sorted(nemesis.busy) or '-'}  controller {controller}"
+        )
+
+
+async def _settle(
+    cluster: ChaosCluster, history: History, clock: Callable[[], float], say: Callable[[str], None]
+) -> FinalState:
+    """Poll ZooKeeper until the cluster is healthy (or SETTLE_LIMIT_S): the final state."""
+    final = FinalState(expected_brokers=list(cluster.broker_ids))
+    deadline = clock() + SETTLE_LIMIT_S
+    while True:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(_snapshot(cluster, final), 10)
+            if _healthy(final):
+                final.healthy_after_s = round(clock() - history.healed_s, 2)
+                say(f"healthy {final.healthy_after_s:.1f} s after the heal")
+                return final
+        if clock() > deadline:
+            say(f"not healthy {SETTLE_LIMIT_S:g} s after the heal")
+            return final
+        await asyncio.sleep(0.5)
+
+
+async def _snapshot(cluster: ChaosCluster, final: FinalState) -> None:
+    zk = cluster.zk
+    assert zk is not None
+    topics = sorted(await zk.children(paths.BROKER_TOPICS))
+    partitions: dict[tuple[str, int], tuple[tuple[int, ...], int, tuple[int, ...]]] = {}
+    reassigning = []
+    for topic in topics:
+        got = await zk.get_or_none(paths.topic(topic))
+        if got is None:
+            continue
+        assignment = data.decode_topic(topic, got[0])
+        for p, replicas in assignment.partitions.items():
+            if replicas.adding or replicas.removing:
+                reassigning.append((topic, p))
+            state = await zk.get_or_none(paths.partition_state(topic, p))
+            if state is None:
+                partitions[(topic, p)] = (replicas.replicas, -1, ())
+                continue
+            info = data.decode_partition_state(topic, state[0], state[1].version).leader_and_isr
+            partitions[(topic, p)] = (replicas.replicas, info.leader, tuple(info.isr))
+    final.partitions = partitions
+    final.reassignments_in_progress = reassigning
+    final.topics_pending_deletion = sorted(await zk.children(paths.ADMIN_DELETE_TOPICS))
+    final.registered_brokers = sorted(int(b) for b in await zk.children(paths.BROKER_IDS))
+
+
+def _healthy(final: FinalState) -> bool:
+    return (
+        all(
+            leader in isr and set(isr) == set(replicas) for replicas, leader, isr in final.partitions.values()
+        )
+        and not final.reassignments_in_progress
+        and not final.topics_pending_deletion
+        and set(final.expected_brokers) <= set(final.registered_brokers)
+    )
+
+
+def _read_replicas(
+    cluster: ChaosCluster, history: History, final: FinalState, clock: Callable[[], float]
+) -> None:
+    t = clock()
+    for tp in history.partitions:
+        replicas = final.partitions.get(tp, ((), -1, ()))[0]
+        by_broker = {b: cluster.replica_records(b, *tp) for b in replicas}
+        final.replica_logs[tp] = by_broker
+        hw = final.high_watermarks.get(tp, 0)
+        for broker, log in by_broker.items():
+            history.reads.extend(
+                Read(t, f"replica-{broker}", tp[0], tp[1], offset, value)
+                for offset, value in sorted(log.items())
+                if offset < hw
+            )
+
+
+def _read_controller_logs(cluster: ChaosCluster, history: History, wall_started: float) -> None:
+    """ "broker N is controller at epoch E" from every broker's log, each incarnation's."""
+    for broker in cluster.broker_ids:
+        for stamp, who, epoch in _CONTROLLER_LINE.findall(cluster.log_text(broker)):
+            with contextlib.suppress(ValueError):
+                wall = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
+                history.controllers.append(
+                    ControllerSeen(
+                        round(wall - wall_started, 3), f"broker {broker}'s log", int(epoch), int(who)
+                    )
+                )
