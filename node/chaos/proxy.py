@@ -100,5 +100,7 @@ class Proxy:
                 # Cut while this chunk was on its way: it waits for the heal, as a packet
                 # retransmitted through a partition would.
                 await flowing.wait()
+                if writer.is_closing():
+                    return
                 writer.write(data)
                 await writer.drain()

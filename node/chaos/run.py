@@ -104,6 +104,7 @@ async def run_chaos(options: ChaosOptions, directory: Path, say: Callable[[str],
         await observer.stop()
         _read_controller_logs(cluster, history, wall_started)
         violations = checker.check(history, final)
+        (directory / "events.log").write_text("".join(e.line() + "\n" for e in history.events))
         return Report(
             seed=options.seed,
             duration_s=options.duration_s,
