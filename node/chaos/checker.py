@@ -214,7 +214,7 @@ def check_partition_states(history: History, final: FinalState) -> list[Violatio
 
 def check_healthy(history: History, final: FinalState) -> list[Violation]:
     """Within HEALTHY_WITHIN_S of the heal: every partition has a leader in a full ISR, every
-    broker is registered, and no reassignment or deletion is left in progress."""
+    broker is registered, and no reassignment, deletion or plan is left in progress."""
     out = []
     t = history.healed_s
     if final.healthy_after_s is None or final.healthy_after_s > HEALTHY_WITHIN_S:
@@ -250,6 +250,8 @@ def check_healthy(history: History, final: FinalState) -> list[Violation]:
                 t,
             )
         )
+    if final.plan_state == "running":
+        out.append(_violation(history, "stuck-plan", "the planner's plan is still running", t))
     missing = sorted(set(final.expected_brokers) - set(final.registered_brokers))
     if missing:
         out.append(_violation(history, "broker-not-registered", f"brokers {missing} are not registered", t))

@@ -9,7 +9,7 @@ import contextlib
 from pathlib import Path
 
 from node.chaos.proxy import Link, Proxy
-from node.cluster.local import BrokerProcess, LocalCluster
+from node.cluster.local import BrokerProcess, LocalCluster, PlannerProcess
 from node.cluster.zookeeper import EmbeddedZooKeeper, free_ports
 from node.zk import data, paths
 from node.zk.client import ZooKeeperClient
@@ -43,6 +43,7 @@ class ChaosCluster:
         self.proxies: dict[int, Proxy] = {}
         self._zookeeper_proxies: dict[int, list[Proxy]] = {}
         self.zk: ZooKeeperClient | None = None
+        self.planners: list[PlannerProcess] = []
 
     # --- lifecycle ---
 
@@ -60,6 +61,37 @@ class ChaosCluster:
         for b in self.broker_ids:
             self.launch(b)
         await self.local.wait_for_controller(timeout)
+
+    async def start_planners(self, count: int = 2, timeout: float = 180.0) -> None:
+        """An active planner and a standby (the standby takes over when the active one dies),
+        each on one Spark core: they share the machine with the brokers."""
+        for i in range(1, count + 1):
+            planner = self.local.new_planner(
+                {
+                    "zookeeper.connect": self.zookeeper.connect_string,
+                    "spark.master": "local[1]",
+                    "spark.driver.memory": "768m",
+                },
+                home=self.directory / f"planner-{i}",
+            )
+            planner.log_path = self.directory / "logs" / f"planner-{i}.log"
+            planner.start()
+            self.planners.append(planner)
+        deadline = asyncio.get_running_loop().time() + timeout
+        while await self.active_planner() is None:
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"no planner registered within {timeout:g} s")
+            await asyncio.sleep(0.5)
+
+    async def active_planner(self) -> PlannerProcess | None:
+        """The planner process that holds /keel/planner."""
+        got = await self._read(paths.PLANNER)
+        if got is None:
+            return None
+        with contextlib.suppress(Exception):
+            port = data.decode_planner(got[0]).port
+            return next((p for p in self.planners if p.port == port and p.running), None)
+        return None
 
     async def close(self) -> None:
         await asyncio.to_thread(self.local.kill_all)

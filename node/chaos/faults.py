@@ -10,10 +10,14 @@ import random
 import signal
 from collections.abc import Awaitable, Callable
 
+import orjson
+
 from node.chaos.cluster import ChaosCluster
 from node.chaos.history import History
 from node.chaos.schedule import BROKER_FAULTS, Fault
 from node.chaos.workload import PARTITIONS, TOPICS
+from node.clients.planner import PlannerClient
+from node.cluster.local import PlannerProcess
 
 # How long a controlled shutdown may take before the broker is killed.
 TERM_TIMEOUT_S = 30.0
@@ -56,6 +60,9 @@ class Nemesis:
         for server_id in sorted(self._killed_zookeeper):
             await asyncio.to_thread(self.cluster.zookeeper.start_server, server_id)
         self._killed_zookeeper.clear()
+        for planner in self.cluster.planners:
+            if not planner.running:
+                planner.start()
         for broker_id in self.cluster.broker_ids:
             process = self.cluster.process(broker_id)
             if process is not None and process.running:
@@ -277,4 +284,30 @@ class Nemesis:
             await asyncio.sleep(0.2)
 
     async def _planner(self, fault: Fault, rng: random.Random) -> None:
-        self._event("fault-skipped", "planner: not supported by this run")
+        """kill -9 the active planner, if possible while its executor runs a plan; the standby
+        takes over and resumes the plan from /keel/plan."""
+        active = await self.cluster.active_planner()
+        if active is None:
+            self._event("fault-skipped", "planner: no active planner")
+            return
+        status = await planner_status(active)
+        active.signal(signal.SIGKILL)
+        await asyncio.to_thread(active.wait, 10)
+        self._count(
+            fault,
+            f"kill -9 the active planner (port {active.port}; plan {status.get('state', 'none')}, "
+            f"{status.get('moves_done', 0)}/{status.get('moves_total', 0)} moves done)",
+        )
+        await asyncio.sleep(fault.duration_s)
+        if not active.running:
+            active.start()
+            self._event("heal", f"planner on port {active.port} restarted")
+
+
+async def planner_status(planner: PlannerProcess) -> dict[str, object]:
+    """The executor's status as the planner reports it ({} when it does not answer)."""
+    with contextlib.suppress(Exception):
+        async with PlannerClient.at(planner.address, timeout=3.0) as client:
+            value = orjson.loads((await client.status()).status_json)
+            return value if isinstance(value, dict) else {}
+    return {}

@@ -82,6 +82,9 @@ class FinalState:
     topics_pending_deletion: list[str] = dataclasses.field(default_factory=list)
     registered_brokers: list[int] = dataclasses.field(default_factory=list)
     expected_brokers: list[int] = dataclasses.field(default_factory=list)
+    # The planner executor's last plan's state ("running", "complete", "failed", "cancelled"),
+    # None without a planner or a plan.
+    plan_state: str | None = None
     # Seconds from the heal until the partitions were healthy, None if they never were.
     healthy_after_s: float | None = None
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from node.chaos import checker, schedule
 from node.chaos.cluster import ChaosCluster
-from node.chaos.faults import Nemesis
+from node.chaos.faults import Nemesis, planner_status
 from node.chaos.history import ControllerSeen, FinalState, History, Read
 from node.chaos.observer import Observer
 from node.chaos.report import Report
@@ -79,6 +79,9 @@ async def run_chaos(options: ChaosOptions, directory: Path, say: Callable[[str],
     try:
         say("starting ZooKeeper and the brokers")
         await cluster.start()
+        if "planner" in options.faults:
+            say("starting an active and a standby planner (Spark)")
+            await cluster.start_planners()
         workload = Workload(cluster, history, clock, options.seed)
         await workload.create_topics()
         observer = Observer(cluster, history, clock)
@@ -184,6 +187,10 @@ async def _snapshot(cluster: ChaosCluster, final: FinalState) -> None:
     final.reassignments_in_progress = reassigning
     final.topics_pending_deletion = sorted(await zk.children(paths.ADMIN_DELETE_TOPICS))
     final.registered_brokers = sorted(int(b) for b in await zk.children(paths.BROKER_IDS))
+    active = await cluster.active_planner()
+    if active is not None:
+        state = (await planner_status(active)).get("state")
+        final.plan_state = state if isinstance(state, str) else None
 
 
 def _healthy(final: FinalState) -> bool:
@@ -194,6 +201,7 @@ def _healthy(final: FinalState) -> bool:
         and not final.reassignments_in_progress
         and not final.topics_pending_deletion
         and set(final.expected_brokers) <= set(final.registered_brokers)
+        and final.plan_state != "running"
     )
 
 

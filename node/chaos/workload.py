@@ -11,14 +11,19 @@ import random
 import time
 from collections.abc import Callable
 
+import orjson
+
 from node.chaos.cluster import ChaosCluster
 from node.chaos.history import Ack, History, Read
 from node.clients.admin import KeelAdminClient
 from node.clients.consumer import KeelConsumer
+from node.clients.planner import PlannerClient, find_planner
 from node.clients.producer import KeelProducer
+from node.clients.throttles import clear_throttle_resources, throttle_plan, throttle_resources
 from wire.api.create_partitions import CreatePartitionsTopic
 from wire.api.create_topics import CreatableTopic
 from wire.api.elect_leaders import ElectionType
+from wire.api.planner import PlanReassignmentRequest
 from wire.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -29,6 +34,7 @@ TOPIC_CONFIGS = {"min.insync.replicas": "2"}
 RECORDS_PER_SEND = 2
 SEND_INTERVAL_S = 0.1
 ADMIN_INTERVAL_S = 2.0
+THROTTLE_BYTES_PER_S = 100_000
 
 
 class Workload:
@@ -155,8 +161,11 @@ class Workload:
             self._add_partitions,
             self._reassign,
             self._reassign_and_cancel,
+            self._reassign_throttled,
             self._preferred_election,
         ]
+        if self.cluster.planners:
+            operations.append(self._execute_plan)
         while not self._stop.is_set():
             operation = self.rng.choice(operations)
             name = operation.__name__.strip("_").replace("_", "-")
@@ -214,6 +223,52 @@ class Workload:
         await asyncio.sleep(self.rng.uniform(0.0, 1.0))
         cancelled = await admin.alter_partition_reassignments({tp: None}, timeout_ms=5000)
         return f"{tp[0]}-{tp[1]} to {replicas}: {_first_code(started)}, cancel: {_first_code(cancelled)}"
+
+    async def _reassign_throttled(self, admin: KeelAdminClient) -> str:
+        """A move under replication throttles set as Kafka's tool sets them, cleared once the
+        move is done (or given up on)."""
+        tp, replicas = self._target()
+        metadata = await admin.metadata([tp[0]])
+        current = {tp: metadata.topics[0].partitions[tp[1]].replicas}
+        plan = throttle_plan(current, {tp: replicas})
+        await admin.incremental_alter_configs(throttle_resources(plan, THROTTLE_BYTES_PER_S))
+        try:
+            started = await admin.alter_partition_reassignments({tp: replicas}, timeout_ms=5000)
+            done = await self._reassignment_done(admin, tp)
+        finally:
+            await asyncio.shield(
+                admin.incremental_alter_configs(clear_throttle_resources(sorted(plan.brokers), [tp[0]]))
+            )
+        return f"{tp[0]}-{tp[1]} to {replicas} at {THROTTLE_BYTES_PER_S} B/s: {_first_code(started)}, " + (
+            "done" if done else "still moving"
+        )
+
+    async def _reassignment_done(self, admin: KeelAdminClient, tp: tuple[str, int]) -> bool:
+        deadline = time.monotonic() + 8.0
+        while time.monotonic() < deadline:
+            listed = await admin.list_partition_reassignments([tp], timeout_ms=5000)
+            if not any(t.partitions for t in listed.topics):
+                return True
+            await asyncio.sleep(0.5)
+        return False
+
+    async def _execute_plan(self, admin: KeelAdminClient) -> str:
+        """Ask the active planner for a balancing plan of the workload's topics, executed under
+        a throttle (unless one is still running)."""
+        endpoint = await find_planner(self.cluster.bootstrap, timeout=5.0)
+        async with PlannerClient(endpoint, timeout=5.0, plan_timeout=60.0) as client:
+            status = orjson.loads((await client.status()).status_json)
+            if status.get("state") == "running":
+                return f"plan {status.get('plan_id')} still running ({status.get('moves_done')} moves done)"
+            response = await client.plan(
+                PlanReassignmentRequest(
+                    topics=[*TOPICS, *self._admin_topics], execute=True, throttle_bytes_per_s=200_000
+                )
+            )
+        if response.error_code:
+            return f"no plan: {ErrorCode(response.error_code).name}: {response.error_message}"
+        moved = len(response.partitions)
+        return f"plan {response.plan_id}: {moved} partition(s), executing {response.executing}"
 
     async def _preferred_election(self, admin: KeelAdminClient) -> str:
         partitions = [(t, p) for t in TOPICS for p in range(PARTITIONS)]

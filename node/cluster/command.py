@@ -381,8 +381,6 @@ def cmd_chaos(args: argparse.Namespace) -> int:
     )
     if options.brokers < 3:
         raise CommandError("a chaos run needs at least 3 brokers (its topics have replication factor 3)")
-    if "planner" in options.faults:
-        raise CommandError("the planner fault is not available yet")
 
     def say(line: str) -> None:
         print(line, flush=True)
@@ -412,7 +410,8 @@ async def _interruptible(work: Coroutine[Any, Any, T]) -> T:
     try:
         return await task
     except asyncio.CancelledError:
-        raise CommandError("interrupted; the chaos cluster was stopped") from None
+        # The cluster is stopped: the usual status of an interrupted command (130).
+        raise KeyboardInterrupt from None
 
 
 def fault_kinds(text: str) -> tuple[str, ...]:

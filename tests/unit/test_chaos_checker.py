@@ -161,3 +161,11 @@ def test_stuck_reassignment_deletion_and_missing_broker() -> None:
 def test_longest_unavailability_is_the_longest_gap_between_acknowledgements() -> None:
     history, _ = clean()
     assert checker.longest_unavailability(history) == {"t-0": 7.0}
+
+
+def test_a_plan_still_running_after_the_heal_is_stuck() -> None:
+    history, final = clean()
+    final.plan_state = "complete"
+    assert checker.check_healthy(history, final) == []
+    final.plan_state = "running"
+    assert [v.kind for v in checker.check_healthy(history, final)] == ["stuck-plan"]
