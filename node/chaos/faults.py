@@ -21,6 +21,8 @@ from node.cluster.local import PlannerProcess
 
 # How long a controlled shutdown may take before the broker is killed.
 TERM_TIMEOUT_S = 30.0
+# How long the planner fault waits for the executor to be running a plan before the kill.
+PLAN_WAIT_S = 5.0
 
 
 class Nemesis:
@@ -84,6 +86,10 @@ class Nemesis:
         event = self.history.event(self.now(), kind, detail)
         self.say(event.line())
 
+    def _skip(self, fault: Fault, why: str) -> None:
+        self.skipped.append(f"{fault.describe()}: {why}")
+        self._event("fault-skipped", f"{fault.kind}/{fault.variant}: {why}")
+
     def _count(self, fault: Fault, detail: str) -> None:
         self.injected[fault.kind] = self.injected.get(fault.kind, 0) + 1
         self._event("fault", f"{fault.kind}/{fault.variant} {detail}")
@@ -106,8 +112,7 @@ class Nemesis:
     ) -> None:
         broker, role = await self._target(fault, rng)
         if broker is None:
-            self.skipped.append(f"{fault.describe()}: no free broker is {role}")
-            self._event("fault-skipped", f"{fault.kind}/{fault.variant}: no free broker is {role}")
+            self._skip(fault, f"no free broker is {role}")
             return
         assert fault.kind in BROKER_FAULTS
         self.busy.add(broker)
@@ -190,7 +195,7 @@ class Nemesis:
         ]
         count = len(self.cluster.zookeeper.servers) // 2 + 1 if fault.variant == "majority" else 1
         if len(servers) < count:
-            self._event("fault-skipped", f"zk/{fault.variant}: servers already down")
+            self._skip(fault, "its servers are already down")
             return
         victims = rng.sample(servers, count)
         for server_id in victims:
@@ -288,9 +293,14 @@ class Nemesis:
         takes over and resumes the plan from /keel/plan."""
         active = await self.cluster.active_planner()
         if active is None:
-            self._event("fault-skipped", "planner: no active planner")
+            self._skip(fault, "no planner is active")
             return
         status = await planner_status(active)
+        waited = 0.0
+        while status.get("state") != "running" and waited < PLAN_WAIT_S:
+            await asyncio.sleep(0.5)
+            waited += 0.5
+            status = await planner_status(active)
         active.signal(signal.SIGKILL)
         await asyncio.to_thread(active.wait, 10)
         self._count(

@@ -65,7 +65,7 @@ class Report:
         lines = [
             f"chaos run, seed {self.seed}: {self.duration_s:g} s, {self.brokers} brokers, "
             f"{self.zookeeper_servers} ZooKeeper server(s)",
-            f"  faults injected: {faults} ({len(self.skipped)} skipped: no free broker held the role)",
+            f"  faults injected: {faults} ({len(self.skipped)} skipped: nothing free to hit)",
             f"  records: {value['sent']} sent, {value['acknowledged']} acknowledged, "
             f"{value['indeterminate']} not acknowledged, {value['read']} read, {value['lost']} lost, "
             f"{value['duplicates']} duplicated",

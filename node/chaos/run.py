@@ -189,8 +189,8 @@ async def _snapshot(cluster: ChaosCluster, final: FinalState) -> None:
     final.registered_brokers = sorted(int(b) for b in await zk.children(paths.BROKER_IDS))
     active = await cluster.active_planner()
     if active is not None:
-        state = (await planner_status(active)).get("state")
-        final.plan_state = state if isinstance(state, str) else None
+        plan_state = (await planner_status(active)).get("state")
+        final.plan_state = plan_state if isinstance(plan_state, str) else None
 
 
 def _healthy(final: FinalState) -> bool:

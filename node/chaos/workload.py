@@ -262,7 +262,10 @@ class Workload:
                 return f"plan {status.get('plan_id')} still running ({status.get('moves_done')} moves done)"
             response = await client.plan(
                 PlanReassignmentRequest(
-                    topics=[*TOPICS, *self._admin_topics], execute=True, throttle_bytes_per_s=200_000
+                    goals=["rebalance"],
+                    topics=[*TOPICS, *self._admin_topics],
+                    execute=True,
+                    throttle_bytes_per_s=200_000,
                 )
             )
         if response.error_code:
