@@ -258,6 +258,21 @@ def check_healthy(history: History, final: FinalState) -> list[Violation]:
     return out
 
 
+def check_shutdowns(history: History, final: FinalState) -> list[Violation]:
+    """Every controlled shutdown ends by itself (within shutdown.timeout.ms, or soon after
+    when it gives up): one that had to be killed was stuck."""
+    return [
+        _violation(
+            history,
+            "stuck-shutdown",
+            f"broker {s.broker} did not exit within {s.seconds:.0f} s of SIGTERM and was killed",
+            s.t,
+        )
+        for s in history.shutdowns
+        if s.exit_code is None or s.exit_code < 0
+    ]
+
+
 CHECKS: tuple[Callable[[History, FinalState], list[Violation]], ...] = (
     check_lost,
     check_inconsistent_offsets,
@@ -266,6 +281,7 @@ CHECKS: tuple[Callable[[History, FinalState], list[Violation]], ...] = (
     check_one_controller_per_epoch,
     check_partition_states,
     check_healthy,
+    check_shutdowns,
 )
 
 
@@ -284,3 +300,19 @@ def longest_unavailability(history: History) -> dict[str, float]:
         points = [history.produce_started_s, *sorted(ts), history.produce_stopped_s]
         out[f"{topic}-{p}"] = round(max(b - a for a, b in itertools.pairwise(points)), 2)
     return out
+
+
+def longest_without_leader(history: History) -> dict[str, float]:
+    """Per partition produced to, the longest stretch its state znode named no leader (-1), as
+    the observer saw it; a stretch still open at the heal ends there."""
+    out = {f"{t}-{p}": 0.0 for t, p in history.partitions}
+    since: dict[str, float] = {}
+    for state in sorted(history.states, key=lambda s: s.t):
+        name = f"{state.topic}-{state.partition}"
+        if state.leader < 0:
+            since.setdefault(name, state.t)
+        elif name in since:
+            out[name] = max(out.get(name, 0.0), state.t - since.pop(name))
+    for name, start in since.items():
+        out[name] = max(out.get(name, 0.0), history.healed_s - start)
+    return {name: round(s, 2) for name, s in sorted(out.items())}

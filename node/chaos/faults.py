@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 import orjson
 
 from node.chaos.cluster import ChaosCluster
-from node.chaos.history import History
+from node.chaos.history import History, Shutdown
 from node.chaos.schedule import BROKER_FAULTS, Fault
 from node.chaos.workload import PARTITIONS, TOPICS
 from node.clients.planner import PlannerClient
@@ -147,8 +147,10 @@ class Nemesis:
             assert process is not None
             self._count(fault, f"SIGTERM broker {broker} ({role})")
             started = self.now()
-            await asyncio.to_thread(process.stop, TERM_TIMEOUT_S)
-            self._event("fault", f"broker {broker} shut down in {self.now() - started:.1f}s")
+            code = await asyncio.to_thread(process.stop, TERM_TIMEOUT_S)
+            took = self.now() - started
+            self.history.shutdowns.append(Shutdown(self.now(), broker, took, code))
+            self._event("fault", f"broker {broker} shut down in {took:.1f}s (exit status {code})")
             await asyncio.sleep(fault.duration_s)
             await self._restart(broker)
 

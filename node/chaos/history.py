@@ -66,6 +66,17 @@ class ControllerSeen:
     broker: int
 
 
+@dataclasses.dataclass(frozen=True)
+class Shutdown:
+    """A controlled shutdown (SIGTERM): how it ended. `exit_code` None or negative: the broker
+    did not exit by itself and was killed."""
+
+    t: float
+    broker: int
+    seconds: float
+    exit_code: int | None
+
+
 @dataclasses.dataclass
 class FinalState:
     """The cluster after healing, as the checker needs it."""
@@ -99,6 +110,7 @@ class History:
     reads: list[Read] = dataclasses.field(default_factory=list)
     states: list[PartitionState] = dataclasses.field(default_factory=list)
     controllers: list[ControllerSeen] = dataclasses.field(default_factory=list)
+    shutdowns: list[Shutdown] = dataclasses.field(default_factory=list)
     # Partitions produced to, and when the workload produced.
     partitions: list[tuple[str, int]] = dataclasses.field(default_factory=list)
     produce_started_s: float = 0.0

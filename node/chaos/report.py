@@ -52,6 +52,7 @@ class Report:
             "controller_changes": self.controller_changes,
             "max_unavailable_s": max(unavailable.values(), default=0.0),
             "unavailable_s": unavailable,
+            "without_leader_s": checker.longest_without_leader(history),
             "healthy_after_s": self.final.healthy_after_s,
             "violations": [v.as_json() for v in self.violations],
             "ok": self.ok,
@@ -74,6 +75,8 @@ class Report:
             + "("
             + ", ".join(f"{tp} {s:.1f}" for tp, s in value["unavailable_s"].items())
             + ")",
+            "  longest stretch without a leader in ZooKeeper: "
+            + ", ".join(f"{tp} {s:.1f}" for tp, s in value["without_leader_s"].items()),
             "  healthy "
             + (f"{healthy:.1f} s after the heal" if healthy is not None else "never after the heal"),
         ]

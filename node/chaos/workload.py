@@ -16,7 +16,7 @@ import orjson
 from node.chaos.cluster import ChaosCluster
 from node.chaos.history import Ack, History, Read
 from node.clients.admin import KeelAdminClient
-from node.clients.consumer import KeelConsumer
+from node.clients.consumer import ConsumedRecord, KeelConsumer
 from node.clients.planner import PlannerClient, find_planner
 from node.clients.producer import KeelProducer
 from node.clients.throttles import clear_throttle_resources, throttle_plan, throttle_resources
@@ -126,7 +126,7 @@ class Workload:
                 incarnation += 1
                 await asyncio.sleep(0.5)
 
-    def _record(self, reader: str, topic: str, consumed: list) -> None:  # type: ignore[type-arg]
+    def _record(self, reader: str, topic: str, consumed: list[ConsumedRecord]) -> None:
         t = self.now()
         for r in consumed:
             self.history.reads.append(

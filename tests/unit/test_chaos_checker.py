@@ -4,7 +4,7 @@ the violation it is for."""
 from __future__ import annotations
 
 from node.chaos import checker
-from node.chaos.history import Ack, ControllerSeen, FinalState, History, PartitionState, Read
+from node.chaos.history import Ack, ControllerSeen, FinalState, History, PartitionState, Read, Shutdown
 
 TP = ("t", 0)
 
@@ -169,3 +169,23 @@ def test_a_plan_still_running_after_the_heal_is_stuck() -> None:
     assert checker.check_healthy(history, final) == []
     final.plan_state = "running"
     assert [v.kind for v in checker.check_healthy(history, final)] == ["stuck-plan"]
+
+
+def test_a_controlled_shutdown_that_had_to_be_killed_is_stuck() -> None:
+    history, final = clean()
+    history.shutdowns += [Shutdown(2.0, 1, 1.2, 0), Shutdown(3.0, 2, 16.0, 1)]
+    assert checker.check_shutdowns(history, final) == [], "one that gave up and exited is not stuck"
+    history.shutdowns.append(Shutdown(4.0, 3, 30.0, -9))
+    [violation] = checker.check_shutdowns(history, final)
+    assert violation.kind == "stuck-shutdown" and "broker 3" in violation.message
+
+
+def test_longest_without_leader_from_the_state_versions() -> None:
+    history, _ = clean()
+    history.states += [
+        PartitionState(5.0, "t", 0, 3, 2, 2, -1, (2,)),
+        PartitionState(7.5, "t", 0, 4, 2, 3, 2, (2,)),
+        PartitionState(8.0, "t", 0, 5, 2, 4, -1, (2,)),
+    ]
+    # 2.5 s between versions 3 and 4; the last stretch is still open at the heal (t=10): 2 s.
+    assert checker.longest_without_leader(history) == {"t-0": 2.5}
