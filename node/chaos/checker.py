@@ -273,6 +273,29 @@ def check_shutdowns(history: History, final: FinalState) -> list[Violation]:
     ]
 
 
+def check_plans(history: History, final: FinalState) -> list[Violation]:
+    """A plan's moves are each done once, across the planners that ran it: the moves an ended
+    plan counts as done, failed or cancelled are no more than it had, and a resumed plan never
+    counts fewer done moves than when it was resumed."""
+    out = []
+    for plan in history.plans.values():
+        if plan.state is None:
+            continue
+        counted = plan.done + plan.failed + plan.cancelled
+        if counted > plan.moves or any(done > plan.done for done in plan.resumed_with_done):
+            out.append(
+                _violation(
+                    history,
+                    "plan-moves-miscounted",
+                    f"plan {plan.plan_id} ({plan.moves} moves) ended {plan.state} with {plan.done} done, "
+                    f"{plan.failed} failed, {plan.cancelled} cancelled after resumptions with "
+                    f"{plan.resumed_with_done} done",
+                    history.healed_s,
+                )
+            )
+    return out
+
+
 CHECKS: tuple[Callable[[History, FinalState], list[Violation]], ...] = (
     check_lost,
     check_inconsistent_offsets,
@@ -282,6 +305,7 @@ CHECKS: tuple[Callable[[History, FinalState], list[Violation]], ...] = (
     check_partition_states,
     check_healthy,
     check_shutdowns,
+    check_plans,
 )
 
 

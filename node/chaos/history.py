@@ -78,6 +78,20 @@ class Shutdown:
 
 
 @dataclasses.dataclass
+class PlanRun:
+    """A planner plan as the planners' logs tell it: its moves, each resumption by a planner
+    that took over, and how it ended (None: not yet)."""
+
+    plan_id: str
+    moves: int
+    resumed_with_done: list[int] = dataclasses.field(default_factory=list)
+    state: str | None = None
+    done: int = 0
+    failed: int = 0
+    cancelled: int = 0
+
+
+@dataclasses.dataclass
 class FinalState:
     """The cluster after healing, as the checker needs it."""
 
@@ -111,6 +125,7 @@ class History:
     states: list[PartitionState] = dataclasses.field(default_factory=list)
     controllers: list[ControllerSeen] = dataclasses.field(default_factory=list)
     shutdowns: list[Shutdown] = dataclasses.field(default_factory=list)
+    plans: dict[str, PlanRun] = dataclasses.field(default_factory=dict)
     # Partitions produced to, and when the workload produced.
     partitions: list[tuple[str, int]] = dataclasses.field(default_factory=list)
     produce_started_s: float = 0.0

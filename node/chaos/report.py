@@ -54,6 +54,7 @@ class Report:
             "unavailable_s": unavailable,
             "without_leader_s": checker.longest_without_leader(history),
             "healthy_after_s": self.final.healthy_after_s,
+            "plans": [dataclasses.asdict(p) for p in history.plans.values()],
             "violations": [v.as_json() for v in self.violations],
             "ok": self.ok,
             "replay": self.replay,
@@ -71,6 +72,12 @@ class Report:
             f"{value['indeterminate']} not acknowledged, {value['read']} read, {value['lost']} lost, "
             f"{value['duplicates']} duplicated",
             f"  controller changes: {value['controller_changes']}",
+            f"  planner plans: {len(self.history.plans)} ("
+            + (
+                ", ".join(f"{p.plan_id} {p.state or 'not ended'}" for p in self.history.plans.values())
+                or "none"
+            )
+            + ")",
             f"  longest stretch without an acknowledged write: {value['max_unavailable_s']:.1f} s "
             + "("
             + ", ".join(f"{tp} {s:.1f}" for tp, s in value["unavailable_s"].items())

@@ -15,7 +15,7 @@ from pathlib import Path
 from node.chaos import checker, schedule
 from node.chaos.cluster import ChaosCluster
 from node.chaos.faults import Nemesis, planner_status
-from node.chaos.history import ControllerSeen, FinalState, History, Read
+from node.chaos.history import ControllerSeen, FinalState, History, PlanRun, Read
 from node.chaos.observer import Observer
 from node.chaos.report import Report
 from node.chaos.workload import Workload
@@ -25,6 +25,9 @@ STATUS_EVERY_S = 5.0
 # After the heal: how long to wait for a healthy cluster before giving up (the check itself
 # asks for checker.HEALTHY_WITHIN_S; waiting longer tells by how much it was missed).
 SETTLE_LIMIT_S = checker.HEALTHY_WITHIN_S + 30.0
+_PLAN_STARTED = re.compile(r"executing plan (\w+) \(\w+\): (\d+) moves")
+_PLAN_RESUMED = re.compile(r"resuming plan (\w+): (\d+) of (\d+) moves done")
+_PLAN_ENDED = re.compile(r"plan (\w+) (\w+): (\d+) moves done, (\d+) failed, (\d+) cancelled")
 _CONTROLLER_LINE = re.compile(r"^(\S+ \S+) .*broker (\d+) is controller at epoch (\d+)", re.MULTILINE)
 
 BROKER_SETTINGS = {
@@ -106,6 +109,7 @@ async def run_chaos(options: ChaosOptions, directory: Path, say: Callable[[str],
         _read_replicas(cluster, history, final, clock)
         await observer.stop()
         _read_controller_logs(cluster, history, wall_started)
+        _read_planner_logs(cluster, history)
         violations = checker.check(history, final)
         (directory / "events.log").write_text("".join(e.line() + "\n" for e in history.events))
         return Report(
@@ -232,4 +236,26 @@ def _read_controller_logs(cluster: ChaosCluster, history: History, wall_started:
                     ControllerSeen(
                         round(wall - wall_started, 3), f"broker {broker}'s log", int(epoch), int(who)
                     )
+                )
+
+
+def _read_planner_logs(cluster: ChaosCluster, history: History) -> None:
+    """Each plan's start, resumptions and end, from every planner's log."""
+    for planner in cluster.planners:
+        text = planner.log()
+        for plan_id, moves in _PLAN_STARTED.findall(text):
+            history.plans.setdefault(plan_id, PlanRun(plan_id, int(moves)))
+        for plan_id, done, moves in _PLAN_RESUMED.findall(text):
+            history.plans.setdefault(plan_id, PlanRun(plan_id, int(moves))).resumed_with_done.append(
+                int(done)
+            )
+    for planner in cluster.planners:
+        for plan_id, state, done, failed, cancelled in _PLAN_ENDED.findall(planner.log()):
+            if plan_id in history.plans:
+                plan = history.plans[plan_id]
+                plan.state, plan.done, plan.failed, plan.cancelled = (
+                    state,
+                    int(done),
+                    int(failed),
+                    int(cancelled),
                 )

@@ -35,6 +35,8 @@ RECORDS_PER_SEND = 2
 SEND_INTERVAL_S = 0.1
 ADMIN_INTERVAL_S = 2.0
 THROTTLE_BYTES_PER_S = 100_000
+# Slow enough that a plan's moves take seconds, so that the planner fault can hit one mid-plan.
+PLAN_THROTTLE_BYTES_PER_S = 50_000
 
 
 class Workload:
@@ -265,7 +267,7 @@ class Workload:
                     goals=["rebalance"],
                     topics=[*TOPICS, *self._admin_topics],
                     execute=True,
-                    throttle_bytes_per_s=200_000,
+                    throttle_bytes_per_s=PLAN_THROTTLE_BYTES_PER_S,
                 )
             )
         if response.error_code:

@@ -4,7 +4,16 @@ the violation it is for."""
 from __future__ import annotations
 
 from node.chaos import checker
-from node.chaos.history import Ack, ControllerSeen, FinalState, History, PartitionState, Read, Shutdown
+from node.chaos.history import (
+    Ack,
+    ControllerSeen,
+    FinalState,
+    History,
+    PartitionState,
+    PlanRun,
+    Read,
+    Shutdown,
+)
 
 TP = ("t", 0)
 
@@ -189,3 +198,13 @@ def test_longest_without_leader_from_the_state_versions() -> None:
     ]
     # 2.5 s between versions 3 and 4; the last stretch is still open at the heal (t=10): 2 s.
     assert checker.longest_without_leader(history) == {"t-0": 2.5}
+
+
+def test_a_plan_counting_more_moves_than_it_had() -> None:
+    history, final = clean()
+    history.plans["p1"] = PlanRun("p1", 3, [1], "complete", 3, 0, 0)
+    assert checker.check_plans(history, final) == []
+    history.plans["p2"] = PlanRun("p2", 3, [], "complete", 3, 1, 0)
+    history.plans["p3"] = PlanRun("p3", 3, [2], "complete", 1, 0, 0)
+    history.plans["p4"] = PlanRun("p4", 3, [2])  # not ended: the stuck-plan check's business
+    assert [v.message.split()[1] for v in checker.check_plans(history, final)] == ["p2", "p3"]
