@@ -62,89 +62,116 @@ class ChaosOptions:
 
 
 async def run_chaos(options: ChaosOptions, directory: Path, say: Callable[[str], None]) -> Report:
-    plan = options.plan()
-    say(f"seed {options.seed}: {len(plan)} faults planned over {options.duration_s:g} s")
-    for fault in plan:
-        say(f"  {fault.describe()}")
-    history = History()
-    started = time.monotonic()
+    return await ChaosRun(options, directory, say).run()
 
-    def clock() -> float:
-        return time.monotonic() - started
 
-    cluster = ChaosCluster(
-        directory,
-        brokers=options.brokers,
-        zookeeper_servers=options.zookeeper_servers,
-        session_timeout_ms=options.session_timeout_ms,
-        settings=BROKER_SETTINGS,
-    )
-    try:
-        say("starting ZooKeeper and the brokers")
-        await cluster.start()
-        if "planner" in options.faults:
-            say("starting an active and a standby planner (Spark)")
-            await cluster.start_planners()
-        workload = Workload(cluster, history, clock, options.seed)
-        await workload.create_topics()
-        observer = Observer(cluster, history, clock)
-        observer.start()
-        nemesis = Nemesis(cluster, history, clock, say)
-        # The plan's times count from here, once the cluster serves.
-        started = time.monotonic()
-        wall_started = time.time()
-        history.events.clear()
-        workload.start(admin=options.admin)
-        status = asyncio.create_task(_status(history, nemesis, cluster, clock, options.duration_s, say))
-        await nemesis.run(plan)
-        await asyncio.sleep(max(0.0, options.duration_s - clock()))
-        say(f"t={clock():.1f}s: the duration is over; waiting for the faults under way, then healing")
-        await nemesis.finish()
-        history.healed_s = clock()
-        history.event(history.healed_s, "heal", "every fault healed")
-        await workload.stop()
-        status.cancel()
-        final = await _settle(cluster, history, clock, say)
-        final.high_watermarks = await workload.drain(timeout=60.0)
-        _read_replicas(cluster, history, final, clock)
-        await observer.stop()
-        _read_controller_logs(cluster, history, wall_started)
-        _read_planner_logs(cluster, history)
-        violations = checker.check(history, final)
-        (directory / "events.log").write_text("".join(e.line() + "\n" for e in history.events))
-        return Report(
-            seed=options.seed,
-            duration_s=options.duration_s,
+class ChaosRun:
+    def __init__(self, options: ChaosOptions, directory: Path, say: Callable[[str], None]) -> None:
+        self.options = options
+        self.directory = directory
+        self.say = say
+        self.plan = options.plan()
+        self.history = History()
+        # The run's clock starts again once the cluster serves: the plan's times count from there.
+        self._started = time.monotonic()
+        self._wall_started = time.time()
+        self.cluster = ChaosCluster(
+            directory,
             brokers=options.brokers,
             zookeeper_servers=options.zookeeper_servers,
-            plan=plan,
-            injected=nemesis.injected,
-            skipped=nemesis.skipped,
-            history=history,
-            final=final,
-            controller_changes=observer.controller_changes,
-            violations=violations,
-            replay=options.replay(),
+            session_timeout_ms=options.session_timeout_ms,
+            settings=BROKER_SETTINGS,
         )
-    finally:
-        await cluster.close()
+        self.workload = Workload(self.cluster, self.history, self.clock, options.seed)
+        self.observer = Observer(self.cluster, self.history, self.clock)
+        self.nemesis = Nemesis(self.cluster, self.history, self.clock, say)
 
+    def clock(self) -> float:
+        return time.monotonic() - self._started
 
-async def _status(  # noqa: PLR0917
-    history: History,
-    nemesis: Nemesis,
-    cluster: ChaosCluster,
-    clock: Callable[[], float],
-    duration_s: float,
-    say: Callable[[str], None],
-) -> None:
-    while True:
-        await asyncio.sleep(STATUS_EVERY_S)
-        controller = await cluster.controller()
-        say(
-            f"t={clock():5.1f}s/{duration_s:g}s  sent {history.sent}  acked {len(history.acks)}  "
-            f"read {len(history.reads)}  faults {sum(nemesis.injected.values())}  "
-            f"under fault: {sorted(nemesis.busy) or '-'}  controller {controller}"
+    async def run(self) -> Report:
+        self.say(
+            f"seed {self.options.seed}: {len(self.plan)} faults planned over {self.options.duration_s:g} s"
+        )
+        for fault in self.plan:
+            self.say(f"  {fault.describe()}")
+        try:
+            await self._start()
+            await self._faults()
+            await self._heal()
+            final = await self._collect()
+            return self._report(final)
+        finally:
+            await self.observer.stop()
+            await self.cluster.close()
+
+    async def _start(self) -> None:
+        self.say("starting ZooKeeper and the brokers")
+        await self.cluster.start()
+        if "planner" in self.options.faults:
+            self.say("starting an active and a standby planner (Spark)")
+            await self.cluster.start_planners()
+        await self.workload.create_topics()
+        self._started = time.monotonic()
+        self._wall_started = time.time()
+        self.observer.start()
+        self.workload.start(admin=self.options.admin)
+
+    async def _faults(self) -> None:
+        """The plan's faults over the duration, with a status line every STATUS_EVERY_S."""
+        status = asyncio.create_task(self._status())
+        try:
+            await self.nemesis.run(self.plan)
+            await asyncio.sleep(max(0.0, self.options.duration_s - self.clock()))
+        finally:
+            status.cancel()
+        self.say(
+            f"t={self.clock():.1f}s: the duration is over; waiting for the faults under way, then healing"
+        )
+
+    async def _status(self) -> None:
+        history = self.history
+        while True:
+            await asyncio.sleep(STATUS_EVERY_S)
+            controller = await self.cluster.controller()
+            self.say(
+                f"t={self.clock():5.1f}s/{self.options.duration_s:g}s  sent {history.sent}  "
+                f"acked {len(history.acks)}  read {len(history.reads)}  "
+                f"faults {sum(self.nemesis.injected.values())}  "
+                f"under fault: {sorted(self.nemesis.busy) or '-'}  controller {controller}"
+            )
+
+    async def _heal(self) -> None:
+        await self.nemesis.finish()
+        self.history.healed_s = self.clock()
+        self.history.event(self.history.healed_s, "heal", "every fault healed")
+        await self.workload.stop()
+
+    async def _collect(self) -> FinalState:
+        """Once healthy: the drain, the replicas' files, the brokers' and planners' logs."""
+        final = await _settle(self.cluster, self.history, self.clock, self.say)
+        final.high_watermarks = await self.workload.drain(timeout=60.0)
+        _read_replicas(self.cluster, self.history, final, self.clock)
+        await self.observer.stop()
+        _read_controller_logs(self.cluster, self.history, self._wall_started)
+        _read_planner_logs(self.cluster, self.history)
+        (self.directory / "events.log").write_text("".join(e.line() + "\n" for e in self.history.events))
+        return final
+
+    def _report(self, final: FinalState) -> Report:
+        return Report(
+            seed=self.options.seed,
+            duration_s=self.options.duration_s,
+            brokers=self.options.brokers,
+            zookeeper_servers=self.options.zookeeper_servers,
+            plan=self.plan,
+            injected=self.nemesis.injected,
+            skipped=self.nemesis.skipped,
+            history=self.history,
+            final=final,
+            controller_changes=self.observer.controller_changes,
+            violations=checker.check(self.history, final),
+            replay=self.options.replay(),
         )
 
 
