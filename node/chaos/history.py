@@ -121,6 +121,8 @@ class History:
     acks: list[Ack] = dataclasses.field(default_factory=list)
     # Sends that failed or timed out: the record may or may not have been written.
     indeterminate: int = 0
+    # (topic-partition, the last error's name) → how many sends failed so.
+    send_failures: dict[tuple[str, str], int] = dataclasses.field(default_factory=dict)
     reads: list[Read] = dataclasses.field(default_factory=list)
     states: list[PartitionState] = dataclasses.field(default_factory=list)
     controllers: list[ControllerSeen] = dataclasses.field(default_factory=list)

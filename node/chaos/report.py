@@ -46,6 +46,7 @@ class Report:
             "sent": history.sent,
             "acknowledged": len(history.acks),
             "indeterminate": history.indeterminate,
+            "send_failures": {f"{tp} {why}": n for (tp, why), n in sorted(history.send_failures.items())},
             "read": len({r.value for r in history.reads if not r.reader.startswith("replica-")}),
             "lost": checker.lost_count(history),
             "duplicates": checker.duplicates(history),

@@ -103,6 +103,8 @@ class Workload:
                 # Not acknowledged: written or not, the checker does not count on it.
                 self.history.indeterminate += len(values)
                 self.history.event(self.now(), "send-failed", f"{topic}-{partition}: {e}")
+                why = (f"{topic}-{partition}", _error_name(e))
+                self.history.send_failures[why] = self.history.send_failures.get(why, 0) + 1
             else:
                 t = self.now()
                 for batch in delivered:
@@ -286,6 +288,12 @@ class Workload:
             }
         )
         return ", ".join(codes)
+
+
+def _error_name(error: Exception) -> str:
+    """The error code a failed send ended with (ProduceFailed and WireError carry one)."""
+    code = getattr(error, "code", None)
+    return code.name if isinstance(code, ErrorCode) else type(error).__name__
 
 
 def _first_code(response: object) -> str:
