@@ -9,7 +9,7 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import orjson
 
@@ -34,6 +34,10 @@ TOPIC_CONFIGS = {"min.insync.replicas": "2"}
 RECORDS_PER_SEND = 2
 SEND_INTERVAL_S = 0.1
 ADMIN_INTERVAL_S = 2.0
+# What one admin operation may take (a bound, so that a hung request does not stop the work).
+ADMIN_STEP_S = 15.0
+PLAN_INTERVAL_S = 5.0
+PLAN_STEP_S = 120.0
 THROTTLE_BYTES_PER_S = 100_000
 # Slow enough that a plan's moves take seconds, so that the planner fault can hit one mid-plan.
 PLAN_THROTTLE_BYTES_PER_S = 50_000
@@ -75,6 +79,8 @@ class Workload:
             self._tasks.append(asyncio.create_task(self._consume(topic, f"consumer-{topic}")))
         if admin:
             self._tasks.append(asyncio.create_task(self._admin()))
+            if self.cluster.planners:
+                self._tasks.append(asyncio.create_task(self._plans()))
 
     async def stop(self) -> None:
         self._stop.set()
@@ -168,19 +174,29 @@ class Workload:
             self._reassign_throttled,
             self._preferred_election,
         ]
-        if self.cluster.planners:
-            operations.append(self._execute_plan)
         while not self._stop.is_set():
-            operation = self.rng.choice(operations)
-            name = operation.__name__.strip("_").replace("_", "-")
-            try:
-                async with KeelAdminClient(self.cluster.bootstrap, timeout=5.0) as admin:
-                    detail = await asyncio.wait_for(operation(admin), 15)
-                self.history.event(self.now(), "admin", f"{name}: {detail}")
-            except Exception as e:
-                self.history.event(self.now(), "admin-failed", f"{name}: {type(e).__name__}: {e}")
+            await self._admin_step(self.rng.choice(operations), ADMIN_STEP_S)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), ADMIN_INTERVAL_S)
+
+    async def _plans(self) -> None:
+        """Planner plans on their own schedule: planning runs Spark jobs, which take longer
+        than an admin request (tens of seconds on a loaded machine)."""
+        while not self._stop.is_set():
+            await self._admin_step(self._execute_plan, PLAN_STEP_S)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), PLAN_INTERVAL_S)
+
+    async def _admin_step(
+        self, operation: Callable[[KeelAdminClient], Awaitable[str]], bound_s: float
+    ) -> None:
+        name = operation.__name__.strip("_").replace("_", "-")
+        try:
+            async with KeelAdminClient(self.cluster.bootstrap, timeout=5.0) as admin:
+                detail = await asyncio.wait_for(operation(admin), bound_s)
+            self.history.event(self.now(), "admin", f"{name}: {detail}")
+        except Exception as e:
+            self.history.event(self.now(), "admin-failed", f"{name}: {type(e).__name__}: {e}")
 
     async def _create_topic(self, admin: KeelAdminClient) -> str:
         self._admin_serial += 1
@@ -260,7 +276,7 @@ class Workload:
         """Ask the active planner for a balancing plan of the workload's topics, executed under
         a throttle (unless one is still running)."""
         endpoint = await find_planner(self.cluster.bootstrap, timeout=5.0)
-        async with PlannerClient(endpoint, timeout=5.0, plan_timeout=60.0) as client:
+        async with PlannerClient(endpoint, timeout=5.0, plan_timeout=PLAN_STEP_S) as client:
             status = orjson.loads((await client.status()).status_json)
             if status.get("state") == "running":
                 return f"plan {status.get('plan_id')} still running ({status.get('moves_done')} moves done)"
