@@ -18,6 +18,7 @@ from node.chaos.history import ControllerSeen, History, PartitionState
 from node.zk import data, paths
 
 POLL_S = 0.1
+STOP_WAIT_S = 5.0
 
 
 class Observer:
@@ -28,20 +29,24 @@ class Observer:
         self._versions: dict[tuple[str, int], int] = {}
         self._controller: tuple[int, int] | None = None
         self._task: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
         self.controller_changes = 0
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run())
 
     async def stop(self) -> None:
-        if self._task is not None:
+        """Ends the polling loop by its flag, not by cancelling it: a cancellation that lands
+        just as the poll it waits on ends is lost inside asyncio.wait_for (Python 3.11), and
+        the loop went on polling for ever (a run hung after its heal that way)."""
+        self._stopping.set()
+        if self._task is not None and not self._task.done():
+            await asyncio.wait([self._task], timeout=STOP_WAIT_S)
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
 
     async def _run(self) -> None:
         errors: set[str] = set()
-        while True:
+        while not self._stopping.is_set():
             try:
                 await asyncio.wait_for(self.poll(), 3.0)
             except Exception as e:
@@ -50,7 +55,8 @@ class Observer:
                 if why not in errors:
                     errors.add(why)
                     self.history.event(self.now(), "observer", f"cannot read ZooKeeper: {why}: {e}")
-            await asyncio.sleep(POLL_S)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), POLL_S)
 
     async def poll(self) -> None:
         zk = self.cluster.zk
