@@ -119,20 +119,25 @@ class ChaosRun:
 
     async def _faults(self) -> None:
         """The plan's faults over the duration, with a status line every STATUS_EVERY_S."""
-        status = asyncio.create_task(self._status())
+        over = asyncio.Event()
+        status = asyncio.create_task(self._status(over))
         try:
             await self.nemesis.run(self.plan)
             await asyncio.sleep(max(0.0, self.options.duration_s - self.clock()))
         finally:
-            status.cancel()
+            # A flag, not a cancellation (see Observer.stop).
+            over.set()
+            await asyncio.wait([status], timeout=5.0)
         self.say(
             f"t={self.clock():.1f}s: the duration is over; waiting for the faults under way, then healing"
         )
 
-    async def _status(self) -> None:
+    async def _status(self, over: asyncio.Event) -> None:
         history = self.history
-        while True:
-            await asyncio.sleep(STATUS_EVERY_S)
+        while not over.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(over.wait(), STATUS_EVERY_S)
+                return
             controller = await self.cluster.controller()
             self.say(
                 f"t={self.clock():5.1f}s/{self.options.duration_s:g}s  sent {history.sent}  "
