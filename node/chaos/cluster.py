@@ -54,10 +54,7 @@ class ChaosCluster:
             self._zookeeper_proxies[b] = [
                 await Proxy(self.zookeeper_links[b], s.client_port).start() for s in self.zookeeper.servers
             ]
-        self.zk = ZooKeeperClient(
-            self.zookeeper.connect_string, session_timeout_s=10.0, connection_timeout_s=timeout
-        )
-        await self.zk.start()
+        await self.renew_zk(timeout)
         for b in self.broker_ids:
             self.launch(b)
         await self.local.wait_for_controller(timeout)
@@ -92,6 +89,17 @@ class ChaosCluster:
             port = data.decode_planner(got[0]).port
             return next((p for p in self.planners if p.port == port and p.running), None)
         return None
+
+    async def renew_zk(self, timeout: float = 10.0) -> None:
+        """A new ZooKeeper session for the driver's own reads: after the ensemble lost its
+        quorum, the old session's client can take tens of seconds to come back by itself."""
+        if self.zk is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.zk.close(), 5)
+        self.zk = ZooKeeperClient(
+            self.zookeeper.connect_string, session_timeout_s=10.0, connection_timeout_s=timeout
+        )
+        await self.zk.start()
 
     async def close(self) -> None:
         await asyncio.to_thread(self.local.kill_all)

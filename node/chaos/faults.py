@@ -21,6 +21,8 @@ from node.cluster.local import PlannerProcess
 
 # How long a controlled shutdown may take before the broker is killed.
 TERM_TIMEOUT_S = 30.0
+# How often the supervisor looks for brokers that exited by themselves.
+SUPERVISE_EVERY_S = 1.0
 # How long the planner fault waits for the executor to be running a plan before the kill.
 PLAN_WAIT_S = 5.0
 
@@ -42,6 +44,26 @@ class Nemesis:
         self.skipped: list[str] = []
         self._tasks: list[asyncio.Task[None]] = []
         self._killed_zookeeper: set[int] = set()
+        self._supervisor: asyncio.Task[None] | None = None
+        self._done = asyncio.Event()
+
+    def supervise(self) -> None:
+        """Start restarting the brokers that exit by themselves, as a process supervisor would:
+        a broker that finds no ZooKeeper quorum at start-up exits (Kafka's does too), and left
+        down it would keep its partitions offline until the end of the run."""
+        self._supervisor = asyncio.create_task(self._supervise())
+
+    async def _supervise(self) -> None:
+        while not self._done.is_set():
+            for broker in self.cluster.broker_ids:
+                process = self.cluster.process(broker)
+                if broker in self.busy or process is None or process.running:
+                    continue
+                code = process.process.returncode if process.process is not None else None
+                self.cluster.launch(broker)
+                self._event("restart", f"broker {broker} exited (status {code}); restarted")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._done.wait(), SUPERVISE_EVERY_S)
 
     async def run(self, plan: list[Fault]) -> None:
         """Start each fault at its time on the run's clock; returns when the last has started."""
@@ -55,6 +77,13 @@ class Nemesis:
         """Let the faults under way end (each heals itself), then heal whatever is left."""
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.heal_all()
+
+    async def stop_supervising(self) -> None:
+        """At the very end: a broker restarted by the heal may still exit at start-up (its
+        ZooKeeper server just restarted), so the supervisor runs until the checks are done."""
+        self._done.set()
+        if self._supervisor is not None:
+            await asyncio.wait([self._supervisor], timeout=5.0)
 
     async def heal_all(self) -> None:
         for link in [*self.cluster.listener_links.values(), *self.cluster.zookeeper_links.values()]:

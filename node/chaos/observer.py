@@ -19,6 +19,8 @@ from node.zk import data, paths
 
 POLL_S = 0.1
 STOP_WAIT_S = 5.0
+# After this long without a successful read, the observer opens a new ZooKeeper session.
+RENEW_AFTER_S = 5.0
 
 
 class Observer:
@@ -46,10 +48,18 @@ class Observer:
 
     async def _run(self) -> None:
         errors: set[str] = set()
+        failing_since: float | None = None
         while not self._stopping.is_set():
             try:
                 await asyncio.wait_for(self.poll(), 3.0)
+                failing_since = None
             except Exception as e:
+                failing_since = failing_since or self.now()
+                if self.now() - failing_since > RENEW_AFTER_S:
+                    # The ensemble is back but this session may not be for a while.
+                    with contextlib.suppress(Exception):
+                        await self.cluster.renew_zk()
+                    failing_since = None
                 # ZooKeeper unreachable (a fault of the run): said once per kind of error.
                 why = type(e).__name__
                 if why not in errors:

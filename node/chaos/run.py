@@ -102,6 +102,7 @@ class ChaosRun:
             final = await self._collect()
             return self._report(final)
         finally:
+            await self.nemesis.stop_supervising()
             await self.observer.stop()
             await self.cluster.close()
 
@@ -115,6 +116,7 @@ class ChaosRun:
         self._started = time.monotonic()
         self._wall_started = time.time()
         self.observer.start()
+        self.nemesis.supervise()
         self.workload.start(admin=self.options.admin)
 
     async def _faults(self) -> None:
@@ -187,8 +189,12 @@ async def _settle(
     final = FinalState(expected_brokers=list(cluster.broker_ids))
     deadline = clock() + SETTLE_LIMIT_S
     while True:
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(_snapshot(cluster, final), 10)
+        try:
+            await asyncio.wait_for(_snapshot(cluster, final), 5)
+        except Exception:
+            with contextlib.suppress(Exception):
+                await cluster.renew_zk()
+        else:
             if _healthy(final):
                 final.healthy_after_s = round(clock() - history.healed_s, 2)
                 say(f"healthy {final.healthy_after_s:.1f} s after the heal")
