@@ -68,8 +68,8 @@ class ControllerSeen:
 
 @dataclasses.dataclass(frozen=True)
 class Shutdown:
-    """A controlled shutdown (SIGTERM): how it ended. `exit_code` None or negative: the broker
-    did not exit by itself and was killed."""
+    """A controlled shutdown (SIGTERM): how it ended. `exit_code` -9 (or None): the broker did
+    not exit by itself and the nemesis killed it."""
 
     t: float
     broker: int
