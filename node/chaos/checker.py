@@ -186,30 +186,25 @@ def check_one_controller_per_epoch(history: History, final: FinalState) -> list[
 
 
 def check_partition_states(history: History, final: FinalState) -> list[Violation]:
-    """No partition state in ZooKeeper goes back to an older controller epoch or leader epoch."""
-    last: dict[tuple[str, int], tuple[int, int, int]] = {}
+    """No partition state in ZooKeeper goes back to an older controller epoch or leader epoch:
+    each version compared with the version before it (in version order, as observed)."""
     out = []
-    for state in sorted(history.states, key=lambda s: (s.topic, s.partition, s.zk_version, s.t)):
-        tp = (state.topic, state.partition)
-        before = last.get(tp)
-        newer = before is not None and state.zk_version > before[0]
-        if (
-            newer
-            and before is not None
-            and (state.controller_epoch < before[1] or state.leader_epoch < before[2])
-        ):
+    ordered = sorted(history.states, key=lambda s: (s.topic, s.partition, s.zk_version, s.t))
+    for before, state in itertools.pairwise(ordered):
+        same_partition = (before.topic, before.partition) == (state.topic, state.partition)
+        if not same_partition or state.zk_version == before.zk_version:
+            continue
+        if state.controller_epoch < before.controller_epoch or state.leader_epoch < before.leader_epoch:
             out.append(
                 _violation(
                     history,
                     "partition-state-regression",
-                    f"{tp[0]}-{tp[1]} state version {state.zk_version} has controller epoch "
-                    f"{state.controller_epoch} and leader epoch {state.leader_epoch} after "
-                    f"{before[1]} and {before[2]}",
+                    f"{state.topic}-{state.partition} state version {state.zk_version} has controller "
+                    f"epoch {state.controller_epoch} and leader epoch {state.leader_epoch} after "
+                    f"{before.controller_epoch} and {before.leader_epoch} (version {before.zk_version})",
                     state.t,
                 )
             )
-        if before is None or state.zk_version > before[0]:
-            last[tp] = (state.zk_version, state.controller_epoch, state.leader_epoch)
     return out
 
 
