@@ -3,6 +3,8 @@
     keel-cluster up [--brokers N] [--zookeeper-servers 1|3] [--dir DIR]
                     [--spark-master URL] [--no-planner]
     keel-cluster status | stop | kill ID [--signal KILL|TERM|STOP|CONT] | restart ID | logs ID
+    keel-cluster chaos [--duration 60] [--seed N] [--brokers 5] [--zookeeper-servers 3]
+                       [--faults kill,term,...] [--report report.json] [--dir DIR] [--keep]
 
 Everything lives in DIR (default `.keel-cluster`): `cluster.json` (ports and pids), the
 ZooKeeper data, each broker's `server.properties` and its log under `logs/`. `up` also starts
@@ -13,6 +15,11 @@ idempotent: `up` on a running cluster only shows it, and starts whatever has die
 An error is one line, `keel-cluster: ...`: exit status 2 for a bad argument, 1 when the
 action failed (no cluster in DIR, no such broker, Java or ZooKeeper did not start, the brokers
 did not agree on a controller in time); `--verbose` adds the traceback.
+
+`chaos` starts a cluster of its own (in a temporary directory unless `--dir`), runs a
+workload and a seeded nemesis against it for `--duration` seconds, heals it and checks the
+history (node/chaos); exit status 1 when a check is violated. The same seed gives the same
+schedule of faults.
 """
 
 from __future__ import annotations
@@ -23,7 +30,9 @@ import dataclasses
 import os
 import signal
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any, TypeVar
 
 import orjson
 
@@ -41,6 +50,7 @@ from node.entry import (
     verbose_requested,
 )
 
+T = TypeVar("T")
 SESSION_TIMEOUT_MS = 6000
 STATE_FILE = "cluster.json"
 
@@ -354,6 +364,65 @@ def cmd_logs(args: argparse.Namespace, state: ClusterState) -> int:
     return 0
 
 
+def cmd_chaos(args: argparse.Namespace) -> int:
+    import secrets
+    import shutil
+    import tempfile
+
+    from node.chaos.run import ChaosOptions, run_chaos
+
+    options = ChaosOptions(
+        seed=args.seed if args.seed is not None else secrets.randbelow(1 << 31),
+        duration_s=args.duration,
+        brokers=args.brokers,
+        zookeeper_servers=args.zookeeper_servers,
+        faults=args.faults,
+        session_timeout_ms=args.session_timeout_ms,
+    )
+    if options.brokers < 3:
+        raise CommandError("a chaos run needs at least 3 brokers (its topics have replication factor 3)")
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+
+    directory = args.dir or Path(tempfile.mkdtemp(prefix="keel-chaos-"))
+    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        report = asyncio.run(_interruptible(run_chaos(options, directory, say)))
+    finally:
+        if args.dir is None and not args.keep:
+            shutil.rmtree(directory, ignore_errors=True)
+        else:
+            say(f"the cluster's files are in {directory}")
+    print(report.summary())
+    if args.report is not None:
+        args.report.write_bytes(orjson.dumps(report.as_json(), option=orjson.OPT_INDENT_2))
+    return 0 if report.ok else 1
+
+
+async def _interruptible(work: Coroutine[Any, Any, T]) -> T:
+    """`work`, cancelled by SIGTERM or SIGINT so that its clean-up (the cluster it started)
+    runs before the command ends."""
+    task = asyncio.ensure_future(work)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, task.cancel)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        # The cluster is stopped: the usual status of an interrupted command (130).
+        raise KeyboardInterrupt from None
+
+
+def fault_kinds(text: str) -> tuple[str, ...]:
+    from node.chaos.schedule import parse_faults
+
+    try:
+        return parse_faults(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     common = KeelArgumentParser(add_help=False)
     common.add_argument("--dir", type=Path, default=Path(os.environ.get("KEEL_CLUSTER_DIR", ".keel-cluster")))
@@ -381,7 +450,35 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     restart.add_argument("id", type=int)
     logs = sub.add_parser("logs", parents=[common], help="print one broker's log")
     logs.add_argument("id", type=int)
+    _add_chaos_parser(sub)
     return parser.parse_args(argv)
+
+
+def _add_chaos_parser(sub: argparse._SubParsersAction[KeelArgumentParser]) -> None:
+    from node.chaos.schedule import DEFAULT_FAULTS
+
+    chaos = sub.add_parser(
+        "chaos", help="run a workload under seeded faults on a cluster of its own, then check the history"
+    )
+    add_verbose_option(chaos)
+    chaos.add_argument("--duration", type=positive_float, default=60.0, help="seconds of faults (default 60)")
+    chaos.add_argument("--seed", type=int, default=None, help="the schedule's seed (default: a random one)")
+    chaos.add_argument("--brokers", type=positive_int, default=5)
+    chaos.add_argument("--zookeeper-servers", type=int, choices=[1, 3], default=3)
+    chaos.add_argument(
+        "--faults",
+        type=fault_kinds,
+        default=DEFAULT_FAULTS,
+        help=f"fault kinds, comma-separated (default {','.join(DEFAULT_FAULTS)})",
+    )
+    chaos.add_argument(
+        "--session-timeout-ms", type=positive_int, default=4000, help="the brokers' ZooKeeper session timeout"
+    )
+    chaos.add_argument("--report", type=Path, default=None, help="write the figures as JSON to this file")
+    chaos.add_argument(
+        "--dir", type=Path, default=None, help="the cluster's files (default: a temporary directory)"
+    )
+    chaos.add_argument("--keep", action="store_true", help="keep the temporary directory")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -396,6 +493,8 @@ def _command(argv: list[str]) -> int:
     try:
         if args.command == "up":
             return cmd_up(args)
+        if args.command == "chaos":
+            return cmd_chaos(args)
         state = ClusterState.load(args.dir)
         if state is None:
             raise CommandError(f"no cluster in {args.dir} (run `keel-cluster up` first)")

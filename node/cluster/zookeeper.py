@@ -195,20 +195,37 @@ class EmbeddedZooKeeper:
     def start(self, timeout: float = 60.0, *, detach: bool = False) -> str:
         """Start every server and wait until each serves; returns the connect string."""
         for server in self.servers:
-            server.data_dir.mkdir(parents=True, exist_ok=True)
-            log_file = (server.data_dir.parent / f"zookeeper-{server.server_id}.log").open("ab")
-            self.processes.append(
-                subprocess.Popen(
-                    self.command(server),
-                    stdout=log_file,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    start_new_session=detach,
-                )
-            )
-            log_file.close()
+            self.processes.append(self._launch(server, detach=detach))
         self.wait_serving(timeout)
         return self.connect_string
+
+    def _launch(self, server: ServerSpec, *, detach: bool) -> subprocess.Popen[bytes]:
+        server.data_dir.mkdir(parents=True, exist_ok=True)
+        with (server.data_dir.parent / f"zookeeper-{server.server_id}.log").open("ab") as log_file:
+            return subprocess.Popen(
+                self.command(server),
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=detach,
+            )
+
+    # --- one ensemble member at a time (chaos runs kill and restart them) ---
+
+    def server_running(self, server_id: int) -> bool:
+        return self.processes[server_id - 1].poll() is None
+
+    def kill_server(self, server_id: int) -> None:
+        """kill -9 of one member of a started ensemble; `start_server` brings it back."""
+        process = self.processes[server_id - 1]
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+    def start_server(self, server_id: int) -> None:
+        """Start again a member that `kill_server` stopped (it rejoins the ensemble by itself)."""
+        if not self.server_running(server_id):
+            self.processes[server_id - 1] = self._launch(self.servers[server_id - 1], detach=False)
 
     def wait_serving(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout

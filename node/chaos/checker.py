@@ -1,0 +1,340 @@
+"""The checks a chaos run must pass once healed, over its History and FinalState.
+
+Each check is a pure function returning the violations it found, each with the events
+around it: Jepsen's Kafka checker's anomalies (lost, inconsistent offsets, non-monotonic
+reads, duplicates counted), replica convergence below the high watermark, one controller
+per epoch, partition states that never go back to an older epoch, and a healthy cluster
+within HEALTHY_WITHIN_S of the heal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import signal
+from collections.abc import Callable, Iterable
+
+from node.chaos.history import FinalState, History, Read
+
+HEALTHY_WITHIN_S = 30.0
+# How many examples a violation lists.
+EXAMPLES = 5
+
+
+@dataclasses.dataclass(frozen=True)
+class Violation:
+    kind: str
+    message: str
+    t: float
+    events: tuple[str, ...] = ()
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "message": self.message,
+            "t": round(self.t, 3),
+            "events": list(self.events),
+        }
+
+
+def _violation(history: History, kind: str, message: str, t: float) -> Violation:
+    return Violation(kind, message, t, tuple(e.line() for e in history.around(t)))
+
+
+def _client_reads(history: History) -> list[Read]:
+    """What consumers read (not the replicas' files): what "read back" means."""
+    return [r for r in history.reads if not r.reader.startswith("replica-")]
+
+
+def check_lost(history: History, final: FinalState) -> list[Violation]:
+    """Every acknowledged value is read back by a consumer or the final drain."""
+    read = {r.value for r in _client_reads(history)}
+    lost = [a for a in history.acks if a.value not in read]
+    if not lost:
+        return []
+    first = min(lost, key=lambda a: a.t)
+    examples = ", ".join(f"{a.value} ({a.topic}-{a.partition}@{a.offset})" for a in lost[:EXAMPLES])
+    return [
+        _violation(
+            history, "lost-write", f"{len(lost)} acknowledged record(s) never read: {examples}", first.t
+        )
+    ]
+
+
+def duplicates(history: History) -> int:
+    """Values read at more than one offset (a retried send appends again: no idempotence yet)."""
+    where: dict[str, set[tuple[str, int, int]]] = {}
+    for r in _client_reads(history):
+        where.setdefault(r.value, set()).add((r.topic, r.partition, r.offset))
+    return sum(1 for places in where.values() if len(places) > 1)
+
+
+def lost_count(history: History) -> int:
+    read = {r.value for r in _client_reads(history)}
+    return sum(1 for a in history.acks if a.value not in read)
+
+
+def check_inconsistent_offsets(history: History, final: FinalState) -> list[Violation]:
+    """No (topic, partition, offset) ever holds two values: not in an acknowledgement, not in
+    any read, not in any replica's log below the high watermark."""
+    seen: dict[tuple[str, int, int], tuple[str, str, float]] = {}
+    out = []
+    observations: Iterable[tuple[str, str, int, int, str, float]] = [
+        *(("ack", a.topic, a.partition, a.offset, a.value, a.t) for a in history.acks),
+        *((r.reader, r.topic, r.partition, r.offset, r.value, r.t) for r in history.reads),
+    ]
+    reported: set[tuple[str, int, int]] = set()
+    for source, topic, partition, offset, value, t in observations:
+        key = (topic, partition, offset)
+        first = seen.setdefault(key, (value, source, t))
+        if first[0] != value and key not in reported:
+            reported.add(key)
+            out.append(
+                _violation(
+                    history,
+                    "inconsistent-offset",
+                    f"{topic}-{partition} offset {offset} held {first[0]!r} ({first[1]}) "
+                    f"and {value!r} ({source})",
+                    t,
+                )
+            )
+    return out
+
+
+def check_monotonic_reads(history: History, final: FinalState) -> list[Violation]:
+    """Per reader and partition, offsets rise strictly in the order they were read."""
+    last: dict[tuple[str, str, int], int] = {}
+    out = []
+    for r in history.reads:
+        key = (r.reader, r.topic, r.partition)
+        before = last.get(key)
+        if before is not None and r.offset <= before:
+            out.append(
+                _violation(
+                    history,
+                    "nonmonotonic-read",
+                    f"{r.reader} read {r.topic}-{r.partition} offset {r.offset} after offset {before}",
+                    r.t,
+                )
+            )
+        last[key] = r.offset
+    return out
+
+
+def check_replicas_converged(history: History, final: FinalState) -> list[Violation]:
+    """Once healed, every replica holds the same records below the high watermark."""
+    out = []
+    for tp, by_broker in sorted(final.replica_logs.items()):
+        hw = final.high_watermarks.get(tp)
+        if hw is None or not by_broker:
+            continue
+        replicas, leader, _ = final.partitions.get(tp, ((), -1, ()))
+        reference_broker = leader if leader in by_broker else min(by_broker)
+        reference = {o: v for o, v in by_broker[reference_broker].items() if o < hw}
+        for broker, log in sorted(by_broker.items()):
+            if replicas and broker not in replicas:
+                continue
+            mine = {o: v for o, v in log.items() if o < hw}
+            if mine == reference:
+                continue
+            differing = sorted(o for o in set(mine) | set(reference) if mine.get(o) != reference.get(o))
+            examples = ", ".join(
+                f"@{o}: {mine.get(o)!r} vs {reference.get(o)!r}" for o in differing[:EXAMPLES]
+            )
+            out.append(
+                _violation(
+                    history,
+                    "replica-divergence",
+                    f"{tp[0]}-{tp[1]}: broker {broker} differs from broker {reference_broker} below the "
+                    f"high watermark {hw} at {len(differing)} offset(s): {examples}",
+                    history.healed_s,
+                )
+            )
+    return out
+
+
+def check_one_controller_per_epoch(history: History, final: FinalState) -> list[Violation]:
+    """At most one broker acted as controller per epoch, and the epoch ZooKeeper shows never
+    goes down."""
+    by_epoch: dict[int, set[int]] = {}
+    out = []
+    for seen in history.controllers:
+        brokers = by_epoch.setdefault(seen.epoch, set())
+        brokers.add(seen.broker)
+        if len(brokers) == 2:
+            out.append(
+                _violation(
+                    history,
+                    "two-controllers",
+                    f"controller epoch {seen.epoch} was held by brokers {sorted(brokers)}",
+                    seen.t,
+                )
+            )
+    highest = -1
+    for seen in (c for c in history.controllers if c.source == "zookeeper"):
+        if seen.epoch < highest:
+            out.append(
+                _violation(
+                    history,
+                    "controller-epoch-regression",
+                    f"/controller_epoch went from {highest} back to {seen.epoch}",
+                    seen.t,
+                )
+            )
+        highest = max(highest, seen.epoch)
+    return out
+
+
+def check_partition_states(history: History, final: FinalState) -> list[Violation]:
+    """No partition state in ZooKeeper goes back to an older controller epoch or leader epoch:
+    each version compared with the version before it (in version order, as observed)."""
+    out = []
+    ordered = sorted(history.states, key=lambda s: (s.topic, s.partition, s.zk_version, s.t))
+    for before, state in itertools.pairwise(ordered):
+        same_partition = (before.topic, before.partition) == (state.topic, state.partition)
+        if not same_partition or state.zk_version == before.zk_version:
+            continue
+        if state.controller_epoch < before.controller_epoch or state.leader_epoch < before.leader_epoch:
+            out.append(
+                _violation(
+                    history,
+                    "partition-state-regression",
+                    f"{state.topic}-{state.partition} state version {state.zk_version} has controller "
+                    f"epoch {state.controller_epoch} and leader epoch {state.leader_epoch} after "
+                    f"{before.controller_epoch} and {before.leader_epoch} (version {before.zk_version})",
+                    state.t,
+                )
+            )
+    return out
+
+
+def check_healthy(history: History, final: FinalState) -> list[Violation]:
+    """Within HEALTHY_WITHIN_S of the heal: every partition has a leader in a full ISR, every
+    broker is registered, and no reassignment, deletion or plan is left in progress."""
+    out = []
+    t = history.healed_s
+    if final.healthy_after_s is None or final.healthy_after_s > HEALTHY_WITHIN_S:
+        unhealthy = [
+            f"{topic}-{p} (replicas {list(replicas)}, leader {leader}, isr {list(isr)})"
+            for (topic, p), (replicas, leader, isr) in sorted(final.partitions.items())
+            if leader not in isr or set(isr) != set(replicas)
+        ]
+        out.append(
+            _violation(
+                history,
+                "not-healed",
+                f"not healthy within {HEALTHY_WITHIN_S:g} s of the heal: "
+                + ("; ".join(unhealthy[:EXAMPLES]) or "see the stuck checks"),
+                t,
+            )
+        )
+    if final.reassignments_in_progress:
+        out.append(
+            _violation(
+                history,
+                "stuck-reassignment",
+                f"reassignments still in progress: {sorted(final.reassignments_in_progress)[:EXAMPLES]}",
+                t,
+            )
+        )
+    if final.topics_pending_deletion:
+        out.append(
+            _violation(
+                history,
+                "stuck-deletion",
+                f"topics still marked for deletion: {sorted(final.topics_pending_deletion)[:EXAMPLES]}",
+                t,
+            )
+        )
+    if final.plan_state == "running":
+        out.append(_violation(history, "stuck-plan", "the planner's plan is still running", t))
+    missing = sorted(set(final.expected_brokers) - set(final.registered_brokers))
+    if missing:
+        out.append(_violation(history, "broker-not-registered", f"brokers {missing} are not registered", t))
+    return out
+
+
+def check_shutdowns(history: History, final: FinalState) -> list[Violation]:
+    """Every controlled shutdown ends by itself (within shutdown.timeout.ms, or soon after
+    when it gives up): one that had to be killed was stuck."""
+    return [
+        _violation(
+            history,
+            "stuck-shutdown",
+            f"broker {s.broker} did not exit within {s.seconds:.0f} s of SIGTERM and was killed",
+            s.t,
+        )
+        for s in history.shutdowns
+        # -SIGKILL: the nemesis killed it. -SIGTERM is a broker stopped while it was still
+        # starting, before its signal handlers were in place: not stuck.
+        if s.exit_code is None or s.exit_code == -signal.SIGKILL
+    ]
+
+
+def check_plans(history: History, final: FinalState) -> list[Violation]:
+    """A plan's moves are each done once, across the planners that ran it: the moves an ended
+    plan counts as done, failed or cancelled are no more than it had, and a resumed plan never
+    counts fewer done moves than when it was resumed."""
+    out = []
+    for plan in history.plans.values():
+        if plan.state is None:
+            continue
+        counted = plan.done + plan.failed + plan.cancelled
+        if counted > plan.moves or any(done > plan.done for done in plan.resumed_with_done):
+            out.append(
+                _violation(
+                    history,
+                    "plan-moves-miscounted",
+                    f"plan {plan.plan_id} ({plan.moves} moves) ended {plan.state} with {plan.done} done, "
+                    f"{plan.failed} failed, {plan.cancelled} cancelled after resumptions with "
+                    f"{plan.resumed_with_done} done",
+                    history.healed_s,
+                )
+            )
+    return out
+
+
+CHECKS: tuple[Callable[[History, FinalState], list[Violation]], ...] = (
+    check_lost,
+    check_inconsistent_offsets,
+    check_monotonic_reads,
+    check_replicas_converged,
+    check_one_controller_per_epoch,
+    check_partition_states,
+    check_healthy,
+    check_shutdowns,
+    check_plans,
+)
+
+
+def check(history: History, final: FinalState) -> list[Violation]:
+    return [v for run in CHECKS for v in run(history, final)]
+
+
+def longest_unavailability(history: History) -> dict[str, float]:
+    """Per partition produced to, the longest stretch without an acknowledged write while the
+    workload produced (a leader gone, unreachable, or fewer than min.insync.replicas)."""
+    times: dict[tuple[str, int], list[float]] = {tp: [] for tp in history.partitions}
+    for ack in history.acks:
+        times.setdefault((ack.topic, ack.partition), []).append(ack.t)
+    out = {}
+    for (topic, p), ts in sorted(times.items()):
+        points = [history.produce_started_s, *sorted(ts), history.produce_stopped_s]
+        out[f"{topic}-{p}"] = round(max(b - a for a, b in itertools.pairwise(points)), 2)
+    return out
+
+
+def longest_without_leader(history: History) -> dict[str, float]:
+    """Per partition produced to, the longest stretch its state znode named no leader (-1), as
+    the observer saw it; a stretch still open at the heal ends there."""
+    out = {f"{t}-{p}": 0.0 for t, p in history.partitions}
+    since: dict[str, float] = {}
+    for state in sorted(history.states, key=lambda s: s.t):
+        name = f"{state.topic}-{state.partition}"
+        if state.leader < 0:
+            since.setdefault(name, state.t)
+        elif name in since:
+            out[name] = max(out.get(name, 0.0), state.t - since.pop(name))
+    for name, start in since.items():
+        out[name] = max(out.get(name, 0.0), history.healed_s - start)
+    return {name: round(s, 2) for name, s in sorted(out.items())}

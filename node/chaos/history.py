@@ -1,0 +1,149 @@
+"""What a chaos run saw, as plain data the checker reads: every event with its time, every
+acknowledged write with its offset, every record read, and every controller and partition
+state observed in ZooKeeper. Times are seconds since the run started."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Event:
+    t: float
+    kind: str
+    detail: str
+
+    def line(self) -> str:
+        return f"t={self.t:7.2f}s {self.kind}: {self.detail}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Ack:
+    """An acknowledged acks=all write: `value` at (topic, partition, offset)."""
+
+    t: float
+    topic: str
+    partition: int
+    offset: int
+    value: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Read:
+    """A record read by `reader` (a consumer, the final drain, or a replica's log files)."""
+
+    t: float
+    reader: str
+    topic: str
+    partition: int
+    offset: int
+    value: str
+
+
+@dataclasses.dataclass(frozen=True)
+class PartitionState:
+    """One version of a partition's state znode (LeaderAndIsr in ZooKeeper)."""
+
+    t: float
+    topic: str
+    partition: int
+    zk_version: int
+    controller_epoch: int
+    leader_epoch: int
+    leader: int
+    isr: tuple[int, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class ControllerSeen:
+    """A broker that acted as controller at an epoch: from /controller and /controller_epoch,
+    or from a broker's log ("broker N is controller at epoch E")."""
+
+    t: float
+    source: str
+    epoch: int
+    broker: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Shutdown:
+    """A controlled shutdown (SIGTERM): how it ended. `exit_code` -9 (or None): the broker did
+    not exit by itself and the nemesis killed it."""
+
+    t: float
+    broker: int
+    seconds: float
+    exit_code: int | None
+
+
+@dataclasses.dataclass
+class PlanRun:
+    """A planner plan as the planners' logs tell it: its moves, each resumption by a planner
+    that took over, and how it ended (None: not yet)."""
+
+    plan_id: str
+    moves: int
+    resumed_with_done: list[int] = dataclasses.field(default_factory=list)
+    state: str | None = None
+    done: int = 0
+    failed: int = 0
+    cancelled: int = 0
+
+
+@dataclasses.dataclass
+class FinalState:
+    """The cluster after healing, as the checker needs it."""
+
+    # (topic, partition) → (replicas, leader, isr) from ZooKeeper.
+    partitions: dict[tuple[str, int], tuple[tuple[int, ...], int, tuple[int, ...]]] = dataclasses.field(
+        default_factory=dict
+    )
+    # (topic, partition) → high watermark at the final drain.
+    high_watermarks: dict[tuple[str, int], int] = dataclasses.field(default_factory=dict)
+    # (topic, partition) → broker → offset → value, read from each replica's segment files.
+    replica_logs: dict[tuple[str, int], dict[int, dict[int, str]]] = dataclasses.field(default_factory=dict)
+    reassignments_in_progress: list[tuple[str, int]] = dataclasses.field(default_factory=list)
+    topics_pending_deletion: list[str] = dataclasses.field(default_factory=list)
+    registered_brokers: list[int] = dataclasses.field(default_factory=list)
+    expected_brokers: list[int] = dataclasses.field(default_factory=list)
+    # The planner executor's last plan's state ("running", "complete", "failed", "cancelled"),
+    # None without a planner or a plan.
+    plan_state: str | None = None
+    # Seconds from the heal until the partitions were healthy, None if they never were.
+    healthy_after_s: float | None = None
+
+
+@dataclasses.dataclass
+class History:
+    events: list[Event] = dataclasses.field(default_factory=list)
+    sent: int = 0
+    acks: list[Ack] = dataclasses.field(default_factory=list)
+    # Sends that failed or timed out: the record may or may not have been written.
+    indeterminate: int = 0
+    # (topic-partition, the last error's name) → how many sends failed so.
+    send_failures: dict[tuple[str, str], int] = dataclasses.field(default_factory=dict)
+    reads: list[Read] = dataclasses.field(default_factory=list)
+    states: list[PartitionState] = dataclasses.field(default_factory=list)
+    controllers: list[ControllerSeen] = dataclasses.field(default_factory=list)
+    shutdowns: list[Shutdown] = dataclasses.field(default_factory=list)
+    plans: dict[str, PlanRun] = dataclasses.field(default_factory=dict)
+    # Partitions produced to, and when the workload produced.
+    partitions: list[tuple[str, int]] = dataclasses.field(default_factory=list)
+    produce_started_s: float = 0.0
+    produce_stopped_s: float = 0.0
+    healed_s: float = 0.0
+
+    def event(self, t: float, kind: str, detail: str) -> Event:
+        event = Event(t, kind, detail)
+        self.events.append(event)
+        return event
+
+    def around(self, t: float, window_s: float = 5.0, limit: int = 40) -> list[Event]:
+        """The events within `window_s` of `t`, at most `limit` of the nearest."""
+        near = [e for e in self.events if abs(e.t - t) <= window_s]
+        near.sort(key=lambda e: abs(e.t - t))
+        return sorted(near[:limit], key=lambda e: e.t)
+
+    def summary(self) -> dict[str, Any]:
+        return {"events": len(self.events), "acks": len(self.acks), "reads": len(self.reads)}

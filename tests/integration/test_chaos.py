@@ -1,0 +1,39 @@
+"""Short seeded chaos runs (node/chaos): every fault kind but the planner against a cluster of
+its own (3 brokers, a 3-server ZooKeeper ensemble, proxies), then the checker. About 75 s
+each; the long forms, and the runs recorded, are in docs/RELIABILITY.md."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from node.chaos.run import ChaosOptions, run_chaos
+from node.chaos.schedule import DEFAULT_FAULTS
+from tests.support import run_command
+
+DURATION_S = 60.0
+
+
+@pytest.mark.parametrize("seed", [20261124, 5])
+async def test_a_seeded_chaos_run_passes_every_check(seed: int, tmp_path: Path) -> None:
+    options = ChaosOptions(
+        seed=seed, duration_s=DURATION_S, brokers=3, zookeeper_servers=3, faults=DEFAULT_FAULTS
+    )
+    said: list[str] = []
+    report = await run_chaos(options, tmp_path, said.append)
+    value = report.as_json()
+    assert report.ok, report.summary() + "\n" + "\n".join(said[-60:])
+    assert sum(value["faults"].values()) >= 6, value["faults"]
+    assert value["acknowledged"] > 1000 and value["lost"] == 0
+    assert value["read"] >= value["acknowledged"]
+    # Progress was shown: one line per fault and the periodic status.
+    assert any("fault:" in line for line in said) and any("acked" in line for line in said)
+    assert (tmp_path / "events.log").exists()
+
+
+def test_chaos_refuses_an_unknown_fault_kind_and_too_few_brokers() -> None:
+    unknown = run_command("node.cluster.command", "chaos", "--faults", "kill,meteor")
+    assert unknown.returncode == 2 and "unknown fault kind(s) meteor" in unknown.stderr
+    few = run_command("node.cluster.command", "chaos", "--brokers", "2")
+    assert few.returncode == 1 and "at least 3 brokers" in few.stderr

@@ -1,0 +1,59 @@
+"""The figures of a chaos run: the summary and the --report JSON's fields."""
+
+from __future__ import annotations
+
+from node.chaos import checker
+from node.chaos.history import Ack
+from node.chaos.report import Report
+from node.chaos.schedule import plan
+from tests.unit.test_chaos_checker import clean
+
+
+def report(violated: bool) -> Report:
+    history, final = clean()
+    if violated:
+        history.acks.append(Ack(5.0, "t", 0, 3, "v3"))
+    schedule = plan(1, 30, ("kill", "pause"), session_timeout_s=4)
+    return Report(
+        seed=1,
+        duration_s=30,
+        brokers=3,
+        zookeeper_servers=3,
+        plan=schedule,
+        injected={"kill": 2, "pause": 1},
+        skipped=[],
+        history=history,
+        final=final,
+        controller_changes=1,
+        violations=checker.check(history, final),
+        replay="bin/keel-cluster chaos --seed 1 --duration 30",
+    )
+
+
+def test_the_json_has_the_figures() -> None:
+    value = report(violated=True).as_json()
+    for key in (
+        "seed",
+        "faults",
+        "acknowledged",
+        "read",
+        "lost",
+        "duplicates",
+        "max_unavailable_s",
+        "violations",
+    ):
+        assert key in value
+    assert value["seed"] == 1 and value["faults"] == {"kill": 2, "pause": 1}
+    assert value["acknowledged"] == 4 and value["read"] == 3 and value["lost"] == 1
+    assert value["max_unavailable_s"] == 5.0  # from the last acknowledgement (t=5) to the end (t=10)
+    [violation] = value["violations"]
+    assert violation["kind"] == "lost-write" and violation["events"]
+    assert value["ok"] is False
+
+
+def test_the_summary_says_what_passed_or_what_broke_and_how_to_replay_it() -> None:
+    assert "every check passed" in report(violated=False).summary()
+    summary = report(violated=True).summary()
+    assert "1 violation(s)" in summary and "lost-write" in summary
+    assert "replay: bin/keel-cluster chaos --seed 1 --duration 30" in summary
+    assert "kill -9 broker 1" in summary, "the events around the violation"
