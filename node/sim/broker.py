@@ -205,11 +205,15 @@ class SimBroker:
 
     async def stop(self) -> None:
         """A clean stop, in KafkaServer.shutdown's order; closing the session drops the
-        ephemerals at once."""
+        ephemerals at once. Nothing to do for a broker killed meanwhile (a `kill -9` during
+        its controlled shutdown)."""
+        if not self.alive:
+            return
         if self._controller is not None:
             await self._controller.shutdown()
         self.network.close(self.broker_id)
-        await self.replica_manager.maintain(checkpoint=True, shrink=False)
+        if self.replica_manager.running:
+            await self.replica_manager.maintain(checkpoint=True, shrink=False)
         await self.replica_manager.stop()
         self.alive = False
         self.loop.kill(self.broker_id)
