@@ -17,8 +17,9 @@ from collections.abc import Mapping
 from actors.ports import TopicPartition
 from node.broker.log.config import LogConfig
 from node.broker.log.epoch_cache import LeaderEpochCache
+from node.broker.log.log import validate_batches
 from wire import records
-from wire.errors import CorruptMessage, MessageTooLarge, OffsetOutOfRange
+from wire.errors import CorruptMessage, OffsetOutOfRange
 
 
 class MemoryLog:
@@ -89,14 +90,7 @@ class MemoryLog:
         return len(headers)
 
     def _validate(self, data: bytes | bytearray | memoryview) -> list[tuple[int, records.BatchHeader]]:
-        if not data:
-            raise CorruptMessage("no record batch")
-        headers = list(records.batches(data))
-        for _, header in headers:
-            if header.size > self.config.max_message_bytes:
-                limit = self.config.max_message_bytes
-                raise MessageTooLarge(f"a batch of {header.size} bytes exceeds max.message.bytes {limit}")
-        return headers
+        return validate_batches(data, self.config.max_message_bytes)
 
     def _write(self, data: bytes | bytearray) -> None:
         self.generation += 1

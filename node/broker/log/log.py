@@ -42,6 +42,22 @@ def directory_name(tp: TopicPartition) -> str:
     return f"{tp.topic}-{tp.partition}"
 
 
+def validate_batches(
+    data: bytes | bytearray | memoryview, max_message_bytes: int
+) -> list[tuple[int, records.BatchHeader]]:
+    """The batches of an append, each whole, its CRC right and within `max.message.bytes`: the
+    checks any log (on disk, or in a simulation's memory) makes before it appends."""
+    if not data:
+        raise CorruptMessage("no record batch")
+    headers = list(records.batches(data))
+    for _, header in headers:
+        if header.size > max_message_bytes:
+            raise MessageTooLarge(
+                f"a batch of {header.size} bytes exceeds max.message.bytes {max_message_bytes}"
+            )
+    return headers
+
+
 class Log:
     def __init__(
         self,
@@ -212,14 +228,7 @@ class Log:
         return len(headers)
 
     def _validate(self, data: bytes | bytearray | memoryview) -> list[tuple[int, records.BatchHeader]]:
-        if not data:
-            raise CorruptMessage("no record batch")
-        headers = list(records.batches(data))
-        for _, header in headers:
-            if header.size > self.config.max_message_bytes:
-                limit = self.config.max_message_bytes
-                raise MessageTooLarge(f"a batch of {header.size} bytes exceeds max.message.bytes {limit}")
-        return headers
+        return validate_batches(data, self.config.max_message_bytes)
 
     def _write(
         self, data: bytes | bytearray | memoryview, first: records.BatchHeader, last: records.BatchHeader
