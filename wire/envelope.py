@@ -13,6 +13,7 @@ import dataclasses
 import msgpack
 
 from wire.api import API_SPECS, ApiSpec, Request, Response
+from wire.context import ANONYMOUS_CONTEXT, RequestContext
 from wire.errors import CorruptMessage, InvalidRequest, UnsupportedVersion, WireError
 
 # Malformed msgpack surfaces as any of these; none of them may escape the codec.
@@ -34,6 +35,7 @@ class ParsedRequest:
     header: RequestHeader
     spec: ApiSpec
     body: Request
+    context: RequestContext = ANONYMOUS_CONTEXT
 
 
 def _unpack(payload: bytes) -> object:
@@ -66,8 +68,9 @@ def decode_request_header(payload: bytes) -> tuple[RequestHeader, object]:
     return RequestHeader(api_key, api_version, correlation_id, client_id), body
 
 
-def parse_request(payload: bytes) -> ParsedRequest:
-    """Decode and validate a whole request frame against the API it names."""
+def parse_request(payload: bytes, context: RequestContext = ANONYMOUS_CONTEXT) -> ParsedRequest:
+    """Decode and validate a whole request frame against the API it names; `context` says
+    who sent it (the connection's principal and listener)."""
     header, body = decode_request_header(payload)
     spec = API_SPECS.get(header.api_key)
     if spec is None:
@@ -82,7 +85,7 @@ def parse_request(payload: bytes) -> ParsedRequest:
     except WireError as e:
         e.correlation_id = header.correlation_id
         raise
-    return ParsedRequest(header, spec, parsed)
+    return ParsedRequest(header, spec, parsed, context)
 
 
 def encode_response(correlation_id: int, body: Response) -> bytes:

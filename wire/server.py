@@ -15,6 +15,7 @@ import os
 from collections.abc import Awaitable, Callable
 
 from wire.api import Response
+from wire.context import RequestContext
 from wire.envelope import ParsedRequest, encode_response, error_response, parse_request
 from wire.errors import FrameError, UnknownServerError, WireError
 from wire.frames import DEFAULT_MAX_FRAME_SIZE, NEED_DATA, FrameDecoder, encode_frame
@@ -88,13 +89,14 @@ class RpcServer:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
+        context = RequestContext(client_host=_host_of(peer))
         decoder = FrameDecoder(self._max_frame_size)
         try:
             while data := await reader.read(_READ_CHUNK):
                 decoder.feed(data)
                 while (frame := decoder.next_frame()) is not NEED_DATA:
                     assert isinstance(frame, bytes)
-                    answer = await self._answer(frame, peer)
+                    answer = await self._answer(frame, peer, context)
                     if answer is None:
                         return
                     writer.write(encode_frame(answer))
@@ -106,10 +108,10 @@ class RpcServer:
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
 
-    async def _answer(self, frame: bytes, peer: object) -> bytes | None:
+    async def _answer(self, frame: bytes, peer: object, context: RequestContext) -> bytes | None:
         """The encoded response, or None when the connection must be closed."""
         try:
-            request = parse_request(frame)
+            request = parse_request(frame, context)
         except WireError as e:
             if e.correlation_id is None:
                 log.warning("closing connection from %s: %s", peer, e.message)
@@ -118,6 +120,14 @@ class RpcServer:
             return encode_response(e.correlation_id, error_response(e))
         response = await call_handler(self._handler, request, peer)
         return encode_response(request.header.correlation_id, response)
+
+
+def _host_of(peer: object) -> str:
+    """The client's address from a socket's peer name (a tuple for IP, a string for a Unix
+    socket)."""
+    if isinstance(peer, tuple) and peer:
+        return str(peer[0])
+    return "" if peer is None else str(peer)
 
 
 def _reason(e: OSError) -> str:

@@ -18,6 +18,7 @@ from wire.api import (
     Response,
 )
 from wire.client import RpcClient
+from wire.context import ANONYMOUS, RequestContext
 from wire.envelope import ParsedRequest
 from wire.errors import ErrorCode, NetworkException, NotController, RequestTimedOut
 from wire.frames import encode_frame
@@ -27,11 +28,13 @@ from wire.server import RpcServer
 class Handler:
     def __init__(self) -> None:
         self.seen: list[int] = []
+        self.contexts: list[RequestContext] = []
         self.release = asyncio.Event()
         self.release.set()
 
     async def __call__(self, request: ParsedRequest) -> Response:
         self.seen.append(request.header.correlation_id)
+        self.contexts.append(request.context)
         if isinstance(request.body, DescribeClusterRequest):
             await self.release.wait()
             return DescribeClusterResponse(cluster_id=f"c{request.header.correlation_id}")
@@ -174,3 +177,15 @@ async def test_truncated_frame_then_disconnect_leaves_the_server_serving(
     client = await RpcClient.connect("127.0.0.1", server.port)
     assert (await client.send(ApiVersionsRequest())).error_code == 0
     await client.close()
+
+
+async def test_each_request_carries_its_connection_context(served: tuple[RpcServer, Handler]) -> None:
+    server, handler = served
+    client = await RpcClient.connect("127.0.0.1", server.port, client_id="c", request_timeout=5)
+    try:
+        await client.send(ApiVersionsRequest())
+    finally:
+        await client.close()
+    assert handler.contexts == [
+        RequestContext(principal=ANONYMOUS, client_host="127.0.0.1", listener_name="PLAINTEXT")
+    ]
