@@ -12,6 +12,7 @@ workflows they start live in `workflows.py`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 from typing import assert_never
@@ -500,10 +501,31 @@ class KafkaController:
     async def _read_active_controller(self) -> ControllerEpoch | None:
         """Re-arm the `/controller` watch and read who holds it, and the epoch, in one round trip."""
         view = await self._store.read_controller()
-        self.active_controller_id = -1 if view.controller_id is None else view.controller_id
-        if view.epoch is not None and view.controller_id is not None:
+        holder = view.controller_id
+        if holder == self.broker_id and view.epoch is not None and not self._reigns_at(view.epoch):
+            await self._give_up_stale_registration(view.epoch)
+            holder = None
+        self.active_controller_id = -1 if holder is None else holder
+        if view.epoch is not None and holder is not None:
             self.known_controller_epoch = view.epoch.epoch
         return view.epoch
+
+    def _reigns_at(self, epoch: ControllerEpoch) -> bool:
+        """Whether this broker took over as controller at `epoch` and has not resigned since."""
+        return self.context.epoch == epoch.epoch and self.context.epoch_zk_version == epoch.zk_version
+
+    async def _give_up_stale_registration(self, epoch: ControllerEpoch) -> None:
+        """`/controller` names this broker, but not a reign it is in: it won an election on
+        a new ZooKeeper session before it heard that its old session had expired, and the
+        Expire that followed made it resign. While that znode stands no other broker runs
+        for the role, and this one no longer acts in it: delete it, so an election follows.
+        (Kafka cannot get here: its client opens the new session only once Expire has run.)"""
+        log.info(
+            "broker %d: /controller names it from before its session expired; giving it up", self.broker_id
+        )
+        # Fenced by the epoch read: if another broker has been elected since, its znode stands.
+        with contextlib.suppress(ControllerMovedError):
+            await self._store.delete_controller(epoch.zk_version)
 
     async def _elect(self, seen_epoch: ControllerEpoch | None) -> None:
         """Run right after `_read_active_controller`, whose answer it takes rather than reading

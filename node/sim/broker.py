@@ -113,6 +113,7 @@ class SimBroker:
             cluster_id=lambda: "simulated",
         )
         self.alive = False
+        self._cut_offs = 0
         self._context = contextvars.copy_context()
 
     @property
@@ -227,9 +228,17 @@ class SimBroker:
         at its next write)."""
         store, session = self.store, self.store.session
         store.reachable.clear()
+        # An earlier cut healed and this one began: only this one's timer may expire it.
+        self._cut_offs += 1
+        cut_off = self._cut_offs
 
         def expire() -> None:
-            if self.alive and not store.reachable.is_set() and store.session == session:
+            if (
+                self.alive
+                and not store.reachable.is_set()
+                and store.session == session
+                and self._cut_offs == cut_off
+            ):
                 store.expired = True
                 self.zk.drop_session(session)
 

@@ -56,6 +56,7 @@ FAULTS = (
     "controller-move",
     "partition",
     "zk-partition",
+    "zk-outage",
     "drop",
     "slow",
     "create",
@@ -112,6 +113,7 @@ class Simulation:
         self._client_tasks: set[asyncio.Task[Any]] = set()
         self._stopping: list[asyncio.Task[Any]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._zookeeper_down = False
 
     @property
     def broker_ids(self) -> list[int]:
@@ -183,6 +185,8 @@ class Simulation:
         self._incarnations += 1
         broker = SimBroker(broker_id, self.zk, self.network, self.logs[broker_id], self.settings)
         self.brokers[broker_id] = (self._incarnations, broker)
+        if self._zookeeper_down:
+            broker.store.reachable.clear()  # it starts into the outage, and waits for it to end
         self.trace(f"start broker {broker_id} (incarnation {self._incarnations})")
         started = broker.start()
         incarnation = self._incarnations
@@ -288,6 +292,23 @@ class Simulation:
         broker.cut_off_from_zookeeper()
         self._later(duration, broker.reconnect_to_zookeeper)
         return True
+
+    async def _zk_outage(self) -> bool:
+        live = [b for b in self._live() if self.brokers[b][1].started]
+        if not live:
+            return False
+        duration = self.rng.uniform(1.0, 12.0)
+        self.trace(f"ZooKeeper unreachable from every broker for {duration:.1f} s")
+        self._zookeeper_down = True
+        for broker_id in live:
+            self.brokers[broker_id][1].cut_off_from_zookeeper()
+        self._later(duration, self._heal_zookeeper)
+        return True
+
+    def _heal_zookeeper(self) -> None:
+        self._zookeeper_down = False
+        for _, broker in self.brokers.values():
+            broker.reconnect_to_zookeeper()
 
     async def _drop(self) -> bool:
         self.trace("lose 5% of messages for a while")

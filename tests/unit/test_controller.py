@@ -79,6 +79,32 @@ async def test_session_expiry_resigns_reregisters_and_leaves_one_controller(
     assert cluster.zk.epoch == (2, 2)
 
 
+async def test_a_controller_elected_on_its_new_session_before_hearing_of_the_expiry_elects_again(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Found by the simulation (ZooKeeper lost by every broker at once): the client renews
+    an expired session by itself, an event already running wins the election on the new
+    session, and only then does the Expire arrive and reset the controller. Its /controller
+    znode stood on; the broker read it as its own, believed itself active at epoch 0, and every
+    write it made was fenced, while no other broker could run for the role."""
+    controller = await cluster.start(1)
+    await cluster.start(2)
+    await eventually(cluster.settled, timeout=2, message="no controller")
+    assert controller.is_active
+    # The session watcher hears of the expiry after the fact: /controller, created on the
+    # new session, is still this broker's.
+    await controller.before_new_session()
+    controller.after_new_session()
+    await eventually(
+        condition(lambda: cluster.zk.epoch == (2, 2)),
+        timeout=2,
+        message="the broker kept the role from before the expiry without an epoch: no election",
+    )
+    await eventually(cluster.settled, timeout=2, message="the brokers did not agree on a controller")
+    assert cluster.controller.context.epoch == 2, "the active controller took over at the new epoch"
+    assert "/controller names it from before its session expired" in caplog.text
+
+
 async def test_failover_error_gives_the_role_up_with_a_fenced_delete(cluster: Cluster) -> None:
     store = FakeClusterStore(cluster.zk)
     epoch = await store.register_broker(info(1))
