@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 NoNode = exc.NoNode
 NoAuth = exc.NoAuth
+NotEmpty = exc.NotEmpty
 NodeExists = exc.NodeExists
 BadVersion = exc.BadVersion
 # What the other ops of a failed multi-op report: those before the failure, and those after.
@@ -45,6 +46,13 @@ CREATED = protocol.WatchEvent.CREATED
 DELETED = protocol.WatchEvent.DELETED
 DATA_CHANGED = protocol.WatchEvent.DATA_CHANGED
 CHILDREN_CHANGED = protocol.WatchEvent.CHILDREN_CHANGED
+
+
+# What a process says when ZooKeeper refuses it an operation on a znode Keel created.
+NO_AUTH_HINT = (
+    "ZooKeeper refused access (NoAuth): Keel's znodes have ACLs (zookeeper.set.acl) and these "
+    "credentials are not the ones that created them; check java.security.auth.login.config"
+)
 
 
 class ZooKeeperUnavailable(Exception):
