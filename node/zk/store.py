@@ -689,13 +689,23 @@ class ZkClusterStore:
             write = self.zk.create_op(path, encoded)
         else:
             write = self.zk.set_op(path, encoded, version)
+        return await self._write_and_notify(write, entity_type, name)
+
+    async def delete_entity_config(self, entity_type: str, name: str, version: int) -> bool:
+        """Delete `/config/<type>/<name>` (conditional on the version read) with its change
+        notification, in one multi-op; False when it moved or went since it was read."""
+        return await self._write_and_notify(
+            self.zk.delete_op(paths.entity_config(entity_type, name), version), entity_type, name
+        )
+
+    async def _write_and_notify(self, write: Any, entity_type: str, name: str) -> bool:
         notify = self.zk.create_op(
             paths.config_change(paths.CONFIG_CHANGE_PREFIX),
             data.encode_config_change(f"{entity_type}/{name}"),
             sequential=True,
         )
         error = _failed(await self.zk.multi([write, notify]))
-        if isinstance(error, NodeExists | BadVersion):
+        if isinstance(error, NodeExists | BadVersion | NoNode):
             return False
         if error is not None:
             raise error
