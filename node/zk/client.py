@@ -99,8 +99,9 @@ class _AuthenticatingSession(Session):  # type: ignore[misc]
 
 
 def _log_auth_failure(answer: asyncio.Future[Any]) -> None:
-    if not answer.cancelled() and answer.exception() is not None:
-        log.error("ZooKeeper refused this client's credentials: %s", answer.exception())
+    """A lost connection is reported by the session; a refused credential only here."""
+    if not answer.cancelled() and isinstance(answer.exception(), exc.AuthFailed):
+        log.error("ZooKeeper refused this client's credentials (AUTH_FAILED)")
 
 
 class ZooKeeperClient:

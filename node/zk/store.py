@@ -12,6 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from aiozk.protocol.acl import ACL
 from aiozk.protocol.stat import Stat
 
 from actors.clock import Clock
@@ -778,6 +779,15 @@ class ZkClusterStore:
 
     async def ensure_persistent_paths(self) -> None:
         await self.zk.create_all_if_missing(paths.PERSISTENT_PATHS)
+        if self.zk.security.set_acl:
+            root = await self.zk.get_acl("/")
+            if any(a.id.scheme == "world" and a.perms & ~ACL.READ_PERM for a in root):
+                # Deleting a child is a right on its parent: anyone may delete /controller.
+                log.warning(
+                    "the root of %s is open to anyone, who can delete /controller and the other "
+                    "top-level znodes; run keel zookeeper secure (docs/OPERATIONS.md, Security)",
+                    self.zk.connect_string,
+                )
 
     async def get_or_create_cluster_id(self) -> str:
         value = await self.zk.get_or_none(paths.CLUSTER_ID)

@@ -5,6 +5,7 @@ credential cache without a restart."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -152,6 +153,21 @@ async def test_a_secured_client_gives_kafkas_acls_and_authenticates_again_on_a_n
         await stranger.close()
 
 
+async def test_a_broker_warns_when_the_chroot_it_is_given_is_open(
+    zk_connect: str, kazoo: KazooClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The `kazoo` fixture made the chroot without ACLs: anyone could delete `/controller`."""
+    security = ZkSecurity(set_acl=True, credentials=DigestCredentials("keel", "keel-secret"))
+    zk = ZooKeeperClient(zk_connect, session_timeout_s=4, connection_timeout_s=10, security=security)
+    await zk.start()
+    try:
+        with caplog.at_level(logging.WARNING, logger="node.zk.store"):
+            await ZkClusterStore(zk, SystemClock()).ensure_persistent_paths()
+        assert "is open to anyone, who can delete /controller" in caplog.text
+    finally:
+        await zk.close()
+
+
 async def _async(value: bool) -> bool:
     return value
 
@@ -216,6 +232,7 @@ async def test_with_set_acl_outsiders_cannot_change_the_cluster_and_users_reach_
         message="a broker never learnt of alice",
     )
     assert_outsider_refused(outsider, "orders", "alice")
+    assert not any("is open to anyone" in broker.log() for broker in brokers.running())
     listed = user_add(zk_connect, command_config, "list", "--format", "json")
     assert listed.returncode == 0, listed.stderr
     assert orjson.loads(listed.stdout) == [{"user": "alice", "mechanisms": {SHA256: 4096}}]
