@@ -30,6 +30,8 @@ from wire.errors import ErrorCode
 
 TOPICS = "topics"
 BROKERS = "brokers"
+# `/config/users/<name>`: SCRAM credentials (actors.credential_cache) and client quotas.
+USERS = "users"
 DEFAULT_ENTITY = "<default>"
 
 # Broker configs that can change without a restart, with their checks.

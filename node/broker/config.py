@@ -15,6 +15,7 @@ from pathlib import Path
 import javaproperties
 
 from actors.partition_limits import JUTE_MAX_BUFFER, ZNODE_REQUEST_OVERHEAD
+from node.zk.acls import DEFAULT_JAAS_SECTION, ZkSecurity, ZkSecurityError, read_credentials
 from wire.endpoint import Endpoint
 
 
@@ -59,8 +60,20 @@ class _Def:
     default: str | None  # None: required
 
 
+# How a process reaches ZooKeeper securely; brokers and the planner share them (docs/OPERATIONS.md,
+# "Security"). Kafka reads the JAAS file from the JVM's `java.security.auth.login.config` system
+# property (its `Client` section, or the one `zookeeper.sasl.clientconfig` names); Keel has no
+# JVM, so it takes those names as properties, and the file an operator has works unchanged.
+ZOOKEEPER_SECURITY_DEFINITIONS: dict[str, _Def] = {
+    "zookeeper.set.acl": _Def(_bool, "false"),
+    "java.security.auth.login.config": _Def(_str, ""),
+    "zookeeper.sasl.clientconfig": _Def(_str, DEFAULT_JAAS_SECTION),
+    "zookeeper.ssl.client.enable": _Def(_bool, "false"),
+}
+
 # Kafka's names and defaults (spec §11) for what Keel uses.
 DEFINITIONS: dict[str, _Def] = {
+    **ZOOKEEPER_SECURITY_DEFINITIONS,
     "broker.id": _Def(_int(0), None),
     "listeners": _Def(_str, "PLAINTEXT://:9092"),
     "advertised.listeners": _Def(_str, ""),
@@ -125,6 +138,7 @@ class BrokerConfig:
     listeners: tuple[Endpoint, ...]
     advertised: tuple[Endpoint, ...]
     security_protocols: Mapping[str, str]
+    zookeeper_security: ZkSecurity
 
     def get_int(self, key: str) -> int:
         value = self.values[key]
@@ -166,6 +180,30 @@ class BrokerConfig:
         host = advertised.host or socket.getfqdn()
         port = bound_port if advertised is listener else advertised.port
         return Endpoint(listener.listener, listener.security_protocol, host, port)
+
+
+def zookeeper_security(values: Mapping[str, object]) -> ZkSecurity:
+    """The ZooKeeper credentials and ACL choice of parsed `ZOOKEEPER_SECURITY_DEFINITIONS`."""
+    if values["zookeeper.ssl.client.enable"] is True:
+        raise ConfigError(
+            "zookeeper.ssl.client.enable",
+            "TLS to ZooKeeper is not supported (Keel's ZooKeeper client, aiozk, has no TLS); "
+            "reach ZooKeeper over a trusted network or a TLS tunnel",
+        )
+    location = values["java.security.auth.login.config"]
+    credentials = None
+    if location is not None:
+        try:
+            credentials = read_credentials(Path(str(location)), str(values["zookeeper.sasl.clientconfig"]))
+        except ZkSecurityError as e:
+            raise ConfigError("java.security.auth.login.config", str(e)) from None
+    if values["zookeeper.set.acl"] is True and credentials is None:
+        # Kafka refuses to start likewise: the ACLs would name no identity.
+        raise ConfigError(
+            "zookeeper.set.acl",
+            "is true, but no ZooKeeper credentials are configured (java.security.auth.login.config)",
+        )
+    return ZkSecurity(set_acl=values["zookeeper.set.acl"] is True, credentials=credentials)
 
 
 def prepare_log_dirs(config: BrokerConfig) -> None:
@@ -261,7 +299,7 @@ def load_config(props: Mapping[str, str]) -> BrokerConfig:
         if not listener.host:
             raise ConfigError("advertised.listeners", f"{listener.listener} needs a host")
     unknown = tuple(sorted(key for key in props if key not in DEFINITIONS))
-    return BrokerConfig(values, unknown, listeners, advertised, protocols)
+    return BrokerConfig(values, unknown, listeners, advertised, protocols, zookeeper_security(values))
 
 
 def parse_overrides(items: list[str]) -> dict[str, str]:

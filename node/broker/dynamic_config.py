@@ -6,7 +6,9 @@ The watch callback only wakes the task that does the reading. Notifications are 
 in sequence order, each once; ones older than 15 minutes are deleted, as Kafka purges them
 (`changeExpirationMs`). What applies here are the replication throttles: this broker's rates
 (its own `/config/brokers/<id>`, else `/config/brokers/<default>`) and each topic's
-throttled-replicas lists, handed to the replica manager.
+throttled-replicas lists, handed to the replica manager; and the SCRAM credentials of
+`/config/users/<name>`, kept in the credential cache that the SASL server asks (Kafka's
+UserConfigHandler): a user added, changed or deleted is known without a restart.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ import logging
 from actors.broker.handle import ReplicaManagerHandle
 from actors.broker.replication_quota import FOLLOWER_REPLICAS, LEADER_REPLICAS
 from actors.clock import Clock
-from actors.config_admin import BROKERS, DEFAULT_ENTITY, TOPICS, throttle_rates
-from node.zk.paths import CONFIG_CHANGE_PREFIX
+from actors.config_admin import BROKERS, DEFAULT_ENTITY, TOPICS, USERS, throttle_rates
+from actors.credential_cache import CredentialCache, scram_credentials
+from node.zk.paths import CONFIG_CHANGE_PREFIX, desanitize
 from node.zk.store import ZkClusterStore
 
 log = logging.getLogger(__name__)
@@ -34,9 +37,15 @@ def _sequence(name: str) -> int:
 
 class DynamicConfigManager:
     def __init__(
-        self, broker_id: int, store: ZkClusterStore, replica_manager: ReplicaManagerHandle, clock: Clock
+        self,
+        broker_id: int,
+        store: ZkClusterStore,
+        replica_manager: ReplicaManagerHandle,
+        clock: Clock,
+        credentials: CredentialCache | None = None,
     ) -> None:
         self._broker_id = broker_id
+        self.credentials = credentials or CredentialCache()
         self._store = store
         self._replica_manager = replica_manager
         self._clock = clock
@@ -57,6 +66,8 @@ class DynamicConfigManager:
         throttled = {t: c for t, c in topics.items() if LEADER_REPLICAS in c or FOLLOWER_REPLICAS in c}
         if throttled:
             await self._replica_manager.set_throttles(topic_configs=throttled)
+        for name, config in (await self._store.entity_configs(USERS)).items():
+            self._apply_user(name, config)
         self._task = asyncio.create_task(self._run(), name="dynamic-config")
         await self._purge(existing)
 
@@ -106,11 +117,28 @@ class DynamicConfigManager:
             config, _ = await self._store.entity_config(TOPICS, name)
             await self._replica_manager.set_throttles(topic_configs={name: config})
             log.info("applied the config of topic %s", name)
+        elif entity_type == USERS and name and "/" not in name:
+            # `users/<u>/clients/<c>` names a client quota, which holds no credentials.
+            config, _ = await self._store.entity_config(USERS, name)
+            self._apply_user(name, config)
 
     async def _apply_broker_rates(self) -> None:
         defaults, _ = await self._store.entity_config(BROKERS, DEFAULT_ENTITY)
         own, _ = await self._store.entity_config(BROKERS, str(self._broker_id))
         await self._replica_manager.set_throttles(rates=throttle_rates(own, defaults))
+
+    def _apply_user(self, sanitized: str, config: dict[str, str]) -> None:
+        user = desanitize(sanitized)
+        before = self.credentials.mechanisms(user)
+        credentials, problems = scram_credentials(config)
+        for mechanism, problem in problems.items():
+            log.warning("ignoring the %s credential of user %s: %s", mechanism, user, problem)
+        self.credentials.update_user(user, credentials)
+        after = self.credentials.mechanisms(user)
+        if before or after:
+            log.info(
+                "SCRAM credentials of user %s: %s", user, ", ".join(after) if after else "none (removed)"
+            )
 
     async def _purge(self, names: list[str]) -> None:
         """Delete notifications older than CHANGE_EXPIRATION_MS that this broker has seen

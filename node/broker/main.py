@@ -41,7 +41,7 @@ from node.entry import (
     run_main,
     verbose_requested,
 )
-from node.zk.client import ZooKeeperUnavailable
+from node.zk.client import NO_AUTH_HINT, NoAuth, ZooKeeperUnavailable
 from wire.server import ListenerUnavailable
 
 log = logging.getLogger("keel.node")
@@ -111,6 +111,9 @@ async def start(broker: KeelBroker) -> None:
         raise CommandError(
             f"{e} (zookeeper.connection.timeout.ms): check zookeeper.connect and that ZooKeeper runs there"
         ) from e
+    except NoAuth as e:
+        await _close_quietly(broker)
+        raise CommandError(NO_AUTH_HINT) from e
     except ListenerUnavailable as e:
         await _close_quietly(broker)
         raise CommandError(f"{e}: stop the process that holds it, or set another port in listeners") from e

@@ -19,6 +19,7 @@ from actors.broker.replication import ReplicationConfig
 from actors.clock import SystemClock
 from actors.controller import KafkaController
 from actors.controller.controller import ControllerConfig
+from actors.credential_cache import CredentialCache
 from actors.partition_limits import PartitionLimits
 from actors.ports import BrokerInfo
 from node.broker.admin_manager import AdminManager
@@ -82,6 +83,7 @@ class KeelBroker:
             str(config.get_str("zookeeper.connect")),
             session_timeout_s=config.session_timeout_s,
             connection_timeout_s=config.connection_timeout_s,
+            security=config.zookeeper_security,
         )
         self.store = ZkClusterStore(self.zk, self.clock)
         self.servers: list[RpcServer] = []
@@ -125,8 +127,11 @@ class KeelBroker:
             config_admin=ConfigAdmin(self.store),
             logs=self.logs,
         )
+        # What the SASL server authenticates against: `credentials.credential(user, mechanism)`,
+        # kept current from `/config/users` by the dynamic config manager.
+        self.credentials = CredentialCache()
         self.dynamic_config = DynamicConfigManager(
-            self.broker_id, self.store, self.replica_manager, self.clock
+            self.broker_id, self.store, self.replica_manager, self.clock, self.credentials
         )
         self._periodic: list[asyncio.Task[None]] = []
 

@@ -17,8 +17,16 @@ from node.entry import add_verbose_option
 
 N = TypeVar("N", int, float)
 
-# The keys of Kafka's admin-client properties that mean something to Keel's clients.
-COMMAND_CONFIG_KEYS = {"bootstrap.servers", "request.timeout.ms", "default.api.timeout.ms", "client.id"}
+# The keys of Kafka's admin-client properties that mean something to Keel's clients; and the
+# ZooKeeper credentials of the commands that go to ZooKeeper (node/cli/zookeeper_access.py).
+COMMAND_CONFIG_KEYS = {
+    "bootstrap.servers",
+    "request.timeout.ms",
+    "default.api.timeout.ms",
+    "client.id",
+    "java.security.auth.login.config",
+    "zookeeper.sasl.clientconfig",
+}
 DEFAULT_TIMEOUT_S = 30.0
 
 

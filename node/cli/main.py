@@ -13,6 +13,9 @@
     keel reassign plan|snapshot  reassignment plans from the planner (or --from-file)
     keel reassign status [--wait]
                                  the progress of the plan the planner executes
+    keel user add|delete|list    SCRAM users in ZooKeeper (kafka-configs --entity-type users)
+    keel zookeeper secure [--unsecure]
+                                 set Kafka's ACLs on the znodes (zookeeper-security-migration)
 
 Every command takes `--bootstrap-server host:port[,host:port]` (default: the brokers of the
 local cluster under .keel-cluster, else 127.0.0.1:9092), `--format table|json`, `--timeout S`,
@@ -32,7 +35,14 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from node.cli import console_commands, election_commands, reassign_commands, topic_commands
+from node.cli import (
+    console_commands,
+    election_commands,
+    reassign_commands,
+    topic_commands,
+    user_commands,
+    zookeeper_commands,
+)
 from node.cli.arguments import CommandConfigError, add_global_options, apply_command_config
 from node.cli.output import print_json, print_table
 from node.clients.admin import KeelAdminClient
@@ -149,6 +159,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     console_commands.add_arguments(groups, common)
     election_commands.add_arguments(groups, common)
+    user_commands.add_arguments(groups, common)
+    zookeeper_commands.add_arguments(groups, common)
     reassign_commands.add_arguments(
         groups.add_parser("reassign", help="move partition replicas between brokers").add_subparsers(
             dest="command", required=True
@@ -166,6 +178,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 async def run(args: argparse.Namespace) -> int:
     if args.group in console_commands.COMMANDS:
         return await console_commands.COMMANDS[args.group](args.bootstrap_server or default_bootstrap(), args)
+    if args.group == user_commands.GROUP:
+        return await user_commands.run(args)
+    if args.group == zookeeper_commands.GROUP:
+        return await zookeeper_commands.run(args)
     if args.group == "reassign":
         return await reassign_commands.run(args, args.bootstrap_server or default_bootstrap())
     async with KeelAdminClient(args.bootstrap_server or default_bootstrap(), timeout=args.timeout) as admin:

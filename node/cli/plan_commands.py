@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import sys
 import time
 from pathlib import Path
@@ -37,6 +36,12 @@ import orjson
 from node.cli.arguments import non_negative_int
 from node.cli.output import OutputFile, print_json, print_table
 from node.cli.plan_status import check_planner_address
+from node.cli.zookeeper_access import (
+    add_zookeeper_argument,
+    command_security,
+    zookeeper_connect,
+    zookeeper_session,
+)
 from node.clients.planner import PlannerClient, PlannerNotRunning, find_planner
 from node.entry import CommandError, PartialError, UsageError
 from wire.api.planner import PlanReassignmentRequest
@@ -47,11 +52,9 @@ if TYPE_CHECKING:
 
     from node.planner.live_snapshot import LiveSnapshot
     from node.planner.request import PlanRequest
+    from node.zk.acls import ZkSecurity
 
 COMMANDS = ("plan", "snapshot")
-
-# Seconds for `snapshot` to open a ZooKeeper session, at most.
-ZK_CONNECT_S = 5.0
 
 
 def _ids(text: str) -> tuple[int, ...]:
@@ -107,12 +110,7 @@ def add_arguments(sub: argparse._SubParsersAction, common: argparse.ArgumentPars
     parser.add_argument("--planner", metavar="HOST:PORT", help="the planner (default: ask a broker)")
     snapshot = sub.add_parser("snapshot", parents=[common], help="export the live cluster as cluster.json")
     snapshot.add_argument("--output", type=Path, required=True)
-    snapshot.add_argument(
-        "--zookeeper",
-        default=None,
-        metavar="HOST:PORT[/CHROOT]",
-        help="ZooKeeper to read (default: KEEL_ZOOKEEPER, else the local cluster's)",
-    )
+    add_zookeeper_argument(snapshot)
 
 
 async def run(args: argparse.Namespace, bootstrap: str) -> int:
@@ -314,23 +312,11 @@ def _gib(value: int) -> str:
 # --- snapshot ---
 
 
-def default_zookeeper() -> str | None:
-    if env := os.environ.get("KEEL_ZOOKEEPER"):
-        return env
-    from node.cluster.command import ClusterState
-
-    state = ClusterState.load(Path(os.environ.get("KEEL_CLUSTER_DIR", ".keel-cluster")))
-    if state is not None and state.zookeeper_ports:
-        return ",".join(f"127.0.0.1:{p}" for p in state.zookeeper_ports[::3])
-    return None
-
-
 async def snapshot(args: argparse.Namespace) -> int:
-    connect = args.zookeeper or default_zookeeper()
-    if connect is None:
-        raise UsageError("no ZooKeeper to read: pass --zookeeper host:port[/chroot]")
+    connect = zookeeper_connect(args)
+    security = command_security(args)
     with OutputFile(args.output, "--output") as output:
-        taken = await _take_snapshot(connect, args.timeout)
+        taken = await _take_snapshot(connect, args.timeout, security)
         try:
             output.write(orjson.dumps(taken.cluster_json(), option=orjson.OPT_INDENT_2) + b"\n")
         except OSError as e:
@@ -354,27 +340,13 @@ async def snapshot(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _take_snapshot(connect: str, timeout: float) -> LiveSnapshot:
-    """Read the cluster through ZooKeeper, whose session must open within ZK_CONNECT_S (or
-    --timeout, if shorter): a server that answers opens one in milliseconds, and one that does
-    not would otherwise be retried for the whole --timeout."""
+async def _take_snapshot(connect: str, timeout: float, security: ZkSecurity) -> LiveSnapshot:
+    """Read the cluster through ZooKeeper (node/cli/zookeeper_access.py)."""
     from actors.clock import SystemClock
     from node.planner import live_snapshot
-    from node.zk.client import ZooKeeperClient, ZooKeeperUnavailable
     from node.zk.store import ZkClusterStore
 
-    deadline = min(timeout, ZK_CONNECT_S)
-    zk = ZooKeeperClient(connect, session_timeout_s=timeout, connection_timeout_s=deadline)
-    try:
-        await zk.start()
-    except ZooKeeperUnavailable:
-        raise CommandError(
-            f"cannot reach ZooKeeper at {connect}: no session within {deadline:g} s; "
-            "check that it runs there, or pass --zookeeper host:port[/chroot]"
-        ) from None
-    try:
+    async with zookeeper_session(connect, timeout, security) as zk:
         return await live_snapshot.take(
             ZkClusterStore(zk, SystemClock()), timeout=timeout, now_ms=int(time.time() * 1000)
         )
-    finally:
-        await zk.close()

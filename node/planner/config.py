@@ -12,6 +12,7 @@ import socket
 from collections.abc import Mapping
 
 from node.broker.config import (
+    ZOOKEEPER_SECURITY_DEFINITIONS,
     ConfigError,
     _bool,
     _Def,
@@ -20,12 +21,15 @@ from node.broker.config import (
     _parse_protocol_map,
     _str,
     parse_values,
+    zookeeper_security,
 )
+from node.zk.acls import ZkSecurity
 from wire.endpoint import Endpoint
 
 _LONG_MAX = 2**63 - 1
 
 DEFINITIONS: dict[str, _Def] = {
+    **ZOOKEEPER_SECURITY_DEFINITIONS,
     "zookeeper.connect": _Def(_str, None),
     "zookeeper.session.timeout.ms": _Def(_int(1), "18000"),
     "listeners": _Def(_str, "PLAINTEXT://:9099"),
@@ -57,6 +61,7 @@ class PlannerConfig:
     listener: Endpoint
     # Every spark.* property but spark.master, for the SparkSession.
     spark_conf: Mapping[str, str]
+    zookeeper_security: ZkSecurity
 
     def get_int(self, key: str) -> int:
         value = self.values[key]
@@ -101,4 +106,4 @@ def load_config(props: Mapping[str, str]) -> PlannerConfig:
         if not value.strip():
             raise ConfigError(key, "must not be empty")
     unknown = tuple(sorted(k for k in props if k not in DEFINITIONS and not k.startswith("spark.")))
-    return PlannerConfig(values, unknown, listeners[0], spark_conf)
+    return PlannerConfig(values, unknown, listeners[0], spark_conf, zookeeper_security(values))

@@ -30,7 +30,7 @@ from node.entry import (
 )
 from node.planner.config import PlannerConfig, load_config
 from node.planner.server import KeelPlanner
-from node.zk.client import ZooKeeperUnavailable
+from node.zk.client import NO_AUTH_HINT, NoAuth, ZooKeeperUnavailable
 from wire.server import ListenerUnavailable
 
 log = logging.getLogger("keel.planner")
@@ -86,6 +86,9 @@ async def start(planner: KeelPlanner) -> None:
     except ZooKeeperUnavailable as e:
         await planner.shutdown()
         raise CommandError(f"{e}: check zookeeper.connect and that ZooKeeper runs there") from e
+    except NoAuth as e:
+        await planner.shutdown()
+        raise CommandError(NO_AUTH_HINT) from e
     except ListenerUnavailable as e:
         await planner.shutdown()
         raise CommandError(f"{e}: stop the process that holds it, or set another port in listeners") from e

@@ -55,6 +55,7 @@ class KeelPlanner:
             config.get_str("zookeeper.connect"),
             session_timeout_s=config.session_timeout_s,
             connection_timeout_s=config.session_timeout_s,
+            security=config.zookeeper_security,
         )
         self.store = ZkClusterStore(self.zk, self.clock)
         self.active = False

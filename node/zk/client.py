@@ -5,6 +5,11 @@ opens a new one. Kafka needs to know (spec §2.5: resign, register again with a 
 epoch), so a monitor task compares session ids each time the client reconnects and tells
 the registered SessionWatchers. Requests go straight to the session rather than through
 aiozk's helpers, whose per-path stat cache would grow with every znode ever read.
+
+Security (node/zk/acls.py): a client with credentials authenticates on every connection it
+opens, and gives each znode it creates Kafka's ACLs for its path. aiozk 0.32 can set and read
+ACLs but neither re-sends authentication after a reconnect nor speaks SASL or TLS; the first
+is added here (`_AuthenticatingSession`), the others Keel does without.
 """
 
 from __future__ import annotations
@@ -17,14 +22,19 @@ from typing import Any
 
 import aiozk
 from aiozk import exc, protocol
+from aiozk.protocol.acl import ACL
 from aiozk.protocol.stat import Stat
+from aiozk.session import Session
 from aiozk.states import States
 
 from actors.ports import SessionWatcher
+from node.zk.acls import ZkSecurity, default_acls
 
 log = logging.getLogger(__name__)
 
 NoNode = exc.NoNode
+NoAuth = exc.NoAuth
+NotEmpty = exc.NotEmpty
 NodeExists = exc.NodeExists
 BadVersion = exc.BadVersion
 # What the other ops of a failed multi-op report: those before the failure, and those after.
@@ -36,6 +46,13 @@ CREATED = protocol.WatchEvent.CREATED
 DELETED = protocol.WatchEvent.DELETED
 DATA_CHANGED = protocol.WatchEvent.DATA_CHANGED
 CHILDREN_CHANGED = protocol.WatchEvent.CHILDREN_CHANGED
+
+
+# What a process says when ZooKeeper refuses it an operation on a znode Keel created.
+NO_AUTH_HINT = (
+    "ZooKeeper refused access (NoAuth): Keel's znodes have ACLs (zookeeper.set.acl) and these "
+    "credentials are not the ones that created them; check java.security.auth.login.config"
+)
 
 
 class ZooKeeperUnavailable(Exception):
@@ -63,12 +80,54 @@ def split_connect(connect: str) -> tuple[str, str | None]:
     return servers, ("/" + chroot.strip("/")) if slash and chroot.strip("/") else None
 
 
+class _AuthenticatingSession(Session):  # type: ignore[misc]
+    """aiozk's session, which also sends the client's auth packet first on each connection it
+    opens. ZooKeeper keeps authentication per connection, so after a reconnect it must be sent
+    again (the Java client does it when it primes a connection); written before any other
+    request, it is in effect for all of them. The server answers it on the special xid -4."""
+
+    def __init__(self, servers: str, timeout: float, auth: tuple[str, bytes] | None) -> None:
+        super().__init__(servers, timeout, None, False, None)
+        self._auth = auth
+
+    async def establish_session(self) -> None:
+        await super().establish_session()
+        if self._auth is not None:
+            scheme, credentials = self._auth
+            answer = self.conn.send(protocol.AuthRequest(type=0, scheme=scheme, auth=credentials))
+            answer.add_done_callback(_log_auth_failure)
+
+
+def _log_auth_failure(answer: asyncio.Future[Any]) -> None:
+    """A lost connection is reported by the session; a refused credential only here."""
+    if not answer.cancelled() and isinstance(answer.exception(), exc.AuthFailed):
+        log.error("ZooKeeper refused this client's credentials (AUTH_FAILED)")
+
+
 class ZooKeeperClient:
-    def __init__(self, connect: str, *, session_timeout_s: float, connection_timeout_s: float) -> None:
+    def __init__(
+        self,
+        connect: str,
+        *,
+        session_timeout_s: float,
+        connection_timeout_s: float,
+        security: ZkSecurity | None = None,
+    ) -> None:
         servers, chroot = split_connect(connect)
         self.connect_string = connect
+        self.security = security or ZkSecurity()
         self._connection_timeout_s = connection_timeout_s
-        self._zk = aiozk.ZKClient(servers, chroot=chroot, session_timeout=session_timeout_s)
+        # The chroot, created on start if missing, gets the ACLs of the root it is for Keel.
+        self._zk = aiozk.ZKClient(
+            servers,
+            chroot=chroot,
+            session_timeout=session_timeout_s,
+            default_acl=default_acls("/", self.security.set_acl),
+        )
+        credentials = self.security.credentials
+        self._zk.session = _AuthenticatingSession(
+            servers, session_timeout_s, None if credentials is None else ("digest", credentials.auth)
+        )
         self._session_watchers: list[SessionWatcher] = []
         self._monitor: asyncio.Task[None] | None = None
         self._multi_read = True
@@ -190,6 +249,15 @@ class ZooKeeperClient:
                 if isinstance(result, BaseException) and not isinstance(result, NodeExists):
                     raise result
 
+    # --- ACLs ---
+
+    async def get_acl(self, path: str) -> list[ACL]:
+        response = await self.send(protocol.GetACLRequest(path=self.path(path)))
+        return list(response.acl)
+
+    async def set_acl(self, path: str, acl: list[ACL], version: int = -1) -> None:
+        await self.send(protocol.SetACLRequest(path=self.path(path), acl=acl, version=version))
+
     # --- multi-op ---
 
     def check_op(self, path: str, version: int) -> protocol.Request:
@@ -198,7 +266,9 @@ class ZooKeeperClient:
     def create_op(
         self, path: str, data: bytes | None = None, *, ephemeral: bool = False, sequential: bool = False
     ) -> protocol.Request:
-        request = protocol.Create2Request(path=self.path(path), data=data, acl=[protocol.UNRESTRICTED_ACCESS])
+        request = protocol.Create2Request(
+            path=self.path(path), data=data, acl=default_acls(path, self.security.set_acl)
+        )
         request.set_flags(ephemeral, sequential, False)
         return request
 

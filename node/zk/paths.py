@@ -1,5 +1,7 @@
 """Kafka's znode paths (spec §1, ZkData.scala)."""
 
+import urllib.parse
+
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 BROKERS = "/brokers"
@@ -82,6 +84,16 @@ def entity_configs(entity_type: str) -> str:
 
 def config_change(name: str) -> str:
     return f"{CONFIG_CHANGES}/{name}"
+
+
+# Kafka's Sanitizer: an entity name in a path is URL-encoded (Java's URLEncoder, with `*` and a
+# space as %2A and %20), so that `User:CN=a/b` is one znode, named as Kafka's tools name it.
+def sanitize(name: str) -> str:
+    return urllib.parse.quote(name, safe="").replace("~", "%7E")
+
+
+def desanitize(name: str) -> str:
+    return urllib.parse.unquote_plus(name)
 
 
 # Keel's own: the active planner's registration (ephemeral; its endpoint as JSON).

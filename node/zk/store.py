@@ -12,6 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from aiozk.protocol.acl import ACL
 from aiozk.protocol.stat import Stat
 
 from actors.clock import Clock
@@ -689,13 +690,23 @@ class ZkClusterStore:
             write = self.zk.create_op(path, encoded)
         else:
             write = self.zk.set_op(path, encoded, version)
+        return await self._write_and_notify(write, entity_type, name)
+
+    async def delete_entity_config(self, entity_type: str, name: str, version: int) -> bool:
+        """Delete `/config/<type>/<name>` (conditional on the version read) with its change
+        notification, in one multi-op; False when it moved or went since it was read."""
+        return await self._write_and_notify(
+            self.zk.delete_op(paths.entity_config(entity_type, name), version), entity_type, name
+        )
+
+    async def _write_and_notify(self, write: Any, entity_type: str, name: str) -> bool:
         notify = self.zk.create_op(
             paths.config_change(paths.CONFIG_CHANGE_PREFIX),
             data.encode_config_change(f"{entity_type}/{name}"),
             sequential=True,
         )
         error = _failed(await self.zk.multi([write, notify]))
-        if isinstance(error, NodeExists | BadVersion):
+        if isinstance(error, NodeExists | BadVersion | NoNode):
             return False
         if error is not None:
             raise error
@@ -768,6 +779,15 @@ class ZkClusterStore:
 
     async def ensure_persistent_paths(self) -> None:
         await self.zk.create_all_if_missing(paths.PERSISTENT_PATHS)
+        if self.zk.security.set_acl:
+            root = await self.zk.get_acl("/")
+            if any(a.id.scheme == "world" and a.perms & ~ACL.READ_PERM for a in root):
+                # Deleting a child is a right on its parent: anyone may delete /controller.
+                log.warning(
+                    "the root of %s is open to anyone, who can delete /controller and the other "
+                    "top-level znodes; run keel zookeeper secure (docs/OPERATIONS.md, Security)",
+                    self.zk.connect_string,
+                )
 
     async def get_or_create_cluster_id(self) -> str:
         value = await self.zk.get_or_none(paths.CLUSTER_ID)

@@ -633,7 +633,94 @@ ENTRY_POINTS: list[BadInput] = [
     ),
 ]
 
-ROWS = HANDLED + LIMITS + CLIENTS + COMMANDS + ENTRY_POINTS
+# SCRAM users and ZooKeeper security: refused before ZooKeeper is asked, or with one line.
+SECURITY = [
+    BadInput(
+        "user-too-few-iterations",
+        (
+            "user",
+            "add",
+            "alice",
+            "--mechanism",
+            "SCRAM-SHA-256",
+            "--iterations",
+            "1000",
+            "--password",
+            "x",
+            "--zookeeper",
+            "{zk}",
+        ),
+        2,
+        "iterations 1000 is less than the minimum 4096 of SCRAM-SHA-256",
+    ),
+    BadInput(
+        "user-no-mechanism",
+        ("user", "add", "alice", "--password", "x", "--zookeeper", "{zk}"),
+        2,
+        "name a --mechanism",
+    ),
+    BadInput(
+        "user-unknown-mechanism",
+        ("user", "add", "alice", "--mechanism", "SCRAM-SHA-1", "--password", "x", "--zookeeper", "{zk}"),
+        2,
+        "invalid choice: 'SCRAM-SHA-1'",
+    ),
+    BadInput(
+        "user-add-config-without-brackets",
+        ("user", "add", "alice", "--add-config", "SCRAM-SHA-256=secret", "--zookeeper", "{zk}"),
+        2,
+        "is not SCRAM-SHA-256=[password=...]",
+    ),
+    BadInput(
+        "user-empty-password",
+        ("user", "add", "alice", "--mechanism", "SCRAM-SHA-256", "--zookeeper", "{zk}"),
+        2,
+        "the password is empty",
+        stdin="\n",
+    ),
+    BadInput(
+        "user-delete-unknown", ("user", "delete", "nobody", "--zookeeper", "{zk}"), 1, "user nobody has no"
+    ),
+    BadInput(
+        "user-no-zookeeper",
+        ("user", "list", "--zookeeper", "127.0.0.1:1"),
+        1,
+        "cannot reach ZooKeeper at 127.0.0.1:1",
+    ),
+    BadInput(
+        "zookeeper-secure-without-credentials",
+        ("zookeeper", "secure", "--zookeeper", "{zk}"),
+        2,
+        "no ZooKeeper credentials",
+        seconds=5,
+    ),
+    BadInput(
+        "node-set-acl-without-credentials",
+        ("{props}", "--override", "zookeeper.set.acl=true"),
+        2,
+        "zookeeper.set.acl: is true, but no ZooKeeper credentials",
+        5,
+        NODE,
+    ),
+    BadInput(
+        "node-zookeeper-tls",
+        ("{props}", "--override", "zookeeper.ssl.client.enable=true"),
+        2,
+        "TLS to ZooKeeper is not supported",
+        5,
+        NODE,
+    ),
+    BadInput(
+        "node-jaas-file-missing",
+        ("{props}", "--override", "java.security.auth.login.config={tmp}/none.conf"),
+        2,
+        "java.security.auth.login.config: cannot read",
+        5,
+        NODE,
+    ),
+]
+
+ROWS = HANDLED + LIMITS + CLIENTS + COMMANDS + ENTRY_POINTS + SECURITY
 
 
 @dataclass
@@ -660,7 +747,8 @@ class Cluster:
         }
 
     def state(self) -> dict[str, object]:
-        """Topics, their assignments and their partitions' states, as ZooKeeper holds them."""
+        """Topics, their assignments and their partitions' states, and the SCRAM users, as
+        ZooKeeper holds them."""
         shown: dict[str, object] = {}
         for topic in sorted(self.kazoo.get_children("/brokers/topics")):
             assignment, _ = self.kazoo.get(f"/brokers/topics/{topic}")
@@ -672,6 +760,7 @@ class Cluster:
                 data, _ = self.kazoo.get(f"{partitions}/{partition}/state")
                 states[partition] = orjson.loads(data)
             shown[topic] = {"assignment": orjson.loads(assignment), "states": states}
+        shown["/config/users"] = sorted(self.kazoo.get_children("/config/users"))
         return shown
 
 
