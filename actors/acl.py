@@ -136,11 +136,16 @@ def check_principal(principal: str) -> str:
     return principal
 
 
-@dataclasses.dataclass(frozen=True, order=True)
+@dataclasses.dataclass(frozen=True)
 class ResourcePattern:
     resource_type: ResourceType
     name: str
     pattern_type: PatternType = PatternType.LITERAL
+
+    def __lt__(self, other: ResourcePattern) -> bool:
+        """By type, then pattern type, then name."""
+        mine = (self.resource_type.value, self.pattern_type.value, self.name)
+        return mine < (other.resource_type.value, other.pattern_type.value, other.name)
 
     def __str__(self) -> str:
         return f"{self.resource_type}:{self.pattern_type.name}:{self.name}"

@@ -13,6 +13,7 @@
     keel reassign plan|snapshot  reassignment plans from the planner (or --from-file)
     keel reassign status [--wait]
                                  the progress of the plan the planner executes
+    keel acl add|remove|list     ACLs in ZooKeeper (Kafka's kafka-acls), --zookeeper-connect
 
 Every command takes `--bootstrap-server host:port[,host:port]` (default: the brokers of the
 local cluster under .keel-cluster, else 127.0.0.1:9092), `--format table|json`, `--timeout S`,
@@ -32,7 +33,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from node.cli import console_commands, election_commands, reassign_commands, topic_commands
+from node.cli import acl_commands, console_commands, election_commands, reassign_commands, topic_commands
 from node.cli.arguments import CommandConfigError, add_global_options, apply_command_config
 from node.cli.output import print_json, print_table
 from node.clients.admin import KeelAdminClient
@@ -149,6 +150,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     console_commands.add_arguments(groups, common)
     election_commands.add_arguments(groups, common)
+    acl_commands.add_arguments(groups, common)
     reassign_commands.add_arguments(
         groups.add_parser("reassign", help="move partition replicas between brokers").add_subparsers(
             dest="command", required=True
@@ -166,6 +168,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 async def run(args: argparse.Namespace) -> int:
     if args.group in console_commands.COMMANDS:
         return await console_commands.COMMANDS[args.group](args.bootstrap_server or default_bootstrap(), args)
+    if args.group == acl_commands.GROUP:
+        return await acl_commands.run(args)
     if args.group == "reassign":
         return await reassign_commands.run(args, args.bootstrap_server or default_bootstrap())
     async with KeelAdminClient(args.bootstrap_server or default_bootstrap(), timeout=args.timeout) as admin:

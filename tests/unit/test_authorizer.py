@@ -170,8 +170,11 @@ def test_cluster_action_for_anonymous_from_one_host_only() -> None:
 
 def test_the_cache_is_replaced_per_pattern() -> None:
     pattern, entry = acl("orders", Op.READ)
-    auth = authorizer((pattern, entry))
-    assert auth.bindings() == [AclBinding(pattern, entry)]
+    group, prefixed = acl("g", Op.READ, kind=T.GROUP), acl("o", Op.READ, pattern=PREFIXED)
+    auth = authorizer((pattern, entry), group, prefixed)
+    assert auth.bindings() == [AclBinding(pattern, entry), AclBinding(*prefixed), AclBinding(*group)]
+    auth.set_acls(group[0], [])
+    auth.set_acls(prefixed[0], [])
     auth.set_acls(pattern, [])
     assert auth.bindings() == []
     assert not auth.authorize(ALICE, Op.READ, T.TOPIC, "orders")
