@@ -30,6 +30,9 @@ class ErrorCode(IntEnum):
     INVALID_TOPIC_EXCEPTION = 17
     NOT_ENOUGH_REPLICAS = 19
     NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
+    TOPIC_AUTHORIZATION_FAILED = 29
+    GROUP_AUTHORIZATION_FAILED = 30
+    CLUSTER_AUTHORIZATION_FAILED = 31
     UNSUPPORTED_VERSION = 35
     TOPIC_ALREADY_EXISTS = 36
     INVALID_PARTITIONS = 37
@@ -121,6 +124,19 @@ class NetworkException(WireError):
 class NotController(WireError):
     code = ErrorCode.NOT_CONTROLLER
     retriable = True
+
+
+class TopicAuthorizationFailed(WireError):
+    """The authorizer refused an operation on a topic (per topic in a response)."""
+
+    code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+
+class ClusterAuthorizationFailed(WireError):
+    """The authorizer refused an operation on the cluster: the whole request is refused and
+    nothing of it is applied."""
+
+    code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 
 class StaleControllerEpoch(WireError):

@@ -1,11 +1,16 @@
-"""KafkaApis: turns each parsed request into a response, by API key."""
+"""KafkaApis: turns each parsed request into a response, by API key, once the authorizer
+(when `authorizer.class.name` is set) has allowed the caller what the API does."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from actors import api_authorization as authz
+from actors.acl import AclOperation, ResourceType
+from actors.api_authorization import CLUSTER_OPERATIONS, Check
 from node.broker.leader_election import elect_leaders
 from node.broker.log_dirs import describe_log_dirs
 from wire.api import (
@@ -17,20 +22,27 @@ from wire.api import (
     ApiVersionsResponse,
     ControlledShutdownRequest,
     CreatePartitionsRequest,
+    CreatePartitionsResponse,
     CreateTopicsRequest,
+    CreateTopicsResponse,
     DeleteTopicsRequest,
+    DeleteTopicsResponse,
     DescribeClusterResponse,
     DescribeControllerResponse,
     DescribedBroker,
     ElectLeadersRequest,
     Endpoint,
     FetchRequest,
+    FetchResponse,
     LeaderAndIsrRequest,
     ListOffsetsRequest,
+    ListOffsetsResponse,
     ListPartitionReassignmentsRequest,
     MetadataRequest,
     OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
     ProduceRequest,
+    ProduceResponse,
     ReelectControllerResponse,
     Response,
     StopReplicaRequest,
@@ -40,10 +52,12 @@ from wire.api.describe_configs import DescribeConfigsRequest
 from wire.api.describe_log_dirs import DescribeLogDirsRequest
 from wire.api.incremental_alter_configs import IncrementalAlterConfigsRequest
 from wire.api.planner import DescribePlannerResponse
+from wire.context import ANONYMOUS, RequestContext
 from wire.envelope import ParsedRequest
-from wire.errors import BrokerNotAvailable, InvalidRequest
+from wire.errors import BrokerNotAvailable, ClusterAuthorizationFailed, InvalidRequest
 
 if TYPE_CHECKING:
+    from actors.authorizer import AclAuthorizer
     from actors.broker.handle import ReplicaManagerHandle
     from actors.controller import KafkaController
     from node.broker.admin_manager import AdminManager
@@ -51,12 +65,37 @@ if TYPE_CHECKING:
     from node.broker.log.manager import LogManager
     from node.zk.store import ZkClusterStore
 
+log = logging.getLogger(__name__)
+R = TypeVar("R", bound=Response)
+
+
+def _allow_everything(operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
+    return True
+
+
+def _log_refusal(request: ParsedRequest, what: str) -> None:
+    context = request.context
+    log.info(
+        "refused %s from %s at %s: %s", request.spec.key.name, context.principal, context.client_host, what
+    )
+
+
+def _with_refused(request: ParsedRequest, response: R, field: str, refused: Sequence[object]) -> R:
+    """The response with the refused entries added to its list `field` (and one log line)."""
+    if not refused:
+        return response
+    _log_refusal(request, f"{len(refused)} entries answered with an authorization failure")
+    merged: dict[str, Any] = {field: [*getattr(response, field), *refused]}
+    return dataclasses.replace(response, **merged)
+
 
 class BrokerApis:
     """KafkaApis: each request goes to the part of the broker that owns it.
 
     The collaborators come in one by one; the controller module starts after the listeners
     open, so it, the cluster id and the broker epoch are read when a request needs them.
+    `authorizer` None (no `authorizer.class.name`) allows everything, as Kafka without one;
+    `own_principal` is the broker's identity on the requests it hands itself in process.
     """
 
     def __init__(
@@ -71,7 +110,12 @@ class BrokerApis:
         cluster_id: Callable[[], str],
         config_admin: ConfigAdmin | None = None,
         logs: LogManager | None = None,
+        authorizer: AclAuthorizer | None = None,
+        own_principal: str = ANONYMOUS,
     ) -> None:
+        self._authorizer = authorizer
+        # Only handle_in_process hands this object on: nothing from the network carries it.
+        self.own_context = RequestContext(principal=own_principal, client_host="in-process")
         self._broker_id = broker_id
         self._store = store
         self._replica_manager = replica_manager
@@ -84,7 +128,39 @@ class BrokerApis:
         self._logs = logs
 
     async def handle(self, request: ParsedRequest) -> Response:
-        match request.spec.key:
+        """A request from the network: the caller's principal and address must be allowed
+        what the API does (actors/api_authorization.py) before anything is read or changed."""
+        return await self._handle(request, self._check(request.context))
+
+    async def handle_in_process(self, request: ParsedRequest) -> Response:
+        """A request of this broker's own controller module, handed over without the network
+        (node/broker/channel_manager.py): it carries the broker's own identity, which only
+        this path can give, so it passes whatever the ACLs say."""
+        return await self.handle(dataclasses.replace(request, context=self.own_context))
+
+    def _check(self, context: RequestContext) -> Check:
+        authorizer = self._authorizer
+        if authorizer is None or context is self.own_context:
+            return _allow_everything
+
+        def check(operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
+            return authorizer.authorize(context, operation, resource_type, name)
+
+        return check
+
+    async def _handle(self, request: ParsedRequest, check: Check) -> Response:
+        try:
+            return await self._dispatch(request, check)
+        except ClusterAuthorizationFailed as e:
+            _log_refusal(request, e.message)
+            raise
+
+    async def _dispatch(self, request: ParsedRequest, check: Check) -> Response:
+        key = request.spec.key
+        needed = CLUSTER_OPERATIONS.get(key)
+        if needed is not None:
+            authz.require_cluster(check, needed, key.name)
+        match key:
             case ApiKey.API_VERSIONS:
                 return self._api_versions()
             case ApiKey.DESCRIBE_CLUSTER:
@@ -96,18 +172,6 @@ class BrokerApis:
                 return await self._replica_manager.leader_and_isr(
                     request.body, self._broker_epoch(), await self._topic_configs(request.body)
                 )
-            case ApiKey.PRODUCE:
-                assert isinstance(request.body, ProduceRequest)
-                return await self._replica_manager.produce(request.body)
-            case ApiKey.FETCH:
-                assert isinstance(request.body, FetchRequest)
-                return await self._replica_manager.fetch(request.body)
-            case ApiKey.LIST_OFFSETS:
-                assert isinstance(request.body, ListOffsetsRequest)
-                return await self._replica_manager.list_offsets(request.body)
-            case ApiKey.OFFSET_FOR_LEADER_EPOCH:
-                assert isinstance(request.body, OffsetsForLeaderEpochRequest)
-                return await self._replica_manager.offsets_for_leader_epoch(request.body)
             case ApiKey.ALTER_PARTITION:
                 assert isinstance(request.body, AlterPartitionRequest)
                 return await self._controller().alter_partition(request.body)
@@ -139,34 +203,78 @@ class BrokerApis:
                     controller_epoch=controller.known_controller_epoch,
                     metrics=controller.metrics.snapshot(),
                 )
-            case ApiKey.CREATE_TOPICS:
-                assert isinstance(request.body, CreateTopicsRequest)
-                return await self._admin.create_topics(request.body)
             case ApiKey.ELECT_LEADERS:
                 assert isinstance(request.body, ElectLeadersRequest)
                 return await elect_leaders(self._controller(), self._replica_manager, request.body)
-            case ApiKey.DELETE_TOPICS:
-                assert isinstance(request.body, DeleteTopicsRequest)
-                return await self._admin.delete_topics(request.body)
-            case ApiKey.CREATE_PARTITIONS:
-                assert isinstance(request.body, CreatePartitionsRequest)
-                return await self._admin.create_partitions(request.body)
-            case ApiKey.INCREMENTAL_ALTER_CONFIGS if self._config_admin is not None:
-                assert isinstance(request.body, IncrementalAlterConfigsRequest)
-                return await self._config_admin.incremental_alter_configs(request.body)
-            case ApiKey.DESCRIBE_CONFIGS if self._config_admin is not None:
-                assert isinstance(request.body, DescribeConfigsRequest)
-                return await self._config_admin.describe_configs(request.body)
             case ApiKey.DESCRIBE_LOG_DIRS if self._logs is not None:
                 assert isinstance(request.body, DescribeLogDirsRequest)
                 topics = None if request.body.topics is None else {t.topic for t in request.body.topics}
                 remaining = await self._replica_manager.bytes_to_copy(topics)
                 return describe_log_dirs(self._logs, request.body, remaining)
-            case ApiKey.METADATA:
-                assert isinstance(request.body, MetadataRequest)
-                answer = await self._replica_manager.metadata(request.body)
-                return dataclasses.replace(answer, cluster_id=self._cluster_id())
-        return await self._keel_own(request)
+        answer = await self._per_topic(request, check)
+        return answer if answer is not None else await self._keel_own(request)
+
+    async def _per_topic(self, request: ParsedRequest, check: Check) -> Response | None:
+        """The APIs checked topic by topic: the allowed part is served, the rest is answered
+        with an authorization failure beside it; None for an API that is not one of them."""
+        rm, admin, configs = self._replica_manager, self._admin, self._config_admin
+        match request.body:
+            case ProduceRequest():
+                produce, refused = authz.produce(check, request.body)
+                answer: Response = await rm.produce(produce) if produce.topic_data else ProduceResponse()
+                return _with_refused(request, answer, "responses", refused)
+            case FetchRequest():
+                fetch, refused_fetch = authz.fetch(check, request.body)
+                answer = await rm.fetch(fetch) if fetch.topics or not refused_fetch else FetchResponse()
+                return _with_refused(request, answer, "responses", refused_fetch)
+            case ListOffsetsRequest():
+                offsets, refused_offsets = authz.list_offsets(check, request.body)
+                answer = await rm.list_offsets(offsets) if offsets.topics else ListOffsetsResponse()
+                return _with_refused(request, answer, "topics", refused_offsets)
+            case OffsetsForLeaderEpochRequest():
+                epochs, refused_epochs = authz.offsets_for_leader_epoch(check, request.body)
+                answer = (
+                    await rm.offsets_for_leader_epoch(epochs)
+                    if epochs.topics or not refused_epochs
+                    else OffsetsForLeaderEpochResponse()
+                )
+                return _with_refused(request, answer, "topics", refused_epochs)
+            case CreateTopicsRequest():
+                create, refused_create = authz.create_topics(check, request.body)
+                answer = await admin.create_topics(create) if create.topics else CreateTopicsResponse()
+                return _with_refused(request, answer, "topics", refused_create)
+            case DeleteTopicsRequest():
+                delete, refused_delete = authz.delete_topics(check, request.body)
+                answer = await admin.delete_topics(delete) if delete.topic_names else DeleteTopicsResponse()
+                return _with_refused(request, answer, "responses", refused_delete)
+            case CreatePartitionsRequest():
+                grow, refused_grow = authz.create_partitions(check, request.body)
+                answer = await admin.create_partitions(grow) if grow.topics else CreatePartitionsResponse()
+                return _with_refused(request, answer, "results", refused_grow)
+            case IncrementalAlterConfigsRequest() if configs is not None:
+                alter, refused_alter = authz.incremental_alter_configs(check, request.body)
+                answer = await configs.incremental_alter_configs(alter)
+                return _with_refused(request, answer, "responses", refused_alter)
+            case DescribeConfigsRequest() if configs is not None:
+                describe, refused_describe = authz.describe_configs(check, request.body)
+                answer = await configs.describe_configs(describe)
+                return _with_refused(request, answer, "results", refused_describe)
+            case MetadataRequest():
+                return await self._metadata(request, request.body, check)
+        return None
+
+    async def _metadata(self, request: ParsedRequest, body: MetadataRequest, check: Check) -> Response:
+        """Topics the caller may not describe are left out of a listing of every topic, and
+        answered TOPIC_AUTHORIZATION_FAILED when named, whether they exist or not (Kafka)."""
+        if body.topics is None:
+            every = await self._replica_manager.metadata(body)
+            return dataclasses.replace(
+                authz.metadata_of_every_topic(check, every), cluster_id=self._cluster_id()
+            )
+        names, refused = authz.metadata_topics(check, body.topics)
+        answer = await self._replica_manager.metadata(dataclasses.replace(body, topics=names))
+        answer = dataclasses.replace(answer, cluster_id=self._cluster_id())
+        return _with_refused(request, answer, "topics", refused)
 
     async def _keel_own(self, request: ParsedRequest) -> Response:
         """Keel's own APIs that brokers answer beside the planner's: DescribePlanner, where the

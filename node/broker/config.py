@@ -14,6 +14,8 @@ from pathlib import Path
 
 import javaproperties
 
+from actors.acl import AclError
+from actors.authorizer import parse_super_users
 from actors.partition_limits import JUTE_MAX_BUFFER, ZNODE_REQUEST_OVERHEAD
 from node.zk.acls import DEFAULT_JAAS_SECTION, ZkSecurity, ZkSecurityError, read_credentials
 from wire.endpoint import Endpoint
@@ -71,6 +73,37 @@ ZOOKEEPER_SECURITY_DEFINITIONS: dict[str, _Def] = {
     "zookeeper.ssl.client.enable": _Def(_bool, "false"),
 }
 
+
+# Kafka's names for its ACL authorizer; Keel's is the same authorizer under its own name.
+AUTHORIZER_CLASS_NAMES = (
+    "kafka.security.authorizer.AclAuthorizer",
+    "kafka.security.auth.SimpleAclAuthorizer",
+    "keel.security.AclAuthorizer",
+)
+
+
+def _authorizer_class(key: str, raw: str) -> str:
+    name = raw.strip()
+    if name not in AUTHORIZER_CLASS_NAMES:
+        raise ConfigError(key, f"unknown authorizer {name!r} (Keel has {', '.join(AUTHORIZER_CLASS_NAMES)})")
+    return name
+
+
+def _super_users(key: str, raw: str) -> frozenset[str]:
+    try:
+        return parse_super_users(raw)
+    except AclError as e:
+        raise ConfigError(key, str(e)) from None
+
+
+# The authorizer's properties (Kafka's AclAuthorizer), the same for brokers and the planner.
+AUTHORIZER_DEFINITIONS: dict[str, _Def] = {
+    "authorizer.class.name": _Def(_authorizer_class, ""),
+    "super.users": _Def(_super_users, ""),
+    "allow.everyone.if.no.acl.found": _Def(_bool, "false"),
+}
+
+
 # Kafka's names and defaults (spec §11) for what Keel uses.
 DEFINITIONS: dict[str, _Def] = {
     **ZOOKEEPER_SECURITY_DEFINITIONS,
@@ -127,6 +160,7 @@ DEFINITIONS: dict[str, _Def] = {
     "replica.fetch.wait.max.ms": _Def(_int(0), "500"),
     "replica.fetch.min.bytes": _Def(_int(1), "1"),
     "replica.fetch.backoff.ms": _Def(_int(0), "1000"),
+    **AUTHORIZER_DEFINITIONS,
 }
 
 

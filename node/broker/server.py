@@ -22,6 +22,7 @@ from actors.controller.controller import ControllerConfig
 from actors.credential_cache import CredentialCache
 from actors.partition_limits import PartitionLimits
 from actors.ports import BrokerInfo
+from node.broker.acl_authorizer import ZkAclAuthorizer, authorizer_config
 from node.broker.admin_manager import AdminManager
 from node.broker.apis import BrokerApis
 from node.broker.channel_manager import ControllerChannelManager
@@ -116,6 +117,11 @@ class KeelBroker:
             limits=partition_limits(config),
             replica_counts=self.replica_manager.replica_counts,
         )
+        authorization = authorizer_config(config.values)
+        # With `authorizer.class.name`: every request is checked against the ACLs in ZooKeeper.
+        self.acl_authorizer = (
+            None if authorization is None else ZkAclAuthorizer(self.zk, authorization, self.clock)
+        )
         self.apis = BrokerApis(
             broker_id=self.broker_id,
             store=self.store,
@@ -126,6 +132,7 @@ class KeelBroker:
             cluster_id=lambda: self.cluster_id,
             config_admin=ConfigAdmin(self.store),
             logs=self.logs,
+            authorizer=None if self.acl_authorizer is None else self.acl_authorizer.authorizer,
         )
         # What the SASL server authenticates against: `credentials.credential(user, mechanism)`,
         # kept current from `/config/users` by the dynamic config manager.
@@ -151,6 +158,9 @@ class KeelBroker:
         await self.zk.start()
         await self.store.ensure_persistent_paths()
         self.cluster_id = await self.store.get_or_create_cluster_id()
+        if self.acl_authorizer is not None:
+            # Before the listeners open: no request is ever judged on an empty cache.
+            await self.acl_authorizer.startup()
         self.logs.load()
         self.replica_manager.start()
         await self.dynamic_config.startup()
@@ -175,7 +185,7 @@ class KeelBroker:
             ControllerChannelManager(
                 self.broker_id,
                 timeout_s=self.config.get_int("controller.socket.timeout.ms") / 1000,
-                local=self.apis.handle,
+                local=self.apis.handle_in_process,
             ),
             ControllerConfig(
                 unclean_leader_election_enable=self.config.get_bool("unclean.leader.election.enable"),
@@ -290,6 +300,8 @@ class KeelBroker:
         if self.replica_manager.running:  # not when start-up failed before it
             await self.replica_manager.maintain(checkpoint=True, shrink=False)
         await self.dynamic_config.shutdown()
+        if self.acl_authorizer is not None:
+            await self.acl_authorizer.shutdown()
         await self.replica_manager.stop()
         await self.replica_link.close()
         self.logs.close()

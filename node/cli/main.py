@@ -16,6 +16,7 @@
     keel user add|delete|list    SCRAM users in ZooKeeper (kafka-configs --entity-type users)
     keel zookeeper secure [--unsecure]
                                  set Kafka's ACLs on the znodes (zookeeper-security-migration)
+    keel acl add|remove|list     ACLs in ZooKeeper (Kafka's kafka-acls), --zookeeper-connect
 
 Every command takes `--bootstrap-server host:port[,host:port]` (default: the brokers of the
 local cluster under .keel-cluster, else 127.0.0.1:9092), `--format table|json`, `--timeout S`,
@@ -36,6 +37,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from node.cli import (
+    acl_commands,
     console_commands,
     election_commands,
     reassign_commands,
@@ -161,6 +163,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     election_commands.add_arguments(groups, common)
     user_commands.add_arguments(groups, common)
     zookeeper_commands.add_arguments(groups, common)
+    acl_commands.add_arguments(groups, common)
     reassign_commands.add_arguments(
         groups.add_parser("reassign", help="move partition replicas between brokers").add_subparsers(
             dest="command", required=True
@@ -182,6 +185,8 @@ async def run(args: argparse.Namespace) -> int:
         return await user_commands.run(args)
     if args.group == zookeeper_commands.GROUP:
         return await zookeeper_commands.run(args)
+    if args.group == acl_commands.GROUP:
+        return await acl_commands.run(args)
     if args.group == "reassign":
         return await reassign_commands.run(args, args.bootstrap_server or default_bootstrap())
     async with KeelAdminClient(args.bootstrap_server or default_bootstrap(), timeout=args.timeout) as admin:

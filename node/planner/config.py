@@ -12,6 +12,7 @@ import socket
 from collections.abc import Mapping
 
 from node.broker.config import (
+    AUTHORIZER_DEFINITIONS,
     ZOOKEEPER_SECURITY_DEFINITIONS,
     ConfigError,
     _bool,
@@ -51,6 +52,8 @@ DEFINITIONS: dict[str, _Def] = {
     "planner.warm.up.enable": _Def(_bool, "true"),
     "planner.self.healing.enable": _Def(_bool, "false"),
     "planner.self.healing.broker.failure.threshold.ms": _Def(_int(0, _LONG_MAX), "1800000"),
+    # Who may execute plans (Cluster Alter) and read their status (Cluster Describe).
+    **AUTHORIZER_DEFINITIONS,
 }
 
 

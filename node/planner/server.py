@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from actors.clock import SystemClock
+from node.broker.acl_authorizer import ZkAclAuthorizer, authorizer_config
 from node.clients.admin import KeelAdminClient
 from node.planner.broker_watch import follow_brokers
 from node.planner.config import PlannerConfig
@@ -62,6 +63,10 @@ class KeelPlanner:
         self.server: RpcServer | None = None
         self.registration: PlannerRegistration | None = None
         self.executor = self._executor()
+        authorization = authorizer_config(config.values)
+        self.acl_authorizer = (
+            None if authorization is None else ZkAclAuthorizer(self.zk, authorization, self.clock)
+        )
         self.service = PlannerService(
             spark=spark,
             store=self.store,
@@ -70,6 +75,7 @@ class KeelPlanner:
             is_active=lambda: self.active,
             executor=self.executor,
             self_healing=config.get_bool("planner.self.healing.enable"),
+            authorizer=None if self.acl_authorizer is None else self.acl_authorizer.authorizer,
         )
         self.service.snapshot_retention = config.get_int("planner.snapshot.retention.count")
         self._tasks: list[asyncio.Task[None]] = []
@@ -116,6 +122,8 @@ class KeelPlanner:
         for key in self.config.unknown:
             log.warning("the configuration %s was supplied but isn't a known config", key)
         await self.zk.start()
+        if self.acl_authorizer is not None:
+            await self.acl_authorizer.startup()
         listener = self.config.listener
         self.server = RpcServer(
             self.service.handle,
@@ -250,6 +258,8 @@ class KeelPlanner:
                 await self.executor.close()
         if self.server is not None:
             await self.server.close()
+        if self.acl_authorizer is not None:
+            await self.acl_authorizer.shutdown()
         await self.zk.close()
         self.active = False
         log.info("planner shut down")

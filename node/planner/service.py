@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from actors.acl import AclOperation
+from actors.api_authorization import require_cluster
 from node.planner import live_snapshot
 from node.planner.executor import PlanExecutionError, PlanInProgress
 from node.planner.live_snapshot import LiveSnapshot
@@ -34,11 +36,12 @@ from wire.api.planner import (
     PlanReassignmentResponse,
 )
 from wire.envelope import ParsedRequest
-from wire.errors import ErrorCode, InvalidRequest
+from wire.errors import ClusterAuthorizationFailed, ErrorCode, InvalidRequest
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from actors.authorizer import AclAuthorizer
     from node.zk.store import ZkClusterStore
 
 log = logging.getLogger(__name__)
@@ -127,8 +130,11 @@ class PlannerService:
         is_active: Callable[[], bool],
         executor: Any | None = None,
         self_healing: bool = False,
+        authorizer: AclAuthorizer | None = None,
     ) -> None:
         self.spark = spark
+        # Who may do what, as on the brokers: None allows everything.
+        self.authorizer = authorizer
         self.store = store
         self.snapshot_dir = snapshot_dir
         self.request_timeout_s = request_timeout_s
@@ -148,11 +154,30 @@ class PlannerService:
         except Refused as e:
             log.info("%s refused: %s", request.spec.key.name, e.message)
             return Response(error_code=int(e.code), error_message=e.message)
-        except InvalidRequest as e:
+        except (InvalidRequest, ClusterAuthorizationFailed) as e:
             log.info("%s refused: %s", request.spec.key.name, e.message)
             raise
 
+    def _authorize(self, request: ParsedRequest) -> None:
+        """Executing or cancelling a plan moves partitions: Cluster Alter, as
+        AlterPartitionReassignments needs on a broker. A plan that is only shown and the
+        status read the cluster: Cluster Describe."""
+        authorizer = self.authorizer
+        if authorizer is None or request.spec.key == ApiKey.API_VERSIONS:
+            return
+        body = request.body
+        alters = request.spec.key == ApiKey.CANCEL_PLAN or (
+            isinstance(body, PlanReassignmentRequest) and body.execute
+        )
+        operation = AclOperation.ALTER if alters else AclOperation.DESCRIBE
+        require_cluster(
+            lambda op, kind, name: authorizer.authorize(request.context, op, kind, name),
+            operation,
+            f"{request.spec.key.name} from {request.context.principal} at {request.context.client_host}",
+        )
+
     async def _handle(self, request: ParsedRequest) -> Response:
+        self._authorize(request)
         match request.spec.key:
             case ApiKey.API_VERSIONS:
                 return ApiVersionsResponse(

@@ -155,7 +155,7 @@ class SimBroker:
             ControllerChannelManager(
                 self.broker_id,
                 timeout_s=self.settings.request_timeout_s,
-                local=self.apis.handle,
+                local=self.apis.handle_in_process,
                 clock=self.clock,
                 senders=self.network.senders(self.broker_id),
             ),

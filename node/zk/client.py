@@ -327,3 +327,11 @@ class ZooKeeperClient:
                     watcher.after_new_session()
                 except Exception:
                     log.exception("session watcher failed")
+
+
+def multi_failure(results: list[Any]) -> Exception | None:
+    """The error of the op that failed a multi-op (the others then report rollback)."""
+    errors = [r for r in results if isinstance(r, Exception)]
+    real = [e for e in errors if not isinstance(e, RolledBack | RuntimeInconsistency)]
+    candidates = real or errors
+    return candidates[0] if candidates else None

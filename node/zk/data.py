@@ -5,9 +5,21 @@ from __future__ import annotations
 import base64
 import dataclasses
 import uuid
+from collections.abc import Iterable
 
 import orjson
 
+from actors.acl import (
+    AclEntry,
+    AclError,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+    check_principal,
+    parse_name,
+)
 from actors.ports import (
     BrokerInfo,
     LeaderAndIsr,
@@ -325,3 +337,86 @@ def decode_planner(data: bytes | None) -> PlannerRegistration:
         raise ZNodeDataError("/keel/planner: host, port or spark_master has the wrong type")
     timestamp = str(value.get("timestamp", "0"))
     return PlannerRegistration(host, port, master, int(timestamp) if timestamp.isdigit() else 0)
+
+
+# --- ACLs (Kafka's ResourceZNode and AclEntry JSON, the ACL change notifications) ---
+
+
+def encode_acls(entries: Iterable[AclEntry]) -> bytes:
+    """`{"version":1,"acls":[{"principal":"User:alice","permissionType":"Allow",
+    "operation":"Read","host":"*"}]}`, entries in a stable order."""
+    return orjson.dumps(
+        {
+            "version": 1,
+            "acls": [
+                {
+                    "principal": e.principal,
+                    "permissionType": e.permission.kafka_name,
+                    "operation": e.operation.kafka_name,
+                    "host": e.host,
+                }
+                for e in sorted(
+                    entries, key=lambda e: (e.principal, e.permission.name, e.operation.name, e.host)
+                )
+            ],
+        }
+    )
+
+
+def decode_acls(path: str, data: bytes | None) -> frozenset[AclEntry]:
+    """The entries of an ACL znode; empty data is no entries, as Kafka reads it."""
+    if not data:
+        return frozenset()
+    value = _json(data, path)
+    items = value.get("acls")
+    if value.get("version") != 1 or not isinstance(items, list):
+        raise ZNodeDataError(f"{path}: not version 1 ACLs")
+    entries = set()
+    for item in items:
+        try:
+            entries.add(
+                AclEntry(
+                    check_principal(str(item["principal"])),
+                    str(item["host"]),
+                    parse_name(AclOperation, str(item["operation"])),
+                    parse_name(AclPermissionType, str(item["permissionType"])),
+                )
+            )
+        except (TypeError, KeyError, AclError) as e:
+            raise ZNodeDataError(f"{path}: bad ACL entry {item!r}: {e}") from None
+    return frozenset(entries)
+
+
+def encode_acl_change(pattern: ResourcePattern) -> bytes:
+    """A literal pattern's notification is `TOPIC:orders` (the resource type as Java's enum
+    prints it); a prefixed one's is JSON (Kafka's ExtendedAclChangeEvent)."""
+    if pattern.pattern_type is PatternType.LITERAL:
+        return f"{pattern.resource_type.name}:{pattern.name}".encode()
+    return orjson.dumps(
+        {
+            "version": 1,
+            "resourceType": pattern.resource_type.name,
+            "name": pattern.name,
+            "patternType": pattern.pattern_type.name,
+        }
+    )
+
+
+def decode_acl_change(data: bytes | None, *, prefixed: bool) -> ResourcePattern:
+    what = "ACL change notification"
+    try:
+        if not prefixed:
+            kind, sep, name = (data or b"").decode().partition(":")
+            if not sep:
+                raise ZNodeDataError(f"{what}: {data!r} is not ResourceType:name")
+            return ResourcePattern(parse_name(ResourceType, kind), name)
+        value = _json(data, what)
+        if value.get("version") != 1 or not isinstance(value.get("name"), str):
+            raise ZNodeDataError(f"{what}: unknown content {value!r}")
+        return ResourcePattern(
+            parse_name(ResourceType, str(value.get("resourceType"))),
+            str(value["name"]),
+            parse_name(PatternType, str(value.get("patternType"))),
+        )
+    except (UnicodeDecodeError, AclError) as e:
+        raise ZNodeDataError(f"{what}: {e}") from None

@@ -109,3 +109,32 @@ LOG_DIR_EVENT_PREFIX = "log_dir_event_"
 
 def log_dir_event(name: str) -> str:
     return f"{LOG_DIR_EVENT_NOTIFICATION}/{name}"
+
+
+# --- ACLs (Kafka's ZkAclStore, ZkAclChangeStore) ---
+# Literal patterns under /kafka-acl/<ResourceType>/<name>, prefixed ones under
+# /kafka-acl-extended/prefixed/<ResourceType>/<name>; a change to either is announced by a
+# sequential acl_changes_<seq> under its own change path.
+
+KAFKA_ACL = "/kafka-acl"
+KAFKA_ACL_EXTENDED = "/kafka-acl-extended"
+KAFKA_ACL_CHANGES = "/kafka-acl-changes"
+KAFKA_ACL_EXTENDED_CHANGES = "/kafka-acl-extended-changes"
+ACL_CHANGE_PREFIX = "acl_changes_"
+
+
+def acl_root(prefixed: bool) -> str:
+    return f"{KAFKA_ACL_EXTENDED}/prefixed" if prefixed else KAFKA_ACL
+
+
+def acl_changes(prefixed: bool) -> str:
+    return KAFKA_ACL_EXTENDED_CHANGES if prefixed else KAFKA_ACL_CHANGES
+
+
+def acl_resource_type(prefixed: bool, resource_type: str) -> str:
+    """`resource_type` as Kafka names it: Topic, Group, Cluster, TransactionalId, ..."""
+    return f"{acl_root(prefixed)}/{resource_type}"
+
+
+def acl_resource(prefixed: bool, resource_type: str, name: str) -> str:
+    return f"{acl_root(prefixed)}/{resource_type}/{name}"

@@ -51,8 +51,8 @@ from node.zk.client import (
     NodeExists,
     NoNode,
     RolledBack,
-    RuntimeInconsistency,
     ZooKeeperClient,
+    multi_failure,
 )
 
 log = logging.getLogger(__name__)
@@ -852,9 +852,4 @@ async def _per_chunk(
     return results
 
 
-def _failed(results: list[Any]) -> Exception | None:
-    """The error of the op that failed a multi-op (the others then report rollback)."""
-    errors = [r for r in results if isinstance(r, Exception)]
-    real = [e for e in errors if not isinstance(e, RolledBack | RuntimeInconsistency)]
-    candidates = real or errors
-    return candidates[0] if candidates else None
+_failed = multi_failure
