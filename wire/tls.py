@@ -18,7 +18,13 @@ CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required"
 
 
 class TlsConfigError(ValueError):
-    """A keystore or truststore that cannot be used; the message names the file and why."""
+    """A keystore or truststore that cannot be used: `key` is the property, the message
+    names the file and why."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{key}: {message}")
+        self.key = key
+        self.message = message
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,7 +43,7 @@ class TlsFiles:
 def server_context(files: TlsFiles) -> ssl.SSLContext:
     """A listener's context; needs a keystore."""
     if not files.keystore_location:
-        raise TlsConfigError("ssl.keystore.location is required on a TLS listener")
+        raise TlsConfigError("ssl.keystore.location", "is required on a TLS listener")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     _load_keystore(context, files)
@@ -45,7 +51,7 @@ def server_context(files: TlsFiles) -> ssl.SSLContext:
     if context.verify_mode != ssl.CERT_NONE:
         if not files.truststore_location:
             raise TlsConfigError(
-                f"ssl.client.auth={files.client_auth} needs ssl.truststore.location to verify clients"
+                "ssl.truststore.location", f"ssl.client.auth={files.client_auth} needs it to verify clients"
             )
         _load_truststore(context, files.truststore_location)
     return context
@@ -72,11 +78,12 @@ def _load_keystore(context: ssl.SSLContext, files: TlsFiles) -> None:
     try:
         context.load_cert_chain(files.keystore_location, password=files.key_password)
     except FileNotFoundError:
-        raise TlsConfigError(f"ssl.keystore.location {files.keystore_location}: no such file") from None
+        raise TlsConfigError("ssl.keystore.location", f"{files.keystore_location}: no such file") from None
     except (ssl.SSLError, OSError) as e:
         raise TlsConfigError(
-            f"ssl.keystore.location {files.keystore_location}: not a PEM certificate chain and private key"
-            f" (or a wrong ssl.key.password): {e}"
+            "ssl.keystore.location",
+            f"{files.keystore_location}: not a PEM certificate chain and private key"
+            f" (or a wrong ssl.key.password): {e}",
         ) from None
 
 
@@ -84,9 +91,11 @@ def _load_truststore(context: ssl.SSLContext, location: str) -> None:
     try:
         context.load_verify_locations(cafile=location)
     except FileNotFoundError:
-        raise TlsConfigError(f"ssl.truststore.location {location}: no such file") from None
+        raise TlsConfigError("ssl.truststore.location", f"{location}: no such file") from None
     except (ssl.SSLError, OSError) as e:
-        raise TlsConfigError(f"ssl.truststore.location {location}: no PEM certificates in it: {e}") from None
+        raise TlsConfigError(
+            "ssl.truststore.location", f"{location}: no PEM certificates in it: {e}"
+        ) from None
 
 
 def certificate_principal(ssl_object: object) -> str | None:

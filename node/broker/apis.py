@@ -164,7 +164,8 @@ class BrokerApis:
                 return describe_log_dirs(self._logs, request.body, remaining)
             case ApiKey.METADATA:
                 assert isinstance(request.body, MetadataRequest)
-                answer = await self._replica_manager.metadata(request.body)
+                # Brokers named by their endpoints on the listener the request came in on.
+                answer = await self._replica_manager.metadata(request.body, request.context.listener_name)
                 return dataclasses.replace(answer, cluster_id=self._cluster_id())
         return await self._keel_own(request)
 
