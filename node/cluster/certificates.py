@@ -66,7 +66,12 @@ class CertificateAuthority:
         return path
 
     def write_keystore(
-        self, path: Path, common_name: str, *, names: tuple[str, ...] = LOCAL_NAMES, password: str | None = None
+        self,
+        path: Path,
+        common_name: str,
+        *,
+        names: tuple[str, ...] = LOCAL_NAMES,
+        password: str | None = None,
     ) -> Path:
         """A certificate for `common_name` (the principal `User:<common_name>` when it is a
         client's), valid for server and client use at `names`, with its key, in one PEM."""
