@@ -38,7 +38,6 @@ from node.broker.log.config import LogConfig
 from node.broker.log.manager import LogManager
 from node.broker.replica_link import RpcReplicaLink
 from node.security.credential_table import CredentialTable
-from node.security.jaas import seeded_users
 from node.security.settings import LISTENER_DEFAULTS, getter, listener_security
 from node.zk.client import ZooKeeperClient
 from node.zk.store import ZkClusterStore
@@ -86,22 +85,12 @@ def replication_config(config: BrokerConfig) -> ReplicationConfig:
     )
 
 
-def seeded_credentials(config: BrokerConfig) -> CredentialTable:
-    """The credential table a broker starts with: the users its `sasl.jaas.config` declares
-    with `user_<name>="<password>"` (none without one)."""
-    table = CredentialTable()
-    jaas = config.get_str("sasl.jaas.config")
-    for username, password in (seeded_users(jaas) if jaas else {}).items():
-        table.add_user(username, password)
-    return table
-
-
 class KeelBroker:
     def __init__(self, config: BrokerConfig, *, credentials: CredentialLookup | None = None) -> None:
-        """`credentials` is where SASL listeners look users up (default: the table of
-        `seeded_credentials`)."""
+        """`credentials` is where SASL listeners look users up (default: the users that
+        `sasl.jaas.config` declares, `CredentialTable.from_jaas`)."""
         self.config = config
-        self.credentials = credentials or seeded_credentials(config).lookup
+        self.credentials = credentials or CredentialTable.from_jaas(config.get_str("sasl.jaas.config")).lookup
         self.broker_id = config.broker_id
         self.clock = SystemClock()
         self.zk = ZooKeeperClient(

@@ -10,6 +10,7 @@ nothing else changes.
 
 from __future__ import annotations
 
+from node.security.jaas import seeded_users
 from wire.credentials import SCRAM_MECHANISMS, ScramCredential
 from wire.sasl import make_scram_credential
 
@@ -17,6 +18,15 @@ from wire.sasl import make_scram_credential
 class CredentialTable:
     def __init__(self) -> None:
         self._credentials: dict[tuple[str, str], ScramCredential] = {}
+
+    @classmethod
+    def from_jaas(cls, jaas_config: str | None) -> CredentialTable:
+        """The users a process's own `sasl.jaas.config` declares (`user_<name>="<password>"`,
+        as Kafka's PlainLoginModule takes them on the server side); none without one."""
+        table = cls()
+        for username, password in (seeded_users(jaas_config) if jaas_config else {}).items():
+            table.add_user(username, password)
+        return table
 
     def add_user(self, username: str, password: str) -> None:
         """A credential for each SCRAM mechanism, salted afresh (the password is not kept)."""
