@@ -88,7 +88,7 @@ class BrokerApis:
             case ApiKey.API_VERSIONS:
                 return self._api_versions()
             case ApiKey.DESCRIBE_CLUSTER:
-                return await self._describe_cluster()
+                return await self._describe_cluster(request.context.listener_name)
             case ApiKey.REELECT_CONTROLLER:
                 return await self._reelect_controller()
             case ApiKey.LEADER_AND_ISR:
@@ -206,7 +206,9 @@ class BrokerApis:
             ]
         )
 
-    async def _describe_cluster(self) -> DescribeClusterResponse:
+    async def _describe_cluster(self, listener: str) -> DescribeClusterResponse:
+        """Each broker's host and port are those of `listener`, the one the request came in
+        on (else its first), so that a client can dial them as it dialled this one."""
         registered = await self._store.registered_brokers()
         described = []
         for b in registered:
@@ -214,8 +216,9 @@ class BrokerApis:
                 Endpoint(listener=e.listener, security_protocol=e.security_protocol, host=e.host, port=e.port)
                 for e in b.info.endpoints
             ]
-            first = (
-                endpoints[0] if endpoints else Endpoint(listener="", security_protocol="", host="", port=-1)
+            first = next(
+                (e for e in endpoints if e.listener == listener),
+                endpoints[0] if endpoints else Endpoint(listener="", security_protocol="", host="", port=-1),
             )
             described.append(
                 DescribedBroker(
