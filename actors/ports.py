@@ -52,6 +52,11 @@ class BrokerInfo:
     endpoints: tuple[Endpoint, ...]
     rack: str | None = None
 
+    def endpoint_for(self, listener: str) -> Endpoint | None:
+        """The endpoint of the named listener, if the broker has it (Kafka's
+        `Broker.endPoint(listenerName)`)."""
+        return next((e for e in self.endpoints if e.listener == listener), None)
+
 
 @dataclasses.dataclass(frozen=True)
 class RegisteredBroker:

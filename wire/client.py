@@ -2,6 +2,10 @@
 
 Many requests may be in flight on one connection; each has its own timeout. When the
 connection drops, every pending request fails with NETWORK_EXCEPTION naming the peer.
+
+`connect` sets the connection up as its endpoint's security protocol says: TLS first, then
+the SASL exchange (SaslHandshake, SaslAuthenticate until done), all within the connect
+timeout, before any other request can be sent on it.
 """
 
 from __future__ import annotations
@@ -12,10 +16,25 @@ import itertools
 import logging
 from typing import TypeVar
 
-from wire.api import API_SPECS, Request, Response
+from wire.api import (
+    API_SPECS,
+    Request,
+    Response,
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeResponse,
+)
 from wire.envelope import RequestHeader, decode_response, encode_request
-from wire.errors import NetworkException, RequestTimedOut, WireError, for_code
+from wire.errors import (
+    NetworkException,
+    RequestTimedOut,
+    SaslAuthenticationFailed,
+    WireError,
+    for_code,
+)
 from wire.frames import DEFAULT_MAX_FRAME_SIZE, NEED_DATA, FrameDecoder, encode_frame
+from wire.sasl import SaslClient, SaslCredentials, handshake_error
+from wire.security import PLAINTEXT_CLIENT, ClientSecurity, uses_sasl, uses_tls
 
 log = logging.getLogger(__name__)
 
@@ -55,13 +74,27 @@ class RpcClient:
         request_timeout: float = 30.0,
         connect_timeout: float = 10.0,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        security_protocol: str = "PLAINTEXT",
+        security: ClientSecurity = PLAINTEXT_CLIENT,
     ) -> RpcClient:
+        """A connection set up as `security_protocol` says, with `security`'s TLS context and
+        SASL identity. Raises NetworkException when it cannot be opened (TLS refused
+        included), SaslAuthenticationFailed (or UnsupportedSaslMechanism) when the server
+        refuses the credentials."""
         address = f"{host}:{port}"
+        if uses_sasl(security_protocol) and security.sasl is None:
+            raise SaslAuthenticationFailed(
+                f"{address} is a {security_protocol} endpoint: set sasl.mechanism and sasl.jaas.config"
+            )
+        tls = security.tls_context() if uses_tls(security_protocol) else None
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), connect_timeout)
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(host, port, ssl=tls, server_hostname=host if tls else None),
+                connect_timeout,
+            )
         except (OSError, TimeoutError) as e:
-            raise NetworkException(f"cannot connect to {address}: {e}") from e
-        return cls(
+            raise NetworkException(f"cannot connect to {address}{' over TLS' if tls else ''}: {e}") from e
+        client = cls(
             reader,
             writer,
             address=address,
@@ -69,6 +102,30 @@ class RpcClient:
             request_timeout=request_timeout,
             max_frame_size=max_frame_size,
         )
+        if security.sasl is not None and uses_sasl(security_protocol):
+            try:
+                await asyncio.wait_for(client._authenticate(security.sasl), connect_timeout)
+            except BaseException as e:
+                await client.close()
+                if isinstance(e, TimeoutError):
+                    raise NetworkException(f"SASL authentication with {address} timed out") from e
+                raise
+        return client
+
+    async def _authenticate(self, credentials: SaslCredentials) -> None:
+        """The client's side of the SASL exchange; raises the server's refusal."""
+        sasl = SaslClient(credentials)
+        handshake = await self.send(sasl.handshake())
+        assert isinstance(handshake, SaslHandshakeResponse)
+        if (error := handshake_error(handshake)) is not None:
+            raise error
+        token: bytes | None = sasl.first_token()
+        while token is not None:
+            answer = await self.send(SaslAuthenticateRequest(auth_bytes=token))
+            assert isinstance(answer, SaslAuthenticateResponse)
+            if answer.error_code:
+                raise for_code(answer.error_code, f"{self.address}: {answer.error_message or ''}")
+            token = sasl.respond(answer.auth_bytes)
 
     @property
     def closed(self) -> bool:

@@ -1,7 +1,7 @@
 """The one endpoint type: where a broker listens, as registered in ZooKeeper
 (`PLAINTEXT://host:port`), carried in UpdateMetadata and DescribeCluster, followed by
 replica fetchers, and dialled by every client. A bootstrap address given as `host:port`
-is an endpoint on the PLAINTEXT listener.
+is an endpoint of the client's security protocol (PLAINTEXT unless it says otherwise).
 """
 
 from __future__ import annotations
@@ -46,14 +46,16 @@ class Endpoint(Struct):
         return cls(name, protocols.get(name, name), match["host"].strip("[]"), port)
 
 
-def parse_bootstrap(bootstrap: str) -> list[Endpoint]:
-    """`host:port[,host:port...]`, as Kafka's `bootstrap.servers`. Raises ValueError."""
+def parse_bootstrap(bootstrap: str, security_protocol: str = "PLAINTEXT") -> list[Endpoint]:
+    """`host:port[,host:port...]`, as Kafka's `bootstrap.servers`, each an endpoint of the
+    client's `security.protocol`. Raises ValueError."""
     servers = []
     for item in filter(None, (part.strip() for part in bootstrap.split(","))):
         host, sep, port = item.rpartition(":")
         if not sep or not port.isdigit() or int(port) > 65535:
             raise ValueError(f"bootstrap server {item!r} is not host:port")
-        servers.append(Endpoint.plaintext(host.strip("[]") or "127.0.0.1", int(port)))
+        host = host.strip("[]") or "127.0.0.1"
+        servers.append(Endpoint(security_protocol, security_protocol, host, int(port)))
     if not servers:
         raise ValueError("no bootstrap server given")
     return servers

@@ -33,6 +33,8 @@ class ErrorCode(IntEnum):
     TOPIC_AUTHORIZATION_FAILED = 29
     GROUP_AUTHORIZATION_FAILED = 30
     CLUSTER_AUTHORIZATION_FAILED = 31
+    UNSUPPORTED_SASL_MECHANISM = 33
+    ILLEGAL_SASL_STATE = 34
     UNSUPPORTED_VERSION = 35
     TOPIC_ALREADY_EXISTS = 36
     INVALID_PARTITIONS = 37
@@ -44,6 +46,7 @@ class ErrorCode(IntEnum):
     POLICY_VIOLATION = 44
     OPERATION_NOT_ATTEMPTED = 55
     KAFKA_STORAGE_ERROR = 56
+    SASL_AUTHENTICATION_FAILED = 58
     REASSIGNMENT_IN_PROGRESS = 60
     FETCH_SESSION_ID_NOT_FOUND = 70
     INVALID_FETCH_SESSION_EPOCH = 71
@@ -212,6 +215,26 @@ class FetchSessionIdNotFound(WireError):
 class InvalidFetchSessionEpoch(WireError):
     code = ErrorCode.INVALID_FETCH_SESSION_EPOCH
     retriable = True
+
+
+class UnsupportedSaslMechanism(WireError):
+    """The client asked for a SASL mechanism this listener does not enable."""
+
+    code = ErrorCode.UNSUPPORTED_SASL_MECHANISM
+
+
+class IllegalSaslState(WireError):
+    """A SASL request out of order: SaslAuthenticate before SaslHandshake, a second
+    handshake in the middle of an exchange, or SASL on a listener without it."""
+
+    code = ErrorCode.ILLEGAL_SASL_STATE
+
+
+class SaslAuthenticationFailed(WireError):
+    """Wrong credentials, an unknown user, or a malformed SASL message. Not retriable: the
+    same credentials fail again (Kafka's SaslAuthenticationException)."""
+
+    code = ErrorCode.SASL_AUTHENTICATION_FAILED
 
 
 class FrameError(CorruptMessage):

@@ -7,6 +7,10 @@ Requests to a peer share its connection, so a request that only timed out does n
 the others in flight on it (fetches behind a slow ControlledShutdown, say) go on. Concurrent
 first uses share one connection attempt, and a drop closes only the connection that failed,
 never a newer one opened meanwhile.
+
+Each connection is set up as its endpoint's security protocol says, with the pool's
+`ClientSecurity` (TLS context, SASL identity): a broker's pools reach the inter-broker
+listener, a client's the listener its `security.protocol` names.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from wire.api import Request, Response
 from wire.client import RpcClient
 from wire.endpoint import Endpoint
 from wire.errors import RequestTimedOut, WireError
+from wire.security import PLAINTEXT_CLIENT, ClientSecurity
 
 _Key = tuple[str, int]
 
@@ -43,11 +48,31 @@ def connection_pool(client_id: str, timeout_s: float) -> ConnectionPool:
     return ConnectionPool(client_id=client_id, request_timeout=timeout_s, connect_timeout=timeout_s)
 
 
+def secured_connection_pools(security: ClientSecurity) -> SenderFactory:
+    """The SenderFactory of a process with an identity: pools that set their connections up
+    with `security` (a broker's inter-broker TLS and SASL settings)."""
+
+    def factory(client_id: str, timeout_s: float) -> ConnectionPool:
+        return ConnectionPool(
+            client_id=client_id, request_timeout=timeout_s, connect_timeout=timeout_s, security=security
+        )
+
+    return factory
+
+
 class ConnectionPool:
-    def __init__(self, *, client_id: str, request_timeout: float, connect_timeout: float) -> None:
+    def __init__(
+        self,
+        *,
+        client_id: str,
+        request_timeout: float,
+        connect_timeout: float,
+        security: ClientSecurity = PLAINTEXT_CLIENT,
+    ) -> None:
         self.client_id = client_id
         self.request_timeout = request_timeout
         self.connect_timeout = connect_timeout
+        self.security = security
         self._clients: dict[_Key, RpcClient] = {}
         self._connecting: dict[_Key, asyncio.Task[RpcClient]] = {}
 
@@ -73,6 +98,8 @@ class ConnectionPool:
                 client_id=self.client_id,
                 request_timeout=self.request_timeout,
                 connect_timeout=self.connect_timeout,
+                security_protocol=endpoint.security_protocol,
+                security=self.security,
             )
             self._clients[key] = client
             return client

@@ -5,25 +5,39 @@ does (a controller's LeaderAndIsr must be applied before the UpdateMetadata behi
 clients may still pipeline. Bad input never reaches the handler: it is answered with an
 error code when the correlation id could be read, otherwise only that connection is closed.
 Each case logs one line.
+
+A listener's security (`wire/security.py`) is applied here, once for every handler: TLS
+wraps the socket before the first byte is read, and on a SASL listener each request first
+goes through the connection's `SaslServer` (`wire/sasl.py`), which answers the SASL exchange
+itself and closes a connection that sends anything else before it authenticated. The
+connection's `RequestContext` carries the principal it authenticated as.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 from collections.abc import Awaitable, Callable
 
-from wire.api import Response
-from wire.context import RequestContext
+from wire.api import ApiKey, Response
+from wire.context import ANONYMOUS, RequestContext
 from wire.envelope import ParsedRequest, encode_response, error_response, parse_request
-from wire.errors import FrameError, UnknownServerError, WireError
+from wire.errors import FrameError, IllegalSaslState, UnknownServerError, WireError
 from wire.frames import DEFAULT_MAX_FRAME_SIZE, NEED_DATA, FrameDecoder, encode_frame
+from wire.sasl import SaslServer
+from wire.security import PLAINTEXT_LISTENER, ListenerSecurity, uses_sasl, uses_tls
+from wire.tls import certificate_principal
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[ParsedRequest], Awaitable[Response]]
 _READ_CHUNK = 256 * 1024
+_SASL_KEYS = (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)
+# Kafka gives a TLS handshake the connection's whole setup time; a peer that stalls in it
+# holds only its own connection.
+_TLS_HANDSHAKE_TIMEOUT_S = 10.0
 
 
 class ListenerUnavailable(OSError):
@@ -39,8 +53,10 @@ class RpcServer:
         port: int,
         *,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        security: ListenerSecurity = PLAINTEXT_LISTENER,
     ) -> None:
         self._handler = handler
+        self._security = security
         self._host = host
         self._port = port
         self._max_frame_size = max_frame_size
@@ -56,8 +72,14 @@ class RpcServer:
 
     async def start(self) -> None:
         try:
+            tls = self._security.ssl_context if uses_tls(self._security.security_protocol) else None
             self._server = await asyncio.start_server(
-                self._accept, self._host, self._port, reuse_address=True
+                self._accept,
+                self._host,
+                self._port,
+                reuse_address=True,
+                ssl=tls,
+                ssl_handshake_timeout=_TLS_HANDSHAKE_TIMEOUT_S if tls else None,
             )
         except OSError as e:
             raise ListenerUnavailable(f"cannot listen on {self._host}:{self._port}: {_reason(e)}") from e
@@ -89,17 +111,19 @@ class RpcServer:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
-        context = RequestContext(client_host=_host_of(peer))
+        connection = _Connection(self._security, _host_of(peer), writer.get_extra_info("ssl_object"))
         decoder = FrameDecoder(self._max_frame_size)
         try:
             while data := await reader.read(_READ_CHUNK):
                 decoder.feed(data)
                 while (frame := decoder.next_frame()) is not NEED_DATA:
                     assert isinstance(frame, bytes)
-                    answer = await self._answer(frame, peer, context)
-                    if answer is None:
+                    answer, keep_open = await self._answer(frame, peer, connection)
+                    if answer is not None:
+                        writer.write(encode_frame(answer))
+                    if not keep_open:
+                        await writer.drain()
                         return
-                    writer.write(encode_frame(answer))
                 await writer.drain()
             if decoder.buffered:
                 log.warning("connection from %s ended inside a frame (%d bytes)", peer, decoder.buffered)
@@ -108,18 +132,62 @@ class RpcServer:
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
 
-    async def _answer(self, frame: bytes, peer: object, context: RequestContext) -> bytes | None:
-        """The encoded response, or None when the connection must be closed."""
+    async def _answer(self, frame: bytes, peer: object, connection: _Connection) -> tuple[bytes | None, bool]:
+        """The encoded response (None: none), and whether the connection stays open."""
         try:
-            request = parse_request(frame, context)
+            request = parse_request(frame, connection.context)
         except WireError as e:
             if e.correlation_id is None:
                 log.warning("closing connection from %s: %s", peer, e.message)
-                return None
+                return None, False
             log.warning("bad request from %s: %s: %s", peer, e.code.name, e.message)
-            return encode_response(e.correlation_id, error_response(e))
+            return encode_response(e.correlation_id, error_response(e)), True
+        correlation_id = request.header.correlation_id
+        if connection.sasl is not None:
+            step = connection.sasl.receive(request.body)
+            if step is not None:
+                if step.failed_authentication:
+                    log.warning("failed authentication from %s: %s", peer, step.reason)
+                    # Kafka's connection.failed.authentication.delay.ms: the answer, and the
+                    # close after it, wait; only this connection's task sleeps.
+                    await asyncio.sleep(self._security.failed_authentication_delay_ms / 1000)
+                elif step.close:
+                    log.warning("closing connection from %s: %s", peer, step.reason)
+                connection.authenticated(connection.sasl.principal)
+                answer = None if step.response is None else encode_response(correlation_id, step.response)
+                return answer, not step.close
+        elif request.spec.key in _SASL_KEYS:
+            # Kafka's KafkaApis: SASL requests on a listener without SASL.
+            error = IllegalSaslState(
+                f"{request.spec.key.name} on listener {connection.context.listener_name}"
+            )
+            return encode_response(correlation_id, error_response(error)), True
         response = await call_handler(self._handler, request, peer)
-        return encode_response(request.header.correlation_id, response)
+        return encode_response(correlation_id, response), True
+
+
+class _Connection:
+    """One connection's security state: its request context, and its SASL exchange on a
+    SASL listener. A verified client certificate names the principal from the start."""
+
+    def __init__(self, security: ListenerSecurity, client_host: str, ssl_object: object) -> None:
+        self.context = RequestContext(
+            principal=certificate_principal(ssl_object) or ANONYMOUS,
+            client_host=client_host,
+            listener_name=security.listener_name,
+            security_protocol=security.security_protocol,
+        )
+        self.sasl: SaslServer | None = None
+        if uses_sasl(security.security_protocol):
+            self.sasl = SaslServer(
+                security.sasl_mechanisms,
+                security.credentials,
+                tls=uses_tls(security.security_protocol),
+            )
+
+    def authenticated(self, principal: str | None) -> None:
+        if principal is not None and principal != self.context.principal:
+            self.context = dataclasses.replace(self.context, principal=principal)
 
 
 def _host_of(peer: object) -> str:

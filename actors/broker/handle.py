@@ -22,6 +22,7 @@ from actors.broker.replica_messages import (
     IsrChangeAnswered,
     LogDirFailed,
     Maintain,
+    MetadataFor,
     PlanFetch,
     Read,
     ReplicaMessage,
@@ -170,8 +171,8 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(applied.wait(), left)
 
-    async def metadata(self, request: MetadataRequest) -> MetadataResponse:
-        response = await self.ask(request)
+    async def metadata(self, request: MetadataRequest, listener: str | None = None) -> MetadataResponse:
+        response = await self.ask(MetadataFor(request, listener))
         assert isinstance(response, MetadataResponse)
         return response
 

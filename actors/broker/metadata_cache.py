@@ -19,6 +19,7 @@ from wire.api import (
     UpdateMetadataRequest,
 )
 from wire.api.update_metadata import LEADER_DURING_DELETE
+from wire.endpoint import Endpoint
 from wire.errors import ErrorCode
 
 
@@ -63,22 +64,28 @@ class MetadataCache:
         states = self.by_topic.get(topic, {})
         return [states[p] for p in sorted(states)]
 
-    def describe(self, topics: list[str] | None) -> MetadataResponse:
-        """The Metadata answer: every topic when `topics` is None, else those asked for."""
+    def describe(self, topics: list[str] | None, listener: str | None = None) -> MetadataResponse:
+        """The Metadata answer: every topic when `topics` is None, else those asked for. Each
+        broker is named by its endpoint on `listener`, the one the request came in on, and
+        left out without one (Kafka's MetadataCache.getAliveEndpoints); None: its first."""
         names = sorted(self.by_topic) if topics is None else topics
+        brokers = []
+        for _, broker in sorted(self.live_brokers.items()):
+            endpoint = next((e for e in broker.endpoints if listener is None or e.listener == listener), None)
+            if endpoint is not None or listener is None:
+                brokers.append(self._broker(broker, endpoint))
         return MetadataResponse(
             controller_id=self.controller_id,
-            brokers=[self._broker(b) for _, b in sorted(self.live_brokers.items())],
+            brokers=brokers,
             topics=[self._topic(name, self.topic_states(name)) for name in names],
         )
 
     @staticmethod
-    def _broker(broker: LiveBroker) -> MetadataBroker:
-        first = broker.endpoints[0] if broker.endpoints else None
+    def _broker(broker: LiveBroker, endpoint: Endpoint | None) -> MetadataBroker:
         return MetadataBroker(
             broker_id=broker.broker_id,
-            host=first.host if first else "",
-            port=first.port if first else -1,
+            host=endpoint.host if endpoint else "",
+            port=endpoint.port if endpoint else -1,
             rack=broker.rack,
         )
 

@@ -35,6 +35,7 @@ from actors.broker.replica_messages import (
     IsrChangeAnswered,
     LogDirFailed,
     Maintain,
+    MetadataFor,
     PlanFetch,
     Read,
     ReplicaMessage,
@@ -103,10 +104,9 @@ class ReplicaManager(Actor[ReplicaMessage]):
                 return self.stop_replicas(request, epoch)
             case ControlRequest(request=UpdateMetadataRequest() as request, broker_epoch=epoch):
                 return self.update_metadata(request, epoch)
-            case MetadataRequest(topics=topics):
-                return dataclasses.replace(
-                    self.state.metadata.describe(topics), controller_epoch=self.state.controller_epoch
-                )
+            case MetadataFor(request=MetadataRequest(topics=topics), listener=listener):
+                answer = self.state.metadata.describe(topics, listener)
+                return dataclasses.replace(answer, controller_epoch=self.state.controller_epoch)
             case ProduceRequest():
                 return self.leader_path.append_records(message)
             case Read(request=request, wait=wait, reread=reread):
@@ -250,8 +250,9 @@ class ReplicaManager(Actor[ReplicaMessage]):
                 partition_errors=[_error(s.topic, s.partition, refusal) for s in request.partition_states],
             )
         self.state.controller_epoch = request.controller_epoch
+        listener, protocol = self.state.config.inter_broker_listener
         leaders = {
-            leader.broker_id: Endpoint("PLAINTEXT", "PLAINTEXT", leader.host, leader.port)
+            leader.broker_id: Endpoint(listener, protocol, leader.host, leader.port)
             for leader in request.live_leaders
         }
         now_ms = self.state.now_ms()

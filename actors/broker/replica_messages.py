@@ -104,6 +104,16 @@ class BytesToCopy:
 
 
 @dataclasses.dataclass(frozen=True)
+class MetadataFor:
+    """A Metadata request as it came in on `listener`: the answer names each broker by its
+    endpoint on that listener, and leaves out brokers without one (Kafka's behaviour; None:
+    each broker's first endpoint)."""
+
+    request: MetadataRequest
+    listener: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class CountReplicas:
     """Partition replicas per broker, as this broker's metadata cache knows them."""
 
@@ -124,7 +134,7 @@ class LogDirFailed:
 
 ReplicaMessage = (
     ControlRequest
-    | MetadataRequest
+    | MetadataFor
     | ProduceRequest
     | Read
     | ListOffsetsRequest

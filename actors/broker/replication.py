@@ -28,6 +28,9 @@ class ReplicationConfig:
     # Kafka's broker `fetch.max.bytes`: the most one Fetch answer carries, whatever its
     # `max_bytes` asks (the first batch still goes whole).
     answer_max_bytes: int = 57_671_680
+    # The listener (name, security protocol) a follower reaches its leader on: LeaderAndIsr
+    # names the leader's host and port on it (Kafka's inter.broker.listener.name).
+    inter_broker_listener: tuple[str, str] = ("PLAINTEXT", "PLAINTEXT")
 
 
 @dataclasses.dataclass(frozen=True)

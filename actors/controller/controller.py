@@ -105,6 +105,9 @@ class ControllerConfig:
     leader_imbalance_check_interval_s: float = 300.0
     leader_imbalance_per_broker_percentage: int = 10
     delete_topic_enable: bool = True
+    # The listener whose endpoints LeaderAndIsr names as the leaders to fetch from (Kafka's
+    # inter.broker.listener.name).
+    inter_broker_listener: str = "PLAINTEXT"
 
 
 class KafkaController:
@@ -292,6 +295,7 @@ class KafkaController:
             self.context,
             self.channel,
             self.broker_id,
+            inter_broker_listener=self.config.inter_broker_listener,
             on_deletion_response=self._on_deletion_response,
             on_leader_and_isr_response=self._on_leader_and_isr_response,
         )

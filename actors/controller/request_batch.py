@@ -67,12 +67,14 @@ class RequestBatch:
         channel: BrokerChannel,
         controller_id: int,
         *,
+        inter_broker_listener: str = "PLAINTEXT",
         on_deletion_response: DeletionResponseHandler | None = None,
         on_leader_and_isr_response: LeaderAndIsrResponseHandler | None = None,
     ) -> None:
         self._on_deletion_response = on_deletion_response
         self._on_leader_and_isr_response = on_leader_and_isr_response
         self._context = context
+        self._inter_broker_listener = inter_broker_listener
         self._channel = channel
         self._controller_id = controller_id
         self._leader_and_isr: dict[int, dict[TopicPartition, _LeaderAndIsrEntry]] = {}
@@ -199,8 +201,11 @@ class RequestBatch:
         live_leaders = []
         for leader in sorted(leaders):
             registered = self._context.live_brokers.get(leader)
-            if registered is not None and registered.info.endpoints:
-                endpoint = registered.info.endpoints[0]
+            # Followers fetch over the inter-broker listener; a leader without one is left
+            # out (its followers wait), as Kafka's controller cannot name it either.
+            listener = self._inter_broker_listener
+            endpoint = None if registered is None else registered.info.endpoint_for(listener)
+            if endpoint is not None:
                 live_leaders.append(LiveLeader(broker_id=leader, host=endpoint.host, port=endpoint.port))
         return LeaderAndIsrRequest(
             controller_id=self._controller_id,

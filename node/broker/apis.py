@@ -164,7 +164,7 @@ class BrokerApis:
             case ApiKey.API_VERSIONS:
                 return self._api_versions()
             case ApiKey.DESCRIBE_CLUSTER:
-                return await self._describe_cluster()
+                return await self._describe_cluster(request.context.listener_name)
             case ApiKey.REELECT_CONTROLLER:
                 return await self._reelect_controller()
             case ApiKey.LEADER_AND_ISR:
@@ -265,14 +265,17 @@ class BrokerApis:
 
     async def _metadata(self, request: ParsedRequest, body: MetadataRequest, check: Check) -> Response:
         """Topics the caller may not describe are left out of a listing of every topic, and
-        answered TOPIC_AUTHORIZATION_FAILED when named, whether they exist or not (Kafka)."""
+        answered TOPIC_AUTHORIZATION_FAILED when named, whether they exist or not (Kafka).
+        Brokers are named by their endpoints on the listener the request came in on."""
         if body.topics is None:
-            every = await self._replica_manager.metadata(body)
+            every = await self._replica_manager.metadata(body, request.context.listener_name)
             return dataclasses.replace(
                 authz.metadata_of_every_topic(check, every), cluster_id=self._cluster_id()
             )
         names, refused = authz.metadata_topics(check, body.topics)
-        answer = await self._replica_manager.metadata(dataclasses.replace(body, topics=names))
+        answer = await self._replica_manager.metadata(
+            dataclasses.replace(body, topics=names), request.context.listener_name
+        )
         answer = dataclasses.replace(answer, cluster_id=self._cluster_id())
         return _with_refused(request, answer, "topics", refused)
 
@@ -313,7 +316,9 @@ class BrokerApis:
             ]
         )
 
-    async def _describe_cluster(self) -> DescribeClusterResponse:
+    async def _describe_cluster(self, listener: str) -> DescribeClusterResponse:
+        """Each broker's host and port are those of `listener`, the one the request came in
+        on (else its first), so that a client can dial them as it dialled this one."""
         registered = await self._store.registered_brokers()
         described = []
         for b in registered:
@@ -321,8 +326,9 @@ class BrokerApis:
                 Endpoint(listener=e.listener, security_protocol=e.security_protocol, host=e.host, port=e.port)
                 for e in b.info.endpoints
             ]
-            first = (
-                endpoints[0] if endpoints else Endpoint(listener="", security_protocol="", host="", port=-1)
+            first = next(
+                (e for e in endpoints if e.listener == listener),
+                endpoints[0] if endpoints else Endpoint(listener="", security_protocol="", host="", port=-1),
             )
             described.append(
                 DescribedBroker(

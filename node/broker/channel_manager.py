@@ -21,8 +21,8 @@ from actors.clock import Clock, SystemClock
 from actors.ports import RegisteredBroker, ResponseCallback
 from actors.retry import Retry, retrying
 from wire.api import API_SPECS, Request, Response
-from wire.envelope import ParsedRequest, RequestHeader
-from wire.errors import WireError
+from wire.envelope import ParsedRequest, RequestHeader, error_response
+from wire.errors import InvalidRequest, WireError
 from wire.pool import SenderFactory, connection_pool
 from wire.retry import Backoff
 from wire.server import Handler, call_handler
@@ -43,8 +43,10 @@ class _BrokerSender:
         local: Handler | None,
         clock: Clock,
         senders: SenderFactory,
+        listener: str,
     ) -> None:
         self.broker = broker
+        self._listener = listener
         self._local = local
         self._client_id = client_id
         self._queue: collections.deque[tuple[Request, ResponseCallback | None]] = collections.deque()
@@ -95,7 +97,13 @@ class _BrokerSender:
             return await call_handler(
                 self._local, ParsedRequest(header, API_SPECS[request.API_KEY], request), "local"
             )
-        endpoint = self.broker.info.endpoints[0]
+        endpoint = self.broker.info.endpoint_for(self._listener)
+        if endpoint is None:
+            # A broker registered without the inter-broker listener (a misconfigured one):
+            # nothing to retry, the request is answered with the error.
+            error = InvalidRequest(f"broker {self.broker.info.broker_id} has no {self._listener} listener")
+            log.warning("%s not sent: %s", type(request).__name__, error.message)
+            return error_response(error)
 
         def failed(error: Exception, failures: int) -> None:
             log.warning(
@@ -122,16 +130,19 @@ class ControllerChannelManager:
         local: Handler | None = None,
         clock: Clock | None = None,
         senders: SenderFactory = connection_pool,
+        inter_broker_listener: str = "PLAINTEXT",
     ) -> None:
         """`local`, when given, serves the controller's own broker in process; `clock` times
         the pauses between retries; `senders` makes each sender's connection pool (a
-        simulation passes its network's)."""
+        simulation passes its network's, a secured broker its inter-broker TLS and SASL
+        settings'); requests go to each broker's `inter_broker_listener` endpoint."""
         self._controller_id = controller_id
         self._clock = clock or SystemClock()
         self._local = local
         self._client_id = f"controller-{controller_id}"
         self._timeout_s = timeout_s
         self._make_sender = senders
+        self._listener = inter_broker_listener
         self._senders: dict[int, _BrokerSender] = {}
         self._stopping: set[asyncio.Task[None]] = set()
 
@@ -149,6 +160,7 @@ class ControllerChannelManager:
                 local=self._local if broker_id == self._controller_id else None,
                 clock=self._clock,
                 senders=self._make_sender,
+                listener=self._listener,
             )
 
     def remove_broker(self, broker_id: int) -> None:

@@ -17,8 +17,17 @@ import javaproperties
 from actors.acl import AclError
 from actors.authorizer import parse_super_users
 from actors.partition_limits import JUTE_MAX_BUFFER, ZNODE_REQUEST_OVERHEAD
+from node.security.settings import (
+    LISTENER_DEFAULTS,
+    SettingError,
+    check_listener_security,
+    client_security,
+    getter,
+    security_protocol,
+)
 from node.zk.acls import DEFAULT_JAAS_SECTION, ZkSecurity, ZkSecurityError, read_credentials
 from wire.endpoint import Endpoint
+from wire.security import PLAINTEXT_CLIENT, SECURITY_PROTOCOLS, ClientSecurity
 
 
 class ConfigError(Exception):
@@ -54,6 +63,15 @@ def _str(key: str, raw: str) -> str:
     if not raw.strip():
         raise ConfigError(key, "must not be empty")
     return raw.strip()
+
+
+def _text(key: str, raw: str) -> str:
+    """A value checked later, with the others it goes with (security settings)."""
+    return raw.strip()
+
+
+# Kafka's default map: each security protocol is also a listener name of its own.
+DEFAULT_PROTOCOL_MAP = ",".join(f"{p}:{p}" for p in SECURITY_PROTOCOLS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,7 +128,16 @@ DEFINITIONS: dict[str, _Def] = {
     "broker.id": _Def(_int(0), None),
     "listeners": _Def(_str, "PLAINTEXT://:9092"),
     "advertised.listeners": _Def(_str, ""),
-    "listener.security.protocol.map": _Def(_str, "PLAINTEXT:PLAINTEXT"),
+    "listener.security.protocol.map": _Def(_str, DEFAULT_PROTOCOL_MAP),
+    # Which listener the controller's channel and the replica fetchers use: one or the other
+    # (Kafka's rule), else the listener named PLAINTEXT.
+    "inter.broker.listener.name": _Def(_str, ""),
+    "security.inter.broker.protocol": _Def(_str, ""),
+    # The broker's identity on a SASL inter-broker listener, in Kafka's JAAS syntax.
+    "sasl.mechanism.inter.broker.protocol": _Def(_str, "SCRAM-SHA-512"),
+    "sasl.jaas.config": _Def(_text, ""),
+    # TLS (PEM files) and SASL of the listeners (node/security/settings.py).
+    **{key: _Def(_text, default) for key, default in LISTENER_DEFAULTS.items()},
     "zookeeper.connect": _Def(_str, None),
     "zookeeper.session.timeout.ms": _Def(_int(1), "18000"),
     "zookeeper.connection.timeout.ms": _Def(_int(1), ""),
@@ -173,6 +200,10 @@ class BrokerConfig:
     advertised: tuple[Endpoint, ...]
     security_protocols: Mapping[str, str]
     zookeeper_security: ZkSecurity
+    # The listener of the controller's channel and the fetchers, and the broker's TLS and
+    # SASL settings as a client of it.
+    inter_broker_listener: str = "PLAINTEXT"
+    inter_broker_security: ClientSecurity = PLAINTEXT_CLIENT
 
     def get_int(self, key: str) -> int:
         value = self.values[key]
@@ -321,10 +352,11 @@ def load_config(props: Mapping[str, str]) -> BrokerConfig:
         _parse_listeners("advertised.listeners", str(advertised_raw), protocols) if advertised_raw else ()
     )
     for listener in listeners:
-        if listener.security_protocol != "PLAINTEXT":
+        if listener.security_protocol not in SECURITY_PROTOCOLS:
             raise ConfigError(
-                "listeners",
-                f"{listener.listener} uses {listener.security_protocol}; only PLAINTEXT is supported",
+                "listener.security.protocol.map",
+                f"no security protocol for listener {listener.listener}"
+                f" (one of {', '.join(SECURITY_PROTOCOLS)})",
             )
         protocols[listener.listener] = listener.security_protocol
     for listener in advertised:
@@ -332,8 +364,54 @@ def load_config(props: Mapping[str, str]) -> BrokerConfig:
             raise ConfigError("advertised.listeners", f"{listener.listener} is not in listeners")
         if not listener.host:
             raise ConfigError("advertised.listeners", f"{listener.listener} needs a host")
+    inter_broker = _inter_broker_listener(values, listeners)
+    get = getter(values, LISTENER_DEFAULTS)
+    try:
+        for listener in listeners:
+            check_listener_security(listener, get)
+        inter_broker_security = client_security(
+            inter_broker.security_protocol,
+            get("sasl.mechanism.inter.broker.protocol"),
+            get,
+            mechanism_key="sasl.mechanism.inter.broker.protocol",
+        )
+    except SettingError as e:
+        raise ConfigError(e.key, e.message) from None
     unknown = tuple(sorted(key for key in props if key not in DEFINITIONS))
-    return BrokerConfig(values, unknown, listeners, advertised, protocols, zookeeper_security(values))
+    return BrokerConfig(
+        values,
+        unknown,
+        listeners,
+        advertised,
+        protocols,
+        zookeeper_security(values),
+        inter_broker.listener,
+        inter_broker_security,
+    )
+
+
+def _inter_broker_listener(values: Mapping[str, object], listeners: tuple[Endpoint, ...]) -> Endpoint:
+    """Kafka's rule: `inter.broker.listener.name`, or the listener named as
+    `security.inter.broker.protocol` (default PLAINTEXT), never both; it must be a listener."""
+    name = values["inter.broker.listener.name"]
+    protocol = values["security.inter.broker.protocol"]
+    if name is not None and protocol is not None:
+        raise ConfigError(
+            "inter.broker.listener.name",
+            "only one of inter.broker.listener.name and security.inter.broker.protocol may be set",
+        )
+    key = "inter.broker.listener.name"
+    if name is None:
+        key = "security.inter.broker.protocol"
+        try:
+            name = security_protocol(key, str(protocol or "PLAINTEXT"))
+        except SettingError as e:
+            raise ConfigError(e.key, e.message) from None
+    listener = next((item for item in listeners if item.listener == str(name).upper()), None)
+    if listener is None:
+        names = ", ".join(item.listener for item in listeners)
+        raise ConfigError(key, f"{name} is not a listener (listeners: {names})")
+    return listener
 
 
 def parse_overrides(items: list[str]) -> dict[str, str]:

@@ -43,8 +43,12 @@ class RpcReplicaLink:
         registered_broker: Callable[[int], Awaitable[RegisteredBroker | None]],
         timeout_s: float,
         senders: SenderFactory = connection_pool,
+        inter_broker_listener: str = "PLAINTEXT",
     ) -> None:
-        """`senders` makes the two pools (a simulation passes its network's)."""
+        """`senders` makes the two pools (a simulation passes its network's, a secured broker
+        its inter-broker TLS and SASL settings'); the controller is reached on its
+        `inter_broker_listener` endpoint, the leaders on the one LeaderAndIsr names."""
+        self._listener = inter_broker_listener
         self._controller_id = controller_id
         self._registered_broker = registered_broker
         self._timeout_s = timeout_s
@@ -90,9 +94,10 @@ class RpcReplicaLink:
             raise NotController("no active controller is known")
         if self._controller_endpoint is None or self._controller_endpoint[0] != controller:
             registered = await self._registered_broker(controller)
-            if registered is None or not registered.info.endpoints:
-                raise NotController(f"controller {controller} is not registered")
-            self._controller_endpoint = (controller, registered.info.endpoints[0])
+            endpoint = None if registered is None else registered.info.endpoint_for(self._listener)
+            if endpoint is None:
+                raise NotController(f"controller {controller} has no registered {self._listener} listener")
+            self._controller_endpoint = (controller, endpoint)
         endpoint = self._controller_endpoint[1]
         try:
             return await self._send_control(endpoint, request, timeout_s)

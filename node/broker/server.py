@@ -5,6 +5,12 @@ start the replica manager, open the listeners (so the real ports are known), reg
 broker (checked ephemeral, spec §2.1), then start the controller module. Shutdown reverses
 it: the controller resigns, listeners close, the replica manager stops, and closing the
 ZooKeeper session removes the ephemerals at once.
+
+Security: each listener is served with its own TLS and SASL settings (node/security), SASL
+credentials are looked up through `credentials` (a `wire.sasl.CredentialLookup`; by default
+a `CredentialTable` filled from the `user_<name>` options of `sasl.jaas.config`), and the
+controller's channel, the fetchers and the requests to the controller all use the
+inter-broker listener with the broker's own identity.
 """
 
 from __future__ import annotations
@@ -33,9 +39,13 @@ from node.broker.dynamic_config import DynamicConfigManager
 from node.broker.log.config import LogConfig
 from node.broker.log.manager import LogManager
 from node.broker.replica_link import RpcReplicaLink
+from node.security.credential_table import CredentialTable
+from node.security.settings import LISTENER_DEFAULTS, getter, listener_security
 from node.zk.client import ZooKeeperClient
 from node.zk.store import ZkClusterStore
 from wire.api import MetadataRequest
+from wire.pool import secured_connection_pools
+from wire.sasl import CredentialLookup
 from wire.server import RpcServer
 
 log = logging.getLogger(__name__)
@@ -64,7 +74,9 @@ def partition_limits(config: BrokerConfig) -> PartitionLimits:
 
 
 def replication_config(config: BrokerConfig) -> ReplicationConfig:
+    listener = config.inter_broker_listener
     return ReplicationConfig(
+        inter_broker_listener=(listener, config.security_protocols[listener]),
         lag_time_max_ms=config.get_int("replica.lag.time.max.ms"),
         fetch_wait_max_ms=config.get_int("replica.fetch.wait.max.ms"),
         fetch_min_bytes=config.get_int("replica.fetch.min.bytes"),
@@ -76,8 +88,17 @@ def replication_config(config: BrokerConfig) -> ReplicationConfig:
 
 
 class KeelBroker:
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: BrokerConfig, *, credentials: CredentialLookup | None = None) -> None:
+        """`credentials` is where SASL listeners look users up (default: the users that
+        `sasl.jaas.config` declares, `CredentialTable.from_jaas`)."""
         self.config = config
+        self.credential_cache = CredentialCache()
+        table = CredentialTable.from_jaas(config.get_str("sasl.jaas.config"))
+        self.credentials = credentials or (
+            lambda user, mechanism: (
+                self.credential_cache.credential(user, mechanism) or table.lookup(user, mechanism)
+            )
+        )
         self.broker_id = config.broker_id
         self.clock = SystemClock()
         self.zk = ZooKeeperClient(
@@ -97,6 +118,8 @@ class KeelBroker:
             controller_id=lambda: -1 if self._controller is None else self._controller.active_controller_id,
             registered_broker=self.store.registered_broker,
             timeout_s=config.get_int("request.timeout.ms") / 1000,
+            senders=secured_connection_pools(config.inter_broker_security),
+            inter_broker_listener=config.inter_broker_listener,
         )
         self.replica_manager = ReplicaManagerHandle(
             self.broker_id,
@@ -134,11 +157,9 @@ class KeelBroker:
             logs=self.logs,
             authorizer=None if self.acl_authorizer is None else self.acl_authorizer.authorizer,
         )
-        # What the SASL server authenticates against: `credentials.credential(user, mechanism)`,
-        # kept current from `/config/users` by the dynamic config manager.
-        self.credentials = CredentialCache()
+        # SCRAM users from `/config/users` are kept current by the dynamic config manager.
         self.dynamic_config = DynamicConfigManager(
-            self.broker_id, self.store, self.replica_manager, self.clock, self.credentials
+            self.broker_id, self.store, self.replica_manager, self.clock, self.credential_cache
         )
         self._periodic: list[asyncio.Task[None]] = []
 
@@ -166,12 +187,14 @@ class KeelBroker:
         await self.dynamic_config.startup()
         self._start_periodic_tasks()
         endpoints = []
+        settings = getter(self.config.values, LISTENER_DEFAULTS)
         for listener in self.config.listeners:
             server = RpcServer(
                 self.apis.handle,
                 listener.host or "0.0.0.0",
                 listener.port,
                 max_frame_size=self.config.get_int("socket.request.max.bytes"),
+                security=listener_security(listener, settings, self.credentials),
             )
             await server.start()
             self.servers.append(server)
@@ -186,6 +209,8 @@ class KeelBroker:
                 self.broker_id,
                 timeout_s=self.config.get_int("controller.socket.timeout.ms") / 1000,
                 local=self.apis.handle_in_process,
+                senders=secured_connection_pools(self.config.inter_broker_security),
+                inter_broker_listener=self.config.inter_broker_listener,
             ),
             ControllerConfig(
                 unclean_leader_election_enable=self.config.get_bool("unclean.leader.election.enable"),
@@ -197,6 +222,7 @@ class KeelBroker:
                     "leader.imbalance.per.broker.percentage"
                 ),
                 delete_topic_enable=self.config.get_bool("delete.topic.enable"),
+                inter_broker_listener=self.config.inter_broker_listener,
             ),
         )
         self._controller.startup(broker_epoch)

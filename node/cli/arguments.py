@@ -14,11 +14,13 @@ from typing import TypeVar
 import javaproperties
 
 from node.entry import add_verbose_option
+from node.security.settings import CLIENT_KEYS, SettingError, client_security_from_properties
 
 N = TypeVar("N", int, float)
 
-# The keys of Kafka's admin-client properties that mean something to Keel's clients; and the
-# ZooKeeper credentials of the commands that go to ZooKeeper (node/cli/zookeeper_access.py).
+# The keys of Kafka's admin-client properties that mean something to Keel's clients: the
+# connection's, its security (security.protocol, sasl.*, ssl.*), and the ZooKeeper credentials
+# of the commands that go to ZooKeeper (node/cli/zookeeper_access.py).
 COMMAND_CONFIG_KEYS = {
     "bootstrap.servers",
     "request.timeout.ms",
@@ -26,6 +28,7 @@ COMMAND_CONFIG_KEYS = {
     "client.id",
     "java.security.auth.login.config",
     "zookeeper.sasl.clientconfig",
+    *CLIENT_KEYS,
 }
 DEFAULT_TIMEOUT_S = 30.0
 
@@ -52,7 +55,8 @@ def add_global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> No
         type=Path,
         default=default(None),
         metavar="FILE",
-        help="admin client properties (bootstrap.servers, request.timeout.ms, client.id)",
+        help="client properties (bootstrap.servers, request.timeout.ms, client.id, security.protocol, "
+        "sasl.mechanism, sasl.jaas.config, ssl.truststore.location, ssl.keystore.location, ...)",
     )
     add_verbose_option(parser)
 
@@ -75,8 +79,12 @@ def read_command_config(path: Path) -> dict[str, str]:
 
 def apply_command_config(args: argparse.Namespace) -> None:
     """Fill what the command line left unset from the properties file, then the defaults;
-    the command line wins."""
+    the command line wins. `args.security` is the clients' TLS and SASL settings."""
     props = {} if args.command_config is None else read_command_config(args.command_config)
+    try:
+        args.security = client_security_from_properties(props)
+    except SettingError as e:
+        raise CommandConfigError(f"--command-config {args.command_config}: {e}") from None
     if args.bootstrap_server is None:
         args.bootstrap_server = props.get("bootstrap.servers")
     if args.timeout is None:

@@ -215,7 +215,11 @@ async def produce(bootstrap: str, args: argparse.Namespace) -> int:
     progress = _Progress("sent")
     # --timeout bounds each delivery as a whole (Kafka's delivery.timeout.ms), and each request.
     producer = KeelProducer(
-        bootstrap, acks=ACKS[args.acks], request_timeout=args.timeout, delivery_timeout=args.timeout
+        bootstrap,
+        acks=ACKS[args.acks],
+        request_timeout=args.timeout,
+        delivery_timeout=args.timeout,
+        security=args.security,
     )
     with _facts_are_errors():
         async with producer:
@@ -250,6 +254,7 @@ async def consume(bootstrap: str, args: argparse.Namespace) -> int:
         partitions=args.partition,
         from_beginning=args.from_beginning,
         timeout=args.timeout,
+        security=args.security,
     )
     with _facts_are_errors():
         async with consumer:

@@ -105,7 +105,7 @@ async def controller_show(admin: KeelAdminClient, fmt: str) -> int:
     address = _controller_address(cluster)
     metrics: dict[str, float] = {}
     if address is not None:
-        async with KeelAdminClient(address, timeout=10) as controller:
+        async with KeelAdminClient(address, timeout=10, security=admin.security) as controller:
             metrics = (await controller.describe_controller()).metrics
     shown = {
         "controller_id": cluster.controller_id,
@@ -189,7 +189,8 @@ async def run(args: argparse.Namespace) -> int:
         return await acl_commands.run(args)
     if args.group == "reassign":
         return await reassign_commands.run(args, args.bootstrap_server or default_bootstrap())
-    async with KeelAdminClient(args.bootstrap_server or default_bootstrap(), timeout=args.timeout) as admin:
+    bootstrap = args.bootstrap_server or default_bootstrap()
+    async with KeelAdminClient(bootstrap, timeout=args.timeout, security=args.security) as admin:
         if args.group == "topic":
             return await topic_commands.COMMANDS[args.command](admin, args)
         if args.group == election_commands.GROUP:

@@ -212,9 +212,10 @@ async def _plan_live(
     )
     try:
         if args.planner is not None:
-            client = PlannerClient.at(args.planner, timeout=args.timeout)
+            client = PlannerClient.at(args.planner, timeout=args.timeout, security=args.security)
         else:
-            client = PlannerClient(await find_planner(bootstrap, timeout=args.timeout))
+            endpoint = await find_planner(bootstrap, timeout=args.timeout, security=args.security)
+            client = PlannerClient(endpoint, security=args.security)
         async with client:
             response = await client.plan(request)
     except PlannerNotRunning as e:

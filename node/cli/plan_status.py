@@ -168,9 +168,10 @@ async def status_command(args: argparse.Namespace, bootstrap: str) -> int:
     timeout = args.timeout
     try:
         if args.planner:
-            client = PlannerClient.at(args.planner, timeout=timeout)
+            client = PlannerClient.at(args.planner, timeout=timeout, security=args.security)
         else:
-            client = PlannerClient(await find_planner(bootstrap, timeout=timeout), timeout=timeout)
+            endpoint = await find_planner(bootstrap, timeout=timeout, security=args.security)
+            client = PlannerClient(endpoint, timeout=timeout, security=args.security)
         async with client:
             status = await fetch_status(client)
             if args.wait and status.get("state") == "running":

@@ -200,7 +200,7 @@ async def _wait(
 ) -> list[dict[str, object]]:
     """Draw progress until no partition of the file is in progress, then verify."""
     metadata = await admin.metadata(sorted({t for t, _ in targets}))
-    reader = ReplicaSizeReader(metadata, args.timeout)
+    reader = ReplicaSizeReader(metadata, args.timeout, security=admin.security)
     interactive = sys.stderr.isatty()
     first_total: int | None = None
     samples: list[tuple[float, int]] = []
@@ -239,7 +239,7 @@ async def _verify(
     ongoing = await _ongoing(admin, list(targets))
     metadata = await admin.metadata(sorted({t for t, _ in targets}))
     current, leaders = _assignment(metadata)
-    reader = ReplicaSizeReader(metadata, args.timeout)
+    reader = ReplicaSizeReader(metadata, args.timeout, security=admin.security)
     try:
         left = await bytes_to_copy(reader, {tp: a for tp, a in ongoing.items() if tp in targets}, leaders)
     finally:
@@ -330,7 +330,7 @@ async def list_reassignments(admin: KeelAdminClient, args: argparse.Namespace) -
     adding = {
         (t.name, p.partition_index): list(p.adding_replicas) for t in response.topics for p in t.partitions
     }
-    reader = ReplicaSizeReader(metadata, args.timeout)
+    reader = ReplicaSizeReader(metadata, args.timeout, security=admin.security)
     try:
         left = await bytes_to_copy(reader, adding, leaders)
     finally:
@@ -423,7 +423,7 @@ async def run(args: argparse.Namespace, bootstrap: str) -> int:
             targets = load_reassignment_file(args.reassignment_json_file)
         except ReassignmentFileError as e:
             raise UsageError(f"{args.reassignment_json_file}: {e}") from None
-    async with KeelAdminClient(bootstrap, timeout=args.timeout) as admin:
+    async with KeelAdminClient(bootstrap, timeout=args.timeout, security=args.security) as admin:
         if args.command == "list":
             return await list_reassignments(admin, args)
         command = {"execute": execute, "verify": verify, "cancel": cancel}[args.command]

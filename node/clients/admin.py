@@ -58,6 +58,7 @@ from wire.endpoint import Endpoint, parse_bootstrap
 from wire.errors import ErrorCode, NetworkException, NotController, WireError, for_code
 from wire.pool import ConnectionPool
 from wire.retry import Backoff
+from wire.security import PLAINTEXT_CLIENT, ClientSecurity
 
 R = TypeVar("R", bound=Response)
 
@@ -65,10 +66,20 @@ R = TypeVar("R", bound=Response)
 class KeelAdminClient(AsyncClosing):
     """Admin requests go to the first bootstrap broker that answers, over a pooled connection."""
 
-    def __init__(self, bootstrap: str, *, timeout: float = 10.0, client_id: str = "keel-admin") -> None:
-        self._servers = parse_bootstrap(bootstrap)
+    def __init__(
+        self,
+        bootstrap: str,
+        *,
+        timeout: float = 10.0,
+        client_id: str = "keel-admin",
+        security: ClientSecurity = PLAINTEXT_CLIENT,
+    ) -> None:
+        self.security = security
+        self._servers = parse_bootstrap(bootstrap, security.security_protocol)
         self._timeout = timeout
-        self._pool = ConnectionPool(client_id=client_id, request_timeout=timeout, connect_timeout=timeout)
+        self._pool = ConnectionPool(
+            client_id=client_id, request_timeout=timeout, connect_timeout=timeout, security=security
+        )
 
     async def close(self) -> None:
         await self._pool.close()
@@ -90,7 +101,7 @@ class KeelAdminClient(AsyncClosing):
             await self._any_broker(), DescribeClusterRequest(), DescribeClusterResponse
         )
         named = (b for b in cluster.brokers if b.broker_id == cluster.controller_id)
-        endpoint = next((Endpoint.plaintext(b.host, b.port) for b in named), None)
+        endpoint = next((self.security.endpoint(b.host, b.port) for b in named), None)
         if endpoint is None:
             raise NotController("no active controller is known")
         return endpoint

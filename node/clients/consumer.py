@@ -36,6 +36,7 @@ from wire.api import (
 )
 from wire.errors import ErrorCode, WireError
 from wire.retry import Backoff
+from wire.security import PLAINTEXT_CLIENT, ClientSecurity
 
 log = logging.getLogger(__name__)
 
@@ -60,12 +61,13 @@ class KeelConsumer(AsyncClosing):
         max_wait_ms: int = 500,
         timeout: float = 30.0,
         client_id: str = "keel-consumer",
+        security: ClientSecurity = PLAINTEXT_CLIENT,
     ) -> None:
         self.topic = topic
         self._wanted = partitions
         self._from_beginning = from_beginning
         self._max_wait_ms = max_wait_ms
-        self._cluster = ClusterClient(bootstrap, timeout=timeout, client_id=client_id)
+        self._cluster = ClusterClient(bootstrap, timeout=timeout, client_id=client_id, security=security)
         # Polls go on until the caller stops them: no deadline here.
         self._retry = Retry(backoff=Backoff(0.1, 1.0))
         # Next offset to read per partition; None until positioned.

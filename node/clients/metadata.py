@@ -18,6 +18,7 @@ from wire.endpoint import Endpoint, parse_bootstrap
 from wire.errors import ErrorCode, LeaderNotAvailable, NetworkException, WireError
 from wire.pool import ConnectionPool
 from wire.retry import Backoff
+from wire.security import PLAINTEXT_CLIENT, ClientSecurity
 
 log = logging.getLogger(__name__)
 
@@ -54,11 +55,15 @@ class ClusterClient:
         timeout: float,
         client_id: str,
         unknown_topic_wait_s: float = UNKNOWN_TOPIC_WAIT_S,
+        security: ClientSecurity = PLAINTEXT_CLIENT,
     ) -> None:
-        self._bootstrap = parse_bootstrap(bootstrap)
+        self._security = security
+        self._bootstrap = parse_bootstrap(bootstrap, security.security_protocol)
         self.timeout = timeout
         self.unknown_topic_wait_s = unknown_topic_wait_s
-        self._pool = ConnectionPool(client_id=client_id, request_timeout=timeout, connect_timeout=timeout)
+        self._pool = ConnectionPool(
+            client_id=client_id, request_timeout=timeout, connect_timeout=timeout, security=security
+        )
         self.brokers: dict[int, Endpoint] = {}
         # (topic, partition) → (leader, leader epoch); leader -1 while it has none.
         self.leaders: dict[tuple[str, int], tuple[int, int]] = {}
@@ -90,7 +95,7 @@ class ClusterClient:
     async def _refresh_from(self, endpoint: Endpoint, topics: list[str]) -> MetadataResponse:
         response = await self._pool.send(endpoint, MetadataRequest(topics=topics))
         assert isinstance(response, MetadataResponse)
-        self.brokers = {b.broker_id: Endpoint.plaintext(b.host, b.port) for b in response.brokers}
+        self.brokers = {b.broker_id: self._security.endpoint(b.host, b.port) for b in response.brokers}
         for topic in response.topics:
             if topic.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                 self.partition_counts.pop(topic.name, None)

@@ -30,6 +30,7 @@ from wire import records
 from wire.api import ProducePartitionData, ProduceRequest, ProduceResponse, ProduceTopicData
 from wire.errors import ErrorCode, WireError, for_code, is_retriable
 from wire.retry import Backoff
+from wire.security import PLAINTEXT_CLIENT, ClientSecurity
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +95,7 @@ class KeelProducer(AsyncClosing):
         request_timeout: float = 30.0,
         delivery_timeout: float = 120.0,
         client_id: str = "keel-producer",
+        security: ClientSecurity = PLAINTEXT_CLIENT,
     ) -> None:
         if acks not in (-1, 0, 1):
             raise ValueError(f"acks must be -1 (all), 0 or 1, not {acks}")
@@ -106,6 +108,7 @@ class KeelProducer(AsyncClosing):
             client_id=client_id,
             # A missing topic is reported as such, well within the delivery's deadline.
             unknown_topic_wait_s=min(UNKNOWN_TOPIC_WAIT_S, delivery_timeout / 2),
+            security=security,
         )
         self._round_robin = itertools.count()
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from node.clients.admin import KeelAdminClient
 from wire.api import DescribableLogDirTopic, MetadataResponse
 from wire.errors import WireError
+from wire.security import PLAINTEXT_CLIENT, ClientSecurity
 
 Partition = tuple[str, int]
 
@@ -16,9 +17,12 @@ Partition = tuple[str, int]
 class ReplicaSizeReader:
     """Replica sizes by DescribeLogDirs, one connection per broker, kept between looks."""
 
-    def __init__(self, metadata: MetadataResponse, timeout: float) -> None:
+    def __init__(
+        self, metadata: MetadataResponse, timeout: float, *, security: ClientSecurity = PLAINTEXT_CLIENT
+    ) -> None:
         self._addresses = {b.broker_id: f"{b.host}:{b.port}" for b in metadata.brokers}
         self._timeout = timeout
+        self._security = security
         self._clients: dict[int, KeelAdminClient] = {}
         self._stale: list[KeelAdminClient] = []
 
@@ -44,7 +48,9 @@ class ReplicaSizeReader:
             return {}
         client = self._clients.get(broker)
         if client is None:
-            client = self._clients[broker] = KeelAdminClient(address, timeout=self._timeout)
+            client = self._clients[broker] = KeelAdminClient(
+                address, timeout=self._timeout, security=self._security
+            )
         by_topic: dict[str, list[int]] = {}
         for topic, partition in partitions:
             by_topic.setdefault(topic, []).append(partition)

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from node.broker.config import (
     AUTHORIZER_DEFINITIONS,
+    DEFAULT_PROTOCOL_MAP,
     ZOOKEEPER_SECURITY_DEFINITIONS,
     ConfigError,
     _bool,
@@ -21,11 +22,21 @@ from node.broker.config import (
     _parse_listeners,
     _parse_protocol_map,
     _str,
+    _text,
     parse_values,
     zookeeper_security,
 )
+from node.security.settings import (
+    CLIENT_KEYS,
+    LISTENER_DEFAULTS,
+    SettingError,
+    check_listener_security,
+    client_security_from_properties,
+    getter,
+)
 from node.zk.acls import ZkSecurity
 from wire.endpoint import Endpoint
+from wire.security import SECURITY_PROTOCOLS, ClientSecurity
 
 _LONG_MAX = 2**63 - 1
 
@@ -35,7 +46,13 @@ DEFINITIONS: dict[str, _Def] = {
     "zookeeper.session.timeout.ms": _Def(_int(1), "18000"),
     "listeners": _Def(_str, "PLAINTEXT://:9099"),
     "advertised.host.name": _Def(_str, ""),
-    "listener.security.protocol.map": _Def(_str, "PLAINTEXT:PLAINTEXT"),
+    "listener.security.protocol.map": _Def(_str, DEFAULT_PROTOCOL_MAP),
+    # The listener's TLS and SASL, with a broker's names (node/security/settings.py).
+    **{key: _Def(_text, default) for key, default in LISTENER_DEFAULTS.items()},
+    # The planner as a client of the brokers: Kafka's client properties.
+    "security.protocol": _Def(_str, "PLAINTEXT"),
+    "sasl.mechanism": _Def(_text, ""),
+    "sasl.jaas.config": _Def(_text, ""),
     "socket.request.max.bytes": _Def(_int(1), "104857600"),
     "request.timeout.ms": _Def(_int(1), "30000"),
     "spark.master": _Def(_str, "local[*]"),
@@ -65,6 +82,8 @@ class PlannerConfig:
     # Every spark.* property but spark.master, for the SparkSession.
     spark_conf: Mapping[str, str]
     zookeeper_security: ZkSecurity
+    # How the planner reaches the brokers (its security.protocol, sasl.*, ssl.*).
+    client_security: ClientSecurity = dataclasses.field(default_factory=ClientSecurity)
 
     def get_int(self, key: str) -> int:
         value = self.values[key]
@@ -100,13 +119,22 @@ def load_config(props: Mapping[str, str]) -> PlannerConfig:
     listeners = _parse_listeners("listeners", str(values["listeners"]), protocols)
     if len(listeners) != 1:
         raise ConfigError("listeners", "the planner takes exactly one listener")
-    if listeners[0].security_protocol != "PLAINTEXT":
+    if listeners[0].security_protocol not in SECURITY_PROTOCOLS:
         raise ConfigError(
-            "listeners", f"{listeners[0].listener} is not PLAINTEXT; only PLAINTEXT is supported"
+            "listener.security.protocol.map", f"no security protocol for listener {listeners[0].listener}"
         )
+    get = getter(values, LISTENER_DEFAULTS)
+    try:
+        check_listener_security(listeners[0], get)
+        client_props = {key: get(key) for key in CLIENT_KEYS if get(key)}
+        client_security = client_security_from_properties(client_props)
+    except SettingError as e:
+        raise ConfigError(e.key, e.message) from None
     spark_conf = {k: v for k, v in props.items() if k.startswith("spark.") and k != "spark.master"}
     for key, value in spark_conf.items():
         if not value.strip():
             raise ConfigError(key, "must not be empty")
     unknown = tuple(sorted(k for k in props if k not in DEFINITIONS and not k.startswith("spark.")))
-    return PlannerConfig(values, unknown, listeners[0], spark_conf, zookeeper_security(values))
+    return PlannerConfig(
+        values, unknown, listeners[0], spark_conf, zookeeper_security(values), client_security
+    )

@@ -29,10 +29,13 @@ from node.planner.config import PlannerConfig
 from node.planner.healing import SelfHealer
 from node.planner.plan_state import ZkPlanRecord
 from node.planner.service import PlannerService
+from node.security.credential_table import CredentialTable
+from node.security.settings import LISTENER_DEFAULTS, getter, listener_security
 from node.zk import paths
 from node.zk.client import ZooKeeperClient
 from node.zk.data import PlannerRegistration
 from node.zk.store import ZkClusterStore
+from wire.sasl import CredentialLookup
 from wire.server import RpcServer
 
 if TYPE_CHECKING:
@@ -48,8 +51,14 @@ _STANDBY_POLL_S = 0.5
 
 
 class KeelPlanner:
-    def __init__(self, config: PlannerConfig, spark: SparkSession) -> None:
+    def __init__(
+        self, config: PlannerConfig, spark: SparkSession, *, credentials: CredentialLookup | None = None
+    ) -> None:
+        """`credentials`: where a SASL listener looks users up (default: the users that
+        `sasl.jaas.config` declares, as a broker's)."""
         self.config = config
+        jaas = config.values.get("sasl.jaas.config")
+        self.credentials = credentials or CredentialTable.from_jaas(str(jaas) if jaas else None).lookup
         self.spark = spark
         self.clock = SystemClock()
         self.zk = ZooKeeperClient(
@@ -99,7 +108,9 @@ class KeelPlanner:
     def _admin(self) -> KeelAdminClient:
         """An admin client on the brokers registered at the last look (for the executor)."""
         return KeelAdminClient(
-            self._bootstrap or "127.0.0.1:9092", timeout=self.config.get_int("request.timeout.ms") / 1000
+            self._bootstrap or "127.0.0.1:9092",
+            timeout=self.config.get_int("request.timeout.ms") / 1000,
+            security=self.config.client_security,
         )
 
     def _executor(self) -> Any | None:
@@ -130,6 +141,11 @@ class KeelPlanner:
             listener.host or "0.0.0.0",
             listener.port,
             max_frame_size=self.config.get_int("socket.request.max.bytes"),
+            # The same settings, and the same server, as a broker's listener; SASL users are
+            # looked up as the brokers' are (`credentials`).
+            security=listener_security(
+                listener, getter(self.config.values, LISTENER_DEFAULTS), self.credentials
+            ),
         )
         await self.server.start()
         endpoint = self.config.advertised(self.server.port)
@@ -157,7 +173,12 @@ class KeelPlanner:
 
     async def _refresh_bootstrap(self) -> None:
         brokers = await self.store.registered_brokers()
-        addresses = [b.info.endpoints[0].address for b in brokers if b.info.endpoints]
+        # Each broker's endpoint of the planner's security.protocol, as a client's bootstrap.
+        protocol = self.config.client_security.security_protocol
+        endpoints = (
+            next((e for e in b.info.endpoints if e.security_protocol == protocol), None) for b in brokers
+        )
+        addresses = [e.address for e in endpoints if e is not None]
         if addresses:
             self._bootstrap = ",".join(addresses)
 

@@ -53,9 +53,9 @@ def test_properties_file_syntax(tmp_path: Path) -> None:
         ({**BASE, "listeners": "127.0.0.1:9092"}, "listeners", "NAME://host:port"),
         ({**BASE, "listeners": "PLAINTEXT://h:99999"}, "listeners", "outside 0..65535"),
         (
-            {**BASE, "listeners": "SSL://h:1", "listener.security.protocol.map": "SSL:SSL"},
-            "listeners",
-            "PLAINTEXT",
+            {**BASE, "listeners": "SSL://h:1", "security.inter.broker.protocol": "SSL"},
+            "ssl.keystore.location",
+            "required on a TLS listener",
         ),
         ({**BASE, "advertised.listeners": "OTHER://h:1"}, "advertised.listeners", "not in listeners"),
     ],

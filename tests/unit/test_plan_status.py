@@ -15,6 +15,7 @@ from node.entry import CommandError, UsageError
 from wire.api import Response
 from wire.api.planner import PlannerStatusResponse
 from wire.envelope import ParsedRequest
+from wire.security import PLAINTEXT_CLIENT
 from wire.server import RpcServer
 
 MIB = 1 << 20
@@ -90,7 +91,14 @@ async def planner() -> AsyncIterator[tuple[RpcServer, list[dict[str, object]]]]:
 
 
 def args(port: int, **kw: object) -> argparse.Namespace:
-    values = {"planner": f"127.0.0.1:{port}", "timeout": 5.0, "format": "table", "wait": False, **kw}
+    values = {
+        "planner": f"127.0.0.1:{port}",
+        "timeout": 5.0,
+        "format": "table",
+        "wait": False,
+        "security": PLAINTEXT_CLIENT,
+        **kw,
+    }
     return argparse.Namespace(**values)
 
 

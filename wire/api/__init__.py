@@ -142,6 +142,8 @@ from wire.api.produce import (
     ProduceTopicResponse,
 )
 from wire.api.reelect_controller import ReelectControllerRequest, ReelectControllerResponse
+from wire.api.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
+from wire.api.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from wire.api.stop_replica import StopReplicaPartition, StopReplicaRequest, StopReplicaResponse
 from wire.api.update_metadata import (
     LiveBroker,
@@ -201,6 +203,8 @@ API_SPECS: dict[int, ApiSpec] = {
         ApiSpec(ApiKey.CANCEL_PLAN, 0, 0, CancelPlanRequest, CancelPlanResponse),
         ApiSpec(ApiKey.DESCRIBE_PLANNER, 0, 0, DescribePlannerRequest, DescribePlannerResponse),
         ApiSpec(ApiKey.CONTROLLED_SHUTDOWN, 0, 0, ControlledShutdownRequest, ControlledShutdownResponse),
+        ApiSpec(ApiKey.SASL_HANDSHAKE, 0, 0, SaslHandshakeRequest, SaslHandshakeResponse),
+        ApiSpec(ApiKey.SASL_AUTHENTICATE, 0, 0, SaslAuthenticateRequest, SaslAuthenticateResponse),
     )
 }
 
@@ -319,6 +323,10 @@ __all__ = [
     "ReplicaElectionResult",
     "Request",
     "Response",
+    "SaslAuthenticateRequest",
+    "SaslAuthenticateResponse",
+    "SaslHandshakeRequest",
+    "SaslHandshakeResponse",
     "StopReplicaPartition",
     "StopReplicaRequest",
     "StopReplicaResponse",

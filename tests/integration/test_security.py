@@ -1,0 +1,231 @@
+"""TLS and SASL on real broker processes: SSL and SASL_SSL listeners beside the PLAINTEXT one
+the harness watches the brokers on, clients with and without the right credentials, and a
+cluster whose controller channel and fetchers run over SASL_SSL."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+from kazoo.client import KazooClient
+
+from node.clients.admin import KeelAdminClient
+from node.clients.producer import KeelProducer
+from node.cluster.security import ClusterSecurity, jaas_entry, make_cluster_security
+from node.cluster.zookeeper import free_ports
+from node.security.settings import client_security_from_properties
+from tests.integration.conftest import BrokerProcess, Brokers
+from tests.integration.replication import log_records
+from tests.integration.test_partition_leadership import controller_of, create_topic, settled_to
+from tests.support import eventually, keel
+from wire import records
+from wire.api import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    DescribeClusterRequest,
+    ProducePartitionData,
+    ProduceRequest,
+    ProduceTopicData,
+)
+from wire.client import RpcClient
+from wire.errors import ErrorCode, NetworkException, SaslAuthenticationFailed
+from wire.security import ClientSecurity
+
+
+@pytest.fixture(scope="module")
+def cluster_security(tmp_path_factory: pytest.TempPathFactory) -> ClusterSecurity:
+    return make_cluster_security(tmp_path_factory.mktemp("pki"), "sasl", admin_password="admin-secret")
+
+
+def secured_broker(
+    brokers: Brokers, broker_id: int, security: ClusterSecurity, **extra: str
+) -> tuple[BrokerProcess, int, int]:
+    """A broker with PLAINTEXT (the harness's), SSL and SASL_SSL listeners; (broker, SSL
+    port, SASL_SSL port)."""
+    plain, ssl_port, sasl_port = free_ports(3)
+    settings = {
+        **security.broker_settings,
+        "listeners": f"PLAINTEXT://127.0.0.1:{plain},SSL://127.0.0.1:{ssl_port},SASL_SSL://127.0.0.1:{sasl_port}",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN",
+        "sasl.jaas.config": jaas_entry("admin", "admin-secret", admin="admin-secret", alice="alice"),
+        **extra,
+    }
+    return brokers.new(broker_id, settings, port=plain), ssl_port, sasl_port
+
+
+def client(security: ClusterSecurity, **overrides: str) -> ClientSecurity:
+    return client_security_from_properties({**security.client_properties, **overrides})
+
+
+async def test_tls_clients_and_a_plaintext_client_on_the_tls_port(
+    brokers: Brokers, cluster_security: ClusterSecurity
+) -> None:
+    broker, ssl_port, _ = secured_broker(brokers, 1, cluster_security)
+    broker.start()
+    await controller_of(brokers)
+    tls = client(cluster_security, **{"security.protocol": "SSL"})
+    async with KeelAdminClient(f"127.0.0.1:{ssl_port}", security=tls) as admin:
+        described = await admin.describe_cluster()
+    assert [b.broker_id for b in described.brokers] == [1]
+    # Metadata names the broker by the listener the request came in on.
+    async with KeelAdminClient(f"127.0.0.1:{ssl_port}", security=tls) as admin:
+        metadata = await admin.metadata(None)
+    assert [(b.host, b.port) for b in metadata.brokers] == [("127.0.0.1", ssl_port)]
+
+    # A plaintext client on the TLS port gets a closed connection, not an answer or a hang.
+    plain = await RpcClient.connect("127.0.0.1", ssl_port, request_timeout=5)
+    with pytest.raises(NetworkException):
+        await plain.send(ApiVersionsRequest())
+    await plain.close()
+    # A client that does not trust the broker's CA refuses it.
+    with pytest.raises(NetworkException, match="TLS"):
+        await RpcClient.connect(
+            "127.0.0.1", ssl_port, security_protocol="SSL", security=ClientSecurity("SSL"), connect_timeout=5
+        )
+    assert broker.running
+    async with KeelAdminClient(f"127.0.0.1:{ssl_port}", security=tls) as admin:
+        assert (await admin.describe_cluster()).cluster_id == described.cluster_id
+
+
+async def test_mutual_tls_is_required_when_ssl_client_auth_is_required(
+    brokers: Brokers, cluster_security: ClusterSecurity
+) -> None:
+    broker, ssl_port, _ = secured_broker(brokers, 1, cluster_security, **{"ssl.client.auth": "required"})
+    broker.start()
+    await controller_of(brokers)
+    with_certificate = client(cluster_security, **{"security.protocol": "SSL"})
+    async with KeelAdminClient(f"127.0.0.1:{ssl_port}", security=with_certificate) as admin:
+        assert [b.broker_id for b in (await admin.describe_cluster()).brokers] == [1]
+    props = {k: v for k, v in cluster_security.client_properties.items() if k != "ssl.keystore.location"}
+    without = client_security_from_properties({**props, "security.protocol": "SSL"})
+    with pytest.raises(NetworkException):
+        async with KeelAdminClient(f"127.0.0.1:{ssl_port}", security=without, timeout=5) as admin:
+            await admin.describe_cluster()
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+async def test_scram_clients_produce_and_the_cli_takes_command_config(
+    brokers: Brokers, kazoo: KazooClient, cluster_security: ClusterSecurity, mechanism: str, tmp_path: Path
+) -> None:
+    broker, _, sasl_port = secured_broker(brokers, 1, cluster_security)
+    broker.start()
+    await controller_of(brokers)
+    await create_topic(broker, "secured", partitions=1, rf=1)
+    await settled_to(brokers, kazoo, "secured", lambda s: s[0][0] == 1, "no leader")
+    alice = client(
+        cluster_security, **{"sasl.mechanism": mechanism, "sasl.jaas.config": jaas_entry("alice", "alice")}
+    )
+    async with KeelProducer(f"127.0.0.1:{sasl_port}", acks=-1, security=alice) as producer:
+        delivered = await producer.send_many("secured", [(None, b"over SASL_SSL")])
+    assert [d.base_offset for d in delivered] == [0]
+
+    config = tmp_path / "client.properties"
+    config.write_text(
+        cluster_security.client_config.read_text().replace("SCRAM-SHA-512", mechanism), encoding="utf-8"
+    )
+    described = keel(
+        "--command-config", str(config), "--bootstrap-server", f"127.0.0.1:{sasl_port}", "cluster", "describe"
+    )
+    assert described.returncode == 0, described.stderr
+    assert str(sasl_port) in described.stdout, "brokers are named by the listener the client came in on"
+
+
+async def test_wrong_password_fails_with_58_after_the_delay_and_others_are_served(
+    brokers: Brokers, cluster_security: ClusterSecurity
+) -> None:
+    delay_ms = 1500
+    broker, _, sasl_port = secured_broker(
+        brokers, 1, cluster_security, **{"connection.failed.authentication.delay.ms": str(delay_ms)}
+    )
+    broker.start()
+    await controller_of(brokers)
+    good = await RpcClient.connect(
+        "127.0.0.1", sasl_port, security_protocol="SASL_SSL", security=client(cluster_security)
+    )
+    wrong = client(cluster_security, **{"sasl.jaas.config": jaas_entry("admin", "not-the-password")})
+
+    async def fail() -> tuple[SaslAuthenticationFailed, float]:
+        started = time.monotonic()
+        with pytest.raises(SaslAuthenticationFailed) as caught:
+            await RpcClient.connect("127.0.0.1", sasl_port, security_protocol="SASL_SSL", security=wrong)
+        return caught.value, time.monotonic() - started
+
+    failing = asyncio.create_task(fail())
+    # While the failed client waits out its delay, an authenticated one is answered at once.
+    answered = []
+    while not failing.done():
+        started = time.monotonic()
+        await good.send(DescribeClusterRequest())
+        answered.append(time.monotonic() - started)
+        await asyncio.sleep(0.05)
+    error, elapsed = await failing
+    assert error.code == ErrorCode.SASL_AUTHENTICATION_FAILED == 58
+    assert elapsed >= delay_ms / 1000 * 0.9, "the failure is answered only after the delay"
+    assert len(answered) >= 5 and max(answered) < delay_ms / 1000 / 2, "the broker kept serving the others"
+    assert "failed authentication from" in broker.log()
+    await good.close()
+
+
+async def test_a_produce_before_authentication_closes_the_connection(
+    brokers: Brokers, kazoo: KazooClient, cluster_security: ClusterSecurity
+) -> None:
+    broker, _, sasl_port = secured_broker(brokers, 1, cluster_security)
+    broker.start()
+    await controller_of(brokers)
+    await create_topic(broker, "untouched", partitions=1, rf=1)
+    await settled_to(brokers, kazoo, "untouched", lambda s: s[0][0] == 1, "no leader")
+    # TLS only: the connection never authenticates before it sends the Produce.
+    tls_only = client(cluster_security, **{"security.protocol": "SSL"})
+    sneaky = await RpcClient.connect("127.0.0.1", sasl_port, security_protocol="SSL", security=tls_only)
+    versions = await sneaky.send(ApiVersionsRequest())  # allowed before authentication
+    assert isinstance(versions, ApiVersionsResponse) and not versions.error_code
+    batch = records.build_batch([(None, b"forged")], timestamp=1)
+    produce = ProduceRequest(
+        acks=1,
+        topic_data=[
+            ProduceTopicData(name="untouched", partition_data=[ProducePartitionData(index=0, records=batch)])
+        ],
+    )
+    with pytest.raises(NetworkException):
+        await sneaky.send(produce, timeout=5)
+    await sneaky.close()
+    assert "PRODUCE before SASL authentication completed" in broker.log()
+    assert log_records(broker, "untouched", 0) == [], "nothing was appended"
+
+
+async def test_three_brokers_elect_and_replicate_over_sasl_ssl(
+    brokers: Brokers, kazoo: KazooClient, cluster_security: ClusterSecurity
+) -> None:
+    started = [
+        secured_broker(brokers, i, cluster_security, **{"security.inter.broker.protocol": "SASL_SSL"})[
+            0
+        ].start()
+        for i in (1, 2, 3)
+    ]
+    controller = await controller_of(brokers)
+    await create_topic(brokers.by_id(controller), "replicated", partitions=3, rf=3)
+    await settled_to(
+        brokers, kazoo, "replicated", lambda s: all(len(isr) == 3 for _, _, isr in s.values()), "ISR"
+    )
+    async with KeelProducer(",".join(f"127.0.0.1:{b.port}" for b in started), acks=-1) as producer:
+        delivered = await producer.send_many("replicated", [(None, f"r{i}".encode()) for i in range(30)])
+    assert sum(d.count for d in delivered) == 30
+
+    async def followers_caught_up() -> bool:
+        logs = [[len(log_records(b, "replicated", p)) for b in started] for p in range(3)]
+        same = all(len(set(per_partition)) == 1 for per_partition in logs)
+        return same and sum(counts[0] for counts in logs) == 30
+
+    await eventually(
+        followers_caught_up, timeout=30, message="followers did not copy the records over SASL_SSL"
+    )
+    registration = orjson.loads(kazoo.get("/brokers/ids/1")[0])
+    assert registration["listener_security_protocol_map"] == {
+        "PLAINTEXT": "PLAINTEXT",
+        "SSL": "SSL",
+        "SASL_SSL": "SASL_SSL",
+    }
+    assert [e.split("://")[0] for e in registration["endpoints"]] == ["PLAINTEXT", "SSL", "SASL_SSL"]
