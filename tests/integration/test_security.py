@@ -74,6 +74,18 @@ def secured_broker(
     return brokers.new(broker_id, settings, port=plain), ssl_port, sasl_port
 
 
+async def broker_leading(
+    brokers: Brokers, kazoo: KazooClient, security: ClusterSecurity, topic: str
+) -> tuple[BrokerProcess, int]:
+    """One secured broker, started, leading a new one-partition `topic`; (broker, SASL_SSL port)."""
+    broker, _, sasl_port = secured_broker(brokers, 1, security)
+    broker.start()
+    await controller_of(brokers)
+    await create_topic(broker, topic, partitions=1, rf=1)
+    await settled_to(brokers, kazoo, topic, lambda s: s[0][0] == 1, "no leader")
+    return broker, sasl_port
+
+
 def client(security: ClusterSecurity, **overrides: str) -> ClientSecurity:
     return client_security_from_properties({**security.client_properties, **overrides})
 
@@ -128,11 +140,7 @@ async def test_mutual_tls_is_required_when_ssl_client_auth_is_required(
 async def test_scram_clients_produce_and_the_cli_takes_command_config(
     brokers: Brokers, kazoo: KazooClient, cluster_security: ClusterSecurity, mechanism: str, tmp_path: Path
 ) -> None:
-    broker, _, sasl_port = secured_broker(brokers, 1, cluster_security)
-    broker.start()
-    await controller_of(brokers)
-    await create_topic(broker, "secured", partitions=1, rf=1)
-    await settled_to(brokers, kazoo, "secured", lambda s: s[0][0] == 1, "no leader")
+    _, sasl_port = await broker_leading(brokers, kazoo, cluster_security, "secured")
     alice = client(
         cluster_security, **{"sasl.mechanism": mechanism, "sasl.jaas.config": jaas_entry("alice", "alice")}
     )
@@ -238,11 +246,7 @@ async def test_wrong_password_fails_with_58_after_the_delay_and_others_are_serve
 async def test_a_produce_before_authentication_closes_the_connection(
     brokers: Brokers, kazoo: KazooClient, cluster_security: ClusterSecurity
 ) -> None:
-    broker, _, sasl_port = secured_broker(brokers, 1, cluster_security)
-    broker.start()
-    await controller_of(brokers)
-    await create_topic(broker, "untouched", partitions=1, rf=1)
-    await settled_to(brokers, kazoo, "untouched", lambda s: s[0][0] == 1, "no leader")
+    broker, sasl_port = await broker_leading(brokers, kazoo, cluster_security, "untouched")
     # TLS only: the connection never authenticates before it sends the Produce.
     tls_only = client(cluster_security, **{"security.protocol": "SSL"})
     sneaky = await RpcClient.connect("127.0.0.1", sasl_port, security_protocol="SSL", security=tls_only)
