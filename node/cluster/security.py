@@ -65,8 +65,9 @@ class ClusterSecurity:
         client with the brokers' own identity (its `security.protocol` and `sasl.mechanism`)."""
         settings = {**self.broker_settings, "listeners": f"{self.protocol}://127.0.0.1:{port}"}
         settings["security.protocol"] = self.protocol
-        if "sasl.mechanism.inter.broker.protocol" in settings:
-            settings["sasl.mechanism"] = settings["sasl.mechanism.inter.broker.protocol"]
+        mechanism = settings.pop("sasl.mechanism.inter.broker.protocol", None)
+        if mechanism is not None:
+            settings["sasl.mechanism"] = mechanism
         return settings
 
     def client(self) -> ClientSecurity:

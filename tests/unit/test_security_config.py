@@ -236,3 +236,13 @@ def test_the_inter_broker_principal(pki: ClusterSecurity, props: dict[str, str],
     ask for one, else ANONYMOUS; the broker's in-process requests carry the same."""
     settings = {**pki.broker_settings, "ssl.client.auth": "none", **props}
     assert load_config({**BASE, **settings}).inter_broker_principal == principal
+
+
+def test_the_planner_of_a_secured_local_cluster_takes_the_brokers_settings(pki: ClusterSecurity) -> None:
+    from node.planner.config import load_config as load_planner_config
+
+    config = load_planner_config({"zookeeper.connect": "127.0.0.1:2181", **pki.planner_settings(9999)})
+    assert config.unknown == ()
+    assert (config.listener.security_protocol, config.listener.port) == ("SASL_SSL", 9999)
+    sasl = config.client_security.sasl
+    assert sasl is not None and (sasl.mechanism, sasl.username) == ("SCRAM-SHA-512", "broker")
