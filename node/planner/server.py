@@ -83,6 +83,7 @@ class KeelPlanner:
             executor=self.executor,
             self_healing=config.get_bool("planner.self.healing.enable"),
             authorizer=None if self.acl_authorizer is None else self.acl_authorizer.authorizer,
+            client_security=config.client_security,
         )
         self.service.snapshot_retention = config.get_int("planner.snapshot.retention.count")
         self._tasks: list[asyncio.Task[None]] = []
