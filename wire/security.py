@@ -19,6 +19,11 @@ from wire.sasl import CredentialLookup, SaslCredentials
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 # Kafka's connection.failed.authentication.delay.ms default.
 FAILED_AUTHENTICATION_DELAY_MS = 100
+# Kafka's sasl.server.max.receive.size default: the largest frame before authentication.
+SASL_SERVER_MAX_RECEIVE_SIZE = 524_288
+# Keel's sasl.server.authentication.timeout.ms default (Kafka bounds the exchange only by
+# connections.max.idle.ms between its messages): as long as a client's request.timeout.ms.
+SASL_AUTHENTICATION_TIMEOUT_MS = 30_000
 
 
 def uses_tls(security_protocol: str) -> bool:
@@ -38,7 +43,9 @@ def no_credentials(username: str, mechanism: str) -> None:
 class ListenerSecurity:
     """One listener's security: its name and protocol (which every request's context
     carries), the TLS context of SSL and SASL_SSL, and for SASL_* the enabled mechanisms
-    and where credentials are looked up."""
+    and where credentials are looked up. Until a SASL connection has authenticated, its
+    frames are at most `sasl_max_receive_size` bytes and the whole exchange, from the
+    connection's accept, must end within `authentication_timeout_ms`."""
 
     listener_name: str = "PLAINTEXT"
     security_protocol: str = "PLAINTEXT"
@@ -46,6 +53,8 @@ class ListenerSecurity:
     sasl_mechanisms: tuple[str, ...] = SCRAM_MECHANISMS
     credentials: CredentialLookup = no_credentials
     failed_authentication_delay_ms: int = FAILED_AUTHENTICATION_DELAY_MS
+    sasl_max_receive_size: int = SASL_SERVER_MAX_RECEIVE_SIZE
+    authentication_timeout_ms: int = SASL_AUTHENTICATION_TIMEOUT_MS
 
     def __post_init__(self) -> None:
         if self.security_protocol not in SECURITY_PROTOCOLS:

@@ -44,6 +44,7 @@ from node.security.settings import LISTENER_DEFAULTS, getter, listener_security
 from node.zk.client import ZooKeeperClient
 from node.zk.store import ZkClusterStore
 from wire.api import MetadataRequest
+from wire.connection_quotas import ConnectionQuotas
 from wire.pool import secured_connection_pools
 from wire.sasl import CredentialLookup
 from wire.server import RpcServer
@@ -188,6 +189,8 @@ class KeelBroker:
         self._start_periodic_tasks()
         endpoints = []
         settings = getter(self.config.values, LISTENER_DEFAULTS)
+        # One count for all the listeners: max.connections is broker-wide.
+        quotas = ConnectionQuotas(self.config.connection_limits)
         for listener in self.config.listeners:
             server = RpcServer(
                 self.apis.handle,
@@ -195,6 +198,7 @@ class KeelBroker:
                 listener.port,
                 max_frame_size=self.config.get_int("socket.request.max.bytes"),
                 security=listener_security(listener, settings, self.credentials),
+                quotas=quotas,
             )
             await server.start()
             self.servers.append(server)

@@ -35,6 +35,7 @@ from node.zk import paths
 from node.zk.client import ZooKeeperClient
 from node.zk.data import PlannerRegistration
 from node.zk.store import ZkClusterStore
+from wire.connection_quotas import ConnectionQuotas
 from wire.sasl import CredentialLookup
 from wire.server import RpcServer
 
@@ -141,6 +142,7 @@ class KeelPlanner:
             listener.host or "0.0.0.0",
             listener.port,
             max_frame_size=self.config.get_int("socket.request.max.bytes"),
+            quotas=ConnectionQuotas(self.config.connection_limits),
             # The same settings, and the same server, as a broker's listener; SASL users are
             # looked up as the brokers' are (`credentials`).
             security=listener_security(
