@@ -65,7 +65,7 @@ class RefusalLog:
         self._last: dict[str, float] = {}
         self._suppressed: Counter[str] = Counter()
 
-    def warning(self, kind: str, message: str, *args: object) -> None:
+    def report(self, kind: str, message: str, *args: object) -> None:
         now = self._clock()
         last = self._last.get(kind)
         if last is not None and now - last < self._interval_s:
@@ -75,7 +75,7 @@ class RefusalLog:
         suppressed = self._suppressed.pop(kind, 0)
         if suppressed:
             message += " (and %d more like it in the last %.0f s)"
-            args = (*args, suppressed, now - (last or now))
+            args = (*args, suppressed, now - (last if last is not None else now))
         self._log.warning(message, *args)
 
 
@@ -116,7 +116,7 @@ class ConnectionQuotas:
     async def wait_for_slot(self, listener: str) -> None:
         if self.slot_available(listener):
             return
-        self.refusals.warning(
+        self.refusals.report(
             "max.connections",
             "listener %s holds %d connections (broker-wide %d): max.connections reached,"
             " accepting no more until one closes",
@@ -139,7 +139,7 @@ class ConnectionQuotas:
         to be closed, and this logs why)."""
         limit = self.limits.per_ip(host)
         if self._per_ip[host] >= limit:
-            self.refusals.warning(
+            self.refusals.report(
                 "max.connections.per.ip",
                 "refused a connection from %s on %s: the address already has the maximum of %d"
                 " connections (max.connections.per.ip)",

@@ -125,7 +125,7 @@ class RpcServer:
             except OSError as e:
                 # Out of file descriptors or memory (EMFILE, ENFILE, ENOBUFS): the pending
                 # connection stays in the backlog; try again shortly rather than spin.
-                self._refusals.warning("accept", "cannot accept on %s: %s", listener, _reason(e))
+                self._refusals.report("accept", "cannot accept on %s: %s", listener, _reason(e))
                 await asyncio.sleep(_ACCEPT_RETRY_S)
                 continue
             host = _host_of(address)
@@ -152,7 +152,7 @@ class RpcServer:
                 )
             except (OSError, ssl.SSLError, TimeoutError) as e:
                 # The transport closed the socket; a scan or a client with the wrong CA.
-                self._refusals.warning("tls", "TLS handshake with %s failed: %s", peer, e)
+                self._refusals.report("tls", "TLS handshake with %s failed: %s", peer, e)
                 return
             writer = asyncio.StreamWriter(transport, protocol, reader, loop)
             connection = _Connection(self._security, host, writer.get_extra_info("ssl_object"))
@@ -211,19 +211,19 @@ class RpcServer:
                     deadline.reschedule(loop.time() + idle_s)
                     await writer.drain()
             if decoder.buffered:
-                self._refusals.warning(
+                self._refusals.report(
                     "torn frame", "connection from %s ended inside a frame (%d bytes)", peer, decoder.buffered
                 )
         except TimeoutError:
             self._log_timeout(waiting, peer, decoder.buffered)
         except FrameError as e:
-            self._refusals.warning("frame", "closing connection from %s: %s", peer, e.message)
+            self._refusals.report("frame", "closing connection from %s: %s", peer, e.message)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
 
     def _log_timeout(self, waiting: str, peer: object, buffered: int) -> None:
         if waiting == "authentication":
-            self._refusals.warning(
+            self._refusals.report(
                 "authentication timeout",
                 "closing connection from %s: not authenticated within %d ms"
                 " (sasl.server.authentication.timeout.ms)",
@@ -231,20 +231,27 @@ class RpcServer:
                 self._security.authentication_timeout_ms,
             )
         elif waiting == "write":
-            self._refusals.warning(
+            self._refusals.report(
                 "write timeout",
                 "closing connection from %s: it took no answer for %d ms (connections.max.idle.ms)",
                 peer,
                 self._quotas.limits.connections_max_idle_ms,
             )
+        elif buffered:
+            self._refusals.report(
+                "stalled frame",
+                "closing connection from %s: %d bytes of a frame, then nothing for %d ms"
+                " (connections.max.idle.ms)",
+                peer,
+                buffered,
+                self._quotas.limits.connections_max_idle_ms,
+            )
         else:
-            self._refusals.warning(
+            self._refusals.report(
                 "idle",
-                "closing connection from %s: idle for %d ms (connections.max.idle.ms), %d bytes of a"
-                " frame pending",
+                "closing connection from %s: idle for %d ms (connections.max.idle.ms)",
                 peer,
                 self._quotas.limits.connections_max_idle_ms,
-                buffered,
             )
 
     async def _answer(self, frame: bytes, peer: object, connection: _Connection) -> tuple[bytes | None, bool]:
@@ -253,23 +260,23 @@ class RpcServer:
             request = parse_request(frame, connection.context)
         except WireError as e:
             if e.correlation_id is None:
-                self._refusals.warning("frame", "closing connection from %s: %s", peer, e.message)
+                self._refusals.report("frame", "closing connection from %s: %s", peer, e.message)
                 return None, False
-            self._refusals.warning("bad request", "bad request from %s: %s: %s", peer, e.code.name, e.message)
+            self._refusals.report("bad request", "bad request from %s: %s: %s", peer, e.code.name, e.message)
             return encode_response(e.correlation_id, error_response(e)), True
         correlation_id = request.header.correlation_id
         if connection.sasl is not None:
             step = connection.sasl.receive(request.body)
             if step is not None:
                 if step.failed_authentication:
-                    self._refusals.warning(
+                    self._refusals.report(
                         "failed authentication", "failed authentication from %s: %s", peer, step.reason
                     )
                     # Kafka's connection.failed.authentication.delay.ms: the answer, and the
                     # close after it, wait; only this connection's task sleeps.
                     await asyncio.sleep(self._security.failed_authentication_delay_ms / 1000)
                 elif step.close:
-                    self._refusals.warning("sasl", "closing connection from %s: %s", peer, step.reason)
+                    self._refusals.report("sasl", "closing connection from %s: %s", peer, step.reason)
                 connection.authenticated_as(connection.sasl.principal)
                 answer = None if step.response is None else encode_response(correlation_id, step.response)
                 return answer, not step.close
