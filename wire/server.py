@@ -157,6 +157,10 @@ class RpcServer:
             writer = asyncio.StreamWriter(transport, protocol, reader, loop)
             connection = _Connection(self._security, host, writer.get_extra_info("ssl_object"))
             await self._serve(reader, writer, peer, connection, accepted_at)
+        except Exception:
+            # A bug, not bad input (that is handled where it is read): this connection
+            # closes and the others go on, as Kafka's Processor closes a channel it fails on.
+            log.exception("connection from %s failed; closing it", peer)
         finally:
             self._quotas.release(self._security.listener_name, host)
             if writer is not None:
