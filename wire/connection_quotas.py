@@ -12,8 +12,8 @@ The two kinds of limit act as Kafka's acceptor makes them act:
   connection of another listener to make room, Keel does not).
 - `max.connections.per.ip` refuses: the connection is accepted and closed at once.
 
-A refusal or a wait is logged through `RefusalLog`: one line per kind, then at most one per
-interval with the count of those not logged, so a flood of refusals cannot flood the log.
+A refusal or a wait is logged through `RefusalLog`: a few lines per kind and interval, then
+the count of those not logged, so a flood of refusals cannot flood the log.
 """
 
 from __future__ import annotations
@@ -49,33 +49,38 @@ class ConnectionLimits:
 
 
 class RefusalLog:
-    """Warnings about refused or closed connections, rate-limited per kind: the first of a
-    kind is logged at once, the next ones at most once per `interval_s`, each saying how
-    many were not logged since the last."""
+    """Warnings about refused or closed connections, rate-limited per kind: at most `burst`
+    lines of a kind per `interval_s`; the first line after a quiet spell says how many
+    were not logged."""
 
     def __init__(
         self,
         logger: logging.Logger,
+        *,
+        burst: int = 5,
         interval_s: float = 10.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._log = logger
+        self._burst = burst
         self._interval_s = interval_s
         self._clock = clock
-        self._last: dict[str, float] = {}
+        self._window: dict[str, tuple[float, int]] = {}  # kind -> (window start, lines logged)
         self._suppressed: Counter[str] = Counter()
 
     def report(self, kind: str, message: str, *args: object) -> None:
         now = self._clock()
-        last = self._last.get(kind)
-        if last is not None and now - last < self._interval_s:
+        start, logged = self._window.get(kind, (now, 0))
+        if now - start >= self._interval_s:
+            start, logged = now, 0
+        if logged >= self._burst:
             self._suppressed[kind] += 1
             return
-        self._last[kind] = now
+        self._window[kind] = (start, logged + 1)
         suppressed = self._suppressed.pop(kind, 0)
         if suppressed:
-            message += " (and %d more like it in the last %.0f s)"
-            args = (*args, suppressed, now - (last if last is not None else now))
+            message += " (and %d more like it not logged)"
+            args = (*args, suppressed)
         self._log.warning(message, *args)
 
 
