@@ -91,7 +91,8 @@ class ConnectionQuotas:
 
     def __init__(self, limits: ConnectionLimits | None = None, refusals: RefusalLog | None = None) -> None:
         self.limits = limits or ConnectionLimits()
-        self.refusals = refusals or RefusalLog(logging.getLogger(__name__))
+        # The server's log: every line is about a connection it refused or closed.
+        self.refusals = refusals or RefusalLog(logging.getLogger("wire.server"))
         self.total = 0
         self._per_listener: Counter[str] = Counter()
         self._per_ip: Counter[str] = Counter()

@@ -103,7 +103,7 @@ async def test_max_connections_holds_new_connections_until_one_closes(
     server: RpcServer = await serve(quotas)  # type: ignore[misc]
     first, second = await connect(server), await connect(server)
     assert await answered(first) and await answered(second)
-    with caplog.at_level(logging.WARNING, logger="wire.connection_quotas"):
+    with caplog.at_level(logging.WARNING, logger="wire.server"):
         # The TCP connection completes (the kernel's backlog) but nobody reads it yet.
         third = await connect(server)
         waiting = asyncio.create_task(third.send(ApiVersionsRequest()))
@@ -143,7 +143,7 @@ async def test_max_connections_per_ip_refuses_at_once_and_overrides_raise_it(
     server: RpcServer = await serve(quotas)  # type: ignore[misc]
     kept = await connect(server)
     assert await answered(kept)
-    with caplog.at_level(logging.WARNING, logger="wire.connection_quotas"):
+    with caplog.at_level(logging.WARNING, logger="wire.server"):
         for _ in range(20):
             reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
             assert await closed_by_server(reader), "a second connection from the address is closed"
@@ -168,7 +168,7 @@ async def test_idle_connections_and_stalled_partial_frames_are_closed(
 ) -> None:
     quotas = ConnectionQuotas(ConnectionLimits(connections_max_idle_ms=300))
     server: RpcServer = await serve(quotas)  # type: ignore[misc]
-    with caplog.at_level(logging.WARNING, logger="wire.connection_quotas"):
+    with caplog.at_level(logging.WARNING, logger="wire.server"):
         idle_reader, idle_writer = await asyncio.open_connection("127.0.0.1", server.port)
         stalled_reader, stalled_writer = await asyncio.open_connection("127.0.0.1", server.port)
         # A frame that declares 1000 bytes and sends 10 of them, then nothing.
@@ -211,7 +211,7 @@ async def test_a_sasl_connection_must_authenticate_within_the_deadline_even_if_b
     quotas = ConnectionQuotas()
     server: RpcServer = await serve(quotas, security=sasl_listener(authentication_timeout_ms=400))  # type: ignore[misc]
     authenticated = await connect(server, security_protocol="SASL_PLAINTEXT", security=ALICE)
-    with caplog.at_level(logging.WARNING, logger="wire.connection_quotas"):
+    with caplog.at_level(logging.WARNING, logger="wire.server"):
         # ApiVersions is allowed before authentication, but does not extend the deadline.
         lingering = await connect(server)
 
