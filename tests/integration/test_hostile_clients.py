@@ -8,6 +8,10 @@ Latency is the median of 50 produce-then-fetch round trips on one connection, qu
 attack, after a warm-up. The attack runs in another process so that this test's event loop,
 which times the round trips, does none of its work; the attack's trickle (500 small writes a
 second) is the only extra load on the two cores besides the broker's own.
+
+Both processes need a descriptor per connection: the test raises its own soft
+RLIMIT_NOFILE if it is below what the attack needs, and the broker and the attacker, started
+after, inherit it.
 """
 
 from __future__ import annotations
@@ -42,10 +46,11 @@ SAMPLES, WARM_UP = 50, 10
 SPACING_S = 0.05
 # Per connection the broker holds a socket, its transport, stream reader and writer, a task
 # and its frames, the frame decoder and the security context: about 6 KiB in CPython
-# (measured here: 1,750 connections took 10.4 MiB; the test prints it). A slowloris connection also holds what it sent of
-# its frame (64 bytes a second here, never more than its declared length). 32 KiB a
-# connection leaves room for the allocator's pools and a slower CPython; buffering the
-# declared 1 MiB of each slow frame ahead of its bytes would pass it ten-fold.
+# (measured here: 1,750 connections took 10.4 MiB; the test prints it). A slowloris
+# connection also holds what it sent of its frame (64 bytes a second here, never more than
+# its declared length). 32 KiB a connection leaves room for the allocator's pools and a
+# slower CPython; buffering the declared 1 MiB of each slow frame ahead of its bytes would
+# pass it ten-fold.
 BOUND_KIB_PER_CONNECTION = 32
 TOPIC = "steady"
 
