@@ -84,7 +84,9 @@ class RpcServer:
         self._tls = security.ssl_context if uses_tls(security.security_protocol) else None
         self._sockets: list[socket.socket] = []
         self._acceptors: list[asyncio.Task[None]] = []
-        self._connections: set[asyncio.Task[None]] = set()
+        # Each connection's task and its socket (closed here too for a task cancelled by
+        # close() before it ever ran).
+        self._connections: dict[asyncio.Task[None], socket.socket] = {}
 
     @property
     def port(self) -> int:
@@ -108,10 +110,15 @@ class RpcServer:
         await asyncio.gather(*self._acceptors, return_exceptions=True)
         for listening in self._sockets:
             listening.close()
-        for task in list(self._connections):
+        connections = dict(self._connections)
+        for task in connections:
             task.cancel()
-        if self._connections:
-            await asyncio.gather(*self._connections, return_exceptions=True)
+        await asyncio.gather(*connections, return_exceptions=True)
+        for sock in connections.values():
+            sock.close()
+
+    def _forget(self, task: asyncio.Task[None]) -> None:
+        self._connections.pop(task, None)
 
     async def _accept_loop(self, listening: socket.socket) -> None:
         """Kafka's acceptor: wait for a slot under max.connections, accept, refuse an address
@@ -133,8 +140,8 @@ class RpcServer:
                 sock.close()
                 continue
             task = asyncio.create_task(self._connection(sock, host, address))
-            self._connections.add(task)
-            task.add_done_callback(self._connections.discard)
+            self._connections[task] = sock
+            task.add_done_callback(self._forget)
 
     async def _connection(self, sock: socket.socket, host: str, peer: object) -> None:
         loop = asyncio.get_running_loop()
