@@ -20,6 +20,11 @@ from wire.sasl import CredentialLookup, SaslCredentials
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 # Kafka's connection.failed.authentication.delay.ms default.
 FAILED_AUTHENTICATION_DELAY_MS = 100
+# Kafka's sasl.server.max.receive.size default: the largest frame before authentication.
+SASL_SERVER_MAX_RECEIVE_SIZE = 524_288
+# Keel's sasl.server.authentication.timeout.ms default (Kafka bounds the exchange only by
+# connections.max.idle.ms between its messages): as long as a client's request.timeout.ms.
+SASL_AUTHENTICATION_TIMEOUT_MS = 30_000
 
 
 def uses_tls(security_protocol: str) -> bool:
@@ -40,7 +45,9 @@ class ListenerSecurity:
     """One listener's security: its name and protocol (which every request's context
     carries), the TLS context of SSL and SASL_SSL, and for SASL_* the enabled mechanisms,
     where SCRAM credentials are looked up, and the PLAIN users' passwords (Kafka's
-    `user_<name>` options of the listener's PlainLoginModule entry)."""
+    `user_<name>` options of the listener's PlainLoginModule entry). Until a SASL connection
+    has authenticated, its frames are at most `sasl_max_receive_size` bytes and the whole
+    exchange, from the connection's accept, must end within `authentication_timeout_ms`."""
 
     listener_name: str = "PLAINTEXT"
     security_protocol: str = "PLAINTEXT"
@@ -49,6 +56,8 @@ class ListenerSecurity:
     credentials: CredentialLookup = no_credentials
     plain_users: Mapping[str, str] = dataclasses.field(default_factory=dict, repr=False)
     failed_authentication_delay_ms: int = FAILED_AUTHENTICATION_DELAY_MS
+    sasl_max_receive_size: int = SASL_SERVER_MAX_RECEIVE_SIZE
+    authentication_timeout_ms: int = SASL_AUTHENTICATION_TIMEOUT_MS
 
     def __post_init__(self) -> None:
         if self.security_protocol not in SECURITY_PROTOCOLS:

@@ -11,6 +11,14 @@ wraps the socket before the first byte is read, and on a SASL listener each requ
 goes through the connection's `SaslServer` (`wire/sasl.py`), which answers the SASL exchange
 itself and closes a connection that sends anything else before it authenticated. The
 connection's `RequestContext` carries the principal it authenticated as.
+
+Hostile clients meet Kafka's limits here: the connection counts of `wire/connection_quotas.py`
+(checked by the server's own accept loop), `connections.max.idle.ms` (a connection that sends
+nothing, or takes none of its answers, for that long is closed, a stalled partial frame
+included), `socket.request.max.bytes` (a frame's declared length, refused before its body is
+buffered; a partial frame holds only the bytes that arrived), and on SASL listeners Kafka's
+`sasl.server.max.receive.size` and Keel's `sasl.server.authentication.timeout.ms` until the
+connection has authenticated. Refusals are logged rate-limited (`RefusalLog`).
 """
 
 from __future__ import annotations
@@ -19,9 +27,12 @@ import asyncio
 import dataclasses
 import logging
 import os
+import socket
+import ssl
 from collections.abc import Awaitable, Callable
 
 from wire.api import ApiKey, Response
+from wire.connection_quotas import ConnectionQuotas
 from wire.context import ANONYMOUS, RequestContext
 from wire.envelope import ParsedRequest, encode_response, error_response, parse_request
 from wire.errors import FrameError, IllegalSaslState, UnknownServerError, WireError
@@ -35,6 +46,9 @@ log = logging.getLogger(__name__)
 Handler = Callable[[ParsedRequest], Awaitable[Response]]
 _READ_CHUNK = 256 * 1024
 _SASL_KEYS = (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)
+# Connections waiting for the acceptor (max.connections) stay in the kernel's queue.
+_BACKLOG = socket.SOMAXCONN
+_ACCEPT_RETRY_S = 0.1
 # Kafka gives a TLS handshake the connection's whole setup time; a peer that stalls in it
 # holds only its own connection.
 _TLS_HANDSHAKE_TIMEOUT_S = 10.0
@@ -46,6 +60,9 @@ class ListenerUnavailable(OSError):
 
 
 class RpcServer:
+    """One listener. `quotas` are shared by all the listeners of a process (the broker-wide
+    `max.connections`); each server makes its own when given none."""
+
     def __init__(
         self,
         handler: Handler,
@@ -54,83 +71,199 @@ class RpcServer:
         *,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         security: ListenerSecurity = PLAINTEXT_LISTENER,
+        quotas: ConnectionQuotas | None = None,
     ) -> None:
         self._handler = handler
         self._security = security
         self._host = host
         self._port = port
         self._max_frame_size = max_frame_size
-        self._server: asyncio.Server | None = None
-        self._connections: set[asyncio.Task[None]] = set()
+        self._quotas = quotas or ConnectionQuotas()
+        self._quotas.register_listener(security.listener_name)
+        self._refusals = self._quotas.refusals
+        self._tls = security.ssl_context if uses_tls(security.security_protocol) else None
+        self._sockets: list[socket.socket] = []
+        self._acceptors: list[asyncio.Task[None]] = []
+        # Each connection's task and its socket (closed here too for a task cancelled by
+        # close() before it ever ran).
+        self._connections: dict[asyncio.Task[None], socket.socket] = {}
 
     @property
     def port(self) -> int:
         """The bound port (the real one when 0 was asked for)."""
-        if self._server is None or not self._server.sockets:
+        if not self._sockets:
             return self._port
-        return int(self._server.sockets[0].getsockname()[1])
+        return int(self._sockets[0].getsockname()[1])
 
     async def start(self) -> None:
-        try:
-            tls = self._security.ssl_context if uses_tls(self._security.security_protocol) else None
-            self._server = await asyncio.start_server(
-                self._accept,
-                self._host,
-                self._port,
-                reuse_address=True,
-                ssl=tls,
-                ssl_handshake_timeout=_TLS_HANDSHAKE_TIMEOUT_S if tls else None,
+        self._sockets = await _bind(self._host, self._port)
+        for listening in self._sockets:
+            self._acceptors.append(
+                asyncio.create_task(
+                    self._accept_loop(listening), name=f"accept-{self._security.listener_name}"
+                )
             )
-        except OSError as e:
-            raise ListenerUnavailable(f"cannot listen on {self._host}:{self._port}: {_reason(e)}") from e
 
     async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-        for task in list(self._connections):
+        for task in self._acceptors:
             task.cancel()
-        if self._connections:
-            await asyncio.gather(*self._connections, return_exceptions=True)
-        if self._server is not None:
-            await self._server.wait_closed()
+        await asyncio.gather(*self._acceptors, return_exceptions=True)
+        for listening in self._sockets:
+            listening.close()
+        connections = dict(self._connections)
+        for task in connections:
+            task.cancel()
+        await asyncio.gather(*connections, return_exceptions=True)
+        for sock in connections.values():
+            sock.close()
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._connections.add(task)
+    def _forget(self, task: asyncio.Task[None]) -> None:
+        self._connections.pop(task, None)
+
+    async def _accept_loop(self, listening: socket.socket) -> None:
+        """Kafka's acceptor: wait for a slot under max.connections, accept, refuse an address
+        over max.connections.per.ip, and give the connection its own task."""
+        loop = asyncio.get_running_loop()
+        listener = self._security.listener_name
+        while True:
+            await self._quotas.wait_for_slot(listener)
+            try:
+                sock, address = await loop.sock_accept(listening)
+            except OSError as e:
+                # Out of file descriptors or memory (EMFILE, ENFILE, ENOBUFS): the pending
+                # connection stays in the backlog; try again shortly rather than spin.
+                self._refusals.report("accept", "cannot accept on %s: %s", listener, _reason(e))
+                await asyncio.sleep(_ACCEPT_RETRY_S)
+                continue
+            host = _host_of(address)
+            if not self._quotas.admit(listener, host):
+                sock.close()
+                continue
+            task = asyncio.create_task(self._connection(sock, host, address))
+            self._connections[task] = sock
+            task.add_done_callback(self._forget)
+
+    async def _connection(self, sock: socket.socket, host: str, peer: object) -> None:
+        loop = asyncio.get_running_loop()
+        accepted_at = loop.time()
+        writer: asyncio.StreamWriter | None = None
         try:
-            await self._serve(reader, writer)
-        except asyncio.CancelledError:
-            # close() cancels the connections. The task must still end normally: the stream
-            # protocol's done-callback (asyncio before 3.12) calls task.exception(), which
-            # raises for a cancelled task and logs "Exception in callback" on every stop.
-            pass
+            reader = asyncio.StreamReader()
+            protocol = asyncio.StreamReaderProtocol(reader)
+            try:
+                transport, _ = await loop.connect_accepted_socket(
+                    lambda: protocol,
+                    sock,
+                    ssl=self._tls,
+                    ssl_handshake_timeout=_TLS_HANDSHAKE_TIMEOUT_S if self._tls else None,
+                )
+            except (OSError, ssl.SSLError, TimeoutError) as e:
+                # The transport closed the socket; a scan or a client with the wrong CA.
+                self._refusals.report("tls", "TLS handshake with %s failed: %s", peer, e)
+                return
+            writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+            connection = _Connection(self._security, host, writer.get_extra_info("ssl_object"))
+            await self._serve(reader, writer, peer, connection, accepted_at)
+        except Exception:
+            # A bug, not bad input (that is handled where it is read): this connection
+            # closes and the others go on, as Kafka's Processor closes a channel it fails on.
+            log.exception("connection from %s failed; closing it", peer)
         finally:
-            self._connections.discard(task)
-            writer.close()
+            self._quotas.release(self._security.listener_name, host)
+            if writer is not None:
+                writer.close()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        peer = writer.get_extra_info("peername")
-        connection = _Connection(self._security, _host_of(peer), writer.get_extra_info("ssl_object"))
+    async def _serve(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        peer: object,
+        connection: _Connection,
+        accepted_at: float,
+    ) -> None:
+        """Read, answer, write, until the peer hangs up or a limit closes the connection:
+        `connections.max.idle.ms` while waiting for bytes or for the peer to take the
+        answers (never while a request is handled: a Fetch may wait), and on a SASL listener
+        the authentication deadline and the smaller frame limit until it has authenticated."""
+        loop = asyncio.get_running_loop()
+        idle_s = self._quotas.limits.connections_max_idle_ms / 1000
+        authenticate_by = accepted_at + self._security.authentication_timeout_ms / 1000
         decoder = FrameDecoder(self._max_frame_size)
+        if not connection.authenticated:
+            decoder.max_frame_size = min(self._max_frame_size, self._security.sasl_max_receive_size)
+        waiting = "idle"
         try:
-            while data := await reader.read(_READ_CHUNK):
-                decoder.feed(data)
-                while (frame := decoder.next_frame()) is not NEED_DATA:
-                    assert isinstance(frame, bytes)
-                    answer, keep_open = await self._answer(frame, peer, connection)
-                    if answer is not None:
-                        writer.write(encode_frame(answer))
-                    if not keep_open:
-                        await writer.drain()
-                        return
-                await writer.drain()
+            async with asyncio.timeout(None) as deadline:
+                while True:
+                    waiting = "idle" if connection.authenticated else "authentication"
+                    deadline.reschedule(
+                        loop.time() + idle_s
+                        if connection.authenticated
+                        else min(loop.time() + idle_s, authenticate_by)
+                    )
+                    data = await reader.read(_READ_CHUNK)
+                    if not data:
+                        break
+                    decoder.feed(data)
+                    deadline.reschedule(None)
+                    while (frame := decoder.next_frame()) is not NEED_DATA:
+                        assert isinstance(frame, bytes)
+                        answer, keep_open = await self._answer(frame, peer, connection)
+                        if connection.authenticated:
+                            decoder.max_frame_size = self._max_frame_size
+                        if answer is not None:
+                            writer.write(encode_frame(answer))
+                        if not keep_open:
+                            waiting = "write"
+                            deadline.reschedule(loop.time() + idle_s)
+                            await writer.drain()
+                            return
+                    waiting = "write"
+                    deadline.reschedule(loop.time() + idle_s)
+                    await writer.drain()
             if decoder.buffered:
-                log.warning("connection from %s ended inside a frame (%d bytes)", peer, decoder.buffered)
+                self._refusals.report(
+                    "torn frame", "connection from %s ended inside a frame (%d bytes)", peer, decoder.buffered
+                )
+        except TimeoutError:
+            self._log_timeout(waiting, peer, decoder.buffered)
         except FrameError as e:
-            log.warning("closing connection from %s: %s", peer, e.message)
+            self._refusals.report("frame", "closing connection from %s: %s", peer, e.message)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
+
+    def _log_timeout(self, waiting: str, peer: object, buffered: int) -> None:
+        if waiting == "authentication":
+            self._refusals.report(
+                "authentication timeout",
+                "closing connection from %s: not authenticated within %d ms"
+                " (sasl.server.authentication.timeout.ms)",
+                peer,
+                self._security.authentication_timeout_ms,
+            )
+        elif waiting == "write":
+            self._refusals.report(
+                "write timeout",
+                "closing connection from %s: it took no answer for %d ms (connections.max.idle.ms)",
+                peer,
+                self._quotas.limits.connections_max_idle_ms,
+            )
+        elif buffered:
+            self._refusals.report(
+                "stalled frame",
+                "closing connection from %s: %d bytes of a frame, then nothing for %d ms"
+                " (connections.max.idle.ms)",
+                peer,
+                buffered,
+                self._quotas.limits.connections_max_idle_ms,
+            )
+        else:
+            self._refusals.report(
+                "idle",
+                "closing connection from %s: idle for %d ms (connections.max.idle.ms)",
+                peer,
+                self._quotas.limits.connections_max_idle_ms,
+            )
 
     async def _answer(self, frame: bytes, peer: object, connection: _Connection) -> tuple[bytes | None, bool]:
         """The encoded response (None: none), and whether the connection stays open."""
@@ -138,22 +271,24 @@ class RpcServer:
             request = parse_request(frame, connection.context)
         except WireError as e:
             if e.correlation_id is None:
-                log.warning("closing connection from %s: %s", peer, e.message)
+                self._refusals.report("frame", "closing connection from %s: %s", peer, e.message)
                 return None, False
-            log.warning("bad request from %s: %s: %s", peer, e.code.name, e.message)
+            self._refusals.report("bad request", "bad request from %s: %s: %s", peer, e.code.name, e.message)
             return encode_response(e.correlation_id, error_response(e)), True
         correlation_id = request.header.correlation_id
         if connection.sasl is not None:
             step = connection.sasl.receive(request.body)
             if step is not None:
                 if step.failed_authentication:
-                    log.warning("failed authentication from %s: %s", peer, step.reason)
+                    self._refusals.report(
+                        "failed authentication", "failed authentication from %s: %s", peer, step.reason
+                    )
                     # Kafka's connection.failed.authentication.delay.ms: the answer, and the
                     # close after it, wait; only this connection's task sleeps.
                     await asyncio.sleep(self._security.failed_authentication_delay_ms / 1000)
                 elif step.close:
-                    log.warning("closing connection from %s: %s", peer, step.reason)
-                connection.authenticated(connection.sasl.principal)
+                    self._refusals.report("sasl", "closing connection from %s: %s", peer, step.reason)
+                connection.authenticated_as(connection.sasl.principal)
                 answer = None if step.response is None else encode_response(correlation_id, step.response)
                 return answer, not step.close
         elif request.spec.key in _SASL_KEYS:
@@ -186,7 +321,13 @@ class _Connection:
                 plain_users=security.plain_users,
             )
 
-    def authenticated(self, principal: str | None) -> None:
+    @property
+    def authenticated(self) -> bool:
+        """Whether requests other than the SASL exchange and ApiVersions may come (always,
+        on a listener without SASL)."""
+        return self.sasl is None or self.sasl.authenticated
+
+    def authenticated_as(self, principal: str | None) -> None:
         if principal is not None and principal != self.context.principal:
             self.context = dataclasses.replace(self.context, principal=principal)
 
@@ -197,6 +338,30 @@ def _host_of(peer: object) -> str:
     if isinstance(peer, tuple) and peer:
         return str(peer[0])
     return "" if peer is None else str(peer)
+
+
+async def _bind(host: str, port: int) -> list[socket.socket]:
+    """Listening sockets on every address `host` resolves to (as asyncio's start_server
+    binds them), accepted from by Keel's own loop so that max.connections can hold it back."""
+    sockets: list[socket.socket] = []
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+        for family, kind, proto, _, address in dict.fromkeys(infos):
+            listening = socket.socket(family, kind, proto)
+            sockets.append(listening)
+            listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                listening.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            listening.bind(address)
+            listening.listen(_BACKLOG)
+            listening.setblocking(False)
+    except OSError as e:
+        for listening in sockets:
+            listening.close()
+        raise ListenerUnavailable(f"cannot listen on {host}:{port}: {_reason(e)}") from e
+    return sockets
 
 
 def _reason(e: OSError) -> str:

@@ -17,6 +17,11 @@ import javaproperties
 from actors.acl import AclError
 from actors.authorizer import parse_super_users
 from actors.partition_limits import JUTE_MAX_BUFFER, ZNODE_REQUEST_OVERHEAD
+from node.security.connection_limits import (
+    connection_limits,
+    listener_max_connections,
+    per_ip_overrides,
+)
 from node.security.settings import (
     LISTENER_DEFAULTS,
     SettingError,
@@ -28,6 +33,7 @@ from node.security.settings import (
     security_protocol,
 )
 from node.zk.acls import DEFAULT_JAAS_SECTION, ZkSecurity, ZkSecurityError, read_credentials
+from wire.connection_quotas import CONNECTIONS_MAX_IDLE_MS, NO_LIMIT, ConnectionLimits
 from wire.context import ANONYMOUS
 from wire.endpoint import Endpoint
 from wire.security import PLAINTEXT_CLIENT, SECURITY_PROTOCOLS, ClientSecurity
@@ -125,9 +131,27 @@ AUTHORIZER_DEFINITIONS: dict[str, _Def] = {
 }
 
 
+def _per_ip_overrides(key: str, raw: str) -> dict[str, int]:
+    try:
+        return per_ip_overrides(key, raw)
+    except SettingError as e:
+        raise ConfigError(e.key, e.message) from None
+
+
+# Kafka's limits on clients' connections, for the brokers and the planner; how each acts:
+# wire/connection_quotas.py. `listener.name.<l>.max.connections` is read with the listeners.
+CONNECTION_DEFINITIONS = {
+    "max.connections": _Def(_int(0), str(NO_LIMIT)),
+    "max.connections.per.ip": _Def(_int(0), str(NO_LIMIT)),
+    "max.connections.per.ip.overrides": _Def(_per_ip_overrides, ""),
+    "connections.max.idle.ms": _Def(_int(1, _LONG_MAX), str(CONNECTIONS_MAX_IDLE_MS)),
+}
+
+
 # Kafka's names and defaults (spec §11) for what Keel uses.
 DEFINITIONS: dict[str, _Def] = {
     **ZOOKEEPER_SECURITY_DEFINITIONS,
+    **CONNECTION_DEFINITIONS,
     "broker.id": _Def(_int(0), None),
     "listeners": _Def(_str, "PLAINTEXT://:9092"),
     "advertised.listeners": _Def(_str, ""),
@@ -209,6 +233,7 @@ class BrokerConfig:
     inter_broker_security: ClientSecurity = PLAINTEXT_CLIENT
     # Whom the other brokers see on those connections (node/security/settings.py).
     inter_broker_principal: str = ANONYMOUS
+    connection_limits: ConnectionLimits = dataclasses.field(default_factory=ConnectionLimits)
 
     def get_int(self, key: str) -> int:
         value = self.values[key]
@@ -383,6 +408,7 @@ def load_config(props: Mapping[str, str]) -> BrokerConfig:
             mechanism_key="sasl.mechanism.inter.broker.protocol",
         )
         principal = inter_broker_principal(inter_broker_security, get)
+        limits = listener_connection_limits(values, props, listeners, inter_broker.listener)
     except SettingError as e:
         raise ConfigError(e.key, e.message) from None
     unknown = tuple(sorted(key for key in props if key not in values))
@@ -396,7 +422,21 @@ def load_config(props: Mapping[str, str]) -> BrokerConfig:
         inter_broker.listener,
         inter_broker_security,
         principal,
+        limits,
     )
+
+
+def listener_connection_limits(
+    values: dict[str, object],
+    props: Mapping[str, str],
+    listeners: tuple[Endpoint, ...],
+    protected_listener: str | None,
+) -> ConnectionLimits:
+    """The connection limits, once the listeners are known: their own
+    `listener.name.<l>.max.connections` join the parsed values (so they are not unknown)."""
+    names = [listener.listener for listener in listeners]
+    values.update(listener_max_connections(props, names))
+    return connection_limits(values, names, protected_listener if len(names) > 1 else None)
 
 
 def _inter_broker_listener(values: Mapping[str, object], listeners: tuple[Endpoint, ...]) -> Endpoint:

@@ -44,6 +44,7 @@ from node.security.settings import LISTENER_DEFAULTS, getter, listener_security
 from node.zk.client import ZooKeeperClient
 from node.zk.store import ZkClusterStore
 from wire.api import MetadataRequest
+from wire.connection_quotas import ConnectionQuotas
 from wire.context import RequestContext
 from wire.pool import secured_connection_pools
 from wire.server import RpcServer
@@ -182,6 +183,8 @@ class KeelBroker:
         await self.dynamic_config.startup()
         self._start_periodic_tasks()
         endpoints = []
+        # One count for all the listeners: max.connections is broker-wide.
+        quotas = ConnectionQuotas(self.config.connection_limits)
         for listener in self.config.listeners:
             server = RpcServer(
                 self.apis.handle,
@@ -189,6 +192,7 @@ class KeelBroker:
                 listener.port,
                 max_frame_size=self.config.get_int("socket.request.max.bytes"),
                 security=listener_security(listener, self.settings, self.credential_cache.credential),
+                quotas=quotas,
             )
             await server.start()
             self.servers.append(server)

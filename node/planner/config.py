@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from node.broker.config import (
     AUTHORIZER_DEFINITIONS,
+    CONNECTION_DEFINITIONS,
     DEFAULT_PROTOCOL_MAP,
     ZOOKEEPER_SECURITY_DEFINITIONS,
     ConfigError,
@@ -23,6 +24,7 @@ from node.broker.config import (
     _parse_protocol_map,
     _str,
     _text,
+    listener_connection_limits,
     parse_values,
     zookeeper_security,
 )
@@ -35,6 +37,7 @@ from node.security.settings import (
     getter,
 )
 from node.zk.acls import ZkSecurity
+from wire.connection_quotas import ConnectionLimits
 from wire.endpoint import Endpoint
 from wire.security import SECURITY_PROTOCOLS, ClientSecurity
 
@@ -42,6 +45,8 @@ _LONG_MAX = 2**63 - 1
 
 DEFINITIONS: dict[str, _Def] = {
     **ZOOKEEPER_SECURITY_DEFINITIONS,
+    # A broker's limits on its clients' connections, on the planner's listener.
+    **CONNECTION_DEFINITIONS,
     "zookeeper.connect": _Def(_str, None),
     "zookeeper.session.timeout.ms": _Def(_int(1), "18000"),
     "listeners": _Def(_str, "PLAINTEXT://:9099"),
@@ -84,6 +89,7 @@ class PlannerConfig:
     zookeeper_security: ZkSecurity
     # How the planner reaches the brokers (its security.protocol, sasl.*, ssl.*).
     client_security: ClientSecurity = dataclasses.field(default_factory=ClientSecurity)
+    connection_limits: ConnectionLimits = dataclasses.field(default_factory=ConnectionLimits)
 
     def get_int(self, key: str) -> int:
         value = self.values[key]
@@ -128,6 +134,7 @@ def load_config(props: Mapping[str, str]) -> PlannerConfig:
         check_listener_security(listeners[0], get)
         client_props = {key: get(key) for key in CLIENT_KEYS if get(key)}
         client_security = client_security_from_properties(client_props)
+        limits = listener_connection_limits(values, props, listeners, None)
     except SettingError as e:
         raise ConfigError(e.key, e.message) from None
     spark_conf = {k: v for k, v in props.items() if k.startswith("spark.") and k != "spark.master"}
@@ -136,5 +143,5 @@ def load_config(props: Mapping[str, str]) -> PlannerConfig:
             raise ConfigError(key, "must not be empty")
     unknown = tuple(sorted(k for k in props if k not in values and not k.startswith("spark.")))
     return PlannerConfig(
-        values, unknown, listeners[0], spark_conf, zookeeper_security(values), client_security
+        values, unknown, listeners[0], spark_conf, zookeeper_security(values), client_security, limits
     )

@@ -36,6 +36,7 @@ from node.zk.client import ZooKeeperClient
 from node.zk.data import PlannerRegistration
 from node.zk.dynamic_config import credential_follower
 from node.zk.store import ZkClusterStore
+from wire.connection_quotas import ConnectionQuotas
 from wire.server import RpcServer
 
 if TYPE_CHECKING:
@@ -142,6 +143,7 @@ class KeelPlanner:
             listener.host or "0.0.0.0",
             listener.port,
             max_frame_size=self.config.get_int("socket.request.max.bytes"),
+            quotas=ConnectionQuotas(self.config.connection_limits),
             # The same settings, and the same server, as a broker's listener.
             security=listener_security(
                 listener, getter(self.config.values, LISTENER_DEFAULTS), self.credential_cache.credential

@@ -2,7 +2,8 @@
 
 The same names serve every process: a broker's and the planner's listeners
 (`ssl.keystore.*`, `ssl.truststore.*`, `ssl.client.auth`, `sasl.enabled.mechanisms`,
-`connection.failed.authentication.delay.ms`, the PLAIN users of
+`connection.failed.authentication.delay.ms`, `sasl.server.max.receive.size`, Keel's
+`sasl.server.authentication.timeout.ms`, the PLAIN users of
 `listener.name.<listener>.plain.sasl.jaas.config`), a broker's own identity towards the other
 brokers (`sasl.mechanism.inter.broker.protocol`, `sasl.jaas.config`, the same `ssl.*`), and a
 client's properties file (`security.protocol`, `sasl.mechanism`, `sasl.jaas.config`, `ssl.*`:
@@ -23,7 +24,15 @@ from node.security.jaas import JaasConfigError, plain_users, sasl_credentials
 from wire.context import ANONYMOUS
 from wire.endpoint import Endpoint
 from wire.sasl import PLAIN, SASL_MECHANISMS, CredentialLookup
-from wire.security import SECURITY_PROTOCOLS, ClientSecurity, ListenerSecurity, uses_sasl, uses_tls
+from wire.security import (
+    SASL_AUTHENTICATION_TIMEOUT_MS,
+    SASL_SERVER_MAX_RECEIVE_SIZE,
+    SECURITY_PROTOCOLS,
+    ClientSecurity,
+    ListenerSecurity,
+    uses_sasl,
+    uses_tls,
+)
 from wire.tls import CLIENT_AUTH, TlsConfigError, TlsFiles, client_context, server_context
 
 # Kafka's names, with Keel's defaults where Kafka's name GSSAPI (which Keel does not speak).
@@ -40,6 +49,10 @@ LISTENER_DEFAULTS = {
     **TLS_DEFAULTS,
     "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
     "connection.failed.authentication.delay.ms": "100",
+    # Kafka's: the largest frame a SASL listener takes before the client has authenticated.
+    "sasl.server.max.receive.size": str(SASL_SERVER_MAX_RECEIVE_SIZE),
+    # Keel's own: the time from accept to the end of the SASL exchange (docs/OPERATIONS.md).
+    "sasl.server.authentication.timeout.ms": str(SASL_AUTHENTICATION_TIMEOUT_MS),
 }
 # The keys of Kafka's client properties that Keel's clients read.
 CLIENT_KEYS = ("security.protocol", "sasl.mechanism", "sasl.jaas.config", *TLS_DEFAULTS)
@@ -121,9 +134,6 @@ def listener_security(listener: Endpoint, get: Get, credentials: CredentialLooku
     """A listener's server side, from the process's properties; `credentials` is where its
     SCRAM users are looked up (the cache of `/config/users`)."""
     context = _tls(server_context, tls_files(get)) if uses_tls(listener.security_protocol) else None
-    delay = get("connection.failed.authentication.delay.ms")
-    if not delay.isdigit():
-        raise SettingError("connection.failed.authentication.delay.ms", f"{delay!r} is not a whole number")
     mechanisms = sasl_mechanisms("sasl.enabled.mechanisms", get("sasl.enabled.mechanisms"))
     return ListenerSecurity(
         listener_name=listener.listener,
@@ -132,7 +142,9 @@ def listener_security(listener: Endpoint, get: Get, credentials: CredentialLooku
         sasl_mechanisms=mechanisms,
         credentials=credentials,
         plain_users=listener_plain_users(listener, get) if PLAIN in mechanisms else {},
-        failed_authentication_delay_ms=int(delay),
+        failed_authentication_delay_ms=_whole(get, "connection.failed.authentication.delay.ms"),
+        sasl_max_receive_size=_whole(get, "sasl.server.max.receive.size", minimum=1),
+        authentication_timeout_ms=_whole(get, "sasl.server.authentication.timeout.ms", minimum=1),
     )
 
 
@@ -152,9 +164,19 @@ def listener_plain_users(listener: Endpoint, get: Get) -> dict[str, str]:
         raise SettingError(key, str(e)) from None
 
 
+def _whole(get: Get, key: str, *, minimum: int = 0) -> int:
+    raw = get(key)
+    if not raw.isdigit() or int(raw) < minimum or int(raw) > 2**31 - 1:
+        raise SettingError(key, f"{raw!r} is not a whole number in {minimum}..{2**31 - 1}")
+    return int(raw)
+
+
 def check_listener_security(listener: Endpoint, get: Get) -> None:
     """What `listener_security` would refuse, found while the configuration is read."""
     files = tls_files(get)
+    _whole(get, "connection.failed.authentication.delay.ms")
+    _whole(get, "sasl.server.max.receive.size", minimum=1)
+    _whole(get, "sasl.server.authentication.timeout.ms", minimum=1)
     if uses_tls(listener.security_protocol):
         _tls(server_context, files)
     if uses_sasl(listener.security_protocol):

@@ -517,6 +517,14 @@ ENTRY_POINTS: list[BadInput] = [
     ),
     BadInput("node-properties-missing", ("{tmp}/none.properties",), 2, "cannot read", 5, NODE),
     BadInput(
+        "node-bad-per-ip-override",
+        ("{props}", "--override", "max.connections.per.ip.overrides=10.0.0.1"),
+        2,
+        "max.connections.per.ip.overrides: '10.0.0.1' is not host:count",
+        5,
+        NODE,
+    ),
+    BadInput(
         "node-port-in-use",
         ("{props}", "--override", "listeners=PLAINTEXT://127.0.0.1:{busy_port}"),
         1,
