@@ -16,6 +16,7 @@ import pytest
 from node.broker.config import ConfigError, load_config
 from node.security.connection_limits import connection_limits
 from node.security.settings import SettingError
+from node.zk.scram_users import new_credential
 from tests.support import eventually
 from wire.api import (
     ApiKey,
@@ -31,12 +32,12 @@ from wire.credentials import SCRAM_MECHANISMS
 from wire.envelope import ParsedRequest
 from wire.errors import NetworkException
 from wire.frames import encode_frame
-from wire.sasl import SaslCredentials, make_scram_credential
+from wire.sasl import SaslCredentials
 from wire.security import ClientSecurity, ListenerSecurity
 from wire.server import RpcServer
 
 PASSWORD = "alice-secret"
-USERS = {("alice", m): make_scram_credential(m, PASSWORD) for m in SCRAM_MECHANISMS}
+USERS = {("alice", m): new_credential(m, PASSWORD) for m in SCRAM_MECHANISMS}
 ALICE = ClientSecurity("SASL_PLAINTEXT", sasl=SaslCredentials("SCRAM-SHA-256", "alice", PASSWORD))
 
 

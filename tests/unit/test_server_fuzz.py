@@ -24,6 +24,7 @@ import scramp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from node.zk.scram_users import new_credential
 from wire.api import (
     API_SPECS,
     ApiVersionsRequest,
@@ -40,12 +41,11 @@ from wire.context import ANONYMOUS
 from wire.credentials import SCRAM_MECHANISMS
 from wire.envelope import ParsedRequest, RequestHeader, encode_request
 from wire.frames import NEED_DATA, FrameDecoder, encode_frame
-from wire.sasl import make_scram_credential
 from wire.security import ListenerSecurity
 from wire.server import RpcServer
 
 PASSWORD = "alice-secret"
-USERS = {("alice", m): make_scram_credential(m, PASSWORD) for m in SCRAM_MECHANISMS}
+USERS = {("alice", m): new_credential(m, PASSWORD) for m in SCRAM_MECHANISMS}
 _IO_TIMEOUT_S = 10.0
 
 
