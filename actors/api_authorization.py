@@ -11,13 +11,15 @@ What each API needs:
   ClusterAction.
 - Fetch: from a replica (replica_id >= 0) Cluster ClusterAction, else every partition is
   refused; from a consumer Topic Read.
-- OffsetsForLeaderEpoch: Cluster ClusterAction, else (consumers only) Topic Describe.
+- OffsetsForLeaderEpoch: Cluster ClusterAction, else Topic Describe per topic (KIP-320: consumers
+  use it too; Kafka asks the same of a replica, whose answers reveal no records).
 - ListOffsets, Metadata: Topic Describe (Metadata of every topic lists only those).
 - Produce: Topic Write. CreateTopics: Cluster Create, else Topic Create. DeleteTopics: Topic
   Describe and Delete. CreatePartitions: Topic Alter.
 - IncrementalAlterConfigs, DescribeConfigs: AlterConfigs, DescribeConfigs on the topic, or on
   the cluster for a broker's configs (31 for that resource).
-- AlterPartitionReassignments, ElectLeaders, ReelectController: Cluster Alter.
+- AlterPartitionReassignments, ReelectController: Cluster Alter. ElectLeaders: Cluster Alter,
+  refused at the top level and, as Kafka's, for each partition the request names.
 - ListPartitionReassignments, DescribeLogDirs, DescribeController, DescribePlanner: Cluster
   Describe.
 """
@@ -36,6 +38,8 @@ from wire.api import (
     CreateTopicsRequest,
     DeletableTopicResult,
     DeleteTopicsRequest,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
     EpochEndOffset,
     FetchableTopicResponse,
     FetchPartitionData,
@@ -47,9 +51,11 @@ from wire.api import (
     MetadataTopic,
     OffsetForLeaderTopicResult,
     OffsetsForLeaderEpochRequest,
+    PartitionElectionResult,
     ProducePartitionResponse,
     ProduceRequest,
     ProduceTopicResponse,
+    ReplicaElectionResult,
 )
 from wire.api.describe_configs import DescribeConfigsRequest, DescribeConfigsResult
 from wire.api.incremental_alter_configs import (
@@ -67,7 +73,7 @@ CLUSTER_REFUSED = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
 _O = AclOperation
 
 # The APIs refused whole (CLUSTER_AUTHORIZATION_FAILED) unless the caller may do this on the
-# cluster. Kafka answers ElectLeaders per partition; Keel's refusal is the request's.
+# cluster. ElectLeaders is refused by `elect_leaders`, which answers per partition.
 CLUSTER_OPERATIONS: dict[ApiKey, AclOperation] = {
     ApiKey.LEADER_AND_ISR: _O.CLUSTER_ACTION,
     ApiKey.STOP_REPLICA: _O.CLUSTER_ACTION,
@@ -75,7 +81,6 @@ CLUSTER_OPERATIONS: dict[ApiKey, AclOperation] = {
     ApiKey.CONTROLLED_SHUTDOWN: _O.CLUSTER_ACTION,
     ApiKey.ALTER_PARTITION: _O.CLUSTER_ACTION,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: _O.ALTER,
-    ApiKey.ELECT_LEADERS: _O.ALTER,
     ApiKey.REELECT_CONTROLLER: _O.ALTER,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: _O.DESCRIBE,
     ApiKey.DESCRIBE_LOG_DIRS: _O.DESCRIBE,
@@ -171,12 +176,11 @@ def list_offsets(
 def offsets_for_leader_epoch(
     check: Check, request: OffsetsForLeaderEpochRequest
 ) -> tuple[OffsetsForLeaderEpochRequest, list[OffsetForLeaderTopicResult]]:
-    """ClusterAction covers every topic; without it a consumer needs Describe per topic, and a
-    request that claims to come from a replica is refused whole (Kafka lets Describe through
-    there too; Keel treats the replica id as the privilege it is on Fetch)."""
+    """ClusterAction covers every topic; without it each topic needs Describe, whoever asks
+    (Kafka's rule: unlike a follower's Fetch, the answer is only end offsets)."""
     if cluster_allowed(check, _O.CLUSTER_ACTION):
         return request, []
-    allowed = _every_topic(False) if request.replica_id >= 0 else _topics(check, _O.DESCRIBE)
+    allowed = _topics(check, _O.DESCRIBE)
     refused = [
         OffsetForLeaderTopicResult(
             topic=t.topic,
@@ -189,6 +193,26 @@ def offsets_for_leader_epoch(
     ]
     kept = [t for t in request.topics if allowed(t.topic)]
     return dataclasses.replace(request, topics=kept), refused
+
+
+def elect_leaders(check: Check, request: ElectLeadersRequest) -> ElectLeadersResponse | None:
+    """None when the caller may Alter the cluster; else Kafka's refusal: 31 at the top level
+    and for each partition the request names (none when it names every partition)."""
+    if cluster_allowed(check, _O.ALTER):
+        return None
+    return ElectLeadersResponse(
+        error_code=CLUSTER_REFUSED,
+        error_message="ElectLeaders needs Alter on the cluster",
+        replica_election_results=[
+            ReplicaElectionResult(
+                topic=t.topic,
+                partition_result=[
+                    PartitionElectionResult(partition_id=p, error_code=CLUSTER_REFUSED) for p in t.partitions
+                ],
+            )
+            for t in request.topic_partitions or []
+        ],
+    )
 
 
 def metadata_topics(check: Check, topics: list[str]) -> tuple[list[str], list[MetadataTopic]]:

@@ -8,10 +8,11 @@ it here (the SASL requests), or close the connection (anything else before authe
 The RPC server in `wire/server.py` does the I/O and the delay after a failure.
 
 Mechanisms: SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802/7677) through `scramp`, and PLAIN
-(RFC 4616), which sends the password itself and so is offered only over TLS. Credentials come
-from a lookup `(username, mechanism) -> ScramCredential | None`; PLAIN checks the password
-against the user's SCRAM credential (its salted password must give the same StoredKey), so one
-credential store serves both.
+(RFC 4616), which sends the password itself and so is offered only over TLS. As Kafka's: SCRAM
+credentials come from a lookup `(username, mechanism) -> ScramCredential | None` (the brokers'
+cache of `/config/users`), and PLAIN checks the password against the listener's own table of
+PLAIN users (the `user_<name>` options of its PlainLoginModule entry), which knows nothing of
+SCRAM users.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import hmac
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 
 import scramp
 
@@ -32,7 +33,7 @@ from wire.api import (
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
-from wire.credentials import MIN_SCRAM_ITERATIONS, SCRAM_MECHANISMS, ScramCredential
+from wire.credentials import SCRAM_MECHANISMS, ScramCredential
 from wire.errors import (
     IllegalSaslState,
     SaslAuthenticationFailed,
@@ -48,16 +49,6 @@ CredentialLookup = Callable[[str, str], ScramCredential | None]
 
 # What scramp raises on a malformed or wrong message; never let anything else escape.
 _MESSAGE_ERRORS = (scramp.ScramException, UnicodeDecodeError, ValueError, TypeError, KeyError, IndexError)
-
-
-def make_scram_credential(
-    mechanism: str, password: str, *, iterations: int = MIN_SCRAM_ITERATIONS, salt: bytes | None = None
-) -> ScramCredential:
-    """The credential Kafka stores for `password` (a random salt unless one is given)."""
-    salt_, stored_key, server_key, count = scramp.ScramMechanism(mechanism).make_auth_info(
-        password, iteration_count=iterations, salt=salt
-    )
-    return ScramCredential(salt_, stored_key, server_key, count)
 
 
 class SaslState(enum.Enum):
@@ -84,11 +75,19 @@ class SaslServer:
     """One connection's server side. `receive` returns None for a request the handler is to
     answer, else the step to take; `principal` is `User:<name>` once complete."""
 
-    def __init__(self, mechanisms: Collection[str], credentials: CredentialLookup, *, tls: bool) -> None:
+    def __init__(
+        self,
+        mechanisms: Collection[str],
+        credentials: CredentialLookup,
+        *,
+        tls: bool,
+        plain_users: Mapping[str, str] | None = None,
+    ) -> None:
         # PLAIN sends the password in clear: only where TLS hides it (Kafka's documented
         # advice, enforced here).
         self.mechanisms = [m for m in mechanisms if m != PLAIN or tls]
         self._credentials = credentials
+        self._plain_users = plain_users or {}
         self.state = SaslState.HANDSHAKE
         self.principal: str | None = None
         self._exchange: _ScramExchange | _PlainExchange | None = None
@@ -128,7 +127,7 @@ class SaslServer:
                 reason=message,
             )
         if request.mechanism == PLAIN:
-            self._exchange = _PlainExchange(self._credentials)
+            self._exchange = _PlainExchange(self._plain_users)
         else:
             self._exchange = _ScramExchange(request.mechanism, self._credentials)
         self.state = SaslState.AUTHENTICATE
@@ -210,9 +209,9 @@ class _PlainExchange:
 
     mechanism = PLAIN
 
-    def __init__(self, credentials: CredentialLookup) -> None:
+    def __init__(self, users: Mapping[str, str]) -> None:
         self.username: str | None = None
-        self._credentials = credentials
+        self._users = users
 
     def step(self, token: bytes) -> bytes:
         try:
@@ -224,24 +223,12 @@ class _PlainExchange:
             raise SaslAuthenticationFailed(
                 "Authentication failed: Client requested an authorization id that is different from username"
             )
-        if not username or not self._password_matches(username, password):
+        expected = self._users.get(username)
+        # Kafka's PlainServerCallbackHandler: the password must be the user's `user_<name>`.
+        if not username or expected is None or not hmac.compare_digest(password.encode(), expected.encode()):
             raise _failed(PLAIN)
         self.username = username
         return b""
-
-    def _password_matches(self, username: str, password: str) -> bool:
-        for mechanism in SCRAM_MECHANISMS:
-            credential = self._credentials(username, mechanism)
-            if credential is None:
-                continue
-            try:
-                computed = make_scram_credential(
-                    mechanism, password, iterations=credential.iterations, salt=credential.salt
-                )
-            except _MESSAGE_ERRORS:
-                return False
-            return hmac.compare_digest(computed.stored_key, credential.stored_key)
-        return False
 
 
 @dataclasses.dataclass(frozen=True)

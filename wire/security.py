@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import ssl
+from collections.abc import Mapping
 
 from wire.credentials import SCRAM_MECHANISMS
 from wire.endpoint import Endpoint
@@ -37,14 +38,16 @@ def no_credentials(username: str, mechanism: str) -> None:
 @dataclasses.dataclass(frozen=True)
 class ListenerSecurity:
     """One listener's security: its name and protocol (which every request's context
-    carries), the TLS context of SSL and SASL_SSL, and for SASL_* the enabled mechanisms
-    and where credentials are looked up."""
+    carries), the TLS context of SSL and SASL_SSL, and for SASL_* the enabled mechanisms,
+    where SCRAM credentials are looked up, and the PLAIN users' passwords (Kafka's
+    `user_<name>` options of the listener's PlainLoginModule entry)."""
 
     listener_name: str = "PLAINTEXT"
     security_protocol: str = "PLAINTEXT"
     ssl_context: ssl.SSLContext | None = None
     sasl_mechanisms: tuple[str, ...] = SCRAM_MECHANISMS
     credentials: CredentialLookup = no_credentials
+    plain_users: Mapping[str, str] = dataclasses.field(default_factory=dict, repr=False)
     failed_authentication_delay_ms: int = FAILED_AUTHENTICATION_DELAY_MS
 
     def __post_init__(self) -> None:

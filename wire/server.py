@@ -183,6 +183,7 @@ class _Connection:
                 security.sasl_mechanisms,
                 security.credentials,
                 tls=uses_tls(security.security_protocol),
+                plain_users=security.plain_users,
             )
 
     def authenticated(self, principal: str | None) -> None:

@@ -136,7 +136,7 @@ class FetchSessionCache:
     def take_dirty(self, session: FetchSession) -> list[tuple[TopicPartition, FetchPartition]]:
         """The partitions of `session` that changed since its last answer (a long poll woke)."""
         wanted = []
-        for tp in session.dirty:
+        for tp in sorted(session.dirty):
             cached = session.partitions.get(tp)
             if cached is not None:
                 wanted.append((tp, _cached_request(tp, cached)))
@@ -186,7 +186,7 @@ class FetchSessionClient:
         changed = [tp for tp, state in updates.items() if self.sent.get(tp) != state]
         self.sent.update(updates)
         forgotten: dict[str, list[int]] = {}
-        for tp in removed:
+        for tp in sorted(removed):
             if self.sent.pop(tp, None) is not None:
                 forgotten.setdefault(tp.topic, []).append(tp.partition)
         self.in_flight = True

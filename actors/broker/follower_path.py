@@ -79,14 +79,14 @@ class FollowerPath:
         released, state.held = state.held - held, held
         if session.needs_full_fetch:
             session_id, session_epoch, changed = session.build_full(
-                {tp: self._fetch_state(tp) for tp in state.followed if tp not in held}
+                {tp: self._fetch_state(tp) for tp in sorted(state.followed) if tp not in held}
             )
             forgotten: dict[str, list[int]] = {}
         else:
             # A held partition leaves the session (else the leader would still answer it)
             # and comes back as new once the quota frees, as in Kafka's fetch sessions.
             session_id, session_epoch, changed, forgotten = session.build_incremental(
-                {tp: self._fetch_state(tp) for tp in state.updates | released if tp not in held},
+                {tp: self._fetch_state(tp) for tp in sorted(state.updates | released) if tp not in held},
                 state.removed | (held & session.sent.keys()),
             )
         state.updates.clear()

@@ -205,6 +205,10 @@ class BrokerApis:
                 )
             case ApiKey.ELECT_LEADERS:
                 assert isinstance(request.body, ElectLeadersRequest)
+                refused = authz.elect_leaders(check, request.body)
+                if refused is not None:
+                    _log_refusal(request, refused.error_message or "")
+                    return refused
                 return await elect_leaders(self._controller(), self._replica_manager, request.body)
             case ApiKey.DESCRIBE_LOG_DIRS if self._logs is not None:
                 assert isinstance(request.body, DescribeLogDirsRequest)

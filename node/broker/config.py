@@ -23,9 +23,12 @@ from node.security.settings import (
     check_listener_security,
     client_security,
     getter,
+    inter_broker_principal,
+    is_plain_jaas_key,
     security_protocol,
 )
 from node.zk.acls import DEFAULT_JAAS_SECTION, ZkSecurity, ZkSecurityError, read_credentials
+from wire.context import ANONYMOUS
 from wire.endpoint import Endpoint
 from wire.security import PLAINTEXT_CLIENT, SECURITY_PROTOCOLS, ClientSecurity
 
@@ -204,6 +207,8 @@ class BrokerConfig:
     # SASL settings as a client of it.
     inter_broker_listener: str = "PLAINTEXT"
     inter_broker_security: ClientSecurity = PLAINTEXT_CLIENT
+    # Whom the other brokers see on those connections (node/security/settings.py).
+    inter_broker_principal: str = ANONYMOUS
 
     def get_int(self, key: str) -> int:
         value = self.values[key]
@@ -326,6 +331,8 @@ def parse_values(definitions: Mapping[str, _Def], props: Mapping[str, str]) -> d
         if raw is None:
             raise ConfigError(key, "is required")
         values[key] = None if raw == "" and definition.default == "" else definition.parse(key, raw)
+    # Kafka's listener-prefixed JAAS entries of PLAIN listeners, checked with the listeners.
+    values.update({key: value for key, value in props.items() if is_plain_jaas_key(key)})
     return values
 
 
@@ -375,9 +382,10 @@ def load_config(props: Mapping[str, str]) -> BrokerConfig:
             get,
             mechanism_key="sasl.mechanism.inter.broker.protocol",
         )
+        principal = inter_broker_principal(inter_broker_security, get)
     except SettingError as e:
         raise ConfigError(e.key, e.message) from None
-    unknown = tuple(sorted(key for key in props if key not in DEFINITIONS))
+    unknown = tuple(sorted(key for key in props if key not in values))
     return BrokerConfig(
         values,
         unknown,
@@ -387,6 +395,7 @@ def load_config(props: Mapping[str, str]) -> BrokerConfig:
         zookeeper_security(values),
         inter_broker.listener,
         inter_broker_security,
+        principal,
     )
 
 

@@ -6,11 +6,11 @@ broker (checked ephemeral, spec §2.1), then start the controller module. Shutdo
 it: the controller resigns, listeners close, the replica manager stops, and closing the
 ZooKeeper session removes the ephemerals at once.
 
-Security: each listener is served with its own TLS and SASL settings (node/security), SASL
-credentials are looked up through `credentials` (a `wire.sasl.CredentialLookup`; by default
-a `CredentialTable` filled from the `user_<name>` options of `sasl.jaas.config`), and the
-controller's channel, the fetchers and the requests to the controller all use the
-inter-broker listener with the broker's own identity.
+Security: each listener is served with its own TLS and SASL settings (node/security); SCRAM
+users are those of `/config/users`, kept in the credential cache by the dynamic config
+manager, as Kafka's are; the controller's channel, the fetchers and the requests to the
+controller all use the inter-broker listener with the broker's own identity, which is also
+the principal of the requests the controller hands its own broker in process.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import logging
 import os
 from collections.abc import Awaitable, Callable
 
+from actors.acl import CLUSTER_NAME, AclOperation, ResourceType
 from actors.broker.handle import ReplicaManagerHandle
 from actors.broker.replication import ReplicationConfig
 from actors.clock import SystemClock
@@ -35,17 +36,16 @@ from node.broker.channel_manager import ControllerChannelManager
 from node.broker.config import BrokerConfig
 from node.broker.config_admin import ConfigAdmin
 from node.broker.controlled_shutdown import ControlledShutdownConfig, controlled_shutdown
-from node.broker.dynamic_config import DynamicConfigManager
+from node.broker.dynamic_config import broker_dynamic_config
 from node.broker.log.config import LogConfig
 from node.broker.log.manager import LogManager
 from node.broker.replica_link import RpcReplicaLink
-from node.security.credential_table import CredentialTable
 from node.security.settings import LISTENER_DEFAULTS, getter, listener_security
 from node.zk.client import ZooKeeperClient
 from node.zk.store import ZkClusterStore
 from wire.api import MetadataRequest
+from wire.context import RequestContext
 from wire.pool import secured_connection_pools
-from wire.sasl import CredentialLookup
 from wire.server import RpcServer
 
 log = logging.getLogger(__name__)
@@ -88,17 +88,12 @@ def replication_config(config: BrokerConfig) -> ReplicationConfig:
 
 
 class KeelBroker:
-    def __init__(self, config: BrokerConfig, *, credentials: CredentialLookup | None = None) -> None:
-        """`credentials` is where SASL listeners look users up (default: the users that
-        `sasl.jaas.config` declares, `CredentialTable.from_jaas`)."""
+    def __init__(self, config: BrokerConfig) -> None:
         self.config = config
+        self.settings = getter(config.values, LISTENER_DEFAULTS)
+        # The SCRAM users of `/config/users`, which every SASL listener authenticates against.
         self.credential_cache = CredentialCache()
-        table = CredentialTable.from_jaas(config.get_str("sasl.jaas.config"))
-        self.credentials = credentials or (
-            lambda user, mechanism: (
-                self.credential_cache.credential(user, mechanism) or table.lookup(user, mechanism)
-            )
-        )
+        self.principal = config.inter_broker_principal
         self.broker_id = config.broker_id
         self.clock = SystemClock()
         self.zk = ZooKeeperClient(
@@ -156,10 +151,10 @@ class KeelBroker:
             config_admin=ConfigAdmin(self.store),
             logs=self.logs,
             authorizer=None if self.acl_authorizer is None else self.acl_authorizer.authorizer,
+            own_principal=self.principal,
         )
-        # SCRAM users from `/config/users` are kept current by the dynamic config manager.
-        self.dynamic_config = DynamicConfigManager(
-            self.broker_id, self.store, self.replica_manager, self.clock, self.credential_cache
+        self.dynamic_config = broker_dynamic_config(
+            self.broker_id, self.store, self.replica_manager, self.credential_cache, self.clock
         )
         self._periodic: list[asyncio.Task[None]] = []
 
@@ -187,19 +182,19 @@ class KeelBroker:
         await self.dynamic_config.startup()
         self._start_periodic_tasks()
         endpoints = []
-        settings = getter(self.config.values, LISTENER_DEFAULTS)
         for listener in self.config.listeners:
             server = RpcServer(
                 self.apis.handle,
                 listener.host or "0.0.0.0",
                 listener.port,
                 max_frame_size=self.config.get_int("socket.request.max.bytes"),
-                security=listener_security(listener, settings, self.credentials),
+                security=listener_security(listener, self.settings, self.credential_cache.credential),
             )
             await server.start()
             self.servers.append(server)
             endpoints.append(self.config.endpoint(listener, server.port))
         self.info = BrokerInfo(self.broker_id, tuple(endpoints), self.config.rack)
+        self._check_own_principal()
         broker_epoch = await self.store.register_broker(self.info)
         self._controller = KafkaController(
             self.info,
@@ -233,6 +228,27 @@ class KeelBroker:
             broker_epoch,
             ", ".join(str(e) for e in endpoints),
         )
+
+    def _check_own_principal(self) -> None:
+        """The other brokers refuse this broker's controller requests, fetches and
+        AlterPartition unless its principal may ClusterAction on the cluster (Kafka's
+        advice: make the brokers super users); say so at start-up rather than leave the
+        cluster to stall. The ACLs may still be added later, so this only warns."""
+        if self.acl_authorizer is None or self.info is None:
+            return
+        listener = self.config.inter_broker_listener
+        host = next(e.host for e in self.info.endpoints if e.listener == listener)
+        context = RequestContext(principal=self.principal, client_host=host)
+        if not self.acl_authorizer.authorizer.authorize(
+            context, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME
+        ):
+            log.warning(
+                "this broker's principal %s on its inter-broker listener %s may not ClusterAction on "
+                "the cluster: the other brokers will refuse its controller requests and fetches; "
+                "add it to super.users",
+                self.principal,
+                listener,
+            )
 
     def _start_periodic_tasks(self) -> None:
         """Kafka's scheduler: ISR expiration every half replica.lag.time.max.ms, the

@@ -20,7 +20,9 @@
 
 Every command takes `--bootstrap-server host:port[,host:port]` (default: the brokers of the
 local cluster under .keel-cluster, else 127.0.0.1:9092), `--format table|json`, `--timeout S`,
-`--command-config FILE` (admin client properties) and `--verbose`, before or after the command.
+`--command-config FILE` (admin client properties; default: that local cluster's
+`client.properties` when it runs with `keel-cluster up --security`, and no --bootstrap-server
+is given) and `--verbose`, before or after the command.
 
 An error is one line, `keel: ...` (a bad argument: `keel topic create: ...`), with exit status
 1 when the action failed, 2 for a bad argument, property or file (nothing was sent), 3 when the
@@ -71,6 +73,23 @@ def default_bootstrap() -> str:
     if state is not None and state.brokers:
         return ",".join(f"127.0.0.1:{b.port}" for b in state.brokers.values())
     return DEFAULT_BOOTSTRAP
+
+
+def default_command_config(args: argparse.Namespace) -> Path | None:
+    """A local secured cluster's `client.properties`, when the command goes to that cluster's
+    brokers by default (no --command-config, no --bootstrap-server): as the brokers are found."""
+    if args.command_config is not None or args.bootstrap_server or os.environ.get("KEEL_BOOTSTRAP_SERVER"):
+        return None
+    if args.group in (user_commands.GROUP, zookeeper_commands.GROUP, acl_commands.GROUP):
+        return None  # ZooKeeper's commands: their --command-config names ZooKeeper credentials
+    from node.cluster.command import ClusterState
+    from node.cluster.security import CLIENT_CONFIG
+
+    state = ClusterState.load(Path(os.environ.get("KEEL_CLUSTER_DIR", ".keel-cluster")))
+    if state is None or state.security is None:
+        return None
+    path = state.directory / CLIENT_CONFIG
+    return path if path.exists() else None
 
 
 def _controller_address(cluster: DescribeClusterResponse) -> str | None:
@@ -207,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _command(argv: list[str]) -> int:
     args = parse_args(argv)
+    args.command_config = args.command_config or default_command_config(args)
     try:
         apply_command_config(args)
     except CommandConfigError as e:

@@ -1,7 +1,7 @@
 """`keel-cluster`: a local multi-broker cluster on an embedded ZooKeeper.
 
     keel-cluster up [--brokers N] [--zookeeper-servers 1|3] [--dir DIR]
-                    [--spark-master URL] [--no-planner]
+                    [--spark-master URL] [--no-planner] [--security tls|sasl]
     keel-cluster status | stop | kill ID [--signal KILL|TERM|STOP|CONT] | restart ID | logs ID
     keel-cluster chaos [--duration 60] [--seed N] [--brokers 5] [--zookeeper-servers 3]
                        [--faults kill,term,...] [--report report.json] [--dir DIR] [--keep]
@@ -10,7 +10,14 @@ Everything lives in DIR (default `.keel-cluster`): `cluster.json` (ports and pid
 ZooKeeper data, each broker's `server.properties` and its log under `logs/`. `up` also starts
 one planner (`bin/keel-planner`, its Spark on `--spark-master`, default local[*]) beside the
 brokers unless `--no-planner`; `status` shows it and `stop` stops it first. Commands are
-idempotent: `up` on a running cluster only shows it, and starts whatever has died.
+idempotent: `up` on a running cluster only shows it, and starts whatever has died. Everything
+binds to 127.0.0.1 only: without `--security` anyone who can reach a port can do anything.
+
+`--security tls|sasl` (on the first `up`; the cluster keeps it) makes the cluster's own CA and
+certificates, secures every listener (node/cluster/security.py) and writes
+`DIR/client.properties`, which `keel` then uses by default against this cluster
+(`bin/keel --command-config DIR/client.properties ...` says so explicitly); `status` and the
+checks that the cluster settled use it too.
 
 An error is one line, `keel-cluster: ...`: exit status 2 for a bad argument, 1 when the
 action failed (no cluster in DIR, no such broker, Java or ZooKeeper did not start, the brokers
@@ -39,6 +46,13 @@ import orjson
 from node.cli.arguments import positive_float, positive_int
 from node.cli.output import print_json, print_table
 from node.cluster.local import BrokerProcess, LocalCluster, PlannerProcess, alive, send_signal, wait_gone
+from node.cluster.security import (
+    SECURITY_MODES,
+    ClusterSecurity,
+    create_scram_users,
+    load_cluster_security,
+    make_cluster_security,
+)
 from node.cluster.zookeeper import EmbeddedZooKeeper, JavaMissing, ZooKeeperStartError, free_ports
 from node.entry import (
     EXIT_STATUS_HELP,
@@ -49,6 +63,7 @@ from node.entry import (
     run_main,
     verbose_requested,
 )
+from wire.security import PLAINTEXT_CLIENT, ClientSecurity
 
 T = TypeVar("T")
 SESSION_TIMEOUT_MS = 6000
@@ -81,6 +96,8 @@ class ClusterState:
     zookeeper_pids: list[int]
     brokers: dict[int, BrokerRecord]
     planner: PlannerRecord | None = None
+    # `--security` of the first `up`: None, "tls" or "sasl".
+    security: str | None = None
 
     @classmethod
     def load(cls, directory: Path) -> ClusterState | None:
@@ -97,6 +114,7 @@ class ClusterState:
             raw["zookeeper_pids"],
             brokers,
             planner,
+            raw.get("security"),
         )
 
     def save(self) -> None:
@@ -116,13 +134,29 @@ class ClusterState:
     def log_file(self, broker_id: int) -> Path:
         return self.directory / "logs" / f"broker-{broker_id}.log"
 
+    @property
+    def cluster_security(self) -> ClusterSecurity | None:
+        if self.security is None:
+            return None
+        security = load_cluster_security(self.directory)
+        if security is None:
+            raise CommandError(f"the cluster in {self.directory} has lost its security files; remove it")
+        return security
+
     def cluster(self) -> LocalCluster:
         """The brokers as the local-cluster library sees them, by their recorded pids."""
-        connect = ",".join(f"127.0.0.1:{p}" for p in self.zookeeper_ports[::3])
-        cluster = LocalCluster(self.directory, connect, session_timeout_ms=SESSION_TIMEOUT_MS)
+        security = self.cluster_security
+        cluster = LocalCluster(
+            self.directory,
+            self.zookeeper_connect,
+            session_timeout_ms=SESSION_TIMEOUT_MS,
+            settings=None if security is None else security.broker_settings,
+            security=PLAINTEXT_CLIENT if security is None else security.client(),
+        )
         for record in self.brokers.values():
             cluster.new(
                 record.broker_id,
+                None if security is None else security.listeners(record.port),
                 port=record.port,
                 home=self.directory / f"broker-{record.broker_id}",
                 log_path=self.log_file(record.broker_id),
@@ -137,6 +171,7 @@ class ClusterState:
     def planner_process(self) -> PlannerProcess | None:
         if self.planner is None:
             return None
+        security = self.cluster_security
         return PlannerProcess(
             home=self.directory / "planner",
             port=self.planner.port,
@@ -146,8 +181,16 @@ class ClusterState:
                 "zookeeper.connect": self.zookeeper_connect,
                 "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
                 "spark.master": self.planner.spark_master,
+                **({} if security is None else security.planner_settings(self.planner.port)),
             },
         )
+
+    def how_to_connect(self) -> str:
+        """The command line that reaches this cluster."""
+        security = self.cluster_security
+        if security is None:
+            return "bin/keel topic list"
+        return f"bin/keel --command-config {security.client_config} topic list"
 
     def start_planner(self) -> None:
         planner = self.planner_process()
@@ -208,9 +251,15 @@ def show_status(state: ClusterState, fmt: str) -> None:
         "connect": ",".join(f"127.0.0.1:{p}" for p in state.zookeeper_ports[::3]),
         "running": bool(state.zookeeper_pids) and all(alive(p) for p in state.zookeeper_pids),
     }
-    planner = _planner_status(state)
+    planner = _planner_status(state, cluster.security)
+    security = state.cluster_security
+    connect = {
+        "security": state.security,
+        "client_config": None if security is None else str(security.client_config),
+        "command": state.how_to_connect(),
+    }
     if fmt == "json":
-        print_json({"zookeeper": zookeeper, "brokers": rows, "planner": planner})
+        print_json({"zookeeper": zookeeper, "brokers": rows, "planner": planner, "connect": connect})
         return
     zk_state = "running" if zookeeper["running"] else "stopped"
     print(f"ZooKeeper: {zookeeper['connect']} ({state.zookeeper_servers} server(s), {zk_state})")
@@ -233,9 +282,10 @@ def show_status(state: ClusterState, fmt: str) -> None:
             f"Planner: {planner['address']} (pid {planner['pid']}, {planner['state']}, "
             f"Spark {planner['spark_master']})"
         )
+    print(f"Connect: {connect['command']}")
 
 
-def _planner_status(state: ClusterState) -> dict[str, object] | None:
+def _planner_status(state: ClusterState, security: ClientSecurity) -> dict[str, object] | None:
     """The planner's row: `active` once it holds /keel/planner, `starting` while Spark
     starts, `standby` while another planner holds the znode, `stopped`."""
     planner = state.planner_process()
@@ -243,7 +293,7 @@ def _planner_status(state: ClusterState) -> dict[str, object] | None:
         return None
     shown = "stopped"
     if planner.running:
-        shown = asyncio.run(_planner_state(planner.address))
+        shown = asyncio.run(_planner_state(planner.address, security))
     return {
         "pid": planner.pid if planner.running else None,
         "address": planner.address,
@@ -252,12 +302,12 @@ def _planner_status(state: ClusterState) -> dict[str, object] | None:
     }
 
 
-async def _planner_state(address: str) -> str:
+async def _planner_state(address: str, security: ClientSecurity) -> str:
     from node.clients.planner import PlannerClient, PlannerNotRunning
     from wire.errors import WireError
 
     try:
-        async with PlannerClient.at(address, timeout=2.0) as client:
+        async with PlannerClient.at(address, timeout=2.0, security=security) as client:
             return "active" if (await client.status()).active else "standby"
     except (PlannerNotRunning, WireError):
         return "starting"
@@ -268,12 +318,23 @@ def cmd_up(args: argparse.Namespace) -> int:
     directory.mkdir(parents=True, exist_ok=True)
     state = ClusterState.load(directory)
     if state is None:
-        state = ClusterState(directory, args.zookeeper_servers, [], [], {})
+        state = ClusterState(directory, args.zookeeper_servers, [], [], {}, security=args.security)
+        if args.security is not None:
+            make_cluster_security(directory, args.security)
+    elif args.security is not None and args.security != state.security:
+        raise CommandError(
+            f"the cluster in {directory} runs with --security {state.security or 'none'}; "
+            "stop it and remove the directory to change that"
+        )
     for broker_id in range(1, args.brokers + 1):
         if broker_id not in state.brokers:
             state.brokers[broker_id] = BrokerRecord(broker_id, free_ports(1)[0])
     state.save()
     _start_zookeeper(state)
+    security = state.cluster_security
+    if security is not None and security.users:
+        # Before any broker starts, so that the brokers' own identity is known to each other.
+        asyncio.run(create_scram_users(state.zookeeper_connect, security.users))
     for broker_id in state.brokers:
         state.start_broker(broker_id)
     if args.no_planner:
@@ -441,6 +502,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     up.add_argument("--zookeeper-servers", type=int, choices=[1, 3], default=1)
     up.add_argument("--spark-master", default=None, help="the planner's Spark master (default local[*])")
     up.add_argument("--no-planner", action="store_true", help="start no planner")
+    up.add_argument(
+        "--security",
+        choices=SECURITY_MODES,
+        default=None,
+        help="tls: SSL listeners with client certificates; sasl: SASL_SSL with SCRAM users and ACLs "
+        "(first up only; writes DIR/client.properties)",
+    )
     sub.add_parser("status", parents=[common], help="show brokers, pids and the controller")
     sub.add_parser("stop", parents=[common], help="stop every broker, then ZooKeeper")
     kill = sub.add_parser("kill", parents=[common], help="signal one broker")

@@ -25,6 +25,7 @@ from node.clients.admin import KeelAdminClient
 from node.cluster.zookeeper import free_ports
 from wire.api import DescribeClusterResponse
 from wire.errors import WireError
+from wire.security import PLAINTEXT_CLIENT, ClientSecurity
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,10 +76,12 @@ def wait_gone(pid: int | None, timeout: float) -> bool:
     return True
 
 
-async def describe(port: int, timeout: float = 2.0) -> DescribeClusterResponse | None:
+async def describe(
+    port: int, timeout: float = 2.0, security: ClientSecurity = PLAINTEXT_CLIENT
+) -> DescribeClusterResponse | None:
     """What the broker at `port` says of the cluster, or None if it does not answer."""
     try:
-        async with KeelAdminClient(f"127.0.0.1:{port}", timeout=timeout) as admin:
+        async with KeelAdminClient(f"127.0.0.1:{port}", timeout=timeout, security=security) as admin:
             return await admin.describe_cluster()
     except WireError:
         return None
@@ -211,8 +214,10 @@ class BrokerProcess(ManagedProcess):
                 return int(line.split()[1])
         raise AssertionError("no VmRSS")
 
-    async def describe(self, timeout: float = 2.0) -> DescribeClusterResponse | None:
-        return await describe(self.port, timeout)
+    async def describe(
+        self, timeout: float = 2.0, security: ClientSecurity = PLAINTEXT_CLIENT
+    ) -> DescribeClusterResponse | None:
+        return await describe(self.port, timeout, security)
 
 
 class PlannerProcess(ManagedProcess):
@@ -267,12 +272,15 @@ class LocalCluster:
         *,
         session_timeout_ms: int = 6000,
         settings: dict[str, str] | None = None,
+        security: ClientSecurity = PLAINTEXT_CLIENT,
     ) -> None:
-        """`settings`: properties every broker gets, under each broker's own."""
+        """`settings`: properties every broker gets, under each broker's own; `security`:
+        how this library's own checks reach the brokers (their listeners' protocol)."""
         self.home = home
         self.zk_connect = zk_connect
         self.session_timeout_ms = session_timeout_ms
         self.settings = settings or {}
+        self.security = security
         self.all: list[BrokerProcess] = []
         self.planners: list[PlannerProcess] = []
 
@@ -342,7 +350,7 @@ class LocalCluster:
 
     async def views(self) -> dict[int, DescribeClusterResponse | None]:
         running = self.running()
-        answers = await asyncio.gather(*(b.describe() for b in running))
+        answers = await asyncio.gather(*(b.describe(security=self.security) for b in running))
         return {b.broker_id: a for b, a in zip(running, answers, strict=True)}
 
     async def agreed_controller(self) -> tuple[int, int] | None:

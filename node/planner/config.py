@@ -134,7 +134,7 @@ def load_config(props: Mapping[str, str]) -> PlannerConfig:
     for key, value in spark_conf.items():
         if not value.strip():
             raise ConfigError(key, "must not be empty")
-    unknown = tuple(sorted(k for k in props if k not in DEFINITIONS and not k.startswith("spark.")))
+    unknown = tuple(sorted(k for k in props if k not in values and not k.startswith("spark.")))
     return PlannerConfig(
         values, unknown, listeners[0], spark_conf, zookeeper_security(values), client_security
     )

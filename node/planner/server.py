@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from actors.clock import SystemClock
+from actors.credential_cache import CredentialCache
 from node.broker.acl_authorizer import ZkAclAuthorizer, authorizer_config
 from node.clients.admin import KeelAdminClient
 from node.planner.broker_watch import follow_brokers
@@ -29,13 +30,12 @@ from node.planner.config import PlannerConfig
 from node.planner.healing import SelfHealer
 from node.planner.plan_state import ZkPlanRecord
 from node.planner.service import PlannerService
-from node.security.credential_table import CredentialTable
 from node.security.settings import LISTENER_DEFAULTS, getter, listener_security
 from node.zk import paths
 from node.zk.client import ZooKeeperClient
 from node.zk.data import PlannerRegistration
+from node.zk.dynamic_config import credential_follower
 from node.zk.store import ZkClusterStore
-from wire.sasl import CredentialLookup
 from wire.server import RpcServer
 
 if TYPE_CHECKING:
@@ -51,14 +51,8 @@ _STANDBY_POLL_S = 0.5
 
 
 class KeelPlanner:
-    def __init__(
-        self, config: PlannerConfig, spark: SparkSession, *, credentials: CredentialLookup | None = None
-    ) -> None:
-        """`credentials`: where a SASL listener looks users up (default: the users that
-        `sasl.jaas.config` declares, as a broker's)."""
+    def __init__(self, config: PlannerConfig, spark: SparkSession) -> None:
         self.config = config
-        jaas = config.values.get("sasl.jaas.config")
-        self.credentials = credentials or CredentialTable.from_jaas(str(jaas) if jaas else None).lookup
         self.spark = spark
         self.clock = SystemClock()
         self.zk = ZooKeeperClient(
@@ -68,6 +62,10 @@ class KeelPlanner:
             security=config.zookeeper_security,
         )
         self.store = ZkClusterStore(self.zk, self.clock)
+        # The SCRAM users of `/config/users`, followed as a broker follows them: one
+        # identity per user across the cluster, for the brokers and the planner alike.
+        self.credential_cache = CredentialCache()
+        self.users = credential_follower(self.store, self.credential_cache, self.clock)
         self.active = False
         self.server: RpcServer | None = None
         self.registration: PlannerRegistration | None = None
@@ -85,6 +83,7 @@ class KeelPlanner:
             executor=self.executor,
             self_healing=config.get_bool("planner.self.healing.enable"),
             authorizer=None if self.acl_authorizer is None else self.acl_authorizer.authorizer,
+            client_security=config.client_security,
         )
         self.service.snapshot_retention = config.get_int("planner.snapshot.retention.count")
         self._tasks: list[asyncio.Task[None]] = []
@@ -135,16 +134,17 @@ class KeelPlanner:
         await self.zk.start()
         if self.acl_authorizer is not None:
             await self.acl_authorizer.startup()
+        # Before the listener opens: no client is refused for a user not yet read.
+        await self.users.startup()
         listener = self.config.listener
         self.server = RpcServer(
             self.service.handle,
             listener.host or "0.0.0.0",
             listener.port,
             max_frame_size=self.config.get_int("socket.request.max.bytes"),
-            # The same settings, and the same server, as a broker's listener; SASL users are
-            # looked up as the brokers' are (`credentials`).
+            # The same settings, and the same server, as a broker's listener.
             security=listener_security(
-                listener, getter(self.config.values, LISTENER_DEFAULTS), self.credentials
+                listener, getter(self.config.values, LISTENER_DEFAULTS), self.credential_cache.credential
             ),
         )
         await self.server.start()
@@ -279,6 +279,7 @@ class KeelPlanner:
                 await self.executor.close()
         if self.server is not None:
             await self.server.close()
+        await self.users.shutdown()
         if self.acl_authorizer is not None:
             await self.acl_authorizer.shutdown()
         await self.zk.close()

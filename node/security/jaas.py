@@ -1,10 +1,19 @@
-"""Kafka's `sasl.jaas.config`: one JAAS login module entry, as Kafka's JaasConfig reads it,
+"""JAAS login configuration, as Kafka and ZooKeeper read it; the one parser of it in Keel.
+
+Kafka's `sasl.jaas.config` holds login module entries without a section:
 
     org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="s3cret";
 
-a login module class, a control flag (required, requisite, sufficient, optional), options
-`key=value` whose value is a word or a double-quoted string (with backslash escapes), and a
-closing semicolon. `/* */` and `//` comments are skipped, as Java's StreamTokenizer does.
+and a JAAS file (`java.security.auth.login.config`, where the ZooKeeper client's digest
+credentials live) holds named sections of them:
+
+    Client {
+        org.apache.zookeeper.server.auth.DigestLoginModule required username="keel" password="x";
+    };
+
+An entry is a login module class, a control flag (required, requisite, sufficient, optional),
+options `key=value` whose value is a word or a double-quoted string (with backslash escapes),
+and a closing semicolon. `/* */` and `//` comments are skipped, as Java's StreamTokenizer does.
 """
 
 from __future__ import annotations
@@ -24,7 +33,7 @@ _TOKEN = re.compile(
       (?P<space>\s+|//[^\n]*|/\*.*?\*/)
     | (?P<quoted>"(?:[^"\\]|\\.)*")
     | (?P<word>[A-Za-z0-9_.$\-]+)
-    | (?P<punct>[=;])
+    | (?P<punct>[=;{}])
     """,
     re.VERBOSE | re.DOTALL,
 )
@@ -32,7 +41,7 @@ _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f"}
 
 
 class JaasConfigError(ValueError):
-    """The text is not a JAAS entry; the message says where it went wrong."""
+    """The text is not JAAS configuration; the message says where it went wrong."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,38 +51,63 @@ class JaasEntry:
     options: dict[str, str] = dataclasses.field(repr=False)
 
 
-def parse_jaas_config(text: str) -> list[JaasEntry]:
-    """Every entry of a JAAS configuration; raises JaasConfigError."""
-    tokens = _tokenize(text)
-    entries = []
-    position = 0
+class _Tokens:
+    def __init__(self, text: str) -> None:
+        self.items = _tokenize(text)
+        self.position = 0
 
-    def take(kind: str, what: str) -> str:
-        nonlocal position
-        if position >= len(tokens):
+    def more(self, end: str | None = None) -> bool:
+        return self.position < len(self.items) and self.items[self.position] != ("punct", end)
+
+    def take(self, kind: str, what: str) -> str:
+        if self.position >= len(self.items):
             raise JaasConfigError(f"expected {what} at the end of the text")
-        token_kind, value = tokens[position]
+        token_kind, value = self.items[self.position]
         if token_kind != kind and not (kind == "value" and token_kind in ("word", "quoted")):
             raise JaasConfigError(f"expected {what}, found {value!r}")
-        position += 1
+        self.position += 1
         return value
 
-    while position < len(tokens):
-        module = take("word", "a login module class")
-        flag = take("word", "a control flag").lower()
-        if flag not in CONTROL_FLAGS:
-            raise JaasConfigError(f"{flag!r} is not a control flag ({', '.join(CONTROL_FLAGS)})")
-        options: dict[str, str] = {}
-        while position < len(tokens) and tokens[position] != ("punct", ";"):
-            key = take("word", "an option name or ';'")
-            if take("punct", f"'=' after {key}") != "=":
-                raise JaasConfigError(f"expected '=' after {key}")
-            options[key] = take("value", f"a value for {key}")
-        take("punct", "';' at the end of the login module entry")
-        entries.append(JaasEntry(module, flag, options))
+    def entries(self, end: str | None) -> list[JaasEntry]:
+        """Login module entries up to the punctuation `end` (or the end of the text)."""
+        entries = []
+        while self.more(end):
+            module = self.take("word", "a login module class")
+            flag = self.take("word", "a control flag").lower()
+            if flag not in CONTROL_FLAGS:
+                raise JaasConfigError(f"{flag!r} is not a control flag ({', '.join(CONTROL_FLAGS)})")
+            options: dict[str, str] = {}
+            while self.more(";"):
+                key = self.take("word", "an option name or ';'")
+                if self.take("punct", f"'=' after {key}") != "=":
+                    raise JaasConfigError(f"expected '=' after {key}")
+                options[key] = self.take("value", f"a value for {key}")
+            self.take("punct", "';' at the end of the login module entry")
+            entries.append(JaasEntry(module, flag, options))
+        return entries
+
+
+def parse_jaas_config(text: str) -> list[JaasEntry]:
+    """Every entry of a `sasl.jaas.config` value; raises JaasConfigError."""
+    entries = _Tokens(text).entries(None)
     if not entries:
         raise JaasConfigError("no login module entry")
     return entries
+
+
+def parse_jaas_file(text: str) -> dict[str, list[JaasEntry]]:
+    """Every section of a JAAS file by name (`Name { entries };`); raises JaasConfigError."""
+    tokens = _Tokens(text)
+    sections: dict[str, list[JaasEntry]] = {}
+    while tokens.more():
+        name = tokens.take("word", "a section name")
+        if tokens.take("punct", f"'{{' after section {name}") != "{":
+            raise JaasConfigError(f"expected '{{' after section {name}")
+        sections[name] = tokens.entries("}")
+        tokens.take("punct", f"'}}' closing section {name}")
+        if tokens.more() and tokens.items[tokens.position] == ("punct", ";"):
+            tokens.position += 1
+    return sections
 
 
 def _tokenize(text: str) -> list[tuple[str, str]]:
@@ -119,12 +153,14 @@ def sasl_credentials(mechanism: str, jaas_config: str, *, key: str = "sasl.jaas.
     return SaslCredentials(mechanism, entry.options["username"], entry.options["password"])
 
 
-def seeded_users(jaas_config: str) -> dict[str, str]:
-    """The `user_<name>="<password>"` options of every entry: the users a broker's own JAAS
-    entry declares, as Kafka's PlainLoginModule takes them on the server side."""
+def plain_users(jaas_config: str) -> dict[str, str]:
+    """The passwords a PLAIN listener checks, as Kafka's PlainServerCallbackHandler finds
+    them: the `user_<name>="<password>"` options of the PlainLoginModule entries (another
+    module's options are not PLAIN users)."""
     return {
         key.removeprefix("user_"): value
         for entry in parse_jaas_config(jaas_config)
+        if entry.login_module == PLAIN_LOGIN_MODULE
         for key, value in entry.options.items()
         if key.startswith("user_") and len(key) > len("user_")
     }

@@ -2,7 +2,8 @@
 
 The same names serve every process: a broker's and the planner's listeners
 (`ssl.keystore.*`, `ssl.truststore.*`, `ssl.client.auth`, `sasl.enabled.mechanisms`,
-`connection.failed.authentication.delay.ms`), a broker's own identity towards the other
+`connection.failed.authentication.delay.ms`, the PLAIN users of
+`listener.name.<listener>.plain.sasl.jaas.config`), a broker's own identity towards the other
 brokers (`sasl.mechanism.inter.broker.protocol`, `sasl.jaas.config`, the same `ssl.*`), and a
 client's properties file (`security.protocol`, `sasl.mechanism`, `sasl.jaas.config`, `ssl.*`:
 the `--command-config` of Kafka's tools). A bad value raises SettingError naming the key.
@@ -10,12 +11,18 @@ the `--command-config` of Kafka's tools). A bad value raises SettingError naming
 
 from __future__ import annotations
 
+import re
 import ssl
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
-from node.security.jaas import JaasConfigError, sasl_credentials
+from cryptography import x509
+from cryptography.x509.oid import NameOID
+
+from node.security.jaas import JaasConfigError, plain_users, sasl_credentials
+from wire.context import ANONYMOUS
 from wire.endpoint import Endpoint
-from wire.sasl import SASL_MECHANISMS, CredentialLookup
+from wire.sasl import PLAIN, SASL_MECHANISMS, CredentialLookup
 from wire.security import SECURITY_PROTOCOLS, ClientSecurity, ListenerSecurity, uses_sasl, uses_tls
 from wire.tls import CLIENT_AUTH, TlsConfigError, TlsFiles, client_context, server_context
 
@@ -38,6 +45,18 @@ LISTENER_DEFAULTS = {
 CLIENT_KEYS = ("security.protocol", "sasl.mechanism", "sasl.jaas.config", *TLS_DEFAULTS)
 
 Get = Callable[[str], str]
+
+# Kafka's listener-prefixed JAAS entry of a SASL/PLAIN listener (the listener's name in lower
+# case), whose PlainLoginModule `user_<name>` options are the users PLAIN accepts there.
+_PLAIN_JAAS_KEY = re.compile(r"listener\.name\.[^.]+\.plain\.sasl\.jaas\.config")
+
+
+def is_plain_jaas_key(key: str) -> bool:
+    return _PLAIN_JAAS_KEY.fullmatch(key) is not None
+
+
+def plain_jaas_key(listener: Endpoint) -> str:
+    return f"listener.name.{listener.listener.lower()}.plain.sasl.jaas.config"
 
 
 class SettingError(ValueError):
@@ -99,19 +118,38 @@ def _tls(build: Callable[[TlsFiles], ssl.SSLContext], files: TlsFiles) -> ssl.SS
 
 
 def listener_security(listener: Endpoint, get: Get, credentials: CredentialLookup) -> ListenerSecurity:
-    """A listener's server side, from the process's properties."""
+    """A listener's server side, from the process's properties; `credentials` is where its
+    SCRAM users are looked up (the cache of `/config/users`)."""
     context = _tls(server_context, tls_files(get)) if uses_tls(listener.security_protocol) else None
     delay = get("connection.failed.authentication.delay.ms")
     if not delay.isdigit():
         raise SettingError("connection.failed.authentication.delay.ms", f"{delay!r} is not a whole number")
+    mechanisms = sasl_mechanisms("sasl.enabled.mechanisms", get("sasl.enabled.mechanisms"))
     return ListenerSecurity(
         listener_name=listener.listener,
         security_protocol=listener.security_protocol,
         ssl_context=context,
-        sasl_mechanisms=sasl_mechanisms("sasl.enabled.mechanisms", get("sasl.enabled.mechanisms")),
+        sasl_mechanisms=mechanisms,
         credentials=credentials,
+        plain_users=listener_plain_users(listener, get) if PLAIN in mechanisms else {},
         failed_authentication_delay_ms=int(delay),
     )
+
+
+def listener_plain_users(listener: Endpoint, get: Get) -> dict[str, str]:
+    """The users SASL/PLAIN accepts on `listener`, as Kafka's PlainServerCallbackHandler
+    finds them: the `user_<name>="<password>"` options of the PlainLoginModule entry of
+    `listener.name.<listener>.plain.sasl.jaas.config`, else of `sasl.jaas.config`."""
+    key = plain_jaas_key(listener)
+    jaas = get(key)
+    if not jaas:
+        key, jaas = "sasl.jaas.config", get("sasl.jaas.config")
+    if not jaas or not uses_sasl(listener.security_protocol):
+        return {}
+    try:
+        return plain_users(jaas)
+    except JaasConfigError as e:
+        raise SettingError(key, str(e)) from None
 
 
 def check_listener_security(listener: Endpoint, get: Get) -> None:
@@ -121,6 +159,7 @@ def check_listener_security(listener: Endpoint, get: Get) -> None:
         _tls(server_context, files)
     if uses_sasl(listener.security_protocol):
         sasl_mechanisms("sasl.enabled.mechanisms", get("sasl.enabled.mechanisms"))
+        listener_plain_users(listener, get)
 
 
 def client_security(protocol: str, mechanism: str, get: Get, *, mechanism_key: str) -> ClientSecurity:
@@ -149,3 +188,22 @@ def client_security_from_properties(props: Mapping[str, str]) -> ClientSecurity:
     get = getter(props, TLS_DEFAULTS)
     protocol = security_protocol("security.protocol", get("security.protocol") or "PLAINTEXT")
     return client_security(protocol, get("sasl.mechanism"), get, mechanism_key="sasl.mechanism")
+
+
+def inter_broker_principal(security: ClientSecurity, get: Get) -> str:
+    """Whom the other brokers see on this broker's inter-broker connections, and so the
+    identity of the requests it hands itself: the SASL user of `sasl.jaas.config`; on SSL,
+    when the listeners ask for client certificates, `User:<CN>` of its own certificate (as
+    wire/tls.py names a client's); else User:ANONYMOUS."""
+    if security.sasl is not None:
+        return f"User:{security.sasl.username}"
+    keystore = get("ssl.keystore.location")
+    if security.security_protocol == "SSL" and keystore and get("ssl.client.auth").lower() != "none":
+        try:
+            certificate = x509.load_pem_x509_certificate(Path(keystore).read_bytes())
+        except (OSError, ValueError) as e:
+            raise SettingError("ssl.keystore.location", f"{keystore}: no PEM certificate: {e}") from None
+        names = certificate.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+        if names:
+            return f"User:{names[0].value!s}"
+    return ANONYMOUS

@@ -35,6 +35,10 @@ class Violation(Exception):
         self.invariant = invariant
         self.detail = detail
 
+    def __reduce__(self) -> tuple[type[Violation], tuple[str, str]]:
+        # Rebuilt from both parts (a worker process hands it over pickled).
+        return Violation, (self.invariant, self.detail)
+
 
 @dataclasses.dataclass(frozen=True)
 class Ack:

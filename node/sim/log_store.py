@@ -35,6 +35,10 @@ class MemoryLog:
         # Bumped by every change, so that a checker can tell the log has not moved.
         self.generation = 0
         self._scrub_slot = 0
+        # Every record's value by offset, read from the first `_values_read` batches: the
+        # checks after every step read them, and a log mostly only grows.
+        self._values: dict[int, bytes | None] = {}
+        self._values_read = 0
 
     @property
     def log_start_offset(self) -> int:
@@ -140,13 +144,18 @@ class MemoryLog:
                 return header.base_offset, header.max_timestamp, header.partition_leader_epoch
         return None
 
-    def values(self) -> dict[int, bytes | None]:
-        """Every record's value by offset (the simulation's checks read them)."""
-        found: dict[int, bytes | None] = {}
-        for batch in self._batches:
+    def values(self) -> Mapping[int, bytes | None]:
+        """Every record's value by offset (the simulation's checks read them): the batches
+        appended since the last call are read, not the whole log again."""
+        for batch in self._batches[self._values_read :]:
             for record in records.records(batch):
-                found[record.offset] = record.value
-        return found
+                self._values[record.offset] = record.value
+        self._values_read = len(self._batches)
+        return self._values
+
+    def _forget_values(self) -> None:
+        self._values = {}
+        self._values_read = 0
 
     # --- truncation ---
 
@@ -157,6 +166,7 @@ class MemoryLog:
             self.truncate_fully_and_start_at(offset if offset >= 0 else self._start)
             return
         self.generation += 1
+        self._forget_values()
         keep = bisect.bisect_left(self._bases, offset)
         del self._batches[keep:], self._bases[keep:]
         self._end = records.read_header(self._batches[-1]).next_offset if self._batches else self._start
@@ -164,6 +174,7 @@ class MemoryLog:
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         self.generation += 1
+        self._forget_values()
         self._batches, self._bases = [], []
         self._start = self._end = offset
         self.epochs.clear()

@@ -1,19 +1,28 @@
 """`keel-sim`: run the deterministic simulation of the control plane over a range of seeds.
 
-    keel-sim --seeds 1-500 [--brokers 5] [--steps 60] [--faults crash,expire,...]
+    keel-sim --seeds 1-500 [--brokers 5] [--steps 60] [--faults crash,expire,...] [--jobs 2]
 
 A progress line while it runs, then a summary: seeds, simulated events, events per second
 (of wall time), faults by kind. On the first violation it stops and prints the invariant,
 the last events before it, and the one command that replays that seed; the exit status is
 then 1.
+
+With `--jobs N` the seeds are shared among N worker processes, forked from this one: they
+start with everything imported and with this process's hash secret, so each seed takes the
+course it takes here. Results are taken in seed order whatever the order they finish in, so
+the progress lines, the totals and the first violation reported (the lowest seed that has
+one) are the same for any N; on a violation the other workers are terminated.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import multiprocessing
+import multiprocessing.pool
 import sys
 import time
+from collections.abc import Iterator
 
 from node.cli.arguments import positive_int
 from node.entry import (
@@ -69,6 +78,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=DEFAULT_FAULTS,
         help=f"comma-separated kinds among {','.join(FAULTS)} (all)",
     )
+    parser.add_argument(
+        "--jobs", type=positive_int, default=1, help="worker processes the seeds are shared among (1)"
+    )
     return parser.parse_args(argv)
 
 
@@ -85,24 +97,69 @@ def _run(argv: list[str]) -> int:
     events = 0
     faults: collections.Counter[str] = collections.Counter()
     seeds = args.seeds
-    for done, seed in enumerate(seeds, 1):
-        result = run_seed(RunConfig(seed=seed, brokers=args.brokers, steps=args.steps, faults=args.faults))
-        events += result.events
-        faults.update(result.faults)
-        if result.violation is not None:
-            _print_violation(args, result)
-            return EXIT_FAILED
-        elapsed = time.monotonic() - started
-        if sys.stderr.isatty() or done == len(seeds) or done % 50 == 0:
-            end = "\n" if not sys.stderr.isatty() or done == len(seeds) else "\r"
-            print(
-                f"seed {seed}: {done}/{len(seeds)} runs, {events} events, {elapsed:.1f} s",
-                end=end,
-                file=sys.stderr,
-                flush=True,
-            )
+    with _SeedResults(args) as results:
+        for done, result in enumerate(results, 1):
+            events += result.events
+            faults.update(result.faults)
+            if result.violation is not None:
+                _print_violation(args, result)
+                return EXIT_FAILED
+            _print_progress(result.seed, done, len(seeds), events, time.monotonic() - started)
     _print_summary(seeds, events, time.monotonic() - started, faults)
     return EXIT_OK
+
+
+class _SeedResults:
+    """Every seed's result, in seed order: run here, or by `--jobs` forked workers. Leaving
+    the block early (a violation) terminates the workers still running."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self._config = _ConfigOf(args)
+        self._seeds: range = args.seeds
+        self._jobs: int = min(args.jobs, len(args.seeds))
+        self._pool: multiprocessing.pool.Pool | None = None
+
+    def __enter__(self) -> Iterator[RunResult]:
+        if self._jobs <= 1:
+            return map(self._config, self._seeds)
+        # Fork, not spawn: a worker starts at once with every module loaded, and with this
+        # process's hash secret, so that sets iterate as they would here.
+        self._pool = multiprocessing.get_context("fork").Pool(self._jobs)
+        # A few seeds per dispatch: little traffic between processes, and the workers stay
+        # evenly loaded (a seed takes a fraction of a second).
+        return self._pool.imap(self._config, self._seeds, chunksize=_CHUNK_SEEDS)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
+
+
+# Seeds handed to a worker at once.
+_CHUNK_SEEDS = 4
+
+
+class _ConfigOf:
+    """Runs one seed with the command's settings (a plain object, so that it pickles)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.brokers: int = args.brokers
+        self.steps: int = args.steps
+        self.faults: frozenset[str] = args.faults
+
+    def __call__(self, seed: int) -> RunResult:
+        return run_seed(RunConfig(seed=seed, brokers=self.brokers, steps=self.steps, faults=self.faults))
+
+
+def _print_progress(seed: int, done: int, total: int, events: int, elapsed_s: float) -> None:
+    if sys.stderr.isatty() or done == total or done % 50 == 0:
+        end = "\n" if not sys.stderr.isatty() or done == total else "\r"
+        print(
+            f"seed {seed}: {done}/{total} runs, {events} events, {elapsed_s:.1f} s",
+            end=end,
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def _print_summary(seeds: range, events: int, elapsed_s: float, faults: collections.Counter[str]) -> None:

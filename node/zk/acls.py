@@ -19,8 +19,8 @@ from pathlib import Path
 from aiozk import protocol
 from aiozk.protocol.acl import ACL
 
+from node.security.jaas import JaasConfigError, parse_jaas_file
 from node.zk import paths
-from node.zk.jaas import JaasError, parse_jaas_file
 
 # ZooDefs.Ids: all permissions for the identities the creator authenticated with.
 CREATOR_ALL_ACL = protocol.AUTHED_UNRESTRICTED
@@ -103,15 +103,15 @@ def read_credentials(location: Path, section: str = DEFAULT_JAAS_SECTION) -> Dig
         raise ZkSecurityError(f"{location} is not UTF-8 text") from None
     try:
         sections = parse_jaas_file(text)
-    except JaasError as e:
+    except JaasConfigError as e:
         raise ZkSecurityError(f"{location}: {e}") from None
     modules = sections.get(section)
     if not modules:
         raise ZkSecurityError(f"{location} has no {section} section for ZooKeeper")
     module = modules[0]
-    if module.name != DIGEST_LOGIN_MODULE:
+    if module.login_module != DIGEST_LOGIN_MODULE:
         raise ZkSecurityError(
-            f"{location}: section {section} uses {module.name}; Keel authenticates to ZooKeeper "
+            f"{location}: section {section} uses {module.login_module}; Keel authenticates to ZooKeeper "
             f"only with {DIGEST_LOGIN_MODULE} (username and password)"
         )
     username, password = module.options.get("username"), module.options.get("password")

@@ -712,30 +712,6 @@ class ZkClusterStore:
             raise error
         return True
 
-    async def config_changes(self, *, watch: bool = False) -> list[str]:
-        """The change notifications' names, oldest first; `watch` arms the children watch."""
-        children = await self.zk.children(paths.CONFIG_CHANGES, watch=watch)
-        return sorted(c for c in children if c.startswith(paths.CONFIG_CHANGE_PREFIX))
-
-    async def config_change(self, name: str) -> tuple[str | None, int] | None:
-        """(entity path or None if unreadable, creation time in ms) of a notification."""
-        value = await self.zk.get_or_none(paths.config_change(name))
-        if value is None:
-            return None
-        try:
-            return data.decode_config_change(value[0]), int(value[1].created)
-        except data.ZNodeDataError as e:
-            log.warning("ignoring %s: %s", name, e)
-            return None, int(value[1].created)
-
-    async def delete_config_change(self, name: str) -> None:
-        with contextlib.suppress(NoNode):
-            await self.zk.delete(paths.config_change(name))
-
-    def watch_config_changes(self, on_change: Callable[[], None]) -> None:
-        """`on_change` must only wake whoever re-reads (callbacks only enqueue)."""
-        self.zk.add_watch(CHILDREN_CHANGED, paths.CONFIG_CHANGES, lambda _: on_change())
-
     # --- log-dir failures (spec §7.11) ---
 
     async def propagate_log_dir_event(self, broker_id: int) -> None:

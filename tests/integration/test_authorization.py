@@ -26,6 +26,9 @@ from wire.api import (
     CreatableTopic,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+    ElectLeadersTopicPartitions,
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
     ListOffsetsPartition,
@@ -194,6 +197,17 @@ async def test_forged_control_requests_are_refused_and_change_nothing(
     assert (
         await ask(broker, ReelectControllerRequest())
     ).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    # ElectLeaders is refused as Kafka refuses it: 31 at the top and for each named partition.
+    elect = ElectLeadersRequest(
+        election_type=1, topic_partitions=[ElectLeadersTopicPartitions(topic="orders", partitions=[0])]
+    )
+    refused = await ask(broker, elect)
+    assert isinstance(refused, ElectLeadersResponse)
+    assert refused.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    assert [
+        (r.topic, [(p.partition_id, p.error_code) for p in r.partition_result])
+        for r in refused.replica_election_results
+    ] == [("orders", [(0, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)])]
 
     # Nothing changed: the log is there, the stored controller epoch was not raised, the
     # partition's state and /controller are as they were.

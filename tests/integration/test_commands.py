@@ -11,6 +11,7 @@ from kazoo.client import KazooClient
 
 from node.clients.admin import KeelAdminClient
 from node.clients.producer import partition_for
+from node.cluster.security import jaas_entry, load_cluster_security
 from tests.integration.conftest import Brokers
 from tests.support import eventually, eventually_sync, run_command
 
@@ -136,6 +137,56 @@ def test_keel_cluster_on_a_three_server_zookeeper_ensemble(tmp_path: Path) -> No
         assert sum(1 for row in status["brokers"] if row["controller"]) == 1
     finally:
         assert run_command("node.cluster.command", "stop", *directory).returncode == 0
+
+
+def test_keel_cluster_up_with_sasl_security(tmp_path: Path) -> None:
+    """`up --security sasl`: SASL_SSL everywhere, the admin and broker users made in ZooKeeper
+    before the brokers start, the authorizer on; `keel` reaches the cluster with its
+    client.properties (found by default for the local cluster) and nothing without them."""
+    cluster_dir = tmp_path / "secured"
+    directory = ["--dir", str(cluster_dir)]
+    local = {"KEEL_CLUSTER_DIR": str(cluster_dir)}
+    up = run_command(
+        "node.cluster.command", "up", "--brokers", "2", "--no-planner", "--security", "sasl", *directory
+    )
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        client_config = cluster_dir / "client.properties"
+        assert f"--command-config {client_config}" in up.stdout, "it says how to connect"
+        assert client_config.stat().st_mode & 0o077 == 0
+        status = orjson.loads(
+            run_command("node.cluster.command", "status", "--format", "json", *directory).stdout
+        )
+        assert [row["state"] for row in status["brokers"]] == ["running", "running"]
+        assert status["connect"]["security"] == "sasl"
+        secured = ["--command-config", str(client_config)]
+        created = run_command(
+            "node.cli.main", *secured, "topic", "create", "--topic", "locked", "--partitions", "1",
+            "--replication-factor", "2", env=local,
+        )  # fmt: skip
+        assert created.returncode == 0, created.stderr
+        produced = run_command(
+            "node.cli.main", *secured, "produce", "--topic", "locked", env=local, stdin="one\ntwo\n"
+        )
+        assert produced.returncode == 0 and "sent 2 records" in produced.stderr, produced.stderr
+        # Without --command-config, keel finds the local cluster's client.properties.
+        listed = run_command("node.cli.main", "topic", "list", env=local)
+        assert listed.returncode == 0 and "locked" in listed.stdout, listed.stderr
+        # A client without the credentials gets nothing: a plaintext one, and a TLS one
+        # that does not authenticate.
+        port = status["brokers"][0]["address"].rsplit(":", 1)[1]
+        bootstrap = ["--bootstrap-server", f"127.0.0.1:{port}", "--timeout", "5"]
+        plaintext = run_command("node.cli.main", "topic", "list", *bootstrap, env=local)
+        assert plaintext.returncode == 1, plaintext.stdout
+        stranger = tmp_path / "stranger.properties"
+        props = {**load_cluster_security(cluster_dir).client_properties}  # type: ignore[union-attr]
+        props["sasl.jaas.config"] = jaas_entry("admin", "not-the-password")
+        stranger.write_text("".join(f"{k}={v}\n" for k, v in props.items()), encoding="utf-8")
+        refused = run_command("node.cli.main", "--command-config", str(stranger), "topic", "list", *bootstrap)
+        assert refused.returncode == 1 and "invalid credentials" in refused.stderr, refused.stderr
+    finally:
+        stopped = run_command("node.cluster.command", "stop", *directory)
+    assert stopped.returncode == 0, stopped.stderr
 
 
 async def test_keel_produce_and_consume_like_kafkas_console_tools(

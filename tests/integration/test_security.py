@@ -1,11 +1,16 @@
 """TLS and SASL on real broker processes: SSL and SASL_SSL listeners beside the PLAINTEXT one
 the harness watches the brokers on, clients with and without the right credentials, and a
-cluster whose controller channel and fetchers run over SASL_SSL."""
+cluster whose controller channel and fetchers run over SASL_SSL.
+
+As Kafka's, the SCRAM users live in ZooKeeper (`/config/users`, written before the brokers
+start) and the PLAIN users in the listener's PlainLoginModule entry. The authorizer is off
+here (tests/integration/test_authorization.py has it): these tests are about who connects."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable
 from pathlib import Path
 
 import orjson
@@ -14,8 +19,9 @@ from kazoo.client import KazooClient
 
 from node.clients.admin import KeelAdminClient
 from node.clients.producer import KeelProducer
-from node.cluster.security import ClusterSecurity, jaas_entry, make_cluster_security
+from node.cluster.security import ClusterSecurity, create_scram_users, jaas_entry, make_cluster_security
 from node.cluster.zookeeper import free_ports
+from node.security.jaas import PLAIN_LOGIN_MODULE, SCRAM_LOGIN_MODULE
 from node.security.settings import client_security_from_properties
 from tests.integration.conftest import BrokerProcess, Brokers
 from tests.integration.replication import log_records
@@ -40,20 +46,44 @@ def cluster_security(tmp_path_factory: pytest.TempPathFactory) -> ClusterSecurit
     return make_cluster_security(tmp_path_factory.mktemp("pki"), "sasl", admin_password="admin-secret")
 
 
+@pytest.fixture(autouse=True)
+async def scram_users(zk_connect: str) -> None:
+    """The brokers' own user and alice, in `/config/users` before any broker starts."""
+    await create_scram_users(zk_connect, {"admin": "admin-secret", "alice": "alice"})
+
+
 def secured_broker(
     brokers: Brokers, broker_id: int, security: ClusterSecurity, **extra: str
 ) -> tuple[BrokerProcess, int, int]:
     """A broker with PLAINTEXT (the harness's), SSL and SASL_SSL listeners; (broker, SSL
-    port, SASL_SSL port)."""
+    port, SASL_SSL port). Its own identity is admin; carol is a PLAIN user of SASL_SSL."""
     plain, ssl_port, sasl_port = free_ports(3)
+    without_authorizer = {
+        k: v for k, v in security.broker_settings.items() if k not in ("authorizer.class.name", "super.users")
+    }
     settings = {
-        **security.broker_settings,
+        **without_authorizer,
         "listeners": f"PLAINTEXT://127.0.0.1:{plain},SSL://127.0.0.1:{ssl_port},SASL_SSL://127.0.0.1:{sasl_port}",
         "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN",
-        "sasl.jaas.config": jaas_entry("admin", "admin-secret", admin="admin-secret", alice="alice"),
+        "sasl.jaas.config": jaas_entry("admin", "admin-secret"),
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": jaas_entry(
+            "admin", "admin-secret", module=PLAIN_LOGIN_MODULE, carol="carol-secret"
+        ),
         **extra,
     }
     return brokers.new(broker_id, settings, port=plain), ssl_port, sasl_port
+
+
+async def broker_leading(
+    brokers: Brokers, kazoo: KazooClient, security: ClusterSecurity, topic: str
+) -> tuple[BrokerProcess, int]:
+    """One secured broker, started, leading a new one-partition `topic`; (broker, SASL_SSL port)."""
+    broker, _, sasl_port = secured_broker(brokers, 1, security)
+    broker.start()
+    await controller_of(brokers)
+    await create_topic(broker, topic, partitions=1, rf=1)
+    await settled_to(brokers, kazoo, topic, lambda s: s[0][0] == 1, "no leader")
+    return broker, sasl_port
 
 
 def client(security: ClusterSecurity, **overrides: str) -> ClientSecurity:
@@ -110,11 +140,7 @@ async def test_mutual_tls_is_required_when_ssl_client_auth_is_required(
 async def test_scram_clients_produce_and_the_cli_takes_command_config(
     brokers: Brokers, kazoo: KazooClient, cluster_security: ClusterSecurity, mechanism: str, tmp_path: Path
 ) -> None:
-    broker, _, sasl_port = secured_broker(brokers, 1, cluster_security)
-    broker.start()
-    await controller_of(brokers)
-    await create_topic(broker, "secured", partitions=1, rf=1)
-    await settled_to(brokers, kazoo, "secured", lambda s: s[0][0] == 1, "no leader")
+    _, sasl_port = await broker_leading(brokers, kazoo, cluster_security, "secured")
     alice = client(
         cluster_security, **{"sasl.mechanism": mechanism, "sasl.jaas.config": jaas_entry("alice", "alice")}
     )
@@ -131,6 +157,54 @@ async def test_scram_clients_produce_and_the_cli_takes_command_config(
     )
     assert described.returncode == 0, described.stderr
     assert str(sasl_port) in described.stdout, "brokers are named by the listener the client came in on"
+
+
+async def test_plain_users_are_the_listeners_and_scram_users_are_zookeepers(
+    brokers: Brokers, cluster_security: ClusterSecurity, zk_connect: str
+) -> None:
+    """PLAIN (offered on SASL_SSL) knows only `user_carol` of the listener's PlainLoginModule
+    entry; SCRAM only `/config/users`, where a user added while the broker runs is known at
+    once and a deleted one is refused."""
+    broker, _, sasl_port = secured_broker(brokers, 1, cluster_security)
+    broker.start()
+    await controller_of(brokers)
+
+    async def connects(mechanism: str, user: str, password: str) -> bool:
+        security = client(
+            cluster_security,
+            **{
+                "sasl.mechanism": mechanism,
+                "sasl.jaas.config": jaas_entry(
+                    user, password, module=PLAIN_LOGIN_MODULE if mechanism == "PLAIN" else SCRAM_LOGIN_MODULE
+                ),
+            },
+        )
+        try:
+            connection = await RpcClient.connect(
+                "127.0.0.1", sasl_port, security_protocol="SASL_SSL", security=security, connect_timeout=10
+            )
+        except SaslAuthenticationFailed:
+            return False
+        await connection.close()
+        return True
+
+    assert await connects("PLAIN", "carol", "carol-secret")
+    assert not await connects("PLAIN", "alice", "alice"), "a SCRAM user is not a PLAIN user"
+    assert not await connects("SCRAM-SHA-512", "carol", "carol-secret"), "nor a PLAIN user a SCRAM one"
+    assert not await connects("SCRAM-SHA-512", "dave", "dave-secret")
+    await create_scram_users(zk_connect, {"dave": "dave-secret"})
+    await eventually(
+        lambda: connects("SCRAM-SHA-512", "dave", "dave-secret"), timeout=15, message="dave never known"
+    )
+    removed = keel("user", "delete", "dave", "--zookeeper", zk_connect)
+    assert removed.returncode == 0, removed.stderr
+    await eventually(
+        lambda: _not(connects("SCRAM-SHA-512", "dave", "dave-secret")), timeout=15, message="dave still known"
+    )
+
+
+async def _not(answer: Awaitable[bool]) -> bool:
+    return not await answer
 
 
 async def test_wrong_password_fails_with_58_after_the_delay_and_others_are_served(
@@ -172,11 +246,7 @@ async def test_wrong_password_fails_with_58_after_the_delay_and_others_are_serve
 async def test_a_produce_before_authentication_closes_the_connection(
     brokers: Brokers, kazoo: KazooClient, cluster_security: ClusterSecurity
 ) -> None:
-    broker, _, sasl_port = secured_broker(brokers, 1, cluster_security)
-    broker.start()
-    await controller_of(brokers)
-    await create_topic(broker, "untouched", partitions=1, rf=1)
-    await settled_to(brokers, kazoo, "untouched", lambda s: s[0][0] == 1, "no leader")
+    broker, sasl_port = await broker_leading(brokers, kazoo, cluster_security, "untouched")
     # TLS only: the connection never authenticates before it sends the Produce.
     tls_only = client(cluster_security, **{"security.protocol": "SSL"})
     sneaky = await RpcClient.connect("127.0.0.1", sasl_port, security_protocol="SSL", security=tls_only)

@@ -16,11 +16,12 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 
 from actors.clock import SystemClock
-from node.broker.dynamic_config import DynamicConfigManager
+from actors.credential_cache import CredentialCache
 from node.cluster.zookeeper import EmbeddedZooKeeper
 from node.zk import paths
 from node.zk.acls import DigestCredentials, ZkSecurity
 from node.zk.client import NoAuth, ZooKeeperClient
+from node.zk.dynamic_config import credential_follower
 from node.zk.store import ZkClusterStore
 from tests.integration.conftest import Brokers
 from tests.scram import authenticates, kafka_user_config
@@ -172,11 +173,6 @@ async def _async(value: bool) -> bool:
     return value
 
 
-class _ReplicaManager:
-    async def set_throttles(self, **kwargs: Any) -> None:
-        pass
-
-
 async def test_a_user_written_by_kafkas_tool_authenticates_and_a_deleted_one_does_not(
     zk_connect: str, kazoo: KazooClient
 ) -> None:
@@ -187,9 +183,10 @@ async def test_a_user_written_by_kafkas_tool_authenticates_and_a_deleted_one_doe
     kazoo.create("/config/users/bob", kafka_user_config(SHA512, "bob-secret", 8192))
     zk = ZooKeeperClient(zk_connect, session_timeout_s=10, connection_timeout_s=10)
     await zk.start()
-    manager = DynamicConfigManager(1, ZkClusterStore(zk, SystemClock()), _ReplicaManager(), SystemClock())  # type: ignore[arg-type]
+    cache = CredentialCache()
+    manager = credential_follower(ZkClusterStore(zk, SystemClock()), cache, SystemClock())
     await manager.startup()
-    lookup = manager.credentials.credential
+    lookup = cache.credential
     try:
         assert authenticates(lookup, SHA512, "bob", "bob-secret")  # read at start-up
         kazoo.create("/config/users/alice", kafka_user_config(SHA256, "alice-secret"))

@@ -16,6 +16,8 @@ from wire.api import (
     CreatePartitionsTopic,
     CreateTopicsRequest,
     DeleteTopicsRequest,
+    ElectLeadersRequest,
+    ElectLeadersTopicPartitions,
     FetchPartition,
     FetchRequest,
     FetchTopic,
@@ -70,7 +72,6 @@ def cluster(operation: AclOperation) -> tuple[ResourceType, str, AclOperation]:
         (ApiKey.CONTROLLED_SHUTDOWN, Op.CLUSTER_ACTION),
         (ApiKey.ALTER_PARTITION, Op.CLUSTER_ACTION),
         (ApiKey.ALTER_PARTITION_REASSIGNMENTS, Op.ALTER),
-        (ApiKey.ELECT_LEADERS, Op.ALTER),
         (ApiKey.REELECT_CONTROLLER, Op.ALTER),
         (ApiKey.LIST_PARTITION_REASSIGNMENTS, Op.DESCRIBE),
         (ApiKey.DESCRIBE_LOG_DIRS, Op.DESCRIBE),
@@ -108,18 +109,37 @@ def test_a_follower_fetch_needs_cluster_action_a_consumer_read() -> None:
     assert authz.fetch(check_for(cluster(Op.CLUSTER_ACTION)), follower) == (follower, [])
 
 
-def test_offsets_for_leader_epoch_from_a_replica_needs_cluster_action() -> None:
+def test_offsets_for_leader_epoch_needs_cluster_action_or_describe_from_anyone() -> None:
+    """Kafka's handleOffsetForLeaderEpochRequest: ClusterAction, else Describe per topic, for a
+    replica as for a consumer."""
     topics = [
-        OffsetForLeaderTopic(
-            topic="orders", partitions=[OffsetForLeaderPartition(partition=0, leader_epoch=1)]
-        )
+        OffsetForLeaderTopic(topic=name, partitions=[OffsetForLeaderPartition(partition=0, leader_epoch=1)])
+        for name in ("orders", "secret")
     ]
     describer = check_for(topic("orders", Op.DESCRIBE))
-    from_replica = OffsetsForLeaderEpochRequest(replica_id=2, topics=topics)
-    assert authz.offsets_for_leader_epoch(describer, from_replica)[1][0].partitions[0].error_code == 29
-    from_consumer = OffsetsForLeaderEpochRequest(topics=topics)
-    assert authz.offsets_for_leader_epoch(describer, from_consumer) == (from_consumer, [])
-    assert authz.offsets_for_leader_epoch(check_for(cluster(Op.CLUSTER_ACTION)), from_replica)[1] == []
+    for request in (
+        OffsetsForLeaderEpochRequest(replica_id=2, topics=topics),
+        OffsetsForLeaderEpochRequest(topics=topics),
+    ):
+        kept, refused = authz.offsets_for_leader_epoch(describer, request)
+        assert [t.topic for t in kept.topics] == ["orders"]
+        assert [(t.topic, t.partitions[0].error_code) for t in refused] == [("secret", 29)]
+        assert authz.offsets_for_leader_epoch(check_for(cluster(Op.CLUSTER_ACTION)), request) == (request, [])
+
+
+def test_elect_leaders_is_refused_per_named_partition_as_kafka_does() -> None:
+    named = ElectLeadersRequest(
+        topic_partitions=[ElectLeadersTopicPartitions(topic="orders", partitions=[0, 2])]
+    )
+    refused = authz.elect_leaders(check_for(cluster(Op.DESCRIBE)), named)
+    assert refused is not None and refused.error_code == 31
+    assert [
+        (r.topic, [(p.partition_id, p.error_code) for p in r.partition_result])
+        for r in refused.replica_election_results
+    ] == [("orders", [(0, 31), (2, 31)])]
+    every = authz.elect_leaders(check_for(), ElectLeadersRequest(topic_partitions=None))
+    assert every is not None and (every.error_code, every.replica_election_results) == (31, [])
+    assert authz.elect_leaders(check_for(cluster(Op.ALTER)), named) is None
 
 
 def test_list_offsets_and_metadata_need_describe_which_read_implies() -> None:

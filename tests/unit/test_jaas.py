@@ -9,8 +9,9 @@ from node.security.jaas import (
     SCRAM_LOGIN_MODULE,
     JaasConfigError,
     parse_jaas_config,
+    parse_jaas_file,
+    plain_users,
     sasl_credentials,
-    seeded_users,
 )
 from wire.sasl import SaslCredentials
 
@@ -35,13 +36,19 @@ def test_quoted_values_keep_semicolons_spaces_and_escapes() -> None:
     assert entry.options == {"username": "admin", "password": 'a;b "c" d\\e'}
 
 
-def test_several_entries_and_seeded_users() -> None:
+def test_plain_users_are_the_plain_login_modules_user_options() -> None:
+    """As Kafka's PlainServerCallbackHandler: another module's `user_` options are not PLAIN users."""
     text = (
-        f'{SCRAM_LOGIN_MODULE} required username="admin" password="x" user_admin="x" user_bob="b=b";'
-        f" {PLAIN_LOGIN_MODULE} optional user_carol=c;"
+        f'{SCRAM_LOGIN_MODULE} required username="admin" password="x" user_admin="x";'
+        f' {PLAIN_LOGIN_MODULE} optional username=a password=b user_bob="b=b" user_carol=c;'
     )
     assert len(parse_jaas_config(text)) == 2
-    assert seeded_users(text) == {"admin": "x", "bob": "b=b", "carol": "c"}
+    assert plain_users(text) == {"bob": "b=b", "carol": "c"}
+
+
+def test_a_jaas_file_section_cannot_hold_stray_text() -> None:
+    with pytest.raises(JaasConfigError, match="'\\{' after section"):
+        parse_jaas_file("KafkaServer ScramLoginModule required;")
 
 
 @pytest.mark.parametrize(

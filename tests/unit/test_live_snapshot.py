@@ -70,7 +70,7 @@ async def test_a_partition_is_as_large_as_its_leaders_replica(monkeypatch: pytes
     t0, t1 = TopicPartition("t", 0), TopicPartition("t", 1)
 
     async def sizes(
-        brokers: list[RegisteredBroker], *, timeout: float
+        brokers: list[RegisteredBroker], *, timeout: float, security: object
     ) -> tuple[dict[int, dict[TopicPartition, int]], tuple[int, ...]]:
         return {1: {t0: 700}, 2: {t1: 900}}, ()
 

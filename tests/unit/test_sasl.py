@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from node.zk.scram_users import new_credential
 from wire.api import (
     ApiVersionsRequest,
     DescribeClusterRequest,
@@ -20,9 +21,14 @@ from wire.api import (
 )
 from wire.credentials import SCRAM_MECHANISMS, ScramCredential
 from wire.errors import ErrorCode
-from wire.sasl import PLAIN, SaslClient, SaslCredentials, SaslServer, SaslState, make_scram_credential
+from wire.sasl import PLAIN, SaslClient, SaslCredentials, SaslServer, SaslState
 
-USERS = {("alice", m): make_scram_credential(m, "alice-secret") for m in SCRAM_MECHANISMS}
+# As Kafka keeps them: SCRAM users in the credential store (`/config/users`), PLAIN users in
+# the listener's PlainLoginModule entry; alice is both, scram-only and plain-only one each.
+USERS = {
+    (name, m): new_credential(m, "alice-secret") for m in SCRAM_MECHANISMS for name in ("alice", "scram-only")
+}
+PLAIN_USERS = {"alice": "alice-secret", "plain-only": "alice-secret"}
 
 
 def lookup(username: str, mechanism: str) -> ScramCredential | None:
@@ -30,7 +36,7 @@ def lookup(username: str, mechanism: str) -> ScramCredential | None:
 
 
 def server(*, tls: bool = True) -> SaslServer:
-    return SaslServer([*SCRAM_MECHANISMS, PLAIN], lookup, tls=tls)
+    return SaslServer([*SCRAM_MECHANISMS, PLAIN], lookup, tls=tls, plain_users=PLAIN_USERS)
 
 
 def exchange(sasl: SaslServer, credentials: SaslCredentials) -> int:
@@ -68,6 +74,16 @@ def test_a_wrong_password_or_unknown_user_fails_with_58(mechanism: str, username
         exchange(sasl, SaslCredentials(mechanism, username, password)) == ErrorCode.SASL_AUTHENTICATION_FAILED
     )
     assert (sasl.state, sasl.principal) == (SaslState.FAILED, None)
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "username"), [(PLAIN, "scram-only"), *((m, "plain-only") for m in SCRAM_MECHANISMS)]
+)
+def test_scram_and_plain_users_are_separate_as_kafkas(mechanism: str, username: str) -> None:
+    """PLAIN knows only the listener's `user_<name>` entries, SCRAM only the credential store."""
+    sasl = server()
+    assert exchange(sasl, SaslCredentials(mechanism, username, "alice-secret")) == 58
+    assert sasl.principal is None
 
 
 def test_plain_is_not_offered_without_tls() -> None:

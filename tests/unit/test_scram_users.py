@@ -3,18 +3,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from actors.credential_cache import CredentialCache, scram_credentials
-from node.broker.dynamic_config import DynamicConfigManager
 from node.cli.user_commands import parse_add_config
 from node.zk import data
-from node.zk.paths import CONFIG_CHANGE_PREFIX, desanitize, sanitize
+from node.zk.paths import desanitize, sanitize
 from node.zk.scram_users import ScramUserError, new_credential
 from tests.scram import authenticates, kafka_user_config
-from tests.support import ManualClock
 
 SHA256, SHA512 = "SCRAM-SHA-256", "SCRAM-SHA-512"
 
@@ -86,61 +82,3 @@ def test_user_names_are_sanitized_as_kafkas_sanitizer_does(name: str) -> None:
     assert "/" not in sanitize(name)
     assert desanitize(sanitize(name)) == name
     assert sanitize("CN=a b*") == "CN%3Da%20b%2A"  # Java's URLEncoder, then %20 and %2A
-
-
-class _Store:
-    """`/config/users` and `/config/changes`, in memory."""
-
-    def __init__(self) -> None:
-        self.users: dict[str, dict[str, str]] = {}
-        self.changes: dict[str, str] = {}
-
-    def notify(self, user: str) -> None:
-        self.changes[f"{CONFIG_CHANGE_PREFIX}{len(self.changes) + 1:010d}"] = f"users/{sanitize(user)}"
-
-    def watch_config_changes(self, on_change: Any) -> None:
-        pass
-
-    def watch_session(self, watcher: Any) -> None:
-        pass
-
-    async def config_changes(self, *, watch: bool = False) -> list[str]:
-        return sorted(self.changes)
-
-    async def config_change(self, name: str) -> tuple[str | None, int] | None:
-        return self.changes[name], 10**12
-
-    async def entity_config(self, entity_type: str, name: str) -> tuple[dict[str, str], int | None]:
-        if entity_type != "users":
-            return {}, None
-        config = self.users.get(desanitize(name))
-        return ({}, None) if config is None else (config, 0)
-
-    async def entity_configs(self, entity_type: str) -> dict[str, dict[str, str]]:
-        return {sanitize(u): c for u, c in self.users.items()} if entity_type == "users" else {}
-
-    async def delete_config_change(self, name: str) -> None:
-        del self.changes[name]
-
-
-class _ReplicaManager:
-    async def set_throttles(self, **kwargs: Any) -> None:
-        pass
-
-
-async def test_the_dynamic_config_manager_follows_users_into_the_cache() -> None:
-    store = _Store()
-    store.users["old"] = {SHA256: new_credential(SHA256, "o").to_kafka()}
-    manager = DynamicConfigManager(1, store, _ReplicaManager(), ManualClock())  # type: ignore[arg-type]
-    await manager.startup()
-    try:
-        assert authenticates(manager.credentials.credential, SHA256, "old", "o")
-        store.users["CN=a b"] = {SHA512: new_credential(SHA512, "n").to_kafka()}
-        store.notify("CN=a b")
-        del store.users["old"]
-        store.notify("old")
-        await manager._process_new()
-        assert manager.credentials.users() == {"CN=a b"}
-        assert authenticates(manager.credentials.credential, SHA512, "CN=a b", "n")
-    finally:
-        await manager.shutdown()

@@ -9,8 +9,15 @@ from pathlib import Path
 import pytest
 
 from node.broker.config import ConfigError, load_config
-from node.cluster.security import ClusterSecurity, jaas_entry, make_cluster_security
-from node.security.settings import SettingError, client_security_from_properties
+from node.cluster.security import ClusterSecurity, jaas_entry, load_cluster_security, make_cluster_security
+from node.security.jaas import PLAIN_LOGIN_MODULE
+from node.security.settings import (
+    LISTENER_DEFAULTS,
+    SettingError,
+    client_security_from_properties,
+    getter,
+    listener_security,
+)
 from wire.api import ApiVersionsRequest, ApiVersionsResponse, Response
 from wire.client import RpcClient
 from wire.context import RequestContext
@@ -43,7 +50,9 @@ def test_named_listeners_and_the_inter_broker_listener(pki: ClusterSecurity) -> 
     ]
     assert config.inter_broker_listener == "INTERNAL"
     sasl = config.inter_broker_security.sasl
-    assert sasl is not None and (sasl.mechanism, sasl.username) == ("SCRAM-SHA-512", "admin")
+    assert sasl is not None and (sasl.mechanism, sasl.username) == ("SCRAM-SHA-512", "broker")
+    assert config.inter_broker_principal == "User:broker"
+
     assert config.inter_broker_security.ssl_context is not None
 
 
@@ -108,6 +117,14 @@ def test_named_listeners_and_the_inter_broker_listener(pki: ClusterSecurity) -> 
             {"listeners": "PLAINTEXT://:1,SASL_SSL://:2", "sasl.enabled.mechanisms": "GSSAPI"},
             "sasl.enabled.mechanisms",
             "GSSAPI",
+        ),
+        (
+            {
+                "listeners": "PLAINTEXT://:1,SASL_SSL://:2",
+                "listener.name.sasl_ssl.plain.sasl.jaas.config": f"{PLAIN_LOGIN_MODULE} required user_a=",
+            },
+            "listener.name.sasl_ssl.plain.sasl.jaas.config",
+            "a value for user_a",
         ),
     ],
 )
@@ -175,3 +192,57 @@ async def test_a_client_certificate_names_the_principal(
 def test_client_properties_file_is_written(pki: ClusterSecurity) -> None:
     text = Path(pki.client_config).read_text()
     assert "security.protocol=SASL_SSL" in text and "sasl.mechanism=SCRAM-SHA-512" in text
+    assert Path(pki.client_config).stat().st_mode & 0o077 == 0, "it holds a password"
+    assert load_cluster_security(Path(pki.client_config).parent) == pki
+    # The users to create in /config/users: the brokers' own and the client's.
+    assert set(pki.users) == {"admin", "broker"} and pki.users["admin"] == "pw"
+    assert pki.broker_settings["super.users"] == "User:admin;User:broker"
+
+
+def test_plain_users_are_the_listeners_plain_login_module_entry(pki: ClusterSecurity) -> None:
+    settings = {
+        **BASE,
+        **pki.broker_settings,
+        "listeners": "INTERNAL://127.0.0.1:1,EXTERNAL://127.0.0.1:2",
+        "listener.security.protocol.map": "INTERNAL:SASL_SSL,EXTERNAL:SASL_SSL",
+        "inter.broker.listener.name": "INTERNAL",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN",
+        "listener.name.external.plain.sasl.jaas.config": (
+            f'{PLAIN_LOGIN_MODULE} required username="b" password="b" user_carol="c";'
+        ),
+    }
+    config = load_config(settings)
+    assert config.unknown == (), "Kafka's listener-prefixed key is known"
+    get = getter(config.values, LISTENER_DEFAULTS)
+    internal, external = config.listeners
+    assert listener_security(external, get, lambda u, m: None).plain_users == {"carol": "c"}
+    # The internal listener has none: sasl.jaas.config is a ScramLoginModule entry.
+    assert listener_security(internal, get, lambda u, m: None).plain_users == {}
+
+
+@pytest.mark.parametrize(
+    ("props", "principal"),
+    [
+        ({"listeners": "SSL://:1", "security.inter.broker.protocol": "SSL"}, "User:ANONYMOUS"),
+        (
+            {"listeners": "SSL://:1", "security.inter.broker.protocol": "SSL", "ssl.client.auth": "required"},
+            "User:broker",
+        ),
+        ({"listeners": "PLAINTEXT://:1"}, "User:ANONYMOUS"),
+    ],
+)
+def test_the_inter_broker_principal(pki: ClusterSecurity, props: dict[str, str], principal: str) -> None:
+    """Whom the other brokers see: the SASL user, else the certificate's CN when the listeners
+    ask for one, else ANONYMOUS; the broker's in-process requests carry the same."""
+    settings = {**pki.broker_settings, "ssl.client.auth": "none", **props}
+    assert load_config({**BASE, **settings}).inter_broker_principal == principal
+
+
+def test_the_planner_of_a_secured_local_cluster_takes_the_brokers_settings(pki: ClusterSecurity) -> None:
+    from node.planner.config import load_config as load_planner_config
+
+    config = load_planner_config({"zookeeper.connect": "127.0.0.1:2181", **pki.planner_settings(9999)})
+    assert config.unknown == ()
+    assert (config.listener.security_protocol, config.listener.port) == ("SASL_SSL", 9999)
+    sasl = config.client_security.sasl
+    assert sasl is not None and (sasl.mechanism, sasl.username) == ("SCRAM-SHA-512", "broker")

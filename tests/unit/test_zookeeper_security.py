@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from node.broker.config import ConfigError, load_config
+from node.security.jaas import JaasConfigError, parse_jaas_config, parse_jaas_file
 from node.zk.acls import (
     CREATOR_ALL_ACL,
     OPEN_ACL_UNSAFE,
@@ -17,7 +18,6 @@ from node.zk.acls import (
     default_acls,
     read_credentials,
 )
-from node.zk.jaas import JaasError, parse_jaas_file, parse_login_modules
 
 KAFKA_JAAS = """
 // What a Kafka broker's jaas.conf holds, with the ZooKeeper client's section.
@@ -40,16 +40,16 @@ def test_a_kafka_jaas_file_gives_every_section_with_its_options() -> None:
     sections = parse_jaas_file(KAFKA_JAAS)
     assert sorted(sections) == ["Client", "KafkaServer"]
     client = sections["Client"][0]
-    assert client.name == "org.apache.zookeeper.server.auth.DigestLoginModule"
-    assert client.flag == "required"
+    assert client.login_module == "org.apache.zookeeper.server.auth.DigestLoginModule"
+    assert client.control_flag == "required"
     assert client.options == {"username": "keel", "password": 'p;w="x"'}
 
 
 def test_kafka_sasl_jaas_config_is_the_modules_of_one_section() -> None:
-    (module,) = parse_login_modules(
+    (module,) = parse_jaas_config(
         'org.apache.kafka.common.security.scram.ScramLoginModule required username="a" password="b";'
     )
-    assert (module.flag, module.options) == ("required", {"username": "a", "password": "b"})
+    assert (module.control_flag, module.options) == ("required", {"username": "a", "password": "b"})
 
 
 @pytest.mark.parametrize(
@@ -63,7 +63,7 @@ def test_kafka_sasl_jaas_config_is_the_modules_of_one_section() -> None:
     ],
 )
 def test_a_malformed_jaas_file_is_refused(text: str) -> None:
-    with pytest.raises(JaasError):
+    with pytest.raises(JaasConfigError):
         parse_jaas_file(text)
 
 
@@ -83,7 +83,7 @@ def test_credentials_come_from_the_client_section(tmp_path: Path) -> None:
             "only with org.apache.zookeeper.server.auth.DigestLoginModule",
         ),
         ("Client { org.apache.zookeeper.server.auth.DigestLoginModule required username=a; };", "password"),
-        ("Client {", "is not closed"),
+        ("Client {", "closing section Client"),
     ],
 )
 def test_unusable_credentials_say_why(tmp_path: Path, text: str, message: str) -> None:
