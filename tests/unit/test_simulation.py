@@ -180,6 +180,15 @@ def test_a_controller_elected_again_after_zookeeper_was_lost_by_every_broker(see
     assert result.violation is None, result.violation
 
 
+def test_a_deletion_answer_from_a_bounced_brokers_old_incarnation_does_not_stall_the_deletion() -> None:
+    """Seed 197 (5 brokers, every fault kind): a broker change handled new brokers before a
+    bounced one, so a deletion resumed for the new ones sent StopReplica to the bounced broker
+    at its old epoch; its refusal counted as a failed deletion and marked the topics
+    ineligible, and nothing ever resumed them."""
+    result = run_seed(RunConfig(seed=197))
+    assert result.violation is None, result.violation
+
+
 def test_five_hundred_seeds_hold_every_invariant() -> None:
     result = run_command("node.sim.main", "--seeds", "1-500", "--steps", "8", timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
