@@ -305,12 +305,12 @@ class KafkaController:
         self.event_manager.put(LeaderAndIsrResponseReceived(broker_id, response))
 
     def _on_deletion_response(
-        self, broker_id: int, response: Response, partitions: tuple[TopicPartition, ...]
+        self, broker_id: int, broker_epoch: int, response: Response, partitions: tuple[TopicPartition, ...]
     ) -> None:
         """A StopReplica-with-delete answer (in the channel's callback): only enqueue."""
         errors = deletion_errors(response, partitions)
         self.event_manager.put(
-            TopicDeletionStopReplicaResponseReceived(broker_id, response.error_code, errors)
+            TopicDeletionStopReplicaResponseReceived(broker_id, broker_epoch, response.error_code, errors)
         )
 
     def _hold_deletion_of_reassigned_topics(self, topics: set[str]) -> None:
@@ -383,10 +383,22 @@ class KafkaController:
                 if self.is_active:
                     await self.topic_deletion.on_topic_deletion_event()
             case TopicDeletionStopReplicaResponseReceived(
-                broker_id=broker_id, error_code=error_code, partition_errors=errors
+                broker_id=broker_id, broker_epoch=broker_epoch, error_code=error_code, partition_errors=errors
             ):
-                if self.is_active:
-                    await self.topic_deletion.on_stop_replica_response(broker_id, error_code, dict(errors))
+                if not self.is_active:
+                    return
+                if broker_epoch != self.context.broker_epoch(broker_id):
+                    # Asked of an incarnation the broker has since replaced (a bounce handled
+                    # after the request was built): its refusal is not a failed deletion, and
+                    # the new incarnation's start-up resumed the deletion with fresh requests.
+                    log.info(
+                        "ignoring a StopReplica answer from broker %d at broker epoch %d (now %d)",
+                        broker_id,
+                        broker_epoch,
+                        self.context.broker_epoch(broker_id),
+                    )
+                    return
+                await self.topic_deletion.on_stop_replica_response(broker_id, error_code, dict(errors))
             case AlterPartitionReceived(request=request, reply=reply):
                 if not self.is_active:
                     answer = AlterPartitionResponse(

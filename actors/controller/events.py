@@ -191,6 +191,8 @@ class TopicDeletionStopReplicaResponseReceived(Event):
 
     state = ControllerState.TOPIC_DELETION
     broker_id: int
+    # The broker epoch the request was sent to.
+    broker_epoch: int
     error_code: int
     partition_errors: tuple[tuple[TopicPartition, int], ...]
 

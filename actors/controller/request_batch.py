@@ -55,7 +55,7 @@ class _LeaderAndIsrEntry:
 
 # Told of a StopReplica answer for the partitions it deleted of topics whose deletion has
 # started: (broker, response, those partitions). It must only enqueue (spec §8.3).
-DeletionResponseHandler = Callable[[int, Response, tuple[TopicPartition, ...]], None]
+DeletionResponseHandler = Callable[[int, int, Response, tuple[TopicPartition, ...]], None]
 # Told of every LeaderAndIsr answer: (broker, response). It must only enqueue.
 LeaderAndIsrResponseHandler = Callable[[int, Response], None]
 
@@ -284,10 +284,13 @@ class RequestBatch:
         if not deleting or handler is None:
             return _log_errors(broker)
         logger = _log_errors(broker)
+        # The incarnation asked: an answer from one the broker has since replaced is not about
+        # the replicas the controller now tracks on it.
+        broker_epoch = self._context.broker_epoch(broker)
 
         def on_response(response: Response) -> None:
             logger(response)
-            handler(broker, response, deleting)
+            handler(broker, broker_epoch, response, deleting)
 
         return on_response
 

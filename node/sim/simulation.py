@@ -225,7 +225,7 @@ class Simulation:
 
     def _can_lose_one(self) -> bool:
         """Keep a majority up: a cluster with most brokers down only waits."""
-        return len(self._live()) > (self.config.brokers + 1) // 2 + 1
+        return len(self._live()) - 1 >= self.config.brokers // 2 + 1
 
     async def _crash(self) -> bool:
         if not self._can_lose_one():
@@ -276,8 +276,15 @@ class Simulation:
         if len(live) <= 2:
             return False
         side = {self.rng.choice(live)}
-        self.trace(f"partition {sorted(side)} from the other brokers for a while")
-        self.network.partition(side, set(self.broker_ids) - side)
+        if self.rng.random() < 0.5:
+            # Two brokers that cannot reach each other, while both reach every other broker
+            # and ZooKeeper (a follower cut from its leader, a broker from the controller).
+            rest = {self.rng.choice([b for b in self.broker_ids if b not in side])}
+            self.trace(f"partition {sorted(side)} from broker {min(rest)} for a while")
+        else:
+            rest = set(self.broker_ids) - side
+            self.trace(f"partition {sorted(side)} from the other brokers for a while")
+        self.network.partition(side, rest)
         self._later(self.rng.uniform(1.0, 8.0), self._heal_network)
         return True
 

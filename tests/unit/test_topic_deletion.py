@@ -485,7 +485,9 @@ class Recorded:
     def __init__(self) -> None:
         self.calls: list[tuple[int, tuple[TopicPartition, ...]]] = []
 
-    def __call__(self, broker: int, response: object, partitions: tuple[TopicPartition, ...]) -> None:
+    def __call__(
+        self, broker: int, broker_epoch: int, response: object, partitions: tuple[TopicPartition, ...]
+    ) -> None:
         self.calls.append((broker, partitions))
 
 
