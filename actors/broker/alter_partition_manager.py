@@ -63,39 +63,15 @@ class AlterPartitionManager:
             batch, self._pending = self._pending, {}
             if not batch:
                 continue
-            by_topic: dict[str, list[AlterPartitionItem]] = {}
-            for tp, proposal in sorted(batch.items()):
-                by_topic.setdefault(tp.topic, []).append(
-                    AlterPartitionItem(
-                        partition_index=tp.partition,
-                        leader_epoch=proposal.leader_epoch,
-                        new_isr=list(proposal.new_isr),
-                        partition_epoch=proposal.partition_epoch,
-                    )
-                )
-            request = AlterPartitionRequest(
-                broker_id=self._broker_id,
-                broker_epoch=self._broker_epoch(),
-                topics=[AlterPartitionTopic(topic_name=t, partitions=items) for t, items in by_topic.items()],
-            )
+            answered: set[TopicPartition] = set()
             try:
-                response = await self._link.alter_partition(request)
-                if response.error_code != ErrorCode.NONE:
-                    raise WireError(f"{ErrorCode(response.error_code).name}: {response.error_message}")
+                await self._send(batch, answered)
             except WireError as e:
                 log.warning("AlterPartition for %d partition(s) failed, retrying: %s", len(batch), e.message)
-                for tp, proposal in batch.items():
-                    self._pending.setdefault(tp, proposal)
-                await self._retry.pause()
-                self._wake.set()
-                continue
-            answered = set()
-            for topic in response.topics:
-                for result in topic.partitions:
-                    tp = TopicPartition(topic.topic_name, result.partition_index)
-                    if tp in batch:
-                        answered.add(tp)
-                        await self._answer(tp, batch[tp], result)
+            except Exception:
+                # Kafka's sender threads log and go on: ended by one unexpected error, this task
+                # would never propose an ISR change of this broker's partitions again.
+                log.exception("AlterPartition for %d partition(s) failed unexpectedly, retrying", len(batch))
             unanswered = set(batch) - answered
             for tp in unanswered:
                 self._pending.setdefault(tp, batch[tp])
@@ -105,3 +81,30 @@ class AlterPartitionManager:
                 self._retry.succeeded()
             if self._pending:
                 self._wake.set()
+
+    async def _send(self, batch: dict[TopicPartition, PendingIsr], answered: set[TopicPartition]) -> None:
+        """One AlterPartition for the batch; each partition answered goes into `answered`."""
+        by_topic: dict[str, list[AlterPartitionItem]] = {}
+        for tp, proposal in sorted(batch.items()):
+            by_topic.setdefault(tp.topic, []).append(
+                AlterPartitionItem(
+                    partition_index=tp.partition,
+                    leader_epoch=proposal.leader_epoch,
+                    new_isr=list(proposal.new_isr),
+                    partition_epoch=proposal.partition_epoch,
+                )
+            )
+        request = AlterPartitionRequest(
+            broker_id=self._broker_id,
+            broker_epoch=self._broker_epoch(),
+            topics=[AlterPartitionTopic(topic_name=t, partitions=items) for t, items in by_topic.items()],
+        )
+        response = await self._link.alter_partition(request)
+        if response.error_code != ErrorCode.NONE:
+            raise WireError(f"{ErrorCode(response.error_code).name}: {response.error_message}")
+        for topic in response.topics:
+            for result in topic.partitions:
+                tp = TopicPartition(topic.topic_name, result.partition_index)
+                if tp in batch and tp not in answered:
+                    answered.add(tp)
+                    await self._answer(tp, batch[tp], result)

@@ -66,29 +66,37 @@ class ReplicaFetcher:
     async def _run(self) -> None:
         log.info("fetcher for broker %d started", self.source)
         while True:
-            plan = await self._target.plan_fetch(self.source)
-            if plan is None:
-                log.info("fetcher for broker %d stopped: nothing follows it", self.source)
-                return
             try:
-                if plan.epoch_request is not None:
-                    epochs = await self._link.offsets_for_leader_epoch(plan.endpoint, plan.epoch_request)
-                    failed = await self._target.epoch_ends_fetched(self.source, plan, epochs)
-                else:
-                    assert plan.fetch_request is not None
-                    response = await self._link.fetch(plan.endpoint, plan.fetch_request)
-                    failed = await self._target.fetched(self.source, plan, response)
-            except WireError as e:
-                self._connection_failed(plan, e)
+                plan = await self._target.plan_fetch(self.source)
+                if plan is None:
+                    log.info("fetcher for broker %d stopped: nothing follows it", self.source)
+                    return
+                failed = await self._fetch(plan)
+            except Exception:
+                # Kafka's fetcher threads log and go on: ended by one unexpected error, this
+                # fetcher would leave its partitions unreplicated, with nothing logged.
+                log.exception("fetch from broker %d failed unexpectedly; retrying", self.source)
                 failed = True
-            else:
-                if self._failures:
-                    log.info(
-                        "fetching from broker %d again after %d failed attempts", self.source, self._failures
-                    )
-                    self._failures = 0
             if failed:
                 await self._retry.pause()
+
+    async def _fetch(self, plan: FetchPlan) -> bool:
+        """One round; True when it failed."""
+        try:
+            if plan.epoch_request is not None:
+                epochs = await self._link.offsets_for_leader_epoch(plan.endpoint, plan.epoch_request)
+                failed = await self._target.epoch_ends_fetched(self.source, plan, epochs)
+            else:
+                assert plan.fetch_request is not None
+                response = await self._link.fetch(plan.endpoint, plan.fetch_request)
+                failed = await self._target.fetched(self.source, plan, response)
+        except WireError as e:
+            self._connection_failed(plan, e)
+            return True
+        if self._failures:
+            log.info("fetching from broker %d again after %d failed attempts", self.source, self._failures)
+            self._failures = 0
+        return failed
 
     def _connection_failed(self, plan: FetchPlan, error: WireError) -> None:
         """One warning when a leader stops answering, not one per retry while it is down

@@ -111,12 +111,15 @@ class _BrokerSender:
                 type(request).__name__,
                 self.broker.info.broker_id,
                 error,
+                exc_info=not isinstance(error, WireError),
             )
 
+        # Whatever the error, as Kafka's RequestSendThread: ended by an unexpected one, this
+        # sender would leave every later request to the broker queued for good.
         return await retrying(
             lambda: self._pool.send(endpoint, request),
             self._retry,
-            retriable=lambda e: isinstance(e, WireError),
+            retriable=lambda e: True,
             on_failure=failed,
         )
 

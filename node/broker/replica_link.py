@@ -11,6 +11,7 @@ per peer, reopened after a failure.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -28,7 +29,7 @@ from wire.api import (
     Response,
 )
 from wire.endpoint import Endpoint
-from wire.errors import NotController, WireError
+from wire.errors import NotController, RequestTimedOut, WireError
 from wire.pool import SenderFactory, connection_pool
 
 log = logging.getLogger(__name__)
@@ -88,12 +89,18 @@ class RpcReplicaLink:
         """To the controller this broker knows now (from its `/controller` watch), at the
         endpoint of its registration. The registration is read once per controller and kept
         until the controller changes or a request to it fails (it may have restarted
-        elsewhere), not once per request."""
+        elsewhere), not once per request. That read has the request's time-out: ZooKeeper
+        holds a read until the session is connected again, and the caller must hear of it."""
         controller = self._controller_id()
         if controller < 0:
             raise NotController("no active controller is known")
         if self._controller_endpoint is None or self._controller_endpoint[0] != controller:
-            registered = await self._registered_broker(controller)
+            try:
+                registered = await asyncio.wait_for(self._registered_broker(controller), timeout_s)
+            except TimeoutError:
+                raise RequestTimedOut(
+                    f"the registration of controller {controller} not read within {timeout_s:g} s"
+                ) from None
             endpoint = None if registered is None else registered.info.endpoint_for(self._listener)
             if endpoint is None:
                 raise NotController(f"controller {controller} has no registered {self._listener} listener")

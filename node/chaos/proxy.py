@@ -69,6 +69,12 @@ class Proxy:
             with contextlib.suppress(Exception):
                 await self._server.wait_closed()
 
+    def drop(self) -> None:
+        """Close every connection under way at once, both ends, as a server that dies or loses
+        its quorum closes its clients'; new connections are accepted as before."""
+        for task in list(self._pumps):
+            task.cancel()
+
     async def _accept(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
         try:
             server_reader, server_writer = await asyncio.open_connection("127.0.0.1", self.target_port)

@@ -2,14 +2,23 @@
 
 aiozk re-establishes sessions by itself; when the server says a session expired it simply
 opens a new one. Kafka needs to know (spec §2.5: resign, register again with a new broker
-epoch), so a monitor task compares session ids each time the client reconnects and tells
-the registered SessionWatchers. Requests go straight to the session rather than through
-aiozk's helpers, whose per-path stat cache would grow with every znode ever read.
+epoch), so a monitor task watches the session id whenever the client is connected and tells
+the registered SessionWatchers of each new one. Requests go straight to the session rather
+than through aiozk's helpers, whose per-path stat cache would grow with every znode ever read.
+
+aiozk's repair loop (reconnect, resume or renew the session, re-arm the watches) can wedge
+for good: it re-arms the watches by a request that waits for an answer, and a connection
+that drops before the answer (a ZooKeeper majority lost again just after the reconnection)
+leaves that request pending forever, since aiozk's read loop ends on a closed connection
+without failing what is in flight. The client then never reconnects, and its broker never
+registers again. `_KeelSession` bounds that request, and the monitor is also a watchdog: a
+session not connected for longer than its time-out plus the connection time-out gets a new
+repair loop, as Kafka's ZooKeeperClient guarantees that its expiry handler runs.
 
 Security (node/zk/acls.py): a client with credentials authenticates on every connection it
 opens, and gives each znode it creates Kafka's ACLs for its path. aiozk 0.32 can set and read
 ACLs but neither re-sends authentication after a reconnect nor speaks SASL or TLS; the first
-is added here (`_AuthenticatingSession`), the others Keel does without.
+is added here (`_KeelSession`), the others Keel does without.
 """
 
 from __future__ import annotations
@@ -70,6 +79,10 @@ class MultiReadResponse(protocol.TransactionResponse):  # type: ignore[misc]
     opcode = 22
 
 
+# How often the session monitor looks at the session when its state does not change.
+_SESSION_CHECK_INTERVAL_S = 0.5
+_SESSION_STATES = (States.CONNECTED, States.SUSPENDED, States.LOST, States.READ_ONLY)
+
 # Reads per multiRead: large enough to amortise a round trip, small enough for jute.maxbuffer.
 _READS_PER_REQUEST = 1000
 
@@ -80,22 +93,51 @@ def split_connect(connect: str) -> tuple[str, str | None]:
     return servers, ("/" + chroot.strip("/")) if slash and chroot.strip("/") else None
 
 
-class _AuthenticatingSession(Session):  # type: ignore[misc]
+class _KeelSession(Session):  # type: ignore[misc]
     """aiozk's session, which also sends the client's auth packet first on each connection it
-    opens. ZooKeeper keeps authentication per connection, so after a reconnect it must be sent
-    again (the Java client does it when it primes a connection); written before any other
-    request, it is in effect for all of them. The server answers it on the special xid -4."""
+    opens, and whose repair loop cannot wait forever to re-arm the watches (nor be left
+    wedged: `repair_again`)."""
+
+    repair_loop_task: asyncio.Task[None] | None
 
     def __init__(self, servers: str, timeout: float, auth: tuple[str, bytes] | None) -> None:
         super().__init__(servers, timeout, None, False, None)
         self._auth = auth
 
     async def establish_session(self) -> None:
+        """ZooKeeper keeps authentication per connection, so after a reconnect it must be sent
+        again (the Java client does it when it primes a connection); written before any other
+        request, it is in effect for all of them. The server answers it on the special xid -4."""
         await super().establish_session()
         if self._auth is not None:
             scheme, credentials = self._auth
             answer = self.conn.send(protocol.AuthRequest(type=0, scheme=scheme, auth=credentials))
             answer.add_done_callback(_log_auth_failure)
+
+    async def set_existing_watches(self) -> None:
+        """Re-arm the watches on the new connection, within the session time-out. aiozk awaits
+        this inside its repair loop; unanswered (the connection dropped as it opened), the
+        connection is given up and the loop, which the state SUSPENDED sends round again,
+        reconnects and re-arms them there."""
+        try:
+            await asyncio.wait_for(super().set_existing_watches(), self.timeout)
+        except (TimeoutError, exc.ZKError) as e:
+            log.warning("ZooKeeper watches not re-armed on the new connection (%r); reconnecting", e)
+            if self.state.current_state in (States.CONNECTED, States.READ_ONLY):
+                self.state.transition_to(States.SUSPENDED)
+
+    def repair_again(self) -> None:
+        """Replace the repair loop with a new one: the old one may be wedged (awaiting an answer
+        on a connection that is gone). The new one reconnects, resumes the session if the
+        ensemble still has it, and opens a new one if not; the old connection is closed by it."""
+        stuck = self.repair_loop_task
+        if stuck is not None and not stuck.done():
+            stuck.remove_done_callback(self._on_repair_loop_done)
+            stuck.cancel()
+        if self.state.current_state in (States.CONNECTED, States.READ_ONLY):
+            self.state.transition_to(States.SUSPENDED)
+        self.repair_loop_task = asyncio.create_task(self.repair_loop(), name="zk-repair-loop")
+        self.repair_loop_task.add_done_callback(self._on_repair_loop_done)
 
 
 def _log_auth_failure(answer: asyncio.Future[Any]) -> None:
@@ -125,7 +167,7 @@ class ZooKeeperClient:
             default_acl=default_acls("/", self.security.set_acl),
         )
         credentials = self.security.credentials
-        self._zk.session = _AuthenticatingSession(
+        self._zk.session = _KeelSession(
             servers, session_timeout_s, None if credentials is None else ("digest", credentials.auth)
         )
         self._session_watchers: list[SessionWatcher] = []
@@ -311,22 +353,55 @@ class ZooKeeperClient:
         self._session_watchers.append(watcher)
 
     async def _monitor_session(self) -> None:
-        state = self._zk.session.state
+        """Tell the watchers of each new session, and repair a session left unconnected. The
+        session is looked at on each change of state and every `_SESSION_CHECK_INTERVAL_S`, so
+        that a new session id while connected is noticed however it came (even one that came
+        while the watchers were being told of the one before)."""
+        session: _KeelSession = self._zk.session
+        loop = asyncio.get_running_loop()
         known = self.session_id
+        last_connected = loop.time()
         while True:
-            await state.wait_for(States.SUSPENDED, States.LOST)
-            await state.wait_for(States.CONNECTED)
-            current = self.session_id
-            if current == known or current is None:
-                continue
-            log.warning("ZooKeeper session 0x%x expired; new session 0x%x", known or 0, current)
-            known = current
-            for watcher in list(self._session_watchers):
-                try:
-                    await watcher.before_new_session()
-                    watcher.after_new_session()
-                except Exception:
-                    log.exception("session watcher failed")
+            if session.state.current_state == States.CONNECTED:
+                last_connected = loop.time()
+                current = self.session_id
+                if current is not None and current != known:
+                    log.warning("ZooKeeper session 0x%x expired; new session 0x%x", known or 0, current)
+                    known = current
+                    await self._tell_watchers()
+                    continue
+            elif loop.time() - last_connected > self.session_timeout_s + self._connection_timeout_s:
+                # The ensemble has expired the session by now, yet aiozk has not reconnected:
+                # its repair loop is wedged or has died. A new one gets a new session.
+                log.warning(
+                    "ZooKeeper session 0x%x not connected for %.1f s; repairing it afresh",
+                    known or 0,
+                    loop.time() - last_connected,
+                )
+                session.repair_again()
+                last_connected = loop.time()
+            await self._state_change_or(_SESSION_CHECK_INTERVAL_S)
+
+    async def _state_change_or(self, timeout_s: float) -> None:
+        state = self._zk.session.state
+        others = [s for s in _SESSION_STATES if s != state.current_state]
+        change = state.wait_for(*others)
+        try:
+            await asyncio.wait_for(change, timeout_s)
+        except TimeoutError:
+            pass
+        finally:
+            # aiozk drops a waiter only when its state comes: a left one would pile up.
+            for other in others:
+                state.futures[other].discard(change)
+
+    async def _tell_watchers(self) -> None:
+        for watcher in list(self._session_watchers):
+            try:
+                await watcher.before_new_session()
+                watcher.after_new_session()
+            except Exception:
+                log.exception("session watcher failed")
 
 
 def multi_failure(results: list[Any]) -> Exception | None:

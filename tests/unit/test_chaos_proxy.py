@@ -84,3 +84,17 @@ async def test_a_target_that_is_down_resets_the_connection() -> None:
         writer.close()
     finally:
         await proxy.close()
+
+
+async def test_dropping_closes_the_connections_under_way_and_accepts_new_ones(echo: int) -> None:
+    proxy = await Proxy(Link("l"), echo).start()
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+        writer.write(b"one")
+        assert await asyncio.wait_for(reader.readexactly(3), 5) == b"one"
+        proxy.drop()
+        assert await asyncio.wait_for(reader.read(), 5) == b""
+        writer.close()
+        assert await exchange(proxy.port, b"again", 5) == b"again"
+    finally:
+        await proxy.close()

@@ -21,7 +21,7 @@ from wire.api import (
 )
 from wire.endpoint import Endpoint
 from wire.envelope import ParsedRequest
-from wire.errors import NetworkException, NotController
+from wire.errors import NetworkException, NotController, RequestTimedOut
 from wire.server import RpcServer
 
 
@@ -100,3 +100,18 @@ async def test_a_control_request_does_not_wait_behind_a_long_poll() -> None:
     finally:
         await link.close()
         await server.close()
+
+
+async def test_a_registration_read_that_hangs_fails_the_request_in_its_time_out() -> None:
+    link = _Link()
+    link.controller = 2
+    hung = asyncio.Event()
+
+    async def hanging_read(broker_id: int) -> RegisteredBroker | None:
+        await hung.wait()  # ZooKeeper holds a read while the session is not connected
+        return None
+
+    link._registered_broker = hanging_read
+    request = AlterPartitionRequest(broker_id=1, broker_epoch=1, topics=[])
+    with pytest.raises(RequestTimedOut):
+        await asyncio.wait_for(link.alter_partition(request), 5)

@@ -1,0 +1,74 @@
+"""The leader's AlterPartition sender: an unexpected error (not a WireError: a bug, a ZooKeeper
+client error on the way to the controller's address) is logged and the batch retried, rather
+than ending the task and with it every later ISR change of the broker."""
+
+from __future__ import annotations
+
+import asyncio
+
+from actors.broker.alter_partition_manager import AlterPartitionManager
+from actors.broker.partition import PendingIsr
+from actors.ports import TopicPartition
+from tests.support import eventually
+from wire.api import (
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    AlterPartitionResult,
+    AlterPartitionTopicResult,
+)
+
+TP = TopicPartition("t", 0)
+PROPOSAL = PendingIsr(new_isr=(1, 2), leader_epoch=3, partition_epoch=4)
+
+
+class _Controller:
+    """Answers each AlterPartition with the ISR asked for; fails the first `failures` with
+    an error that is no WireError."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.requests: list[AlterPartitionRequest] = []
+
+    async def alter_partition(self, request: AlterPartitionRequest) -> AlterPartitionResponse:
+        self.requests.append(request)
+        if len(self.requests) <= self.failures:
+            raise RuntimeError("the controller's registration could not be read")
+        return AlterPartitionResponse(
+            topics=[
+                AlterPartitionTopicResult(
+                    topic_name=t.topic_name,
+                    partitions=[
+                        AlterPartitionResult(
+                            partition_index=p.partition_index,
+                            leader_id=1,
+                            leader_epoch=p.leader_epoch,
+                            isr=p.new_isr,
+                            partition_epoch=p.partition_epoch + 1,
+                        )
+                        for p in t.partitions
+                    ],
+                )
+                for t in request.topics
+            ]
+        )
+
+
+async def test_an_unexpected_error_is_retried_and_the_sender_goes_on() -> None:
+    controller = _Controller(failures=2)
+    answers: list[tuple[TopicPartition, AlterPartitionResult]] = []
+
+    async def answer(tp: TopicPartition, proposal: PendingIsr, result: AlterPartitionResult) -> None:
+        answers.append((tp, result))
+
+    manager = AlterPartitionManager(1, lambda: 7, controller, answer, retry_backoff_s=0.01)  # type: ignore[arg-type]
+    try:
+        manager.submit(TP, PROPOSAL)
+        await eventually(
+            lambda: asyncio.sleep(0, answers), timeout=5, message="the ISR change never answered"
+        )
+        assert len(controller.requests) == 3 and answers[0][1].isr == [1, 2]
+        # The task is still there for the next change.
+        manager.submit(TopicPartition("t", 1), PROPOSAL)
+        await eventually(lambda: asyncio.sleep(0, len(answers) == 2), timeout=5, message="no second answer")
+    finally:
+        await manager.stop()
