@@ -160,13 +160,14 @@ class Proxy:
                 await self._server.wait_closed()
 
     async def _accept(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
+        # The connection is served by a task of the proxy's own, which close() cancels: the
+        # handler asyncio runs ends normally either way (a cancelled one is reported as an error).
+        task = asyncio.create_task(self._forward(client_reader, client_writer))
         self._connections.add(task)
+        task.add_done_callback(self._connections.discard)
         try:
-            await self._forward(client_reader, client_writer)
+            await asyncio.wait([task])
         finally:
-            self._connections.discard(task)
             client_writer.close()
 
     async def _forward(

@@ -12,10 +12,11 @@ import pytest
 
 from node.chaos.proxy import Link, PeerLinks, Proxy, source_broker
 from tests.support import eventually
-from wire.api.api_versions import ApiVersionsRequest
+from wire.api.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from wire.api.keys import ApiKey
-from wire.envelope import RequestHeader, encode_request
-from wire.frames import encode_frame
+from wire.client import RpcClient
+from wire.envelope import RequestHeader, decode_request_header, encode_request, encode_response
+from wire.frames import NEED_DATA, FrameDecoder, encode_frame
 
 
 @pytest.fixture
@@ -321,6 +322,40 @@ async def test_the_first_frame_is_forwarded_byte_for_byte(
     connection.close()
 
 
+async def test_a_brokers_request_sent_while_cut_is_answered_after_the_heal() -> None:
+    """End to end with Keel's RPC client, on a connection opened during the cut."""
+    writers: list[asyncio.StreamWriter] = []
+
+    async def answer_api_versions(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writers.append(writer)
+        decoder = FrameDecoder()
+        while data := await reader.read(1024):
+            decoder.feed(data)
+            while (frame := decoder.next_frame()) is not NEED_DATA:
+                assert isinstance(frame, bytes)
+                header, _ = decode_request_header(frame)
+                writer.write(encode_frame(encode_response(header.correlation_id, ApiVersionsResponse())))
+
+    server = await asyncio.start_server(answer_api_versions, "127.0.0.1", 0)
+    peers = PeerLinks()
+    proxy = await Proxy(Link("broker-1"), server.sockets[0].getsockname()[1], peers=peers, broker=1).start()
+    try:
+        peers.cut(1, 2)
+        client = await RpcClient.connect("127.0.0.1", proxy.port, client_id="broker-2-control")
+        sent = asyncio.create_task(client.send(ApiVersionsRequest(), timeout=10))
+        done, _ = await asyncio.wait([sent], timeout=STALL_S)
+        assert not done
+        peers.heal(1, 2)
+        assert isinstance(await asyncio.wait_for(sent, 5), ApiVersionsResponse)
+        assert isinstance(await client.send(ApiVersionsRequest(), timeout=5), ApiVersionsResponse)
+        await client.close()
+    finally:
+        await proxy.close()
+        server.close()
+        for writer in writers:
+            writer.close()
+
+
 def proxy_tasks() -> set[asyncio.Task[object]]:
     """The tasks of node/chaos/proxy.py still running."""
     return {
@@ -358,7 +393,7 @@ async def test_a_connection_that_never_sends_a_whole_first_frame_ends_with_the_p
     await until(lambda: proxy_tasks() - before, "the proxy serves the connection")
     await asyncio.wait_for(proxies[1].close(), 5)
     assert proxies[1].connections == 0
-    assert not proxy_tasks() - before
+    await until(lambda: not proxy_tasks() - before, "every task of the proxy ends")
     writer.close()
     server_writer.close()
 
