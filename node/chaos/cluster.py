@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 from pathlib import Path
 
-from node.chaos.proxy import Link, Proxy
+from node.chaos.proxy import Link, PeerLinks, Proxy
 from node.cluster.local import BrokerProcess, LocalCluster, PlannerProcess
 from node.cluster.zookeeper import EmbeddedZooKeeper, free_ports
 from node.zk import data, paths
@@ -40,6 +40,9 @@ class ChaosCluster:
         # and → the link of its connections to ZooKeeper.
         self.listener_links = {b: Link(f"broker-{b}") for b in self.broker_ids}
         self.zookeeper_links = {b: Link(f"broker-{b}/zookeeper") for b in self.broker_ids}
+        # Each two brokers' link: the connections either opened to the other (its listener's
+        # proxy tells them from the clients' by their first request).
+        self.peer_links = PeerLinks()
         self.proxies: dict[int, Proxy] = {}
         self._zookeeper_proxies: dict[int, list[Proxy]] = {}
         self.zk: ZooKeeperClient | None = None
@@ -50,7 +53,9 @@ class ChaosCluster:
     async def start(self, timeout: float = 90.0) -> None:
         await asyncio.to_thread(self.zookeeper.start, timeout)
         for b in self.broker_ids:
-            self.proxies[b] = await Proxy(self.listener_links[b], self.ports[b]).start()
+            self.proxies[b] = await Proxy(
+                self.listener_links[b], self.ports[b], peers=self.peer_links, broker=b
+            ).start()
             self._zookeeper_proxies[b] = [
                 await Proxy(self.zookeeper_links[b], s.client_port).start() for s in self.zookeeper.servers
             ]
@@ -165,6 +170,15 @@ class ChaosCluster:
             leader = data.decode_partition_state(topic, got[0], 0).leader_and_isr.leader
             return leader if leader >= 0 else None
         return None
+
+    async def replicas(self, topic: str, partition: int) -> tuple[int, ...]:
+        """The partition's assigned replicas (none when ZooKeeper does not answer)."""
+        got = await self._read(paths.topic(topic))
+        if got is None:
+            return ()
+        with contextlib.suppress(Exception):
+            return data.decode_topic(topic, got[0]).partitions[partition].replicas
+        return ()
 
     async def registered_brokers(self) -> list[int] | None:
         assert self.zk is not None

@@ -14,7 +14,7 @@ import orjson
 
 from node.chaos.cluster import ChaosCluster
 from node.chaos.history import History, Shutdown
-from node.chaos.schedule import BROKER_FAULTS, Fault
+from node.chaos.schedule import BROKER_FAULTS, PEER_PARTITIONS, Fault
 from node.chaos.workload import PARTITIONS, TOPICS
 from node.clients.planner import PlannerClient
 from node.cluster.local import PlannerProcess
@@ -88,6 +88,7 @@ class Nemesis:
     async def heal_all(self) -> None:
         for link in [*self.cluster.listener_links.values(), *self.cluster.zookeeper_links.values()]:
             link.heal()
+        self.cluster.peer_links.heal_all()
         for server_id in sorted(self._killed_zookeeper):
             await asyncio.to_thread(self.cluster.zookeeper.start_server, server_id)
         self._killed_zookeeper.clear()
@@ -123,14 +124,22 @@ class Nemesis:
         self.injected[fault.kind] = self.injected.get(fault.kind, 0) + 1
         self._event("fault", f"{fault.kind}/{fault.variant} {detail}")
 
+    def _free(self) -> list[int]:
+        return [b for b in self.cluster.broker_ids if b not in self.busy and self.cluster.running(b)]
+
     async def _target(self, fault: Fault, rng: random.Random) -> tuple[int | None, str]:
         """The broker holding the fault's role and not under another fault, or None."""
-        free = [b for b in self.cluster.broker_ids if b not in self.busy and self.cluster.running(b)]
+        free = self._free()
         role = fault.variant
         if role == "controller":
             controller = await self.cluster.controller()
             return (controller if controller in free else None), "the controller"
-        if role in ("leader", "leader-with-isr"):
+        if role == "from-controller":
+            controller = await self.cluster.controller()
+            others = [b for b in free if b != controller]
+            chosen = rng.choice(others) if controller is not None and others else None
+            return chosen, "a broker other than the controller"
+        if role in ("leader", "leader-with-isr", "from-followers"):
             tp = (rng.choice(TOPICS), rng.randrange(PARTITIONS))
             leader = await self.cluster.leader(*tp)
             return (leader if leader in free else None), f"the leader of {tp[0]}-{tp[1]}"
@@ -243,6 +252,10 @@ class Nemesis:
     # --- network partitions ---
 
     async def _partition(self, fault: Fault, rng: random.Random) -> None:
+        if fault.variant in PEER_PARTITIONS:
+            await self._peer_partition(fault, rng)
+            return
+
         async def act(broker: int, role: str) -> None:
             listener = self.cluster.listener_links[broker]
             zookeeper = self.cluster.zookeeper_links[broker]
@@ -285,6 +298,62 @@ class Nemesis:
             self._event("heal", f"broker {broker}'s links healed")
 
         await self._with_broker(fault, rng, act)
+
+    async def _peer_partition(self, fault: Fault, rng: random.Random) -> None:
+        """Cut the broker from some of the other brokers only, both ways: it still reaches
+        ZooKeeper, the clients still reach it, and so do the brokers on its side."""
+
+        async def act(broker: int, role: str) -> None:
+            variant = fault.variant
+            if variant == "from-one-peer":
+                free = [b for b in self._free() if b != broker]
+                if not free:
+                    self._skip(fault, f"no other free broker for broker {broker}")
+                    return
+                peer = rng.choice(free)
+                self.busy.add(peer)
+                try:
+                    await self._cut_pairs(fault, broker, role, [peer], f"broker {peer}")
+                finally:
+                    self.busy.discard(peer)
+                return
+            if variant == "from-controller":
+                controller = await self.cluster.controller()
+                if controller is None or controller == broker:
+                    self._skip(fault, f"the controller moved to broker {broker}, or there is none")
+                    return
+                await self._cut_pairs(
+                    fault, broker, role, [controller], f"the controller (broker {controller})"
+                )
+                return
+            followers = await self._followers(broker)
+            if not followers:
+                self._skip(fault, f"broker {broker} leads no workload partition with followers")
+                return
+            await self._cut_pairs(fault, broker, role, followers, f"its followers (brokers {followers})")
+
+        await self._with_broker(fault, rng, act)
+
+    async def _cut_pairs(self, fault: Fault, broker: int, role: str, others: list[int], who: str) -> None:
+        for other in others:
+            self.cluster.peer_links.cut(broker, other)
+        self._count(fault, f"broker {broker} ({role}) and {who} cannot talk for {fault.duration_s:.1f}s")
+        try:
+            await asyncio.sleep(fault.duration_s)
+        finally:
+            for other in others:
+                self.cluster.peer_links.heal(broker, other)
+        self._event("heal", f"broker {broker} and {who} talk again")
+
+    async def _followers(self, leader: int) -> list[int]:
+        """The other replicas of the workload partitions `leader` leads."""
+        followers: set[int] = set()
+        for topic in TOPICS:
+            for partition in range(PARTITIONS):
+                if await self.cluster.leader(topic, partition) == leader:
+                    followers.update(await self.cluster.replicas(topic, partition))
+        followers.discard(leader)
+        return sorted(followers)
 
     # --- leader bounces ---
 

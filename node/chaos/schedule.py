@@ -22,8 +22,18 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "pause": ("controller", "leader"),
     # The broker's ZooKeeper session expires while the process runs on.
     "expire": ("random", "controller", "leader"),
-    # Network faults through the proxies (node/chaos/proxy.py).
-    "partition": ("from-zookeeper", "isolated", "leader-with-isr", "asymmetric", "flapping"),
+    # Network faults through the proxies (node/chaos/proxy.py): a broker's link to ZooKeeper or
+    # its listener's link, or the links between it and some other brokers only.
+    "partition": (
+        "from-zookeeper",
+        "isolated",
+        "leader-with-isr",
+        "asymmetric",
+        "flapping",
+        "from-controller",
+        "from-followers",
+        "from-one-peer",
+    ),
     # kill -9 of one ZooKeeper server, or of a majority, then a restart.
     "zk": ("member", "majority"),
     # Leader bounces chasing one partition (KIP-101/KIP-279).
@@ -32,6 +42,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "planner": ("active",),
 }
 FAULT_KINDS = tuple(VARIANTS)
+# The partitions that cut a broker from other brokers only (node/chaos/proxy.py PeerLinks).
+PEER_PARTITIONS = frozenset({"from-controller", "from-followers", "from-one-peer"})
 # `planner` starts a Spark driver beside the brokers: asked for by name only.
 DEFAULT_FAULTS = tuple(k for k in FAULT_KINDS if k != "planner")
 # What targets a broker (so that a second fault does not pick one already under a fault).

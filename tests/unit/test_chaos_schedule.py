@@ -9,6 +9,7 @@ import pytest
 from node.chaos.schedule import (
     DEFAULT_FAULTS,
     FAULT_KINDS,
+    PEER_PARTITIONS,
     QUIET_TAIL_S,
     VARIANTS,
     WARM_UP_S,
@@ -47,6 +48,14 @@ def test_only_the_kinds_asked_for_with_their_variants() -> None:
     faults = plan(5, 300, ("kill", "zk"), session_timeout_s=4)
     assert {f.kind for f in faults} == {"kill", "zk"}
     assert all(f.variant in VARIANTS[f.kind] for f in faults)
+
+
+def test_partitions_between_two_brokers_are_drawn_with_the_others() -> None:
+    faults = plan(11, 300, ("partition",), session_timeout_s=4)
+    drawn = {f.variant for f in faults}
+    assert drawn >= PEER_PARTITIONS
+    assert drawn == set(VARIANTS["partition"])
+    assert all(3.0 <= f.duration_s <= 10.0 for f in faults if f.ends_s < 300)
 
 
 def test_a_pause_outlasts_the_session_timeout() -> None:
