@@ -321,7 +321,7 @@ class BrokerApis:
         request until connected). The controller never sends again a LeaderAndIsr that was
         answered with an error: failed here because ZooKeeper was out of reach, the first one
         after a restart left the broker following none of the partitions it named, and out of
-        their ISRs for good when they had no record to fetch."""
+        their ISRs until the controller next sent it their state (for an idle topic, never)."""
         known = self._known_topic_configs
         new = {s.topic for s in request.partition_states} - known.keys()
         if new:

@@ -247,8 +247,8 @@ def test_a_restarted_broker_whose_zookeeper_read_fails_on_its_first_leader_and_i
     """Chaos seed 205: a broker restarted while cut off read the configs of the topics named
     by its first LeaderAndIsr as ZooKeeper lost its majority; aiozk failed the read in flight
     (TimeoutError), the broker answered the request with that error, and the controller, which
-    does not send a LeaderAndIsr again, never told it of those partitions: with no record to
-    fetch and no fetch naming them, it stayed out of their ISRs for good."""
+    does not send a LeaderAndIsr again, never told it of those partitions: it did not fetch
+    them, and the admin topics' leaders and ISRs never changed again to name them to it."""
     from aiozk import exc
 
     from node.sim.broker import BrokerSettings, SimBroker
