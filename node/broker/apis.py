@@ -11,8 +11,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from actors import api_authorization as authz
 from actors.acl import AclOperation, ResourceType
 from actors.api_authorization import CLUSTER_OPERATIONS, Check
+from actors.clock import Clock, SystemClock
+from actors.retry import Retry, retrying
 from node.broker.leader_election import elect_leaders
 from node.broker.log_dirs import describe_log_dirs
+from node.zk.client import connection_lost
 from wire.api import (
     API_SPECS,
     AlterPartitionReassignmentsRequest,
@@ -55,6 +58,7 @@ from wire.api.planner import DescribePlannerResponse
 from wire.context import ANONYMOUS, RequestContext
 from wire.envelope import ParsedRequest
 from wire.errors import BrokerNotAvailable, ClusterAuthorizationFailed, InvalidRequest
+from wire.retry import Backoff
 
 if TYPE_CHECKING:
     from actors.authorizer import AclAuthorizer
@@ -66,6 +70,11 @@ if TYPE_CHECKING:
     from node.zk.store import ZkClusterStore
 
 log = logging.getLogger(__name__)
+
+# The pauses between reads of topic configs that ZooKeeper left unanswered.
+TOPIC_CONFIGS_BACKOFF_S = 0.1
+TOPIC_CONFIGS_BACKOFF_MAX_S = 1.0
+
 R = TypeVar("R", bound=Response)
 
 
@@ -112,6 +121,7 @@ class BrokerApis:
         logs: LogManager | None = None,
         authorizer: AclAuthorizer | None = None,
         own_principal: str = ANONYMOUS,
+        clock: Clock | None = None,
     ) -> None:
         self._authorizer = authorizer
         # Only handle_in_process hands this object on: nothing from the network carries it.
@@ -126,6 +136,7 @@ class BrokerApis:
         self._known_topic_configs: dict[str, dict[str, str]] = {}
         self._config_admin = config_admin
         self._logs = logs
+        self._clock = clock or SystemClock()
 
     async def handle(self, request: ParsedRequest) -> Response:
         """A request from the network: the caller's principal and address must be allowed
@@ -169,9 +180,10 @@ class BrokerApis:
                 return await self._reelect_controller()
             case ApiKey.LEADER_AND_ISR:
                 assert isinstance(request.body, LeaderAndIsrRequest)
-                return await self._replica_manager.leader_and_isr(
-                    request.body, self._broker_epoch(), await self._topic_configs(request.body)
-                )
+                # The configs first: they may wait for ZooKeeper, and the request is then held
+                # to the broker epoch of that moment (a session renewed meanwhile fences it).
+                configs = await self._topic_configs(request.body)
+                return await self._replica_manager.leader_and_isr(request.body, self._broker_epoch(), configs)
             case ApiKey.ALTER_PARTITION:
                 assert isinstance(request.body, AlterPartitionRequest)
                 return await self._controller().alter_partition(request.body)
@@ -303,11 +315,32 @@ class BrokerApis:
                 self._known_topic_configs.pop(topic, None)
 
     async def _topic_configs(self, request: LeaderAndIsrRequest) -> dict[str, dict[str, str]]:
-        """The configs of topics this broker has not seen yet, for the logs it may create."""
+        """The configs of topics this broker has not seen yet, for the logs it may create.
+
+        Read until ZooKeeper answers, as Kafka's broker reads them (KafkaZkClient retries a
+        request until connected). The controller never sends again a LeaderAndIsr that was
+        answered with an error: failed here because ZooKeeper was out of reach, the first one
+        after a restart left the broker following none of the partitions it named, and out of
+        their ISRs until the controller next sent it their state (for an idle topic, never)."""
         known = self._known_topic_configs
         new = {s.topic for s in request.partition_states} - known.keys()
         if new:
-            known.update(await self._store.topic_configs(new))
+
+            def failed(error: Exception, failures: int) -> None:
+                log.warning(
+                    "reading the configs of %d topic(s) for a LeaderAndIsr failed (%r); retrying",
+                    len(new),
+                    error,
+                )
+
+            known.update(
+                await retrying(
+                    lambda: self._store.topic_configs(new),
+                    Retry(self._clock, Backoff(TOPIC_CONFIGS_BACKOFF_S, TOPIC_CONFIGS_BACKOFF_MAX_S)),
+                    retriable=connection_lost,
+                    on_failure=failed,
+                )
+            )
             for topic in new:
                 known.setdefault(topic, {})
         return {t: known[t] for t in new}

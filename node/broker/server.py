@@ -153,6 +153,7 @@ class KeelBroker:
             logs=self.logs,
             authorizer=None if self.acl_authorizer is None else self.acl_authorizer.authorizer,
             own_principal=self.principal,
+            clock=self.clock,
         )
         self.dynamic_config = broker_dynamic_config(
             self.broker_id, self.store, self.replica_manager, self.credential_cache, self.clock

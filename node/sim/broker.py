@@ -111,6 +111,7 @@ class SimBroker:
             controller=lambda: self.controller,
             broker_epoch=lambda: self.broker_epoch,
             cluster_id=lambda: "simulated",
+            clock=self.clock,
         )
         self.alive = False
         self._cut_offs = 0

@@ -188,6 +188,7 @@ class FakeClusterStore:
         self._registered_session: int | None = None
         # Faults a test may inject into the next calls.
         self.fail_next_registered_brokers: Exception | None = None
+        self.fail_next_topic_configs: Exception | None = None
         # Cleared while this client cannot reach the ensemble: its calls wait, as a real
         # client's do while it reconnects (a simulation's network partition).
         self.reachable = asyncio.Event()
@@ -298,6 +299,9 @@ class FakeClusterStore:
 
     async def topic_configs(self, topics: set[str]) -> dict[str, dict[str, str]]:
         await self._io()
+        if self.fail_next_topic_configs is not None:
+            error, self.fail_next_topic_configs = self.fail_next_topic_configs, None
+            raise error
         return {t: dict(self.zk.topic_configs.get(t, {})) for t in topics}
 
     async def partition_states(

@@ -68,6 +68,28 @@ class ZooKeeperUnavailable(Exception):
     pass
 
 
+# What aiozk raises for a request that met no answer: its connection dropped while the request
+# was out (a server killed, a majority lost, a link cut), or its session was lost meanwhile.
+# aiozk sends the next request once it has a session again, so trying again is the cure, as
+# Kafka's KafkaZkClient retries a request until connected.
+_CONNECTION_ERRORS = (
+    exc.ConnectError,
+    exc.NoServersError,
+    exc.SessionLost,
+    exc.TimeoutError,
+    exc.UnfinishedRead,
+    exc.ConnectionLoss,
+    exc.OperationTimeout,
+    exc.SessionExpired,
+)
+
+
+def connection_lost(error: Exception) -> bool:
+    """Whether `error` says ZooKeeper could not be reached for a request, rather than that
+    it refused it."""
+    return isinstance(error, _CONNECTION_ERRORS)
+
+
 class MultiReadRequest(protocol.TransactionRequest):  # type: ignore[misc]
     """ZooKeeper 3.6's multiRead (opcode 22): many reads in one request and one response.
     Its framing is the multi-op's, which aiozk has; aiozk only lacks the opcode."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -250,3 +251,58 @@ def test_a_violation_found_by_a_worker_is_reported_with_its_replay(
     assert "last events before it:" in out
     assert "replay: bin/keel-sim --seeds 3 --brokers 5 --steps 8\n" in out
     assert "no violation" not in out
+
+
+def test_a_restarted_broker_whose_zookeeper_read_fails_on_its_first_leader_and_isr_rejoins_the_isrs() -> None:
+    """Chaos seed 205: a broker restarted while cut off read the configs of the topics named
+    by its first LeaderAndIsr as ZooKeeper lost its majority; aiozk failed the read in flight
+    (TimeoutError), the broker answered the request with that error, and the controller, which
+    does not send a LeaderAndIsr again, never told it of those partitions: it did not fetch
+    them, and the admin topics' leaders and ISRs never changed again to name them to it."""
+    from aiozk import exc
+
+    from node.sim.broker import BrokerSettings, SimBroker
+    from node.sim.network import CLIENT
+    from wire.api import CreatableTopic, CreateTopicsRequest
+
+    async def main() -> str | None:
+        zk = FakeZooKeeper()
+        network = SimNetwork(random.Random(205), lambda line, **_: None)
+        logs = {b: MemoryLogStore() for b in (1, 2, 3)}
+        checker = Checker(zk, logs)
+        settings = BrokerSettings()
+        brokers: dict[int, tuple[int, SimBroker]] = {}
+
+        def start(broker_id: int) -> SimBroker:
+            broker = SimBroker(broker_id, zk, network, logs[broker_id], settings)
+            brokers[broker_id] = (len(brokers) + 1, broker)
+            broker.start()
+            return broker
+
+        async def settled(within_s: float) -> str | None:
+            missing = checker.settled(brokers)
+            for _ in range(int(within_s / 0.5)):
+                await asyncio.sleep(0.5)
+                missing = checker.settled(brokers)
+                if missing is None:
+                    break
+            return missing
+
+        for broker_id in (1, 2, 3):
+            start(broker_id)
+        await asyncio.sleep(1.0)
+        # An admin topic of the chaos workload: created, never written to.
+        topic = CreatableTopic(name="admin", num_partitions=2, replication_factor=3)
+        await network.request(CLIENT, endpoint_of(1), CreateTopicsRequest(topics=[topic]), 10.0, "test")
+        assert await settled(10.0) is None
+        controller = int(zk.controller.value)  # type: ignore[union-attr,call-overload]
+        victim = next(b for b in (1, 2, 3) if b != controller)
+        brokers[victim][1].crash()
+        # Past its session: the controller takes it out of every ISR.
+        await asyncio.sleep(2 * settings.session_timeout_s)
+        assert all(victim not in state.isr for state, _, _ in zk.partition_states.values())
+        restarted = start(victim)
+        restarted.store.fail_next_topic_configs = exc.TimeoutError("127.0.0.1", 2181)
+        return await settled(30.0)
+
+    assert run_simulated(main()) is None
