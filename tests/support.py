@@ -87,9 +87,15 @@ def run_command(
     env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run one of Keel's commands (`node.cli.main` is `keel`) as a process from the repository's
-    root, the way a person runs it: the one runner every tier uses."""
+    root, the way a person runs it: the one runner every tier uses. In the secured pass
+    (tests/security_pass.py), `keel` authenticates as the admin user: a test's own
+    `--command-config`, given later, wins."""
     from node.cluster.local import ROOT
+    from tests import security_pass
 
+    secured = security_pass.active()
+    if module == "node.cli.main" and secured is not None:
+        args = ("--command-config", str(secured.client_config), *args)
     return subprocess.run(
         [sys.executable, "-m", module, *args],
         input=stdin.decode() if isinstance(stdin, bytes) else stdin,
