@@ -16,9 +16,9 @@ What the harness does in that pass (tests/integration/conftest.py applies it):
   of the `security` argument of Keel's Python clients (and of `RpcClient.connect`'s protocol)
   is this pass's, and `tests.support.run_command` gives `keel` a `--command-config`.
 
-Tests that set up listeners and principals of their own say so with
-`pytest.mark.own_security(reason)`; the secured pass skips them with that reason, since they
-run on their own terms in the plain pass.
+A test that cannot follow the switch (it sets up listeners and principals of its own, or runs
+a cluster the fixtures do not make) says so with `pytest.mark.plain_pass_only(reason)`; the
+secured pass skips it, and the reason shows in the report.
 """
 
 from __future__ import annotations

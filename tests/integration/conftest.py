@@ -24,9 +24,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/integration" in str(item.path):
             item.add_marker(pytest.mark.integration)
-            own = item.get_closest_marker("own_security")
-            if secured and own is not None:
-                item.add_marker(pytest.mark.skip(reason=f"secured pass: {own.args[0]}"))
+            plain_only = item.get_closest_marker("plain_pass_only")
+            if secured and plain_only is not None:
+                item.add_marker(pytest.mark.skip(reason=f"secured pass: {plain_only.args[0]}"))
 
 
 class SecuredCluster(LocalCluster):

@@ -48,7 +48,7 @@ from wire.client import RpcClient
 from wire.errors import ErrorCode
 from wire.frames import DEFAULT_MAX_FRAME_SIZE
 
-pytestmark = pytest.mark.own_security(
+pytestmark = pytest.mark.plain_pass_only(
     "its principals are anonymous PLAINTEXT clients told apart by host, with ACLs instead of super users"
 )
 

@@ -24,8 +24,8 @@ import orjson
 import pytest
 from kazoo.client import KazooClient
 
-from node.cluster.local import LocalCluster
 from node.cluster.zookeeper import EmbeddedZooKeeper, free_ports
+from tests.integration.conftest import local_cluster
 from tests.support import keel, run_command
 
 # The topic every row must leave intact: two partitions, RF 3, RECORDS records.
@@ -774,7 +774,7 @@ def cluster(zookeeper: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFacto
     root.stop()
     root.close()
     zk = zookeeper.connect_string + chroot
-    brokers = LocalCluster(
+    brokers = local_cluster(
         home, zk, session_timeout_ms=6000, settings={"auto.leader.rebalance.enable": "false"}
     )
     kazoo = KazooClient(hosts=zk)

@@ -49,7 +49,7 @@ from wire.client import RpcClient
 from wire.errors import ErrorCode, NetworkException, SaslAuthenticationFailed
 from wire.security import ClientSecurity
 
-pytestmark = pytest.mark.own_security(
+pytestmark = pytest.mark.plain_pass_only(
     "its brokers listen on SASL_PLAINTEXT with users of their own, and it checks unauthenticated clients"
 )
 

@@ -34,7 +34,7 @@ from wire.client import RpcClient
 from wire.errors import ErrorCode, NetworkException, SaslAuthenticationFailed
 from wire.security import ClientSecurity
 
-pytestmark = pytest.mark.own_security(
+pytestmark = pytest.mark.plain_pass_only(
     "its brokers have PLAINTEXT, SSL and SASL_SSL listeners with users of their own, "
     "and it checks clients without credentials"
 )
