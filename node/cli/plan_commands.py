@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from node.planner.live_snapshot import LiveSnapshot
     from node.planner.request import PlanRequest
     from node.zk.acls import ZkSecurity
+    from wire.security import ClientSecurity
 
 COMMANDS = ("plan", "snapshot")
 
@@ -317,7 +318,7 @@ async def snapshot(args: argparse.Namespace) -> int:
     connect = zookeeper_connect(args)
     security = command_security(args)
     with OutputFile(args.output, "--output") as output:
-        taken = await _take_snapshot(connect, args.timeout, security)
+        taken = await _take_snapshot(connect, args.timeout, security, args.security)
         try:
             output.write(orjson.dumps(taken.cluster_json(), option=orjson.OPT_INDENT_2) + b"\n")
         except OSError as e:
@@ -341,13 +342,19 @@ async def snapshot(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _take_snapshot(connect: str, timeout: float, security: ZkSecurity) -> LiveSnapshot:
-    """Read the cluster through ZooKeeper (node/cli/zookeeper_access.py)."""
+async def _take_snapshot(
+    connect: str, timeout: float, security: ZkSecurity, client_security: ClientSecurity
+) -> LiveSnapshot:
+    """Read the cluster through ZooKeeper (node/cli/zookeeper_access.py), and the replica
+    sizes from the brokers with the `--command-config` client's security."""
     from actors.clock import SystemClock
     from node.planner import live_snapshot
     from node.zk.store import ZkClusterStore
 
     async with zookeeper_session(connect, timeout, security) as zk:
         return await live_snapshot.take(
-            ZkClusterStore(zk, SystemClock()), timeout=timeout, now_ms=int(time.time() * 1000)
+            ZkClusterStore(zk, SystemClock()),
+            timeout=timeout,
+            now_ms=int(time.time() * 1000),
+            security=client_security,
         )

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from actors.ports import ClusterStore, RegisteredBroker, TopicPartition
 from node.clients.admin import KeelAdminClient
 from wire.errors import WireError
+from wire.security import PLAINTEXT_CLIENT, ClientSecurity
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -65,16 +66,19 @@ class LiveSnapshot:
 
 
 async def replica_sizes(
-    brokers: Iterable[RegisteredBroker], *, timeout: float
+    brokers: Iterable[RegisteredBroker], *, timeout: float, security: ClientSecurity = PLAINTEXT_CLIENT
 ) -> tuple[dict[int, dict[TopicPartition, int]], tuple[int, ...]]:
-    """Each live broker's replica sizes, asked of all brokers at once; and who did not answer."""
+    """Each live broker's replica sizes, asked of all brokers at once at their endpoint of
+    `security`'s protocol; and who did not answer."""
 
     async def ask(broker: RegisteredBroker) -> dict[TopicPartition, int] | None:
-        if not broker.info.endpoints:
+        protocol = security.security_protocol
+        endpoint = next((e for e in broker.info.endpoints if e.security_protocol == protocol), None)
+        if endpoint is None:
+            log.warning("broker %d has no %s endpoint for its log dirs", broker.info.broker_id, protocol)
             return None
-        endpoint = broker.info.endpoints[0]
         try:
-            async with KeelAdminClient(endpoint.address, timeout=timeout) as admin:
+            async with KeelAdminClient(endpoint.address, timeout=timeout, security=security) as admin:
                 response = await admin.describe_log_dirs(None)
         except (WireError, OSError) as e:
             log.warning("broker %d did not describe its log dirs: %s", broker.info.broker_id, e)
@@ -93,14 +97,16 @@ async def replica_sizes(
     return sizes, missing
 
 
-async def take(store: ClusterStore, *, timeout: float, now_ms: int) -> LiveSnapshot:
+async def take(
+    store: ClusterStore, *, timeout: float, now_ms: int, security: ClientSecurity = PLAINTEXT_CLIENT
+) -> LiveSnapshot:
     """Read the cluster: registrations, topic assignments and partition states from
-    ZooKeeper, replica sizes from the brokers."""
+    ZooKeeper, replica sizes from the brokers (as a client of `security`)."""
     registered, topics = await asyncio.gather(store.registered_brokers(), store.topics())
     assignments = await store.topic_assignments(topics)
     tps = sorted(TopicPartition(t, p) for t, a in assignments.items() for p in a.partitions)
     states, (sizes, unanswered) = await asyncio.gather(
-        store.partition_states(tps), replica_sizes(registered, timeout=timeout)
+        store.partition_states(tps), replica_sizes(registered, timeout=timeout, security=security)
     )
     live = {b.info.broker_id: b.info.rack for b in registered}
     named: set[int] = set()

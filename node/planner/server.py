@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from actors.clock import SystemClock
 from node.broker.acl_authorizer import ZkAclAuthorizer, authorizer_config
 from node.clients.admin import KeelAdminClient
+from node.clients.replica_sizes import ReplicaSizeReader
 from node.planner.broker_watch import follow_brokers
 from node.planner.config import PlannerConfig
 from node.planner.healing import SelfHealer
@@ -85,6 +86,7 @@ class KeelPlanner:
             executor=self.executor,
             self_healing=config.get_bool("planner.self.healing.enable"),
             authorizer=None if self.acl_authorizer is None else self.acl_authorizer.authorizer,
+            client_security=config.client_security,
         )
         self.service.snapshot_retention = config.get_int("planner.snapshot.retention.count")
         self._tasks: list[asyncio.Task[None]] = []
@@ -127,6 +129,10 @@ class KeelPlanner:
             state_dir=Path(self.config.get_str("planner.state.dir")),
             clock=self.clock,
             record=ZkPlanRecord(self.zk),
+            # Replica sizes come from the brokers as the executor's admin client reaches them.
+            size_source_factory=lambda metadata: ReplicaSizeReader(
+                metadata, timeout=10.0, security=self.config.client_security
+            ),
         )
 
     async def startup(self) -> None:

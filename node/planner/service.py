@@ -37,6 +37,7 @@ from wire.api.planner import (
 )
 from wire.envelope import ParsedRequest
 from wire.errors import ClusterAuthorizationFailed, ErrorCode, InvalidRequest
+from wire.security import PLAINTEXT_CLIENT, ClientSecurity
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -131,8 +132,11 @@ class PlannerService:
         executor: Any | None = None,
         self_healing: bool = False,
         authorizer: AclAuthorizer | None = None,
+        client_security: ClientSecurity = PLAINTEXT_CLIENT,
     ) -> None:
         self.spark = spark
+        # How the planner reaches the brokers (for replica sizes): its security.protocol, sasl.*, ssl.*.
+        self.client_security = client_security
         # Who may do what, as on the brokers: None allows everything.
         self.authorizer = authorizer
         self.store = store
@@ -206,7 +210,10 @@ class PlannerService:
     async def take_snapshot(self) -> tuple[LiveSnapshot, Path]:
         """A live snapshot, written as Parquet under planner.snapshot.dir."""
         snapshot = await live_snapshot.take(
-            self.store, timeout=self.request_timeout_s, now_ms=int(time.time() * 1000)
+            self.store,
+            timeout=self.request_timeout_s,
+            now_ms=int(time.time() * 1000),
+            security=self.client_security,
         )
         async with self.spark_lock:
             directory = await asyncio.to_thread(
