@@ -6,7 +6,8 @@ What the harness does in that pass (tests/integration/conftest.py applies it):
 - One CA for the session (`node/cluster/certificates.py`); every broker and planner gets a
   certificate from it, and every client trusts it.
 - Two SCRAM-SHA-512 users written to each test's ZooKeeper chroot before a broker starts, the
-  way `keel user add` writes them: `broker` (the identity of the brokers' controller channel and
+  way `keel user add` writes them (their change notifications then removed, as no broker
+  needs them): `broker` (the identity of the brokers' controller channel and
   fetchers, `sasl.mechanism.inter.broker.protocol`) and `admin` (every client of the tests).
   Both are `super.users`, so the authorizer lets through what the plain pass does, and a
   request refused there is a refusal Keel must not make to an administrator.
@@ -154,9 +155,14 @@ class SecuredPass:
         zk = ZooKeeperClient(zk_connect, session_timeout_s=10, connection_timeout_s=10)
         await zk.start()
         try:
-            users = ScramUsers(ZkClusterStore(zk, SystemClock()))
+            store = ZkClusterStore(zk, SystemClock())
+            users = ScramUsers(store)
             for user, password in ((BROKER_USER, self.broker_password), (ADMIN_USER, self.admin_password)):
                 await users.upsert(user, {MECHANISM: new_credential(MECHANISM, password)})
+            # No broker runs yet: each reads /config/users whole when it starts. Without the
+            # change notifications, /config/changes holds only what a test's own actions wrote.
+            for name in await store.config_changes():
+                await store.delete_config_change(name)
         finally:
             await zk.close()
 

@@ -79,6 +79,16 @@ class ScheduledCall:
         self.cancelled = True
 
 
+async def open_connection(host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A raw connection to a broker: over TLS in the secured pass (tests/security_pass.py),
+    though not authenticated, so only ApiVersions is answered on it there."""
+    from tests import security_pass
+
+    secured = security_pass.active()
+    tls = None if secured is None else secured.client_security.tls_context()
+    return await asyncio.open_connection(host, port, ssl=tls, server_hostname=host if tls else None)
+
+
 def run_command(
     module: str,
     *args: str,

@@ -7,17 +7,12 @@ import time
 from pathlib import Path
 
 import orjson
-import pytest
 from kazoo.client import KazooClient
 
 from node.clients.admin import KeelAdminClient
 from node.clients.producer import partition_for
 from tests.integration.conftest import Brokers
 from tests.support import eventually, eventually_sync, run_command
-
-# keel-cluster makes a cluster of its own (and the CLI would bring the secured pass's
-# credentials to it); its secured form is `keel-cluster up --security`.
-KEEL_CLUSTER_OWN = pytest.mark.plain_pass_only("keel-cluster starts a PLAINTEXT cluster of its own")
 
 
 async def test_keel_cli_describes_and_forces_reelection(brokers: Brokers, kazoo: KazooClient) -> None:
@@ -70,7 +65,6 @@ def test_keel_cli_reports_an_unreachable_cluster() -> None:
     assert result.returncode == 1 and "cannot connect" in result.stderr
 
 
-@KEEL_CLUSTER_OWN
 def test_keel_cluster_up_kill_status_restart_stop(tmp_path: Path) -> None:
     directory = ["--dir", str(tmp_path / "cluster")]
     up = run_command("node.cluster.command", "up", "--brokers", "3", *directory)
@@ -120,7 +114,6 @@ def test_keel_cluster_up_kill_status_restart_stop(tmp_path: Path) -> None:
     assert status()["planner"]["state"] == "stopped"  # type: ignore[index]
 
 
-@KEEL_CLUSTER_OWN
 def test_keel_cluster_on_a_three_server_zookeeper_ensemble(tmp_path: Path) -> None:
     directory = ["--dir", str(tmp_path / "ensemble")]
     try:
