@@ -172,14 +172,15 @@ HANDLED = [
     BadInput(
         # broker.id 1 is registered by a running broker: refused once the wait for an old session
         # of its own to expire (the session timeout) is over; the start-up's log lines come first
-        # (up to 7: the log directory's recovery, the logs loaded, the wait, the stop).
+        # (up to 7: the log directory's recovery, the logs loaded, the wait, the stop; and one
+        # per SCRAM user in /config/users, two in the secured pass).
         "node-duplicate-broker-id",
         ("{props}", "--override", "broker.id=1"),
         1,
         "broker.id 1 is already registered",
         seconds=20,
         module="node.broker.main",
-        max_stderr_lines=8,
+        max_stderr_lines=10,
     ),
 ]
 
@@ -523,7 +524,8 @@ ENTRY_POINTS: list[BadInput] = [
         "address already in use: stop the process that holds it",
         10,
         NODE,
-        max_stderr_lines=5,
+        # The start-up's lines before it, one per SCRAM user (two in the secured pass).
+        max_stderr_lines=7,
     ),
     BadInput(
         "node-log-dirs-a-file",
