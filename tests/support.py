@@ -79,6 +79,16 @@ class ScheduledCall:
         self.cancelled = True
 
 
+async def open_connection(host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A raw connection to a broker: over TLS in the secured pass (tests/security_pass.py),
+    though not authenticated, so only ApiVersions is answered on it there."""
+    from tests import security_pass
+
+    secured = security_pass.active()
+    tls = None if secured is None else secured.client_security.tls_context()
+    return await asyncio.open_connection(host, port, ssl=tls, server_hostname=host if tls else None)
+
+
 def run_command(
     module: str,
     *args: str,
@@ -87,9 +97,15 @@ def run_command(
     env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run one of Keel's commands (`node.cli.main` is `keel`) as a process from the repository's
-    root, the way a person runs it: the one runner every tier uses."""
+    root, the way a person runs it: the one runner every tier uses. In the secured pass
+    (tests/security_pass.py), `keel` authenticates as the admin user: a test's own
+    `--command-config`, given later, wins."""
     from node.cluster.local import ROOT
+    from tests import security_pass
 
+    secured = security_pass.active()
+    if module == "node.cli.main" and secured is not None:
+        args = ("--command-config", str(secured.client_config), *args)
     return subprocess.run(
         [sys.executable, "-m", module, *args],
         input=stdin.decode() if isinstance(stdin, bytes) else stdin,

@@ -40,6 +40,10 @@ log = logging.getLogger(__name__)
 
 R = TypeVar("R", bound=Response)
 _READ_CHUNK = 256 * 1024
+# How long close() waits for the peer to end a TLS session (its close_notify): a live peer
+# answers at once; one stopped or gone would otherwise hold close() for asyncio's 30 s SSL
+# shutdown timeout, and a broker's shutdown with it. Kafka's clients do not wait at all.
+_TLS_CLOSE_WAIT_S = 0.2
 
 
 class RpcClient:
@@ -163,8 +167,10 @@ class RpcClient:
         self._read_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._read_task
-        with contextlib.suppress(ConnectionError):
-            await self._writer.wait_closed()
+        try:
+            await asyncio.wait_for(self._writer.wait_closed(), _TLS_CLOSE_WAIT_S)
+        except (ConnectionError, TimeoutError):
+            self._writer.transport.abort()
 
     async def _read_loop(self) -> None:
         try:

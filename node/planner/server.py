@@ -25,6 +25,7 @@ from actors.clock import SystemClock
 from actors.credential_cache import CredentialCache
 from node.broker.acl_authorizer import ZkAclAuthorizer, authorizer_config
 from node.clients.admin import KeelAdminClient
+from node.clients.replica_sizes import ReplicaSizeReader
 from node.planner.broker_watch import follow_brokers
 from node.planner.config import PlannerConfig
 from node.planner.healing import SelfHealer
@@ -127,6 +128,10 @@ class KeelPlanner:
             state_dir=Path(self.config.get_str("planner.state.dir")),
             clock=self.clock,
             record=ZkPlanRecord(self.zk),
+            # Replica sizes come from the brokers as the executor's admin client reaches them.
+            size_source_factory=lambda metadata: ReplicaSizeReader(
+                metadata, timeout=10.0, security=self.config.client_security
+            ),
         )
 
     async def startup(self) -> None:

@@ -1,4 +1,5 @@
-"""Real broker processes on a real ZooKeeper, each test under its own chroot."""
+"""Real broker processes on a real ZooKeeper, each test under its own chroot; with
+KEEL_TEST_SECURITY=sasl_ssl, on SASL_SSL with the authorizer on (tests/security_pass.py)."""
 
 from __future__ import annotations
 
@@ -9,17 +10,79 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from node.cluster.local import ROOT, BrokerProcess, LocalCluster
-from node.cluster.zookeeper import EmbeddedZooKeeper
+from node.cluster.local import ROOT, BrokerProcess, LocalCluster, PlannerProcess
+from node.cluster.zookeeper import EmbeddedZooKeeper, free_ports
+from tests import security_pass
+from tests.security_pass import SecuredPass
 
 SESSION_TIMEOUT_MS = 2000
-__all__ = ["ROOT", "SESSION_TIMEOUT_MS", "BrokerProcess", "Brokers"]
+__all__ = ["ROOT", "SESSION_TIMEOUT_MS", "BrokerProcess", "Brokers", "local_cluster"]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    secured = security_pass.requested()
     for item in items:
         if "tests/integration" in str(item.path):
             item.add_marker(pytest.mark.integration)
+            plain_only = item.get_closest_marker("plain_pass_only")
+            if secured and plain_only is not None:
+                item.add_marker(pytest.mark.skip(reason=f"secured pass: {plain_only.args[0]}"))
+
+
+class SecuredCluster(LocalCluster):
+    """A LocalCluster whose brokers and planners listen on SASL_SSL, with the authorizer on."""
+
+    def __init__(self, *args: object, secured: SecuredPass, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.secured = secured
+
+    def new(
+        self,
+        broker_id: int,
+        settings: dict[str, str] | None = None,
+        *,
+        port: int | None = None,
+        home: Path | None = None,
+        log_path: Path | None = None,
+        pid: int | None = None,
+        **overrides: str,
+    ) -> BrokerProcess:
+        port = port if port is not None else free_ports(1)[0]
+        secured = {**self.secured.broker_settings(port), **(settings or {})}
+        return super().new(broker_id, secured, port=port, home=home, log_path=log_path, pid=pid, **overrides)
+
+    def new_planner(
+        self, settings: dict[str, str] | None = None, *, home: Path | None = None
+    ) -> PlannerProcess:
+        planner = super().new_planner(settings, home=home)
+        # The port is the planner's own choice: its listener is set once it is known.
+        planner.settings |= {**self.secured.planner_settings(planner.port), **(settings or {})}
+        return planner
+
+
+def local_cluster(home: Path, zk_connect: str, **kwargs: object) -> LocalCluster:
+    """A LocalCluster on `zk_connect`, secured in the secured pass (its users written first)."""
+    secured = security_pass.active()
+    if secured is None:
+        return LocalCluster(home, zk_connect, **kwargs)  # type: ignore[arg-type]
+    secured.create_users(zk_connect)
+    return SecuredCluster(home, zk_connect, secured=secured, **kwargs)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def secured_pass(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredPass | None]:
+    """In the secured pass: the session's CA and users, and every client's default security
+    the admin's (session-wide, since module-scoped fixtures start clusters too)."""
+    if not security_pass.requested():
+        yield None
+        return
+    secured = SecuredPass.create(tmp_path_factory.mktemp("secured-pass"))
+    security_pass.activate(secured)
+    with pytest.MonkeyPatch.context() as patch:
+        for defaults, name, value in security_pass.client_defaults(secured.client_security):
+            patch.setitem(defaults, name, value)
+        yield secured
+    security_pass.activate(None)
 
 
 # The `brokers` fixture: the local-cluster library, on this test's ZooKeeper chroot.
@@ -28,7 +91,7 @@ Brokers = LocalCluster
 
 @pytest.fixture
 def brokers(zk_connect: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Brokers]:
-    group = LocalCluster(
+    group = local_cluster(
         tmp_path,
         zk_connect,
         session_timeout_ms=SESSION_TIMEOUT_MS,

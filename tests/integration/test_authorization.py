@@ -51,6 +51,10 @@ from wire.client import RpcClient
 from wire.errors import ErrorCode
 from wire.frames import DEFAULT_MAX_FRAME_SIZE
 
+pytestmark = pytest.mark.plain_pass_only(
+    "its principals are anonymous PLAINTEXT clients told apart by host, with ACLs instead of super users"
+)
+
 OUTSIDER = "127.0.0.2"
 HUGE_EPOCH = 2**31 - 1
 AUTHORIZER = {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"}

@@ -24,8 +24,8 @@ import orjson
 import pytest
 from kazoo.client import KazooClient
 
-from node.cluster.local import LocalCluster
 from node.cluster.zookeeper import EmbeddedZooKeeper, free_ports
+from tests.integration.conftest import local_cluster
 from tests.support import keel, run_command
 
 # The topic every row must leave intact: two partitions, RF 3, RECORDS records.
@@ -172,14 +172,15 @@ HANDLED = [
     BadInput(
         # broker.id 1 is registered by a running broker: refused once the wait for an old session
         # of its own to expire (the session timeout) is over; the start-up's log lines come first
-        # (up to 7: the log directory's recovery, the logs loaded, the wait, the stop).
+        # (up to 7: the log directory's recovery, the logs loaded, the wait, the stop; and one
+        # per SCRAM user in /config/users, two in the secured pass).
         "node-duplicate-broker-id",
         ("{props}", "--override", "broker.id=1"),
         1,
         "broker.id 1 is already registered",
         seconds=20,
         module="node.broker.main",
-        max_stderr_lines=8,
+        max_stderr_lines=10,
     ),
 ]
 
@@ -531,7 +532,8 @@ ENTRY_POINTS: list[BadInput] = [
         "address already in use: stop the process that holds it",
         10,
         NODE,
-        max_stderr_lines=5,
+        # The start-up's lines before it, one per SCRAM user (two in the secured pass).
+        max_stderr_lines=7,
     ),
     BadInput(
         "node-log-dirs-a-file",
@@ -782,7 +784,7 @@ def cluster(zookeeper: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFacto
     root.stop()
     root.close()
     zk = zookeeper.connect_string + chroot
-    brokers = LocalCluster(
+    brokers = local_cluster(
         home, zk, session_timeout_ms=6000, settings={"auto.leader.rebalance.enable": "false"}
     )
     kazoo = KazooClient(hosts=zk)

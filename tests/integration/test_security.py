@@ -40,6 +40,11 @@ from wire.client import RpcClient
 from wire.errors import ErrorCode, NetworkException, SaslAuthenticationFailed
 from wire.security import ClientSecurity
 
+pytestmark = pytest.mark.plain_pass_only(
+    "its brokers have PLAINTEXT, SSL and SASL_SSL listeners with users of their own, "
+    "and it checks clients without credentials"
+)
+
 
 @pytest.fixture(scope="module")
 def cluster_security(tmp_path_factory: pytest.TempPathFactory) -> ClusterSecurity:

@@ -210,6 +210,10 @@ async def test_a_user_written_by_kafkas_tool_authenticates_and_a_deleted_one_doe
         await zk.close()
 
 
+@pytest.mark.plain_pass_only(
+    "it checks every user in /config/users and their ZooKeeper ACLs; the secured pass writes "
+    "users of its own there before the brokers start, with no ZooKeeper credentials"
+)
 async def test_with_set_acl_outsiders_cannot_change_the_cluster_and_users_reach_the_brokers(
     brokers: Brokers, zk_connect: str, outsider: Callable[[], KazooClient], jaas: Path, command_config: Path
 ) -> None:

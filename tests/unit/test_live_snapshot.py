@@ -19,6 +19,7 @@ from node.cluster.zookeeper import free_ports
 from node.planner import live_snapshot
 from tests.fakes import FakeClusterStore, FakeZooKeeper
 from wire.endpoint import Endpoint
+from wire.security import ClientSecurity
 
 
 async def cluster() -> FakeClusterStore:
@@ -81,6 +82,19 @@ async def test_a_partition_is_as_large_as_its_leaders_replica(monkeypatch: pytes
         {"topic": "t", "partition": 0, "broker": 1, "size_bytes": 700},
         {"topic": "t", "partition": 1, "broker": 2, "size_bytes": 900},
     ]
+
+
+async def test_sizes_are_asked_at_the_endpoint_of_the_clients_protocol(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A SASL_SSL client does not dial a broker's PLAINTEXT endpoint: that broker is unanswered."""
+    store = await cluster()
+    sasl_ssl = ClientSecurity(security_protocol="SASL_SSL")
+    sizes, unanswered = await live_snapshot.replica_sizes(
+        await store.registered_brokers(), timeout=1.0, security=sasl_ssl
+    )
+    assert (sizes, unanswered) == ({}, (1, 2))
+    assert "broker 1 has no SASL_SSL endpoint" in caplog.text
 
 
 def test_prune_keeps_the_newest_snapshots(tmp_path: Path) -> None:
