@@ -148,6 +148,7 @@ class SecuredPass:
 
     async def _create_users(self, zk_connect: str) -> None:
         from actors.clock import SystemClock
+        from node.zk import paths
         from node.zk.client import ZooKeeperClient
         from node.zk.scram_users import ScramUsers, new_credential
         from node.zk.store import ZkClusterStore
@@ -161,8 +162,8 @@ class SecuredPass:
                 await users.upsert(user, {MECHANISM: new_credential(MECHANISM, password)})
             # No broker runs yet: each reads /config/users whole when it starts. Without the
             # change notifications, /config/changes holds only what a test's own actions wrote.
-            for name in await store.config_changes():
-                await store.delete_config_change(name)
+            for name in await zk.children(paths.CONFIG_CHANGES):
+                await zk.delete(paths.config_change(name))
         finally:
             await zk.close()
 

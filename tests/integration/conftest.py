@@ -33,6 +33,8 @@ class SecuredCluster(LocalCluster):
     """A LocalCluster whose brokers and planners listen on SASL_SSL, with the authorizer on."""
 
     def __init__(self, *args: object, secured: SecuredPass, **kwargs: object) -> None:
+        # Its own checks (status, settling) reach the brokers as the admin user.
+        kwargs.setdefault("security", secured.client_security)
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.secured = secured
 

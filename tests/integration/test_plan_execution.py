@@ -11,7 +11,6 @@ from collections import Counter
 from pathlib import Path
 
 import orjson
-import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
@@ -140,10 +139,6 @@ async def check_executed(
             )
 
 
-@pytest.mark.plain_pass_only(
-    "the planner's SASL listener looks users up in its own sasl.jaas.config only, not in "
-    "/config/users, so the admin user cannot reach it"
-)
 async def test_a_rebalance_executes_within_its_limits_and_resumes_after_a_planner_restart(
     brokers: Brokers, kazoo: KazooClient, tmp_path: Path
 ) -> None:
@@ -225,10 +220,6 @@ async def test_a_rebalance_executes_within_its_limits_and_resumes_after_a_planne
     await check_executed(brokers, kazoo, topics, plan, acknowledged)
 
 
-@pytest.mark.plain_pass_only(
-    "the planner's SASL listener looks users up in its own sasl.jaas.config only, not in "
-    "/config/users, so the admin user cannot reach it"
-)
 async def test_self_healing_recreates_the_replicas_of_a_broker_gone_for_good(
     brokers: Brokers, kazoo: KazooClient, tmp_path: Path
 ) -> None:

@@ -9,7 +9,6 @@ import asyncio
 from pathlib import Path
 
 import orjson
-import pytest
 from kazoo.client import KazooClient
 
 from node.clients.admin import KeelAdminClient
@@ -63,10 +62,6 @@ def test_bad_properties_exit_2_naming_the_key(tmp_path: Path) -> None:
         assert key in done.stderr and "invalid configuration" in done.stderr
 
 
-@pytest.mark.plain_pass_only(
-    "the planner's SASL listener looks users up in its own sasl.jaas.config only, not in "
-    "/config/users, so the admin user cannot reach it"
-)
 async def test_planner_registers_plans_snapshots_stands_by_and_stops(
     brokers: Brokers, kazoo: KazooClient, tmp_path: Path
 ) -> None:
