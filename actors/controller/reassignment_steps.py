@@ -77,6 +77,7 @@ class ReassignmentSteps:
         """Kafka's onPartitionReassignment for each partition, batched: one topic znode write
         per topic, one pipelined read of the states, one request batch per step."""
         context = self._context
+        reassignments = {tp: self._keeping_the_in_sync(tp, new) for tp, new in reassignments.items()}
         changed = {tp: new for tp, new in reassignments.items() if new != context.assignment(tp)}
         if changed:
             await self._update(changed)
@@ -96,6 +97,29 @@ class ReassignmentSteps:
             await self._start_adding(adding, fresh)
         if complete:
             await self._complete(complete)
+
+    def _keeping_the_in_sync(self, tp: TopicPartition, new: ReplicaAssignment) -> ReplicaAssignment:
+        """`new`, unless it drops every in-sync replica while none of its targets is in sync
+        (a reassignment back to its origin, say, once only the replica it was adding is left in
+        the ISR). Kafka stops and deletes such replicas at once, and with them the only copy
+        of acknowledged writes; Keel keeps them as replicas being removed, so that the targets
+        catch up from them before they go."""
+        info = self._context.leadership.get(tp)
+        if info is None:
+            return new
+        isr = set(info.leader_and_isr.isr)
+        if isr & set(new.target_replicas):
+            return new
+        kept = tuple(r for r in self._context.assignment(tp).replicas if r in isr and r not in new.replicas)
+        if not kept:
+            return new
+        log.warning(
+            "reassignment of %s to %s drops every in-sync replica %s: they stay until the targets catch up",
+            tp,
+            list(new.target_replicas),
+            list(kept),
+        )
+        return ReplicaAssignment((*new.replicas, *kept), new.adding, (*new.removing, *kept))
 
     async def _update(self, changed: dict[TopicPartition, ReplicaAssignment]) -> None:
         """U: ZooKeeper, then memory; replicas a superseded reassignment was adding stop."""

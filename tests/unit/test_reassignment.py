@@ -361,6 +361,37 @@ async def test_a_superseded_replica_that_leads_hands_leadership_over_before_it_s
     assert stop_replicas(cluster, o) == [False, True]
 
 
+async def test_a_reassignment_that_would_drop_every_in_sync_replica_keeps_them_until_the_targets_catch_up(
+    cluster: Cluster,
+) -> None:
+    """Found by the simulation (seed 11680 of 100,000): a reassignment back to its origin came
+    when only the replica it was adding was left in the ISR, and leading; Kafka stops and
+    deletes that replica at once, and with it the only in-sync copy of acknowledged writes."""
+    c, o = others(cluster)
+    await cluster.start(3)
+    await eventually(settled(cluster, lambda: True), timeout=2, message="not settled")
+    await topic_on(cluster, c)
+    await reassign(cluster, [o, 3])
+    await catch_up(cluster, c, o)
+    await cluster.controller.elect_leaders(ElectionType.PREFERRED, frozenset({TP}))
+    await catch_up(cluster, o)  # the origin replica fell out of the ISR
+    assert (cluster.state("t", 0).leader, cluster.state("t", 0).isr) == (o, (o,))
+    assert (await reassign(cluster, [c]))[0] == ErrorCode.NONE
+    await eventually(settled(cluster, lambda: True), timeout=2, message="not settled")
+    assert stop_replicas(cluster, o) == [], "the only in-sync replica was stopped"
+    assert cluster.zk.topics["t"].partitions[0] == ReplicaAssignment((c, o), (), (o,))
+    assert cluster.state("t", 0).leader == o
+    # Once the target caught up from it, the replica goes.
+    await catch_up(cluster, o, c)
+    await eventually(
+        settled(cluster, lambda: cluster.zk.topics["t"].partitions[0] == ReplicaAssignment((c,))),
+        timeout=2,
+        message="the reassignment did not complete once its target was in sync",
+    )
+    assert cluster.state("t", 0).leader == c
+    assert stop_replicas(cluster, o)[-1] is True
+
+
 async def test_an_api_reassignment_supersedes_the_zookeeper_request(cluster: Cluster) -> None:
     c, o = others(cluster)
     await topic_on(cluster, c)

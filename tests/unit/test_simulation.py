@@ -190,6 +190,13 @@ def test_a_deletion_answer_from_a_bounced_brokers_old_incarnation_does_not_stall
     assert result.violation is None, result.violation
 
 
+def test_a_reassignment_back_to_its_origin_never_deletes_the_only_in_sync_replica() -> None:
+    """Seed 11680 (5 brokers, every fault kind), found in the 100,000-seed run: a cancelled
+    reassignment deleted the replica it had been adding, the partition's only in-sync one."""
+    result = run_seed(RunConfig(seed=11680))
+    assert result.violation is None, result.violation
+
+
 def test_five_hundred_seeds_hold_every_invariant() -> None:
     result = run_command("node.sim.main", "--seeds", "1-500", "--steps", "8", timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
