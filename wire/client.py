@@ -6,12 +6,16 @@ connection drops, every pending request fails with NETWORK_EXCEPTION naming the 
 `connect` sets the connection up as its endpoint's security protocol says: TLS first, then
 the SASL exchange (SaslHandshake, SaslAuthenticate until done), all within the connect
 timeout, before any other request can be sent on it.
+
+Timeouts are `asyncio.timeout` blocks, never `asyncio.wait_for`: Python 3.11's wait_for
+returns the result when its task is cancelled just as the awaited answer arrives, losing the
+cancellation, and a loop cancelled that way (a replica fetcher when its broker stops) runs on
+and holds the broker's shutdown past shutdown.timeout.ms. A cancellation always propagates.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
 from typing import TypeVar
@@ -92,10 +96,10 @@ class RpcClient:
             )
         tls = security.tls_context() if uses_tls(security_protocol) else None
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(host, port, ssl=tls, server_hostname=host if tls else None),
-                connect_timeout,
-            )
+            async with asyncio.timeout(connect_timeout):
+                reader, writer = await asyncio.open_connection(
+                    host, port, ssl=tls, server_hostname=host if tls else None
+                )
         except (OSError, TimeoutError) as e:
             raise NetworkException(f"cannot connect to {address}{' over TLS' if tls else ''}: {e}") from e
         client = cls(
@@ -108,7 +112,8 @@ class RpcClient:
         )
         if security.sasl is not None and uses_sasl(security_protocol):
             try:
-                await asyncio.wait_for(client._authenticate(security.sasl), connect_timeout)
+                async with asyncio.timeout(connect_timeout):
+                    await client._authenticate(security.sasl)
             except BaseException as e:
                 await client.close()
                 if isinstance(e, TimeoutError):
@@ -146,7 +151,8 @@ class RpcClient:
         self._pending[correlation_id] = future
         self._writer.write(encode_frame(encode_request(header, request)))
         try:
-            body = await asyncio.wait_for(future, timeout or self._request_timeout)
+            async with asyncio.timeout(timeout or self._request_timeout):
+                body = await future
         except TimeoutError:
             raise RequestTimedOut(f"{spec.key.name} to {self.address} timed out") from None
         finally:
@@ -165,10 +171,12 @@ class RpcClient:
         self._fail_pending(NetworkException(f"connection to {self.address} closed"))
         self._writer.close()
         self._read_task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._read_task
+        # Waits for the read loop without taking its CancelledError for this task's own
+        # (suppressing it here would also swallow a cancellation of close()'s caller).
+        await asyncio.wait([self._read_task])
         try:
-            await asyncio.wait_for(self._writer.wait_closed(), _TLS_CLOSE_WAIT_S)
+            async with asyncio.timeout(_TLS_CLOSE_WAIT_S):
+                await self._writer.wait_closed()
         except (ConnectionError, TimeoutError):
             self._writer.transport.abort()
 

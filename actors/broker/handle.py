@@ -169,7 +169,8 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
             if left <= 0:
                 return False
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(applied.wait(), left)
+                async with asyncio.timeout(left):
+                    await applied.wait()
 
     async def metadata(self, request: MetadataRequest, listener: str | None = None) -> MetadataResponse:
         response = await self.ask(MetadataFor(request, listener))
@@ -225,7 +226,10 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
             # not only at the end of the long poll, or the rate falls short of the quota.
             timeout_s = min(timeout_s, outcome.retry_s)
         try:
-            await asyncio.wait_for(outcome.waiter, timeout_s)
+            # Not wait_for: Python 3.11's loses a cancellation (the connection's, when the
+            # listener closes) that lands as the waiter is set, and the connection serves on.
+            async with asyncio.timeout(timeout_s):
+                await outcome.waiter
         except TimeoutError:
             if outcome.retry_s is None or not outcome.session_id:
                 return outcome.response

@@ -272,7 +272,9 @@ class KafkaController:
         the WireError it was failed with, or RequestTimedOut."""
         self.event_manager.put(event)
         try:
-            return await asyncio.wait_for(reply, timeout_s)
+            # Not wait_for, which in Python 3.11 loses a cancellation landing with the reply.
+            async with asyncio.timeout(timeout_s):
+                return await reply
         except TimeoutError:
             raise RequestTimedOut(f"{type(event).__name__} not answered within {timeout_s:.1f} s") from None
 

@@ -14,12 +14,10 @@ import threading
 import time
 
 import orjson
-import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from node.clients.producer import KeelProducer, ProduceFailed
-from tests import security_pass
 from tests.integration.conftest import BrokerProcess, Brokers
 from tests.integration.replication import bootstrap, consume_all
 from tests.integration.test_partition_leadership import controller_of, create_topic, settled_to
@@ -178,12 +176,6 @@ class LeaderlessSampler:
                     self.violations.append((partition, state, before & after))
 
 
-@pytest.mark.xfail(
-    security_pass.requested(),
-    reason="on SASL_SSL a broker stopped under an acks=all producer can overrun shutdown.timeout.ms "
-    "(15 s) and exit 1; the cause is not found yet",
-    strict=False,
-)
 async def test_a_rolling_restart_under_an_acks_all_producer_loses_nothing_and_fails_no_send(
     brokers: Brokers, kazoo: KazooClient
 ) -> None:
