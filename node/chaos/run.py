@@ -149,7 +149,9 @@ class ChaosRun:
             )
 
     async def _heal(self) -> None:
-        await self.nemesis.finish()
+        # The admin work ends while the faults under way do; the clock of the healing starts
+        # once both are over.
+        await asyncio.gather(self.workload.stop_admin(), self.nemesis.finish())
         self.history.healed_s = self.clock()
         self.history.event(self.history.healed_s, "heal", "every fault healed")
         await self.workload.stop()

@@ -54,6 +54,9 @@ class Workload:
         self.rng = random.Random(seed * 7919 + 1)
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        # The admin work and the planner plans stop first, before the heal (see stop_admin).
+        self._admin_stop = asyncio.Event()
+        self._admin_tasks: list[asyncio.Task[None]] = []
         self._admin_topics: list[str] = []
         self._admin_serial = 0
 
@@ -78,13 +81,21 @@ class Workload:
             self._tasks.append(asyncio.create_task(self._produce(topic)))
             self._tasks.append(asyncio.create_task(self._consume(topic, f"consumer-{topic}")))
         if admin:
-            self._tasks.append(asyncio.create_task(self._admin()))
+            self._admin_tasks.append(asyncio.create_task(self._admin()))
             if self.cluster.planners:
-                self._tasks.append(asyncio.create_task(self._plans()))
+                self._admin_tasks.append(asyncio.create_task(self._plans()))
+
+    async def stop_admin(self) -> None:
+        """No more admin work, and the operations under way answered: what was asked before
+        the heal is done or in progress when the heal starts the checker's clock, so that a
+        plan or a reassignment sent as the faults end does not count against the healing."""
+        self._admin_stop.set()
+        await asyncio.gather(*self._admin_tasks, return_exceptions=True)
 
     async def stop(self) -> None:
         self._stop.set()
         self.history.produce_stopped_s = self.now()
+        await self.stop_admin()
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
     # --- producers ---
@@ -174,18 +185,18 @@ class Workload:
             self._reassign_throttled,
             self._preferred_election,
         ]
-        while not self._stop.is_set():
+        while not self._admin_stop.is_set():
             await self._admin_step(self.rng.choice(operations), ADMIN_STEP_S)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), ADMIN_INTERVAL_S)
+                await asyncio.wait_for(self._admin_stop.wait(), ADMIN_INTERVAL_S)
 
     async def _plans(self) -> None:
         """Planner plans on their own schedule: planning runs Spark jobs, which take longer
         than an admin request (tens of seconds on a loaded machine)."""
-        while not self._stop.is_set():
+        while not self._admin_stop.is_set():
             await self._admin_step(self._execute_plan, PLAN_STEP_S)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), PLAN_INTERVAL_S)
+                await asyncio.wait_for(self._admin_stop.wait(), PLAN_INTERVAL_S)
 
     async def _admin_step(
         self, operation: Callable[[KeelAdminClient], Awaitable[str]], bound_s: float
