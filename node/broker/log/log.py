@@ -174,6 +174,10 @@ class Log:
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         return self.epochs.end_offset_for(epoch, self.log_end_offset)
 
+    def assign_epoch_start_offset(self, epoch: int, start_offset: int) -> None:
+        with self._io("writing the leader-epoch checkpoint of"):
+            self.epochs.assign(epoch, start_offset)
+
     @property
     def size(self) -> int:
         return sum(s.size for s in self._segments)
