@@ -470,6 +470,11 @@ class PartitionLog(Protocol):
         """(epoch, end offset) per Kafka's OffsetsForLeaderEpoch; (-1, -1) when unknown."""
         ...
 
+    def assign_epoch_start_offset(self, epoch: int, start_offset: int) -> None:
+        """Record in the leader-epoch cache that `epoch` starts at `start_offset` (Kafka's
+        maybeAssignEpochStartOffset), before any batch of that epoch is written."""
+        ...
+
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int, int] | None: ...
 
     def size_from(self, offset: int) -> int:

@@ -352,7 +352,10 @@ class ReplicaManager(Actor[ReplicaMessage]):
         return ErrorCode.NONE
 
     def _make_leader(self, partition: Partition, now_ms: int) -> None:
-        partition.leader_epoch_start_offset = 0 if partition.log is None else partition.log.log_end_offset
+        # Without a log yet, the epoch starts where the log is made (`ReplicaState.log_of`).
+        partition.leader_epoch_start_offset = 0
+        if partition.log is not None:
+            self.state.start_leader_epoch(partition, partition.log)
         partition.reset_followers(now_ms)
         # Fetch sessions opened before this order answered an error for it: answer again.
         self.state.wake_readers(partition.tp)

@@ -79,8 +79,19 @@ class ReplicaState:
             )
             partition.high_watermark = min(partition.high_watermark, partition.log.log_end_offset)
             if partition.role is Role.LEADER:
-                partition.leader_epoch_start_offset = partition.log.log_end_offset
+                self.start_leader_epoch(partition, partition.log)
         return partition.log
+
+    def start_leader_epoch(self, partition: Partition, partition_log: PartitionLog) -> None:
+        """This broker leads `partition` at a new epoch from `partition_log`'s end: that is
+        the epoch's start offset, and it goes into the log's leader-epoch cache at once, before
+        any batch of the epoch, as Kafka's makeLeader puts it. A follower may hold batches of
+        an epoch later than any in this log (after an unclean election); asked where that
+        epoch ends, the leader answers where its own epoch starts, rather than "unknown",
+        which would leave the follower truncating only to its high watermark and keeping a
+        batch this log does not have below it."""
+        partition.leader_epoch_start_offset = partition_log.log_end_offset
+        partition_log.assign_epoch_start_offset(partition.leader_epoch, partition.leader_epoch_start_offset)
 
     def leader_partition(self, tp: TopicPartition) -> tuple[Partition | None, ErrorCode]:
         if self.offline and tp in self.offline:

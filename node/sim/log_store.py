@@ -59,6 +59,9 @@ class MemoryLog:
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         return self.epochs.end_offset_for(epoch, self._end)
 
+    def assign_epoch_start_offset(self, epoch: int, start_offset: int) -> None:
+        self.epochs.assign(epoch, start_offset)
+
     def size_from(self, offset: int) -> int:
         if offset >= self._end:
             return 0

@@ -379,3 +379,16 @@ def test_an_io_error_takes_the_directory_offline_once_and_fails_every_later_oper
         log.read(0, 100)
     assert failures.offline == {tmp_path}
     assert failures._queue.qsize() == 1, "the directory is reported once"
+
+
+def test_a_leaders_epoch_is_kept_in_memory_until_its_first_append_saves_it(tmp_path: Path) -> None:
+    """A broker taking over thousands of partitions does not fsync an epoch checkpoint for
+    each; the first append in the epoch writes it, and a restart before any append forgets
+    an entry nothing was written under."""
+    log = open_log(tmp_path)
+    log.append_as_leader(batch(b"a"), leader_epoch=1)
+    log.assign_epoch_start_offset(2, log.log_end_offset)
+    assert log.epochs.entries == [(1, 0), (2, 1)]
+    assert LeaderEpochCache(tmp_path / "orders-0").entries == [(1, 0)], "no checkpoint write yet"
+    log.append_as_leader(batch(b"b"), leader_epoch=2)
+    assert LeaderEpochCache(tmp_path / "orders-0").entries == [(1, 0), (2, 1)]

@@ -293,6 +293,27 @@ async def test_a_follower_truncates_what_the_new_leader_never_had(brokers: Broke
     assert values(brokers[2]) == [b"a", b"new"] == values(brokers[3])
 
 
+async def test_a_follower_with_a_later_epoch_than_the_unclean_leader_truncates_below_its_high_watermark(
+    brokers: Brokers,
+) -> None:
+    """Simulation seed 90: a leader elected uncleanly at epoch 2 had written nothing yet at
+    that epoch, so its epoch cache ended at epoch 0; a follower that had committed a batch at
+    epoch 1 under another leader asked where epoch 1 ends, was told "unknown", truncated
+    only to its high watermark, and then joined the ISR with a batch the leader never had."""
+    brokers.lead(1, 0, [1, 2, 3])
+    brokers[1].leader_path.append_records(produce([b"only-on-1"], acks=1))
+    brokers.lead(3, 1, [3, 2])  # 1 is cut off; nothing of it reached 2 or 3
+    brokers[3].leader_path.append_records(produce([b"only-on-3-and-2"], acks=1))
+    for _ in range(3):  # fetch, report the log end, learn the high watermark
+        brokers.replicate(2, 3)
+    assert (values(brokers[2]), partition(brokers[2]).high_watermark) == ([b"only-on-3-and-2"], 1)
+    brokers.lead(1, 2, [1, 2])  # an unclean election: 1 leads with what it has
+    brokers.replicate(2, 1)  # OffsetsForLeaderEpoch for epoch 1: it ends where epoch 2 starts, 0
+    assert values(brokers[2]) == []
+    brokers.replicate(2, 1)
+    assert values(brokers[2]) == [b"only-on-1"] == values(brokers[1])
+
+
 async def test_a_follower_that_stops_catching_up_is_proposed_out_of_the_isr(brokers: Brokers) -> None:
     brokers.lead(1, 0, [1, 2, 3])
     brokers[1].leader_path.append_records(produce([b"a"], acks=1))

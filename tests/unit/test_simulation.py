@@ -85,6 +85,8 @@ def _operations(log: Log | MemoryLog) -> list[object]:
     follower_batch = bytearray(_batch(b"d"))
     records.stamp(follower_batch, 0, 2, 3)
     seen += [log.append_as_follower(bytes(follower_batch)), log.end_offset_for_epoch(3)]
+    log.assign_epoch_start_offset(5, log.log_end_offset)  # a new leader epoch, nothing written yet
+    seen += [log.latest_epoch, log.end_offset_for_epoch(4), log.end_offset_for_epoch(5)]
     log.truncate_fully_and_start_at(7)
     seen += [log.log_start_offset, log.log_end_offset, log.read(7, 100)]
     return seen
@@ -194,6 +196,16 @@ def test_a_reassignment_back_to_its_origin_never_deletes_the_only_in_sync_replic
     """Seed 11680 (5 brokers, every fault kind), found in the 100,000-seed run: a cancelled
     reassignment deleted the replica it had been adding, the partition's only in-sync one."""
     result = run_seed(RunConfig(seed=11680))
+    assert result.violation is None, result.violation
+
+
+def test_a_follower_truncates_to_an_unclean_leader_that_has_not_written_in_its_epoch_yet() -> None:
+    """Seed 90 (5 brokers, every fault kind): a broker elected uncleanly had no entry for its
+    own leader epoch in its epoch cache, so it told followers holding a later epoch than any
+    in its log that their epoch's end was unknown; they kept what they had below their high
+    watermark and joined the ISR with replicas that differed."""
+    result = run_seed(RunConfig(seed=90))
+    assert result.faults["elect"] >= 1
     assert result.violation is None, result.violation
 
 

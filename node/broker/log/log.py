@@ -174,6 +174,10 @@ class Log:
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         return self.epochs.end_offset_for(epoch, self.log_end_offset)
 
+    def assign_epoch_start_offset(self, epoch: int, start_offset: int) -> None:
+        # In memory: the first append in the epoch saves it (LeaderEpochCache.assign).
+        self.epochs.assign(epoch, start_offset, save=False)
+
     @property
     def size(self) -> int:
         return sum(s.size for s in self._segments)
@@ -204,7 +208,7 @@ class Log:
             records.stamp(buffer, position, offset, leader_epoch)
             offset += header.last_offset_delta + 1
         with self._io("appending to"):
-            if self.epochs.latest_epoch != leader_epoch:
+            if self.epochs.latest_epoch != leader_epoch or self.epochs.unsaved:
                 self.epochs.assign(leader_epoch, first)
             self._write(buffer, records.read_header(buffer, 0), records.read_header(buffer, headers[-1][0]))
         return first, offset - 1
