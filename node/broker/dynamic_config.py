@@ -37,6 +37,10 @@ class BrokerConfigHandler:
         await self._replica_manager.set_throttles(rates=throttle_rates(own, defaults))
 
 
+# A change names its topics in the log, up to this many.
+_NAMED_IN_LOG = 10
+
+
 class TopicConfigHandler:
     """Each topic's throttled-replicas lists."""
 
@@ -46,7 +50,11 @@ class TopicConfigHandler:
     async def process_config_changes(self, configs: Mapping[str, dict[str, str]]) -> None:
         if configs:
             await self._replica_manager.set_throttles(topic_configs=dict(configs))
-            log.info("applied the config of %d topic(s)", len(configs))
+            if len(configs) <= _NAMED_IN_LOG:
+                for topic in sorted(configs):
+                    log.info("applied the config of topic %s", topic)
+            else:  # start-up reads every topic's: one line, not one per topic
+                log.info("applied the config of %d topics", len(configs))
 
 
 def broker_dynamic_config(

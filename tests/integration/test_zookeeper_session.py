@@ -14,7 +14,7 @@ from aiozk.states import States
 
 from node.chaos.proxy import Link, Proxy
 from node.cluster.zookeeper import EmbeddedZooKeeper
-from node.zk.client import DATA_CHANGED, NodeExists, ZKError, ZooKeeperClient
+from node.zk.client import DATA_CHANGED, NodeExists, ZKError, ZooKeeperClient, connection_lost
 from tests.support import eventually
 
 SESSION_TIMEOUT_S = 2.0
@@ -39,7 +39,9 @@ class Registrar:
         self.tasks: set[asyncio.Task[None]] = set()
 
     async def register(self) -> None:
-        """Create the znode; one that an older session still holds is waited out first."""
+        """Create the znode; one that an older session still holds is waited out first. A
+        request lost with its connection (the test drops them) is tried again: what is tested
+        is that the client gets a session and says so, not one request's luck."""
         while True:
             try:
                 await self.zk.create(REGISTRATION, b"me", ephemeral=True)
@@ -49,6 +51,10 @@ class Registrar:
                 if stat is not None and stat.ephemeral_owner == self.zk.session_id:
                     return
                 await self.zk.wait_for_deletion(REGISTRATION, 2 * SESSION_TIMEOUT_S)
+            except ZKError as e:
+                if not connection_lost(e):
+                    raise
+                await asyncio.sleep(0.2)
 
     async def before_new_session(self) -> None:
         pass
