@@ -190,6 +190,7 @@ def client_defaults(security: ClientSecurity) -> list[tuple[dict[str, object], s
     from node.clients.planner import PlannerClient, find_planner
     from node.clients.producer import KeelProducer
     from node.clients.replica_sizes import ReplicaSizeReader
+    from node.cluster.local import BrokerProcess, describe
     from wire.client import RpcClient
     from wire.pool import ConnectionPool
     from wire.security import PLAINTEXT_CLIENT
@@ -203,6 +204,8 @@ def client_defaults(security: ClientSecurity) -> list[tuple[dict[str, object], s
         PlannerClient.at.__func__,
         find_planner,
         ReplicaSizeReader.__init__,
+        describe,
+        BrokerProcess.describe,
         ConnectionPool.__init__,
         RpcClient.connect.__func__,
     ]

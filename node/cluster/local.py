@@ -77,7 +77,7 @@ def wait_gone(pid: int | None, timeout: float) -> bool:
 
 
 async def describe(
-    port: int, timeout: float = 2.0, security: ClientSecurity = PLAINTEXT_CLIENT
+    port: int, timeout: float = 2.0, *, security: ClientSecurity = PLAINTEXT_CLIENT
 ) -> DescribeClusterResponse | None:
     """What the broker at `port` says of the cluster, or None if it does not answer."""
     try:
@@ -215,9 +215,9 @@ class BrokerProcess(ManagedProcess):
         raise AssertionError("no VmRSS")
 
     async def describe(
-        self, timeout: float = 2.0, security: ClientSecurity = PLAINTEXT_CLIENT
+        self, timeout: float = 2.0, *, security: ClientSecurity = PLAINTEXT_CLIENT
     ) -> DescribeClusterResponse | None:
-        return await describe(self.port, timeout, security)
+        return await describe(self.port, timeout, security=security)
 
 
 class PlannerProcess(ManagedProcess):

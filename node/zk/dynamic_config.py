@@ -71,21 +71,26 @@ class UserConfigHandler:
 
     def __init__(self, cache: CredentialCache) -> None:
         self.cache = cache
+        # The first call is the start-up's read of every user: one line for it, not one a user.
+        self._loaded = False
 
     async def process_config_changes(self, configs: Mapping[str, dict[str, str]]) -> None:
+        loading, self._loaded = not self._loaded, True
         for sanitized, config in configs.items():
             if "/" in sanitized:
                 continue  # `users/<u>/clients/<c>` is a client quota, which holds no credentials
-            self._apply(paths.desanitize(sanitized), config)
+            self._apply(paths.desanitize(sanitized), config, quiet=loading)
+        if loading:
+            log.info("SCRAM credentials of %d user(s) loaded", len(self.cache.users()))
 
-    def _apply(self, user: str, config: dict[str, str]) -> None:
+    def _apply(self, user: str, config: dict[str, str], *, quiet: bool) -> None:
         before = self.cache.mechanisms(user)
         credentials, problems = scram_credentials(config)
         for mechanism, problem in problems.items():
             log.warning("ignoring the %s credential of user %s: %s", mechanism, user, problem)
         self.cache.update_user(user, credentials)
         after = self.cache.mechanisms(user)
-        if before or after:
+        if (before or after) and not quiet:
             log.info(
                 "SCRAM credentials of user %s: %s", user, ", ".join(after) if after else "none (removed)"
             )

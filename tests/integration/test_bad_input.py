@@ -611,7 +611,8 @@ ENTRY_POINTS: list[BadInput] = [
         "keel-planner: cannot listen on 127.0.0.1",
         45,
         PLANNER,
-        max_stderr_lines=5,
+        # Spark's two lines, the users read (secured pass), the stop's two, the error.
+        max_stderr_lines=6,
     ),
     BadInput(
         "cluster-zero-brokers",

@@ -23,6 +23,8 @@ import statistics
 import sys
 import time
 
+import pytest
+
 from node.clients.admin import KeelAdminClient
 from tests.integration.conftest import ROOT, BrokerProcess, Brokers
 from tests.support import eventually
@@ -104,6 +106,10 @@ async def median_latency(client: RpcClient, offset: list[int]) -> float:
     return statistics.median(samples)
 
 
+@pytest.mark.plain_pass_only(
+    "the attack writes raw bytes to a plaintext listener; on SASL_SSL the TLS handshake ends each "
+    "connection at once, so there is nothing held to measure"
+)
 async def test_the_broker_serves_a_normal_client_through_thousands_of_useless_connections(
     brokers: Brokers,
 ) -> None:
