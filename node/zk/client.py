@@ -84,6 +84,10 @@ _CONNECTION_ERRORS = (
 )
 
 
+# Of those, what `send` sends again by itself: the session may still be alive.
+_RESENDABLE = (exc.TimeoutError, exc.UnfinishedRead, exc.ConnectionLoss, exc.OperationTimeout)
+
+
 def connection_lost(error: Exception) -> bool:
     """Whether `error` says ZooKeeper could not be reached for a request, rather than that
     it refused it."""
@@ -239,7 +243,27 @@ class ZooKeeperClient:
     # --- reads and writes ---
 
     async def send(self, request: protocol.Request) -> protocol.Response:
-        return await self._zk.session.send(request)
+        """Send `request`, again if its connection drops before the answer, once connected again
+        on the same session (Kafka's retryRequestsUntilConnected): a dropped connection is not
+        the caller's failure. A write may thus be applied twice; the version checks and the
+        controller epoch fence make the second a refusal the caller already handles. If the
+        session is lost meanwhile, the request fails with SessionExpired: what was true in the
+        old session (its ephemerals, its controller) is not in the new one, so the caller, not
+        this loop, decides what to do again."""
+        session: _KeelSession = self._zk.session
+        sid = session.session_id
+        while True:
+            try:
+                return await session.send(request)
+            except _RESENDABLE as e:
+                if session.closing:
+                    raise
+                await session.ensure_safe_state(writing=request.writes_data)
+                if session.session_id != sid:
+                    raise exc.SessionExpired() from e
+                log.debug(
+                    "ZooKeeper %s lost with its connection (%r); sending it again", type(request).__name__, e
+                )
 
     async def get(self, path: str, *, watch: bool = False) -> tuple[bytes | None, Stat]:
         response = await self.send(protocol.GetDataRequest(path=self.path(path), watch=watch))

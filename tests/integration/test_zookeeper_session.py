@@ -137,3 +137,35 @@ async def test_a_session_left_unconnected_is_repaired_afresh(client: Client) -> 
     client.drop_connections()
     await client.until(States.SUSPENDED, States.LOST)
     await eventually(client.registered, timeout=30, message="the client never registered again")
+
+
+async def test_requests_under_way_when_the_connection_drops_are_answered_once_it_is_back(
+    client: Client,
+) -> None:
+    # Kafka's KafkaZkClient retries a request that meets a lost connection until it is connected
+    # again (retryRequestsUntilConnected): callers such as a broker's registration on a new
+    # session never see the drop. Requests are held unanswered by a cut link, then their
+    # connection drops under them; each must still be answered, on the same session.
+    for i in range(5):
+        await client.zk.create(f"/under-way-{i}", b"before")
+    session = client.zk.session_id
+    for proxy in client.proxies:
+        proxy.link.cut(to_client=True, to_server=False)
+    writes = [asyncio.create_task(client.zk.set(f"/under-way-{i}", b"after")) for i in range(5)]
+    reads = [asyncio.create_task(client.zk.exists(REGISTRATION)) for _ in range(5)]
+    connection = client.zk._zk.session.conn
+
+    async def sent() -> bool:
+        return len(connection.pending) >= 10
+
+    await eventually(sent, timeout=5, message="the requests were never sent")
+    client.drop_connections()
+    for proxy in client.proxies:
+        proxy.link.heal()
+    done = await asyncio.wait_for(asyncio.gather(*writes, *reads, return_exceptions=True), 30)
+    failures = [r for r in done if isinstance(r, BaseException)]
+    assert failures == [], f"requests failed with their dropped connection: {failures!r}"
+    assert client.zk.session_id == session, "the drop should not have cost the session"
+    for i in range(5):
+        value, _ = await client.zk.get(f"/under-way-{i}")
+        assert value == b"after"
