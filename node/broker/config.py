@@ -17,6 +17,7 @@ import javaproperties
 from actors.acl import AclError
 from actors.authorizer import parse_super_users
 from actors.partition_limits import JUTE_MAX_BUFFER, ZNODE_REQUEST_OVERHEAD
+from node.metrics.listener import MetricsListenerError, parse_listener
 from node.security.connection_limits import (
     connection_limits,
     listener_max_connections,
@@ -148,10 +149,23 @@ CONNECTION_DEFINITIONS = {
 }
 
 
+def _metrics_listener(key: str, raw: str) -> tuple[str, int]:
+    try:
+        return parse_listener(raw)
+    except MetricsListenerError as e:
+        raise ConfigError(key, str(e)) from None
+
+
+# Where a broker or the planner serves /metrics, /healthz and /readyz (node/metrics/http.py);
+# unset: nowhere. The JMX exporter's agent takes its `host:port` the same way.
+METRICS_DEFINITIONS = {"metrics.http.listener": _Def(_metrics_listener, "")}
+
+
 # Kafka's names and defaults (spec §11) for what Keel uses.
 DEFINITIONS: dict[str, _Def] = {
     **ZOOKEEPER_SECURITY_DEFINITIONS,
     **CONNECTION_DEFINITIONS,
+    **METRICS_DEFINITIONS,
     "broker.id": _Def(_int(0), None),
     "listeners": _Def(_str, "PLAINTEXT://:9092"),
     "advertised.listeners": _Def(_str, ""),
@@ -248,6 +262,11 @@ class BrokerConfig:
         return self.values[key] is True
 
     @property
+    def metrics_listener(self) -> tuple[str, int] | None:
+        """metrics.http.listener's host and port; None when unset."""
+        return metrics_listener(self.values)
+
+    @property
     def broker_id(self) -> int:
         return self.get_int("broker.id")
 
@@ -275,6 +294,14 @@ class BrokerConfig:
         host = advertised.host or socket.getfqdn()
         port = bound_port if advertised is listener else advertised.port
         return Endpoint(listener.listener, listener.security_protocol, host, port)
+
+
+def metrics_listener(values: Mapping[str, object]) -> tuple[str, int] | None:
+    value = values["metrics.http.listener"]
+    if value is None:
+        return None
+    assert isinstance(value, tuple)
+    return (str(value[0]), int(value[1]))
 
 
 def zookeeper_security(values: Mapping[str, object]) -> ZkSecurity:

@@ -41,6 +41,7 @@ from node.entry import (
     run_main,
     verbose_requested,
 )
+from node.metrics.http import MetricsListenerUnavailable
 from node.zk.client import NO_AUTH_HINT, NoAuth, ZooKeeperUnavailable
 from wire.server import ListenerUnavailable
 
@@ -114,6 +115,9 @@ async def start(broker: KeelBroker) -> None:
     except NoAuth as e:
         await _close_quietly(broker)
         raise CommandError(NO_AUTH_HINT) from e
+    except MetricsListenerUnavailable as e:
+        await _close_quietly(broker)
+        raise CommandError(f"{e}: stop the process that holds it, or choose another port") from e
     except ListenerUnavailable as e:
         await _close_quietly(broker)
         raise CommandError(f"{e}: stop the process that holds it, or set another port in listeners") from e

@@ -132,6 +132,15 @@ class ManagedProcess:
         self.pid = self.process.pid
 
     @property
+    def metrics_url(self) -> str | None:
+        """Where its metrics.http.listener serves /metrics; None when it has none."""
+        listener = self.settings.get("metrics.http.listener")
+        if not listener:
+            return None
+        host, _, port = listener.rpartition(":")
+        return f"http://{host or '127.0.0.1'}:{port}/metrics"
+
+    @property
     def running(self) -> bool:
         if self.process is not None:
             return self.process.poll() is None

@@ -15,6 +15,7 @@ from node.broker.config import (
     AUTHORIZER_DEFINITIONS,
     CONNECTION_DEFINITIONS,
     DEFAULT_PROTOCOL_MAP,
+    METRICS_DEFINITIONS,
     ZOOKEEPER_SECURITY_DEFINITIONS,
     ConfigError,
     _bool,
@@ -25,6 +26,7 @@ from node.broker.config import (
     _str,
     _text,
     listener_connection_limits,
+    metrics_listener,
     parse_values,
     zookeeper_security,
 )
@@ -47,6 +49,7 @@ DEFINITIONS: dict[str, _Def] = {
     **ZOOKEEPER_SECURITY_DEFINITIONS,
     # A broker's limits on its clients' connections, on the planner's listener.
     **CONNECTION_DEFINITIONS,
+    **METRICS_DEFINITIONS,
     "zookeeper.connect": _Def(_str, None),
     "zookeeper.session.timeout.ms": _Def(_int(1), "18000"),
     "listeners": _Def(_str, "PLAINTEXT://:9099"),
@@ -101,6 +104,11 @@ class PlannerConfig:
 
     def get_bool(self, key: str) -> bool:
         return self.values[key] is True
+
+    @property
+    def metrics_listener(self) -> tuple[str, int] | None:
+        """metrics.http.listener's host and port; None when unset."""
+        return metrics_listener(self.values)
 
     @property
     def spark_master(self) -> str:

@@ -1,0 +1,1 @@
+"""Prometheus metrics of brokers and the planner: names, collectors, the HTTP endpoint."""
