@@ -203,6 +203,7 @@ class FollowerPath:
                 return True
             if self.state.throttle.follower_throttled(partition.tp):
                 self.state.throttle.follower.record(len(data.records))
+            self.state.stats.replication_bytes_in += len(data.records)
             self.state.fetch_targets.moved(partition.leader, partition.tp)
         partition.high_watermark = min(data.high_watermark, partition_log.log_end_offset)
         self.state.wake_readers(partition.tp)

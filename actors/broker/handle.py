@@ -112,6 +112,13 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
         assert isinstance(actor, ReplicaManager)
         return actor.state
 
+    def bytes_to_copy_now(self) -> dict[TopicPartition, int]:
+        """What `bytes_to_copy` answers, read between messages for an exporter that must not
+        wait behind the mailbox (a scrape during a LeaderAndIsr of thousands)."""
+        actor = self._actor
+        assert isinstance(actor, ReplicaManager)
+        return actor.leader_path.bytes_to_copy()
+
     async def stop(self) -> None:
         for task in self._notifications:
             task.cancel()

@@ -91,6 +91,9 @@ class LeaderPath:
         except WireError as e:
             log.warning("refused a produce to %s: %s", tp, e.message)
             return ProducePartitionResponse(index=tp.partition, error_code=e.code, error_message=e.message)
+        stats = self.state.stats
+        stats.bytes_in[tp.topic] += len(records)
+        stats.messages_in[tp.topic] += last - first + 1
         self.state.advance_high_watermark(partition)
         self.state.wake_readers(tp)
         if acks == -1:
@@ -222,6 +225,10 @@ class LeaderPath:
             data = partition_log.read(item.fetch_offset, max(0, min(item.partition_max_bytes, budget)), limit)
             if throttled:
                 self.state.throttle.leader.record(len(data))
+            if replica is None:
+                self.state.stats.bytes_out[tp.topic] += len(data)
+            else:
+                self.state.stats.replication_bytes_out += len(data)
         except LogCorruption as e:
             # Never served. This replica goes offline and the controller elects another ISR
             # member, whose copy of the batch is whole (spec §7.11's path for a failed dir).
@@ -392,6 +399,7 @@ class LeaderPath:
                 and result.partition_epoch >= partition.partition_epoch
             ):
                 log.info("%s: ISR now %s at partition epoch %d", tp, result.isr, result.partition_epoch)
+                self.state.stats.isr_changed(len(partition.isr), len(result.isr))
                 partition.isr = tuple(result.isr)
                 partition.partition_epoch = result.partition_epoch
                 partition.pending_isr = None

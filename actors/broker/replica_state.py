@@ -11,6 +11,7 @@ import dataclasses
 import logging
 from collections.abc import Iterable
 
+from actors.broker.broker_stats import BrokerStats
 from actors.broker.fetch_session import FetchSessionCache
 from actors.broker.fetch_targets import FetchTargets
 from actors.broker.metadata_cache import MetadataCache
@@ -55,6 +56,8 @@ class ReplicaState:
         self.fetch_targets = FetchTargets()
         # Replication throttles (dynamic configs): the leader's and the follower's quotas.
         self.throttle = ReplicationThrottle(broker_id, self.clock)
+        # Bytes and messages in and out, ISR changes: counted here, read by the exporter.
+        self.stats = BrokerStats()
 
     def snapshot(self) -> Snapshot:
         return Snapshot(

@@ -73,6 +73,11 @@ class QueueTimeHistogram:
         self.count += 1
         self._recent.append(ms)
 
+    @property
+    def recent(self) -> collections.deque[float]:
+        """The recent queue times, for an exporter's percentiles."""
+        return self._recent
+
     def percentile(self, q: float) -> float:
         if not self._recent:
             return 0.0

@@ -60,6 +60,11 @@ class ControllerMetrics:
         self.timers: dict[ControllerState, Timer] = collections.defaultdict(Timer)
         self._partition_gauges: tuple[int, int] | None = None
 
+    @property
+    def event_manager(self) -> ControllerEventManager:
+        """Its queue (EventQueueSize, EventQueueTimeMs), for an exporter."""
+        return self._event_manager
+
     def event_processed(self) -> None:
         """The controller's state may have changed: the partition gauges are computed anew."""
         self._partition_gauges = None

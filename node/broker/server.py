@@ -40,6 +40,9 @@ from node.broker.dynamic_config import broker_dynamic_config
 from node.broker.log.config import LogConfig
 from node.broker.log.manager import LogManager
 from node.broker.replica_link import RpcReplicaLink
+from node.metrics.broker import BrokerMetrics
+from node.metrics.http import MetricsServer, registry_of
+from node.metrics.requests import RequestMetrics
 from node.security.settings import LISTENER_DEFAULTS, getter, listener_security
 from node.zk.client import ZooKeeperClient
 from node.zk.store import ZkClusterStore
@@ -159,6 +162,30 @@ class KeelBroker:
             self.broker_id, self.store, self.replica_manager, self.credential_cache, self.clock
         )
         self._periodic: list[asyncio.Task[None]] = []
+        # RequestMetrics of every listener; the endpoint only with metrics.http.listener.
+        self.request_metrics = RequestMetrics()
+        self.metrics_server = self._metrics_server()
+
+    def _metrics_server(self) -> MetricsServer | None:
+        listener = self.config.metrics_listener
+        if listener is None:
+            return None
+        collector = BrokerMetrics(
+            self.replica_manager,
+            lambda: self._controller,
+            self.request_metrics,
+            default_min_isr=self.config.get_int("min.insync.replicas"),
+        )
+        return MetricsServer(*listener, registry_of(collector), self.not_ready)
+
+    def not_ready(self) -> str | None:
+        """Why this broker is not ready for clients yet (/readyz), or None: it must be
+        registered in ZooKeeper and know itself alive from the controller's metadata."""
+        if self._controller is None:
+            return "not registered in ZooKeeper yet"
+        if self.broker_id not in self.replica_manager.replica_state.metadata.live_brokers:
+            return "no metadata from the controller yet"
+        return None
 
     @property
     def broker_epoch(self) -> int:
@@ -173,6 +200,9 @@ class KeelBroker:
     async def startup(self) -> None:
         for key in self.config.unknown:
             log.warning("the configuration %s was supplied but isn't a known config", key)
+        if self.metrics_server is not None:
+            # First, so that /healthz and /readyz answer while the rest starts.
+            await self.metrics_server.start()
         await self.zk.start()
         await self.store.ensure_persistent_paths()
         self.cluster_id = await self.store.get_or_create_cluster_id()
@@ -188,7 +218,7 @@ class KeelBroker:
         quotas = ConnectionQuotas(self.config.connection_limits)
         for listener in self.config.listeners:
             server = RpcServer(
-                self.apis.handle,
+                self.request_metrics.timed(self.apis.handle),
                 listener.host or "0.0.0.0",
                 listener.port,
                 max_frame_size=self.config.get_int("socket.request.max.bytes"),
@@ -353,4 +383,6 @@ class KeelBroker:
         await self.replica_link.close()
         self.logs.close()
         await self.zk.close()
+        if self.metrics_server is not None:
+            await self.metrics_server.close()
         log.info("broker %d shut down", self.broker_id)

@@ -1,0 +1,32 @@
+"""What a broker counts as it serves records: Kafka's BrokerTopicMetrics (bytes and messages in
+and out, per topic) and ReplicaManager's ISR meters, as plain counts.
+
+They are counted on the hot paths (appends, reads, fetched data, ISR changes), so each is one
+int add; rates, the all-topics totals and their names are the exporter's business
+(node/metrics), at scrape time.
+"""
+
+from __future__ import annotations
+
+import collections
+
+
+class BrokerStats:
+    def __init__(self) -> None:
+        # Per topic: what producers appended (BytesInPerSec, MessagesInPerSec) and what
+        # consumers read (BytesOutPerSec); followers' reads are replication, not bytes out.
+        self.bytes_in: collections.Counter[str] = collections.Counter()
+        self.messages_in: collections.Counter[str] = collections.Counter()
+        self.bytes_out: collections.Counter[str] = collections.Counter()
+        # Broker-wide: what this broker fetched as a follower, and served to followers.
+        self.replication_bytes_in = 0
+        self.replication_bytes_out = 0
+        # ISR changes of partitions led here, counted once the controller commits them.
+        self.isr_shrinks = 0
+        self.isr_expands = 0
+
+    def isr_changed(self, before: int, after: int) -> None:
+        if after < before:
+            self.isr_shrinks += 1
+        elif after > before:
+            self.isr_expands += 1
