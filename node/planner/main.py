@@ -28,6 +28,7 @@ from node.entry import (
     run_main,
     verbose_requested,
 )
+from node.metrics.http import MetricsListenerUnavailable
 from node.planner.config import PlannerConfig, load_config
 from node.planner.server import KeelPlanner
 from node.zk.client import NO_AUTH_HINT, NoAuth, ZooKeeperUnavailable
@@ -89,6 +90,9 @@ async def start(planner: KeelPlanner) -> None:
     except NoAuth as e:
         await planner.shutdown()
         raise CommandError(NO_AUTH_HINT) from e
+    except MetricsListenerUnavailable as e:
+        await planner.shutdown()
+        raise CommandError(f"{e}: stop the process that holds it, or choose another port") from e
     except ListenerUnavailable as e:
         await planner.shutdown()
         raise CommandError(f"{e}: stop the process that holds it, or set another port in listeners") from e

@@ -26,6 +26,8 @@ from actors.credential_cache import CredentialCache
 from node.broker.acl_authorizer import ZkAclAuthorizer, authorizer_config
 from node.clients.admin import KeelAdminClient
 from node.clients.replica_sizes import ReplicaSizeReader
+from node.metrics.http import MetricsServer, registry_of
+from node.metrics.planner import PlannerMetrics
 from node.planner.broker_watch import follow_brokers
 from node.planner.config import PlannerConfig
 from node.planner.healing import SelfHealer
@@ -92,6 +94,23 @@ class KeelPlanner:
         self._bootstrap = ""
         self.healer = self._self_healer()
         self.service.healer = self.healer
+        self.metrics_server = self._metrics_server()
+
+    def _metrics_server(self) -> MetricsServer | None:
+        listener = self.config.metrics_listener
+        if listener is None:
+            return None
+        collector = PlannerMetrics(lambda: self.active, self.service.stats, self.executor, self.healer)
+        return MetricsServer(*listener, registry_of(collector), self.not_ready)
+
+    def not_ready(self) -> str | None:
+        """Why the planner is not ready (/readyz), or None once it is registered in ZooKeeper
+        (it holds /keel/planner; a planner standing by is not ready, and says so)."""
+        if self.registration is None:
+            return "not listening yet"
+        if not self.active:
+            return "not registered in ZooKeeper (/keel/planner is held by another planner, or not yet)"
+        return None
 
     def _self_healer(self) -> SelfHealer | None:
         """Self-healing, fed the broker registrations; it acts only while this planner is
@@ -137,6 +156,8 @@ class KeelPlanner:
     async def startup(self) -> None:
         for key in self.config.unknown:
             log.warning("the configuration %s was supplied but isn't a known config", key)
+        if self.metrics_server is not None:
+            await self.metrics_server.start()
         await self.zk.start()
         if self.acl_authorizer is not None:
             await self.acl_authorizer.startup()
@@ -291,4 +312,6 @@ class KeelPlanner:
             await self.acl_authorizer.shutdown()
         await self.zk.close()
         self.active = False
+        if self.metrics_server is not None:
+            await self.metrics_server.close()
         log.info("planner shut down")

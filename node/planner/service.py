@@ -27,6 +27,7 @@ from node.planner.live_snapshot import LiveSnapshot
 from node.planner.plan import plan
 from node.planner.request import PlanError, PlanRequest
 from node.planner.snapshot import SnapshotError, snapshot_from_rows
+from node.planner.stats import PlannerStats
 from wire.api import API_SPECS, ApiKey, ApiVersionRange, ApiVersionsResponse, Response
 from wire.api.planner import (
     CancelPlanResponse,
@@ -137,6 +138,8 @@ class PlannerService:
         self.spark = spark
         # How the planner reaches the brokers (its snapshots' DescribeLogDirs).
         self.client_security = client_security
+        # Snapshots, plans and heals, for the planner's metrics.
+        self.stats = PlannerStats()
         # Who may do what, as on the brokers: None allows everything.
         self.authorizer = authorizer
         self.store = store
@@ -219,6 +222,7 @@ class PlannerService:
             directory = await asyncio.to_thread(
                 live_snapshot.write_parquet, self.spark, snapshot, self.snapshot_dir
             )
+        self.stats.snapshot_taken(time.time())
         if self.snapshot_retention > 0:
             await asyncio.to_thread(live_snapshot.prune, self.snapshot_dir, self.snapshot_retention)
         return snapshot, directory
@@ -262,6 +266,7 @@ class PlannerService:
         # The live snapshot's cost (ZooKeeper, DescribeLogDirs, Parquet) beside the plan's own.
         report["snapshot_seconds"] = round(snapshot_s, 3)
         plan_id = uuid.uuid4().hex[:12]
+        self.stats.plan_made(origin, time.monotonic() - started, report)
         log.info(
             "plan %s (%s): %d partitions change, %s moves, in %.1f s (snapshot %.1f s)",
             plan_id,
@@ -319,6 +324,7 @@ class PlannerService:
         if not self.is_active():
             return
         log.warning("brokers %s gone past the threshold: planning a heal", sorted(dead))
+        self.stats.heal_plans += 1
         response = await self.plan(
             PlanReassignmentRequest(goals=["heal"], execute=True), origin="self-healing"
         )

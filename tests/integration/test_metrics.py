@@ -14,6 +14,7 @@ from kazoo.client import KazooClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from node.clients.producer import KeelProducer
+from node.cluster.local import ManagedProcess
 from node.cluster.zookeeper import free_ports
 from tests.integration.conftest import BrokerProcess, Brokers
 from tests.integration.replication import bootstrap
@@ -21,6 +22,10 @@ from tests.integration.test_partition_leadership import controller_of, create_to
 from tests.support import eventually, run_command
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def readyz(process: ManagedProcess) -> str:
+    return str(process.metrics_url).replace("/metrics", "/readyz")
 
 
 async def get(url: str) -> tuple[int, str]:
@@ -31,9 +36,9 @@ async def get(url: str) -> tuple[int, str]:
         return answer.status, await answer.text()
 
 
-async def scrape(broker: BrokerProcess) -> Samples:
-    assert broker.metrics_url is not None
-    status, text = await get(broker.metrics_url)
+async def scrape(process: ManagedProcess) -> Samples:
+    assert process.metrics_url is not None
+    status, text = await get(process.metrics_url)
     assert status == 200
     return {
         (sample.name, frozenset(sample.labels.items())): sample.value
@@ -60,7 +65,7 @@ async def test_broker_metrics_follow_the_cluster(brokers: Brokers, kazoo: KazooC
     controller = await controller_of(brokers)
 
     async def ready() -> bool:
-        statuses = [(await get(str(b.metrics_url).replace("/metrics", "/readyz")))[0] for b in started]
+        statuses = [(await get(readyz(b)))[0] for b in started]
         return statuses == [200, 200, 200]
 
     await eventually(ready, timeout=30, message="every broker's /readyz says 200 once registered")

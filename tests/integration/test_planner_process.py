@@ -14,9 +14,12 @@ from kazoo.client import KazooClient
 from node.clients.admin import KeelAdminClient
 from node.clients.planner import PlannerClient
 from node.clients.producer import KeelProducer
+from node.cluster.local import PlannerProcess
+from node.cluster.zookeeper import free_ports
 from node.planner import live_snapshot
 from tests.integration.conftest import Brokers
 from tests.integration.replication import bootstrap
+from tests.integration.test_metrics import get, readyz, scrape, value
 from tests.integration.test_partition_leadership import create_topic
 from tests.support import eventually, keel, run_command
 from wire.api.planner import PlanReassignmentRequest
@@ -48,6 +51,18 @@ async def start_cluster(brokers: Brokers) -> None:
             await producer.send_many("t", [(None, b"x" * 1000) for _ in range(20)], partition=p)
 
 
+async def check_active_planner_metrics(planner: PlannerProcess) -> None:
+    """Its metrics after one plan: active, the plan counted with its stages' times, nothing
+    executing; and ready."""
+    samples = await scrape(planner)
+    assert value(samples, "keel_planner_active") == 1
+    assert value(samples, "keel_planner_plans_total", origin="request") == 1
+    assert value(samples, "keel_planner_plan_stage_seconds", stage="snapshot") > 0
+    assert value(samples, "keel_planner_snapshots_total") >= 1
+    assert value(samples, "keel_planner_executing") == 0
+    assert (await get(readyz(planner)))[0] == 200
+
+
 def test_bad_properties_exit_2_naming_the_key(tmp_path: Path) -> None:
     for props, key in (
         ("listeners=PLAINTEXT://127.0.0.1:0\n", "zookeeper.connect"),
@@ -69,12 +84,19 @@ async def test_planner_registers_plans_snapshots_stands_by_and_stops(
     processes of one core and 1 GiB each): A registers and plans while B stands by; A stops on
     SIGTERM, B takes over and plans on its executors; B stops and the znode goes."""
     await start_cluster(brokers)
-    first = brokers.new_planner({"planner.snapshot.interval.ms": "60000"}).start()
+    first_metrics, second_metrics = free_ports(2)
+    first = brokers.new_planner(
+        {"planner.snapshot.interval.ms": "60000", "metrics.http.listener": f"127.0.0.1:{first_metrics}"}
+    ).start()
     await eventually(
         lambda: registered_port(kazoo, first.port), timeout=SPARK_START_S, message="planner not registered"
     )
     second = brokers.new_planner(
-        {"spark.master": "local-cluster[2,1,1024]", "planner.snapshot.interval.ms": "0"}
+        {
+            "spark.master": "local-cluster[2,1,1024]",
+            "planner.snapshot.interval.ms": "0",
+            "metrics.http.listener": f"127.0.0.1:{second_metrics}",
+        }
     ).start()
     # The brokers name the registered planner to clients.
     async with KeelAdminClient(bootstrap(brokers)) as admin:
@@ -92,6 +114,8 @@ async def test_planner_registers_plans_snapshots_stands_by_and_stops(
     assert any(3 in p["replicas"] for p in written["partitions"])
     assert orjson.loads((tmp_path / "report.json").read_bytes())["moves"] >= 1
     assert "BROKER" in done.stdout and "Moves:" in done.stdout
+
+    await check_active_planner_metrics(first)
 
     # Bad input: a clear error each, nothing planned or executed.
     async with PlannerClient.at(first.address) as client:
@@ -125,6 +149,8 @@ async def test_planner_registers_plans_snapshots_stands_by_and_stops(
     assert registered(kazoo)["port"] == first.port  # type: ignore[index]
     async with PlannerClient.at(second.address) as client:
         assert not (await client.status()).active
+    assert value(await scrape(second), "keel_planner_active") == 0
+    assert (await get(readyz(second)))[0] == 503, "a planner standing by is not ready"
 
     # SIGTERM: the first stops cleanly, its znode goes, and the second takes over and plans.
     assert await asyncio.to_thread(first.stop, 30) == 0
