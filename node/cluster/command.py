@@ -77,6 +77,8 @@ class BrokerRecord:
     broker_id: int
     port: int
     pid: int | None = None
+    # Its metrics.http.listener's port (None in a cluster.json from before metrics).
+    metrics_port: int | None = None
 
 
 @dataclasses.dataclass
@@ -86,6 +88,7 @@ class PlannerRecord:
     port: int
     spark_master: str = "local[*]"
     pid: int | None = None
+    metrics_port: int | None = None
 
 
 @dataclasses.dataclass
@@ -156,7 +159,10 @@ class ClusterState:
         for record in self.brokers.values():
             cluster.new(
                 record.broker_id,
-                None if security is None else security.listeners(record.port),
+                {
+                    **({} if security is None else security.listeners(record.port)),
+                    **metrics_listener(record.metrics_port),
+                },
                 port=record.port,
                 home=self.directory / f"broker-{record.broker_id}",
                 log_path=self.log_file(record.broker_id),
@@ -182,6 +188,7 @@ class ClusterState:
                 "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
                 "spark.master": self.planner.spark_master,
                 **({} if security is None else security.planner_settings(self.planner.port)),
+                **metrics_listener(self.planner.metrics_port),
             },
         )
 
@@ -207,6 +214,22 @@ class ClusterState:
         if not broker.running:
             self.brokers[broker_id].pid = broker.start(detach=True).pid
             self.save()
+
+
+def metrics_listener(port: int | None) -> dict[str, str]:
+    return {} if port is None else {"metrics.http.listener": f"127.0.0.1:{port}"}
+
+
+def metrics_urls(state: ClusterState) -> dict[str, str]:
+    """Each process's /metrics URL, by its name in the status output."""
+    urls = {
+        f"broker {r.broker_id}": f"http://127.0.0.1:{r.metrics_port}/metrics"
+        for r in state.brokers.values()
+        if r.metrics_port is not None
+    }
+    if state.planner is not None and state.planner.metrics_port is not None:
+        urls["planner"] = f"http://127.0.0.1:{state.planner.metrics_port}/metrics"
+    return urls
 
 
 def _start_zookeeper(state: ClusterState) -> None:
@@ -283,6 +306,8 @@ def show_status(state: ClusterState, fmt: str) -> None:
             f"Spark {planner['spark_master']})"
         )
     print(f"Connect: {connect['command']}")
+    for name, url in metrics_urls(state).items():
+        print(f"Metrics: {name} {url}")
 
 
 def _planner_status(state: ClusterState, security: ClientSecurity) -> dict[str, object] | None:
@@ -328,7 +353,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         )
     for broker_id in range(1, args.brokers + 1):
         if broker_id not in state.brokers:
-            state.brokers[broker_id] = BrokerRecord(broker_id, free_ports(1)[0])
+            port, metrics_port = free_ports(2)
+            state.brokers[broker_id] = BrokerRecord(broker_id, port, metrics_port=metrics_port)
     state.save()
     _start_zookeeper(state)
     security = state.cluster_security
@@ -345,7 +371,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         if state.planner is None or (args.spark_master and args.spark_master != state.planner.spark_master):
             if state.planner is not None and (planner := state.planner_process()) is not None:
                 planner.stop(args.timeout)
-            state.planner = PlannerRecord(free_ports(1)[0], args.spark_master or "local[*]")
+            port, metrics_port = free_ports(2)
+            state.planner = PlannerRecord(port, args.spark_master or "local[*]", metrics_port=metrics_port)
             state.save()
         state.start_planner()
     if not wait_settled(state, args.timeout):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 
 import orjson
@@ -67,12 +68,27 @@ def test_keel_cli_reports_an_unreachable_cluster() -> None:
     assert result.returncode == 1 and "cannot connect" in result.stderr
 
 
+def check_metrics_urls(output: str, processes: list[str]) -> None:
+    """`keel-cluster up` prints a metrics URL per process; every broker's answers."""
+    urls = dict(
+        line.removeprefix("Metrics: ").rsplit(" ", 1)
+        for line in output.splitlines()
+        if line.startswith("Metrics: ")
+    )
+    assert sorted(urls) == processes
+    for name, url in urls.items():
+        if name.startswith("broker"):
+            with urllib.request.urlopen(url, timeout=5) as answer:
+                assert "kafka_controller_kafkacontroller_activecontrollercount" in answer.read().decode()
+
+
 def test_keel_cluster_up_kill_status_restart_stop(tmp_path: Path) -> None:
     directory = ["--dir", str(tmp_path / "cluster")]
     up = run_command("node.cluster.command", "up", "--brokers", "3", *directory)
     try:
         assert up.returncode == 0, up.stdout + up.stderr
         assert "CONTROLLER" in up.stdout
+        check_metrics_urls(up.stdout, ["broker 1", "broker 2", "broker 3", "planner"])
 
         def status() -> dict[str, object]:
             result = run_command("node.cluster.command", "status", "--format", "json", *directory)
