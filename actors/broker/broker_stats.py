@@ -18,6 +18,12 @@ class BrokerStats:
         self.bytes_in: collections.Counter[str] = collections.Counter()
         self.messages_in: collections.Counter[str] = collections.Counter()
         self.bytes_out: collections.Counter[str] = collections.Counter()
+        # Per topic, each partition's produce or fetch (consumers' and followers') as Kafka
+        # counts them (TotalProduceRequestsPerSec, ...), and those answered with an error.
+        self.produce_requests: collections.Counter[str] = collections.Counter()
+        self.failed_produce_requests: collections.Counter[str] = collections.Counter()
+        self.fetch_requests: collections.Counter[str] = collections.Counter()
+        self.failed_fetch_requests: collections.Counter[str] = collections.Counter()
         # Broker-wide: what this broker fetched as a follower, and served to followers.
         self.replication_bytes_in = 0
         self.replication_bytes_out = 0

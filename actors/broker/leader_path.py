@@ -63,10 +63,15 @@ class LeaderPath:
 
     def append_records(self, request: ProduceRequest) -> ProduceOutcome:
         outcome = ProduceOutcome()
+        stats = self.state.stats
         for topic in request.topic_data:
             for data in topic.partition_data:
                 tp = TopicPartition(topic.name, data.index)
-                outcome.add(tp, self._append(tp, data.records, request.acks, outcome))
+                answer = self._append(tp, data.records, request.acks, outcome)
+                stats.produce_requests[topic.name] += 1
+                if answer.error_code:
+                    stats.failed_produce_requests[topic.name] += 1
+                outcome.add(tp, answer)
         return outcome
 
     def _append(
@@ -126,8 +131,12 @@ class LeaderPath:
         by_topic: dict[str, list[FetchPartitionData]] = {}
         total = 0
         errors = False
+        stats = self.state.stats
         for tp, item in wanted:
             answer = self._read_partition(tp, item, replica, budget, now_ms)
+            stats.fetch_requests[tp.topic] += 1
+            if answer.error_code:
+                stats.failed_fetch_requests[tp.topic] += 1
             if session is not None and not self._worth_answering(
                 session, tp, item, answer, full=not reread and request.session_epoch == FULL_EPOCH
             ):

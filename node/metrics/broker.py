@@ -141,6 +141,10 @@ class BrokerMetrics(Collector):
             ("BytesInPerSec", stats.bytes_in),
             ("MessagesInPerSec", stats.messages_in),
             ("BytesOutPerSec", stats.bytes_out),
+            ("TotalProduceRequestsPerSec", stats.produce_requests),
+            ("FailedProduceRequestsPerSec", stats.failed_produce_requests),
+            ("TotalFetchRequestsPerSec", stats.fetch_requests),
+            ("FailedFetchRequestsPerSec", stats.failed_fetch_requests),
         ):
             bean = _server_bean("BrokerTopicMetrics", name)
             for labels, count in topic_samples(counts):
