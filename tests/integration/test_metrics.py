@@ -5,10 +5,12 @@ the cluster, /healthz and /readyz, and a bad listener value refused at start-up.
 from __future__ import annotations
 
 import asyncio
+import re
 import subprocess
 from pathlib import Path
 
 import aiohttp
+import orjson
 import pytest
 from kazoo.client import KazooClient
 from prometheus_client.parser import text_string_to_metric_families
@@ -45,6 +47,15 @@ async def scrape(process: ManagedProcess) -> Samples:
         for family in text_string_to_metric_families(text)
         for sample in family.samples
     }
+
+
+DASHBOARD = Path(__file__).parents[2] / "docs" / "grafana" / "keel.json"
+
+
+def dashboard_names(prefixes: tuple[str, ...]) -> set[str]:
+    """The metric names docs/grafana/keel.json queries, of those starting with `prefixes`."""
+    exprs = [t["expr"] for p in orjson.loads(DASHBOARD.read_bytes())["panels"] for t in p.get("targets", ())]
+    return {n for e in exprs for n in re.findall(r"\b[a-z_]+\b", e) if n.startswith(prefixes)}
 
 
 def value(samples: Samples, name: str, **labels: str) -> float:

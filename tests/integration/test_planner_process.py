@@ -19,7 +19,7 @@ from node.cluster.zookeeper import free_ports
 from node.planner import live_snapshot
 from tests.integration.conftest import Brokers
 from tests.integration.replication import bootstrap
-from tests.integration.test_metrics import get, readyz, scrape, value
+from tests.integration.test_metrics import dashboard_names, get, readyz, scrape, value
 from tests.integration.test_partition_leadership import create_topic
 from tests.support import eventually, keel, run_command
 from wire.api.planner import PlanReassignmentRequest
@@ -61,6 +61,7 @@ async def check_active_planner_metrics(planner: PlannerProcess) -> None:
     assert value(samples, "keel_planner_snapshots_total") >= 1
     assert value(samples, "keel_planner_executing") == 0
     assert (await get(readyz(planner)))[0] == 200
+    assert dashboard_names(("keel_planner",)) <= {name for name, _ in samples}, "the dashboard's names"
 
 
 def test_bad_properties_exit_2_naming_the_key(tmp_path: Path) -> None:
