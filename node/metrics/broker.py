@@ -17,7 +17,7 @@ from prometheus_client.registry import Collector
 
 from actors.broker.replica_gauges import replica_gauges
 from actors.controller.events import ControllerState
-from node.metrics.names import Exposition, MBean, kafka_request_name, topic_samples
+from node.metrics.names import Exposition, MBean, kafka_camel_case, topic_samples
 from node.metrics.requests import RequestMetrics
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ _TIMER_NAMES = {
 
 
 def controller_timer_name(state: ControllerState) -> str:
-    return _TIMER_NAMES.get(state) or f"{kafka_request_name(state.name)}RateAndTimeMs"
+    return _TIMER_NAMES.get(state) or f"{kafka_camel_case(state.name)}RateAndTimeMs"
 
 
 def _controller_bean(type_: str, name: str) -> MBean:

@@ -64,10 +64,10 @@ class MBean:
         return self._prefix(self.name)
 
 
-def kafka_request_name(api_key_name: str) -> str:
-    """Kafka's name of an API (its ApiKeys name), the `request` label of RequestMetrics:
-    LEADER_AND_ISR -> LeaderAndIsr."""
-    return "".join(word.capitalize() for word in api_key_name.split("_"))
+def kafka_camel_case(enum_name: str) -> str:
+    """Kafka's name for one of Keel's upper-case enum names: an API's (ApiKeys' name, the
+    `request` label of RequestMetrics) or a controller state's: LEADER_AND_ISR -> LeaderAndIsr."""
+    return "".join(word.capitalize() for word in enum_name.split("_"))
 
 
 def _labelled(labels: Mapping[str, str] | None) -> dict[str, str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 
-from node.metrics.names import Exposition, MBean, RecentHistogram, kafka_request_name
+from node.metrics.names import Exposition, MBean, RecentHistogram, kafka_camel_case
 from wire.api import ApiKey, FetchRequest, Response
 from wire.envelope import ParsedRequest
 
@@ -23,7 +23,7 @@ TOTAL_TIME = MBean("kafka.network", "RequestMetrics", "TotalTimeMs")
 class RequestMetrics:
     def __init__(self) -> None:
         self._by_name: dict[str, RecentHistogram] = {}
-        self._names = {key: kafka_request_name(key.name) for key in ApiKey}
+        self._names = {key: kafka_camel_case(key.name) for key in ApiKey}
 
     def _histogram(self, name: str) -> RecentHistogram:
         histogram = self._by_name.get(name)

@@ -11,7 +11,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from actors.controller.events import ControllerState
 from node.metrics.broker import controller_timer_name
-from node.metrics.names import Exposition, MBean, kafka_request_name, quantiles, topic_samples
+from node.metrics.names import Exposition, MBean, kafka_camel_case, quantiles, topic_samples
 
 
 class _Fixed(Collector):
@@ -75,9 +75,9 @@ def test_request_metrics_carry_kafka_s_request_name() -> None:
     out = Exposition()
     out.meter(MBean("kafka.network", "RequestMetrics", "RequestsPerSec"), 7, {"request": "Produce"})
     assert rendered(out) == ['kafka_network_requestmetrics_requests_total{request="Produce"} 7.0']
-    assert kafka_request_name("LEADER_AND_ISR") == "LeaderAndIsr"
-    assert kafka_request_name("OFFSET_FOR_LEADER_EPOCH") == "OffsetForLeaderEpoch"
-    assert kafka_request_name("API_VERSIONS") == "ApiVersions"
+    assert kafka_camel_case("LEADER_AND_ISR") == "LeaderAndIsr"
+    assert kafka_camel_case("OFFSET_FOR_LEADER_EPOCH") == "OffsetForLeaderEpoch"
+    assert kafka_camel_case("API_VERSIONS") == "ApiVersions"
 
 
 def test_a_histogram_is_a_summary_of_kafka_s_percentiles_and_a_count() -> None:
