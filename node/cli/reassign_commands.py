@@ -424,6 +424,7 @@ async def run(args: argparse.Namespace, bootstrap: str) -> int:
         except ReassignmentFileError as e:
             raise UsageError(f"{args.reassignment_json_file}: {e}") from None
     async with KeelAdminClient(bootstrap, timeout=args.timeout, security=args.security) as admin:
+        await admin.connect()
         if args.command == "list":
             return await list_reassignments(admin, args)
         command = {"execute": execute, "verify": verify, "cancel": cancel}[args.command]

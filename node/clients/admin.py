@@ -55,7 +55,7 @@ from wire.api import (
 )
 from wire.api.planner import DescribePlannerRequest, DescribePlannerResponse
 from wire.endpoint import Endpoint, parse_bootstrap
-from wire.errors import ErrorCode, NetworkException, NotController, WireError, for_code
+from wire.errors import ErrorCode, NetworkException, NotController, WireError, all_failed, for_code
 from wire.pool import ConnectionPool
 from wire.retry import Backoff
 from wire.security import PLAINTEXT_CLIENT, ClientSecurity
@@ -84,16 +84,22 @@ class KeelAdminClient(AsyncClosing):
     async def close(self) -> None:
         await self._pool.close()
 
+    async def connect(self) -> None:
+        """Open a connection to a bootstrap broker now (the pool keeps it for the requests to
+        come): a command fails at once with BrokerUnreachable when no broker accepts one,
+        rather than retrying for its whole timeout as a request would."""
+        await self._any_broker()
+
     async def _any_broker(self) -> Endpoint:
         """The first bootstrap broker that accepts a connection."""
-        errors = []
+        errors: list[NetworkException] = []
         for server in self._servers:
             try:
                 await self._pool.get(server)
                 return server
             except NetworkException as e:
-                errors.append(e.message)
-        raise NetworkException("; ".join(errors))
+                errors.append(e)
+        raise all_failed(errors, "no broker answered: ")
 
     async def _controller(self) -> Endpoint:
         """The broker a bootstrap broker names as the active controller."""
