@@ -70,32 +70,37 @@ async def csrf_cookie(request: web.Request, handler: Callable[[web.Request], obj
 # --- the pages: each is a function from the request to its fragments ---
 
 
+# Every page has all its sections from the start, empty until the cluster has been read, so
+# that the event stream has a place to put each fragment.
+WAITING = '<p class="muted">Reading the cluster…</p>'
+
+
 def cluster_fragments(request: web.Request) -> Fragments:
     observer, view = _view(request)
-    fragments = {"summary": render.summary(view, observer.problem)}
-    if view is not None:
-        fragments["brokers"] = render.brokers_table(view)
-        fragments["metrics"] = render.controller_metrics(view)
-    return fragments
+    return {
+        "summary": render.summary(view, observer.problem),
+        "brokers": WAITING if view is None else render.brokers_table(view),
+        "metrics": "" if view is None else render.controller_metrics(view),
+    }
 
 
 def topics_fragments(request: web.Request) -> Fragments:
     observer, view = _view(request)
-    topic, only = request.query.get("topic", ""), request.query.get("only", "")
-    fragments = {"summary": render.summary(view, observer.problem)}
-    if view is not None:
-        fragments["partitions"] = render.partitions_table(view, render.partition_filter(topic, only))
-    return fragments
+    keep = render.partition_filter(request.query.get("topic", ""), request.query.get("only", ""))
+    return {
+        "summary": render.summary(view, observer.problem),
+        "partitions": WAITING if view is None else render.partitions_table(view, keep),
+    }
 
 
 def reassignments_fragments(request: web.Request) -> Fragments:
     observer, view = _view(request)
-    fragments = {"summary": render.summary(view, observer.problem)}
-    if view is not None:
-        fragments["reassignments"] = render.reassignments(view)
-        fragments["planner"] = render.planner_status(view)
-    fragments["plans"] = render.plans(observer.plans)
-    return fragments
+    return {
+        "summary": render.summary(view, observer.problem),
+        "reassignments": WAITING if view is None else render.reassignments(view),
+        "planner": "" if view is None else render.planner_status(view),
+        "plans": render.plans(observer.plans),
+    }
 
 
 def timeline_fragments(request: web.Request) -> Fragments:

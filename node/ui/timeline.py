@@ -17,7 +17,7 @@ MAX_EVENTS = 1000
 @dataclasses.dataclass(frozen=True)
 class Event:
     at_ms: int
-    kind: str  # controller, broker, leader
+    kind: str  # controller, broker-down, broker-up, leader
     text: str
 
 
@@ -46,11 +46,13 @@ def changes(before: ClusterView | None, after: ClusterView) -> list[Event]:
     for broker in after.brokers:
         old = old_brokers.get(broker.broker_id)
         if old is not None and old.alive and not broker.alive:
-            events.append(Event(at, "broker", f"broker {broker.broker_id} went down"))
+            events.append(Event(at, "broker-down", f"broker {broker.broker_id} went down"))
         elif (old is None or not old.alive) and broker.alive:
             events.append(
                 Event(
-                    at, "broker", f"broker {broker.broker_id} registered (broker epoch {broker.broker_epoch})"
+                    at,
+                    "broker-up",
+                    f"broker {broker.broker_id} registered (broker epoch {broker.broker_epoch})",
                 )
             )
     old_partitions = {(p.topic, p.partition): p for p in before.partitions}
@@ -59,9 +61,14 @@ def changes(before: ClusterView | None, after: ClusterView) -> list[Event]:
         if previous is None or (previous.leader, previous.leader_epoch) == (p.leader, p.leader_epoch):
             continue
         leader = "none" if p.leader == NO_LEADER else f"broker {p.leader}"
-        was = "none" if previous.leader == NO_LEADER else str(previous.leader)
+        was = "none" if previous.leader == NO_LEADER else f"broker {previous.leader}"
         events.append(
-            Event(at, "leader", f"{p.name}: leader {leader}, leader epoch {p.leader_epoch} (was {was})")
+            Event(
+                at,
+                "leader",
+                f"{p.name}: leader {leader} at leader epoch {p.leader_epoch} "
+                f"(was {was} at {previous.leader_epoch})",
+            )
         )
     return events
 
