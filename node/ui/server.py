@@ -39,6 +39,8 @@ KEEPALIVE_S = 15.0
 # The goals a plan can be asked for here; removing brokers needs a broker list the form lacks.
 PREVIEW_GOALS = tuple(g for g in GOALS if g != "remove-brokers")
 OBSERVER: web.AppKey[ConsoleObserver] = web.AppKey("observer", ConsoleObserver)
+# The token given to a browser that had none, for the page that sets its cookie.
+NEW_CSRF: web.RequestKey[str] = web.RequestKey("new_csrf", str)
 
 Fragments = dict[str, str]
 
@@ -49,7 +51,7 @@ def _view(request: web.Request) -> tuple[ConsoleObserver, ClusterView | None]:
 
 
 def _csrf(request: web.Request) -> str:
-    return request.cookies.get(actions.CSRF_COOKIE) or request.get("new_csrf") or ""
+    return request.cookies.get(actions.CSRF_COOKIE) or request.get(NEW_CSRF) or ""
 
 
 @web.middleware
@@ -57,12 +59,12 @@ async def csrf_cookie(request: web.Request, handler: Callable[[web.Request], obj
     """Give every browser its token (the cookie) on its first page."""
     token = request.cookies.get(actions.CSRF_COOKIE)
     if not token:
-        request["new_csrf"] = actions.new_token()
+        request[NEW_CSRF] = actions.new_token()
     response = await handler(request)  # type: ignore[misc]
     assert isinstance(response, web.StreamResponse)
     if not token and not response.prepared:
         response.set_cookie(
-            actions.CSRF_COOKIE, request["new_csrf"], httponly=True, samesite="Strict", path="/"
+            actions.CSRF_COOKIE, request[NEW_CSRF], httponly=True, samesite="Strict", path="/"
         )
     return response
 
