@@ -133,6 +133,11 @@ def _page_handler(name: str) -> Callable[[web.Request], Awaitable[web.Response]]
             )
         if name == "reassignments":
             extra["plan-form"] = render.plan_form(_csrf(request), PREVIEW_GOALS)
+        if name == "reassignments":
+            # The form that asks for a plan goes just above the plans it adds to.
+            plans = fragments.pop("plans")
+            fragments |= {**extra, "plans": plans}
+            extra = {}
         ordered = {"summary": fragments.pop("summary"), **extra, **fragments}
         return _html(render.page(name, title, ordered, request.query_string))
 
