@@ -19,10 +19,14 @@ stderr. The log manager and every tool that walks a log directory look only at
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import logging
 import logging.handlers
+import os
 import sys
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
@@ -172,15 +176,71 @@ def configure_logging(settings: LogSettings, *, stream: TextIO | None = None) ->
 
 def log_files(directory: Path, name: str) -> list[Path]:
     """A log's files, oldest first: its backups (`name.N` ... `name.1`), then `name`."""
-    backups = sorted(
+    current = directory / name
+    return [*_backups(directory, name), *([current] if current.exists() else [])]
+
+
+def _backups(directory: Path, name: str) -> list[Path]:
+    return sorted(
         (p for p in directory.glob(f"{name}.*") if p.suffix[1:].isdigit()),
         key=lambda p: int(p.suffix[1:]),
         reverse=True,
     )
-    current = directory / name
-    return [*backups, *([current] if current.exists() else [])]
 
 
 def read_log(directory: Path, name: str) -> str:
     """A log's whole text across its rotations, oldest first (empty when there is none)."""
     return "".join(p.read_text(errors="replace") for p in log_files(directory, name))
+
+
+def follow_log(
+    directory: Path,
+    name: str,
+    out: TextIO,
+    *,
+    interval: float = 0.2,
+    until: Callable[[], bool] = lambda: False,
+) -> None:
+    """Write a log to `out` as `tail -F` would: its backups and current file, then whatever is
+    appended, until interrupted (or `until()`). When the file rotates, the rest of the file
+    being read is written, then the backups made since, then the new file."""
+    for backup in _backups(directory, name):
+        out.write(backup.read_text(errors="replace"))
+    path = directory / name
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    current = path.open("rb")
+    try:
+        while not until():
+            chunk = current.read(1 << 16)
+            if chunk:
+                out.write(decoder.decode(chunk))
+                out.flush()
+                continue
+            reading = os.fstat(current.fileno()).st_ino
+            try:
+                rotated = path.stat().st_ino != reading
+            except FileNotFoundError:
+                rotated = False  # between the rename and the new file: look again
+            if not rotated:
+                time.sleep(interval)
+                continue
+            current.close()
+            for backup in _rotated_since(directory, name, reading):
+                out.write(backup.read_text(errors="replace"))
+            current = path.open("rb")
+    finally:
+        current.close()
+
+
+def _rotated_since(directory: Path, name: str, inode: int) -> list[Path]:
+    """The backups newer than the file `inode` (all of them if that one is gone too)."""
+    backups = _backups(directory, name)
+    inodes = [_inode(p) for p in backups]
+    return backups[inodes.index(inode) + 1 :] if inode in inodes else backups
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return path.stat().st_ino
+    except FileNotFoundError:  # rotated away meanwhile
+        return None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -22,9 +23,11 @@ from node.broker.logs import (
     BrokerLogs,
     LogSettings,
     configure_logging,
+    follow_log,
     log_files,
     read_log,
 )
+from tests.support import eventually_sync
 
 Configure = Callable[..., tuple[BrokerLogs, io.StringIO]]
 
@@ -129,3 +132,28 @@ def test_log_settings_default_to_text_in_the_first_log_dir(tmp_path: Path) -> No
     assert LogSettings.of(config) == LogSettings(tmp_path / "a", 4, "text", 104_857_600, 10)
     json_config = load_config({"broker.id": "4", "zookeeper.connect": "z:2181", "log.format": "JSON"})
     assert LogSettings.of(json_config).format == "json"
+
+
+def test_follow_writes_what_is_appended_across_a_rotation(tmp_path: Path, configure: Configure) -> None:
+    configure(max_bytes=2048, backup_count=5)
+    log = logging.getLogger("node.broker.server")
+    log.info("line 000 before following")
+    out = io.StringIO()
+    stop = threading.Event()
+    follower = threading.Thread(
+        target=follow_log, args=(tmp_path, SERVER_LOG, out), kwargs={"interval": 0.01, "until": stop.is_set}
+    )
+    follower.start()
+    try:
+        for i in range(1, 120):
+            log.info("line %03d %s", i, "y" * 30)
+        assert len(log_files(tmp_path, SERVER_LOG)) > 2, "the file rotated while followed"
+
+        def numbers() -> list[int] | None:
+            seen = [int(line.split("line ")[1][:3]) for line in out.getvalue().splitlines()]
+            return seen if seen and seen[-1] == 119 else None
+
+        assert eventually_sync(numbers, timeout=10, message="the follower fell behind") == list(range(120))
+    finally:
+        stop.set()
+        follower.join(10)
