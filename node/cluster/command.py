@@ -2,12 +2,15 @@
 
     keel-cluster up [--brokers N] [--zookeeper-servers 1|3] [--dir DIR]
                     [--spark-master URL] [--no-planner] [--no-console] [--security tls|sasl]
-    keel-cluster status | stop | kill ID [--signal KILL|TERM|STOP|CONT] | restart ID | logs ID
+    keel-cluster status | stop | kill ID [--signal KILL|TERM|STOP|CONT] | restart ID
+    keel-cluster logs ID [--controller | --state-change] [--follow]
     keel-cluster chaos [--duration 60] [--seed N] [--brokers 5] [--zookeeper-servers 3]
                        [--faults kill,term,...] [--report report.json] [--dir DIR] [--keep]
 
 Everything lives in DIR (default `.keel-cluster`): `cluster.json` (ports and pids), the
-ZooKeeper data, each broker's `server.properties` and its log under `logs/`. `up` also starts
+ZooKeeper data, each broker's `server.properties` and data (`broker-N/data`, where it writes its
+server.log, controller.log and state-change.log; `logs` prints them), its stdout and stderr
+under `logs/`. `up` also starts
 one planner (`bin/keel-planner`, its Spark on `--spark-master`, default local[*]) beside the
 brokers unless `--no-planner`, and the web console (`bin/keel-ui`, its URL in `status`) unless
 `--no-console`; `status` shows them and `stop` stops them first. Commands are
@@ -44,6 +47,7 @@ from typing import Any, TypeVar
 
 import orjson
 
+from node.broker.logs import CONTROLLER_LOG, SERVER_LOG, STATE_CHANGE_LOG, follow_log, log_files, read_log
 from node.cli.arguments import positive_float, positive_int
 from node.cli.output import print_json, print_table
 from node.cluster.local import (
@@ -488,11 +492,13 @@ def cmd_restart(args: argparse.Namespace, state: ClusterState) -> int:
 
 
 def cmd_logs(args: argparse.Namespace, state: ClusterState) -> int:
-    _broker(state, args.id)
-    path = state.log_file(args.id)
-    if not path.exists():
-        raise CommandError(f"no log yet at {path}")
-    sys.stdout.write(path.read_text(errors="replace"))
+    directory = _broker(state, args.id).log_dir
+    if not log_files(directory, args.log):
+        raise CommandError(f"broker {args.id} has no {args.log} yet in {directory}")
+    if args.follow:
+        follow_log(directory, args.log, sys.stdout)  # until Ctrl-C
+    else:
+        sys.stdout.write(read_log(directory, args.log))
     return 0
 
 
@@ -588,8 +594,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     kill.add_argument("--signal", choices=["KILL", "TERM", "STOP", "CONT"], default="TERM")
     restart = sub.add_parser("restart", parents=[common], help="stop one broker and start it again")
     restart.add_argument("id", type=int)
-    logs = sub.add_parser("logs", parents=[common], help="print one broker's log")
+    logs = sub.add_parser(
+        "logs", parents=[common], help="print one broker's server.log (or controller.log, state-change.log)"
+    )
     logs.add_argument("id", type=int)
+    which = logs.add_mutually_exclusive_group()
+    which.add_argument(
+        "--controller", dest="log", action="store_const", const=CONTROLLER_LOG, default=SERVER_LOG
+    )
+    which.add_argument("--state-change", dest="log", action="store_const", const=STATE_CHANGE_LOG)
+    logs.add_argument("--follow", action="store_true", help="keep printing as the log grows, until Ctrl-C")
     _add_chaos_parser(sub)
     return parser.parse_args(argv)
 

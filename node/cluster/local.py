@@ -21,6 +21,7 @@ from signal import SIGCONT, SIGKILL, SIGSTOP, SIGTERM, Signals
 
 import javaproperties
 
+from node.broker.logs import SERVER_LOG, read_log
 from node.clients.admin import KeelAdminClient
 from node.cluster.zookeeper import free_ports
 from wire.api import DescribeClusterResponse
@@ -212,6 +213,15 @@ class BrokerProcess(ManagedProcess):
     def start(self, *, detach: bool = False) -> BrokerProcess:
         self.launch(detach=detach)
         return self
+
+    @property
+    def log_dir(self) -> Path:
+        """Where the broker writes server.log, controller.log and state-change.log."""
+        return Path(self.settings["log.dirs"].split(",")[0].strip())
+
+    def broker_log(self, name: str = SERVER_LOG) -> str:
+        """One of the broker's own logs, across its rotations (`log()` is its stdout and stderr)."""
+        return read_log(self.log_dir, name)
 
     def rss_kib(self) -> int:
         for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():

@@ -170,6 +170,13 @@ HANDLED = [
         module="node.broker.main",
     ),
     BadInput(
+        "node-bad-log-format",
+        ("{props}", "--override", "log.format=xml"),
+        2,
+        "log.format: 'xml' is not text or json",
+        module="node.broker.main",
+    ),
+    BadInput(
         # broker.id 1 is registered by a running broker: refused once the wait for an old session
         # of its own to expire (the session timeout) is over; the start-up's log lines come first
         # (up to 7: the log directory's recovery, the logs loaded, the wait, the stop; and one
