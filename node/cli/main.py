@@ -218,8 +218,9 @@ async def run(args: argparse.Namespace) -> int:
     if args.group == "reassign":
         return await reassign_commands.run(args, args.bootstrap_server or default_bootstrap())
     bootstrap = args.bootstrap_server or default_bootstrap()
-    async with KeelAdminClient(bootstrap, timeout=args.timeout, security=args.security) as admin:
-        await admin.connect()
+    async with KeelAdminClient(
+        bootstrap, timeout=args.timeout, security=args.security, fail_unreachable=True
+    ) as admin:
         if args.group == "topic":
             return await topic_commands.COMMANDS[args.command](admin, args)
         if args.group == election_commands.GROUP:

@@ -55,7 +55,15 @@ from wire.api import (
 )
 from wire.api.planner import DescribePlannerRequest, DescribePlannerResponse
 from wire.endpoint import Endpoint, parse_bootstrap
-from wire.errors import ErrorCode, NetworkException, NotController, WireError, all_failed, for_code
+from wire.errors import (
+    BrokerUnreachable,
+    ErrorCode,
+    NetworkException,
+    NotController,
+    WireError,
+    all_failed,
+    for_code,
+)
 from wire.pool import ConnectionPool
 from wire.retry import Backoff
 from wire.security import PLAINTEXT_CLIENT, ClientSecurity
@@ -73,8 +81,14 @@ class KeelAdminClient(AsyncClosing):
         timeout: float = 10.0,
         client_id: str = "keel-admin",
         security: ClientSecurity = PLAINTEXT_CLIENT,
+        fail_unreachable: bool = False,
     ) -> None:
+        """`fail_unreachable`: a request fails at once with BrokerUnreachable while no broker
+        has ever accepted a connection, rather than retrying for the whole timeout (a command
+        pointed at no cluster says so at once; a client of a cluster that restarts retries)."""
         self.security = security
+        self._fail_unreachable = fail_unreachable
+        self._reached = False
         self._servers = parse_bootstrap(bootstrap, security.security_protocol)
         self._timeout = timeout
         self._pool = ConnectionPool(
@@ -84,18 +98,13 @@ class KeelAdminClient(AsyncClosing):
     async def close(self) -> None:
         await self._pool.close()
 
-    async def connect(self) -> None:
-        """Open a connection to a bootstrap broker now (the pool keeps it for the requests to
-        come): a command fails at once with BrokerUnreachable when no broker accepts one,
-        rather than retrying for its whole timeout as a request would."""
-        await self._any_broker()
-
     async def _any_broker(self) -> Endpoint:
         """The first bootstrap broker that accepts a connection."""
         errors: list[NetworkException] = []
         for server in self._servers:
             try:
                 await self._pool.get(server)
+                self._reached = True
                 return server
             except NetworkException as e:
                 errors.append(e)
@@ -148,8 +157,13 @@ class KeelAdminClient(AsyncClosing):
         return await retrying(
             attempt,
             Retry(backoff=Backoff(0.1, 1.0), timeout_s=self._timeout),
-            retriable=lambda e: isinstance(e, WireError) and e.retriable,
+            retriable=self._retriable,
         )
+
+    def _retriable(self, error: Exception) -> bool:
+        if self._fail_unreachable and not self._reached and isinstance(error, BrokerUnreachable):
+            return False
+        return isinstance(error, WireError) and error.retriable
 
     async def api_versions(self) -> ApiVersionsResponse:
         return await self._call(ApiVersionsRequest(), ApiVersionsResponse)
