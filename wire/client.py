@@ -30,6 +30,7 @@ from wire.api import (
 )
 from wire.envelope import RequestHeader, decode_response, encode_request
 from wire.errors import (
+    BrokerUnreachable,
     NetworkException,
     RequestTimedOut,
     SaslAuthenticationFailed,
@@ -101,7 +102,7 @@ class RpcClient:
                     host, port, ssl=tls, server_hostname=host if tls else None
                 )
         except (OSError, TimeoutError) as e:
-            raise NetworkException(f"cannot connect to {address}{' over TLS' if tls else ''}: {e}") from e
+            raise BrokerUnreachable(f"cannot connect to {address}{' over TLS' if tls else ''}: {e}") from e
         client = cls(
             reader,
             writer,

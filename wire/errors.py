@@ -7,6 +7,7 @@ wire back into the matching exception, as aiokafka's `errors.for_code` does.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import IntEnum
 from typing import ClassVar
 
@@ -122,6 +123,21 @@ class RequestTimedOut(WireError):
 class NetworkException(WireError):
     code = ErrorCode.NETWORK_EXCEPTION
     retriable = True
+
+
+class BrokerUnreachable(NetworkException):
+    """No connection could be opened: nothing listens there, or it did not answer in time.
+    A NetworkException like any other to a client that retries; a command tells the user the
+    cluster may not be up."""
+
+
+def all_failed(errors: Sequence[WireError], prefix: str = "") -> NetworkException:
+    """The one error for a request that each broker asked in turn failed: BrokerUnreachable
+    when not one of them could be reached."""
+    message = prefix + "; ".join(e.message for e in errors)
+    if errors and all(isinstance(e, BrokerUnreachable) for e in errors):
+        return BrokerUnreachable(message)
+    return NetworkException(message)
 
 
 class NotController(WireError):

@@ -15,6 +15,8 @@ the world around it (start a fetcher, send an ISR change) goes to the `Replicati
 it is given when it is made. What must wait (an acks=all produce for its
 high watermark, a long-poll fetch for data) gets a future; the handle waits on it off the
 actor. Logs are created on first use, so a LeaderAndIsr for 100k partitions touches no disk.
+Each partition a LeaderAndIsr changes is a line of the state-change log, as Kafka's brokers
+write one as a partition's leader or follower starts at its new leader epoch.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from actors.broker.replication import NoReplication, ReplicationConfig, Replicat
 from actors.clock import Clock
 from actors.ports import LogCorruption, LogStore
 from actors.runtime import Actor
+from actors.state_change_log import StateChangeLogger
 from wire.api import (
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
@@ -89,6 +92,7 @@ class ReplicaManager(Actor[ReplicaMessage]):
         self._effects = effects or NoReplication()
         self.leader_path = LeaderPath(self.state, self._effects)
         self.follower_path = FollowerPath(self.state)
+        self._state_change_log = StateChangeLogger.for_broker(broker_id)
         # Where the next scrub starts among the hosted partitions, in sorted order.
         self._scrub_from: TopicPartition | None = None
 
@@ -261,6 +265,7 @@ class ReplicaManager(Actor[ReplicaMessage]):
             s for s, code in zip(request.partition_states, codes, strict=True) if code == ErrorCode.NONE
         ]
         leading = sum(1 for s in applied if s.leader == self.state.broker_id)
+        self._state_change_log.log(logging.INFO, (self._started(s) for s in applied))
         log.log(
             logging.WARNING if len(applied) < len(codes) else logging.INFO,
             "LeaderAndIsr from controller %d at epoch %d: leader of %d, follower of %d, refused %d",
@@ -279,6 +284,21 @@ class ReplicaManager(Actor[ReplicaMessage]):
             for s, code in zip(request.partition_states, codes, strict=True)
         ]
         return LeaderAndIsrResponse(partition_errors=errors)
+
+    def _started(self, state: LeaderAndIsrPartitionState) -> str:
+        """The state-change line of a partition this broker now leads or follows."""
+        tp = f"{state.topic}-{state.partition}"
+        isr = ",".join(map(str, state.isr))
+        if state.leader == self.state.broker_id:
+            return (
+                f"Leader {tp} starts at leader epoch {state.leader_epoch} with partition epoch "
+                f"{state.partition_epoch}, ISR {isr} (controller epoch {state.controller_epoch})"
+            )
+        return (
+            f"Follower {tp} starts at leader epoch {state.leader_epoch} following leader {state.leader} "
+            f"with partition epoch {state.partition_epoch}, ISR {isr} "
+            f"(controller epoch {state.controller_epoch})"
+        )
 
     def _apply(
         self, state: LeaderAndIsrPartitionState, leaders: dict[int, Endpoint], now_ms: int

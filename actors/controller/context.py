@@ -17,6 +17,11 @@ class PartitionState(IntEnum):
     OFFLINE = 2
     NON_EXISTENT = 3
 
+    @property
+    def kafka_name(self) -> str:
+        """The name Kafka's state-change log gives the state (`OnlinePartition`)."""
+        return _PARTITION_STATE_NAMES[self]
+
 
 class ReplicaState(IntEnum):
     NEW = 1
@@ -26,6 +31,28 @@ class ReplicaState(IntEnum):
     DELETION_SUCCESSFUL = 5
     DELETION_INELIGIBLE = 6
     NON_EXISTENT = 7
+
+    @property
+    def kafka_name(self) -> str:
+        """The name Kafka's state-change log gives the state (`OnlineReplica`)."""
+        return _REPLICA_STATE_NAMES[self]
+
+
+_PARTITION_STATE_NAMES = {
+    PartitionState.NEW: "NewPartition",
+    PartitionState.ONLINE: "OnlinePartition",
+    PartitionState.OFFLINE: "OfflinePartition",
+    PartitionState.NON_EXISTENT: "NonExistentPartition",
+}
+_REPLICA_STATE_NAMES = {
+    ReplicaState.NEW: "NewReplica",
+    ReplicaState.ONLINE: "OnlineReplica",
+    ReplicaState.OFFLINE: "OfflineReplica",
+    ReplicaState.DELETION_STARTED: "ReplicaDeletionStarted",
+    ReplicaState.DELETION_SUCCESSFUL: "ReplicaDeletionSuccessful",
+    ReplicaState.DELETION_INELIGIBLE: "ReplicaDeletionIneligible",
+    ReplicaState.NON_EXISTENT: "NonExistentReplica",
+}
 
 
 _NO_REPLICAS = ReplicaAssignment(())

@@ -80,6 +80,7 @@ from actors.ports import (
     ControllerMovedError,
     TopicPartition,
 )
+from actors.state_change_log import StateChangeLogger
 from wire.api import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
@@ -134,14 +135,18 @@ class KafkaController:
         # The epoch of the active controller as last seen by this broker (any broker).
         self.known_controller_epoch = 0
         self.broker_epoch = -1
+        state_change_log = StateChangeLogger.for_controller(self.broker_id, lambda: self.context.epoch)
         self.partition_state_machine = PartitionStateMachine(
             self.context,
             store,
             self._new_batch,
             unclean_default=self.config.unclean_leader_election_enable,
             on_unclean_election=self._count_unclean_election,
+            state_change_log=state_change_log,
         )
-        self.replica_state_machine = ReplicaStateMachine(self.context, store, self._new_batch)
+        self.replica_state_machine = ReplicaStateMachine(
+            self.context, store, self._new_batch, state_change_log
+        )
         self.topic_deletion = TopicDeletionManager(
             context=self.context,
             store=store,

@@ -4,14 +4,15 @@ Moving a partition Online either initialises it (from New: leader = first live r
 ISR = live replicas, leader epoch 0) or elects a leader with a strategy (from Online or
 Offline). Every state-znode write is fenced by the controller epoch and conditional on the
 partition epoch; a conflict re-reads and retries that partition. An invalid transition is
-logged and leaves the partition as it was. Each call sends its own request batch.
+logged and leaves the partition as it was. Each call sends its own request batch. Every
+change goes to the state-change log, with the controller epoch, as Kafka's does.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from enum import Enum
 
 from actors.controller.context import ControllerContext, PartitionState
@@ -24,6 +25,7 @@ from actors.controller.elections import (
 )
 from actors.controller.request_batch import RequestBatch
 from actors.ports import ClusterStore, LeaderAndIsr, LeadershipInfo, PartitionStateConflict, TopicPartition
+from actors.state_change_log import StateChangeLogger, describe_leader_and_isr
 
 log = logging.getLogger(__name__)
 
@@ -105,8 +107,12 @@ class PartitionStateMachine:
         *,
         unclean_default: bool,
         on_unclean_election: Callable[[TopicPartition], None],
+        state_change_log: StateChangeLogger | None = None,
     ) -> None:
         self._context = context
+        self._state_change_log = state_change_log or StateChangeLogger.for_controller(
+            -1, lambda: context.epoch
+        )
         self._store = store
         self._new_batch = new_batch
         self._unclean_default = unclean_default
@@ -157,6 +163,7 @@ class PartitionStateMachine:
                     "invalid partition state change of %s from %s to %s", tp, self.state(tp).name, target.name
                 )
         results: dict[TopicPartition, PartitionResult] = {}
+        before = {tp: self.state(tp) for tp in valid}
         if target == PartitionState.ONLINE:
             new = [tp for tp in valid if self.state(tp) == PartitionState.NEW]
             elect = [tp for tp in valid if self.state(tp) != PartitionState.NEW]
@@ -171,11 +178,52 @@ class PartitionStateMachine:
             for tp, result in results.items():
                 if isinstance(result, LeaderAndIsr):
                     self._context.partition_states[tp] = PartitionState.ONLINE
+            self._log_online(before, results)
         else:
             for tp in valid:
                 self._context.partition_states[tp] = target
+            self._log_changes(before, target)
         await batch.send()
         return results
+
+    def _log_online(
+        self,
+        before: Mapping[TopicPartition, PartitionState],
+        results: Mapping[TopicPartition, PartitionResult],
+    ) -> None:
+        online = PartitionState.ONLINE.kafka_name
+        self._state_change_log.log(
+            logging.INFO,
+            (
+                f"Changed partition {tp} from {before[tp].kafka_name} to {online} with state "
+                f"{describe_leader_and_isr(result)}"
+                for tp, result in results.items()
+                if isinstance(result, LeaderAndIsr)
+            ),
+        )
+        self._state_change_log.log(
+            logging.ERROR,
+            (
+                f"Failed to change state of partition {tp} from {before[tp].kafka_name} to {online}: {result}"
+                for tp, result in results.items()
+                if not isinstance(result, LeaderAndIsr)
+            ),
+        )
+
+    def _log_changes(self, before: Mapping[TopicPartition, PartitionState], target: PartitionState) -> None:
+        context = self._context
+        if target == PartitionState.NEW:
+            lines = (
+                f"Changed partition {tp} state from {state.kafka_name} to {target.kafka_name} with assigned "
+                f"replicas {','.join(map(str, context.replicas(tp)))}"
+                for tp, state in before.items()
+            )
+        else:
+            lines = (
+                f"Changed partition {tp} state from {state.kafka_name} to {target.kafka_name}"
+                for tp, state in before.items()
+            )
+        self._state_change_log.log(logging.INFO, lines)
 
     async def _initialize(
         self, batch: RequestBatch, partitions: list[TopicPartition]

@@ -10,6 +10,9 @@ Deletion is the same for a deleted topic and for a replica a reassignment drops:
 replica moves to DeletionStarted, which sends StopReplica with delete; the broker's answer
 moves it to DeletionSuccessful (or DeletionIneligible, to retry later); NonExistent then
 removes it from the partition's assignment and forgets it.
+
+Each change goes to the state-change log at DEBUG, as Kafka logs them at TRACE: a failover
+moves every replica Online, three lines per partition.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from actors.controller.context import ControllerContext, PartitionReplica, Repli
 from actors.controller.partition_state_machine import cached_or_read, write_states
 from actors.controller.request_batch import RequestBatch
 from actors.ports import ClusterStore, LeaderAndIsr, LeadershipInfo, ReplicaAssignment, TopicPartition
+from actors.state_change_log import StateChangeLogger
 
 log = logging.getLogger(__name__)
 
@@ -51,11 +55,18 @@ _VALID_FROM = {
 
 class ReplicaStateMachine:
     def __init__(
-        self, context: ControllerContext, store: ClusterStore, new_batch: Callable[[], RequestBatch]
+        self,
+        context: ControllerContext,
+        store: ClusterStore,
+        new_batch: Callable[[], RequestBatch],
+        state_change_log: StateChangeLogger | None = None,
     ) -> None:
         self._context = context
         self._store = store
         self._new_batch = new_batch
+        self._state_change_log = state_change_log or StateChangeLogger.for_controller(
+            -1, lambda: context.epoch
+        )
 
     def state(self, replica: PartitionReplica) -> ReplicaState:
         return self._context.replica_states.get(replica, ReplicaState.NON_EXISTENT)
@@ -88,6 +99,8 @@ class ReplicaStateMachine:
                 )
         if not valid:
             return
+        logged = StateChangeLogger.enabled(logging.DEBUG)
+        before = {replica: self.state(replica) for replica in valid} if logged else {}
         batch = self._new_batch()
         match target:
             case ReplicaState.NEW:
@@ -105,6 +118,16 @@ class ReplicaStateMachine:
                     self._context.replica_states[replica] = target
             case ReplicaState.NON_EXISTENT:
                 self._to_non_existent(valid)
+        if logged:
+            self._state_change_log.log(
+                logging.DEBUG,
+                (
+                    f"Changed state of replica {replica.replica} for partition {replica.tp} from "
+                    f"{state.kafka_name} to {target.kafka_name}"
+                    for replica, state in before.items()
+                    if self.state(replica) == target
+                ),
+            )
         await batch.send()
 
     def _to_non_existent(self, replicas: list[PartitionReplica]) -> None:

@@ -3,7 +3,8 @@
 State changes add to the batch; `send` then emits, per broker, one LeaderAndIsr, one
 UpdateMetadata and one StopReplica, in that order, and only to brokers that are live or
 shutting down at send time. A LeaderAndIsr add also adds UpdateMetadata for the partition
-to every live-or-shutting-down broker; `is_new` and `delete` are sticky within a batch.
+to every live-or-shutting-down broker; `is_new` and `delete` are sticky within a batch. Each
+request sent is a line of the state-change log, as Kafka's ControllerChannelManager writes.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from actors.ports import (
     ResponseCallback,
     TopicPartition,
 )
+from actors.state_change_log import StateChangeLogger
 from wire.api import (
     Endpoint,
     LeaderAndIsrPartitionState,
@@ -82,6 +84,7 @@ class RequestBatch:
         self._update_metadata_to_all = False
         self._update_metadata_partitions: set[TopicPartition] = set()
         self._stop_replica: dict[int, dict[TopicPartition, bool]] = {}
+        self._state_change_log = StateChangeLogger.for_controller(controller_id, lambda: context.epoch)
 
     @property
     def empty(self) -> bool:
@@ -137,6 +140,11 @@ class RequestBatch:
         for broker, entries in sorted(self._leader_and_isr.items()):
             if broker in targets:
                 order = self._leader_and_isr_request(broker, entries, epoch, built)
+                leading = sum(1 for state in order.partition_states if state.leader == broker)
+                self._state_change_log.info(
+                    f"Sending LeaderAndIsr request to broker {broker} with {leading} become-leader and "
+                    f"{len(order.partition_states) - leading} become-follower partitions"
+                )
                 self._channel.send(broker, order, self._leader_and_isr_callback(broker))
                 await asyncio.sleep(0)
         if self._update_metadata_to_all:
@@ -144,7 +152,13 @@ class RequestBatch:
         if self._update_metadata_brokers:
             states = self._update_metadata_states()
             live = self._live_brokers()
-            for broker in sorted(self._update_metadata_brokers & targets):
+            receivers = sorted(self._update_metadata_brokers & targets)
+            if receivers:
+                self._state_change_log.info(
+                    f"Sending UpdateMetadata request to brokers {','.join(map(str, receivers))} "
+                    f"for {len(states)} partitions"
+                )
+            for broker in receivers:
                 request = UpdateMetadataRequest(
                     controller_id=self._controller_id,
                     controller_epoch=epoch,
@@ -155,6 +169,11 @@ class RequestBatch:
                 self._channel.send(broker, request, _log_errors(broker))
         for broker, stops in sorted(self._stop_replica.items()):
             if broker in targets:
+                deleting = sum(1 for delete in stops.values() if delete)
+                self._state_change_log.info(
+                    f"Sending StopReplica request for {len(stops)} replicas to broker {broker} "
+                    f"({deleting} with deletion)"
+                )
                 self._channel.send(
                     broker,
                     self._stop_replica_request(broker, stops, epoch),

@@ -13,6 +13,7 @@ from actors.acl import AclOperation, ResourceType
 from actors.api_authorization import CLUSTER_OPERATIONS, Check
 from actors.clock import Clock, SystemClock
 from actors.retry import Retry, retrying
+from actors.state_change_log import StateChangeLogger
 from node.broker.leader_election import elect_leaders
 from node.broker.log_dirs import describe_log_dirs
 from node.zk.client import connection_lost
@@ -127,6 +128,7 @@ class BrokerApis:
         # Only handle_in_process hands this object on: nothing from the network carries it.
         self.own_context = RequestContext(principal=own_principal, client_host="in-process")
         self._broker_id = broker_id
+        self._state_change_log = StateChangeLogger.for_broker(broker_id)
         self._store = store
         self._replica_manager = replica_manager
         self._admin = admin
@@ -166,6 +168,19 @@ class BrokerApis:
             _log_refusal(request, e.message)
             raise
 
+    def _log_handling(
+        self,
+        kind: str,
+        request: ParsedRequest,
+        body: LeaderAndIsrRequest | StopReplicaRequest | UpdateMetadataRequest,
+        partitions: int,
+    ) -> None:
+        """A controller request's line in the state-change log, in Kafka's words."""
+        self._state_change_log.info(
+            f"Handling {kind} request correlationId {request.header.correlation_id} from controller "
+            f"{body.controller_id} epoch {body.controller_epoch} for {partitions} partitions"
+        )
+
     async def _dispatch(self, request: ParsedRequest, check: Check) -> Response:
         key = request.spec.key
         needed = CLUSTER_OPERATIONS.get(key)
@@ -180,6 +195,7 @@ class BrokerApis:
                 return await self._reelect_controller()
             case ApiKey.LEADER_AND_ISR:
                 assert isinstance(request.body, LeaderAndIsrRequest)
+                self._log_handling("LeaderAndIsr", request, request.body, len(request.body.partition_states))
                 # The configs first: they may wait for ZooKeeper, and the request is then held
                 # to the broker epoch of that moment (a session renewed meanwhile fences it).
                 configs = await self._topic_configs(request.body)
@@ -201,11 +217,15 @@ class BrokerApis:
                 return await self._controller().controlled_shutdown(request.body)
             case ApiKey.STOP_REPLICA:
                 assert isinstance(request.body, StopReplicaRequest)
+                self._log_handling("StopReplica", request, request.body, len(request.body.partitions))
                 stopped = await self._replica_manager.stop_replica(request.body, self._broker_epoch())
                 self._forget_deleted_topic_configs(request.body, stopped)
                 return stopped
             case ApiKey.UPDATE_METADATA:
                 assert isinstance(request.body, UpdateMetadataRequest)
+                self._log_handling(
+                    "UpdateMetadata", request, request.body, len(request.body.partition_states)
+                )
                 return await self._replica_manager.update_metadata(request.body, self._broker_epoch())
             case ApiKey.DESCRIBE_CONTROLLER:
                 controller = self._controller()

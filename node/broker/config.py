@@ -75,6 +75,16 @@ def _str(key: str, raw: str) -> str:
     return raw.strip()
 
 
+def _choice(*choices: str) -> Callable[[str, str], str]:
+    def parse(key: str, raw: str) -> str:
+        value = raw.strip().lower()
+        if value not in choices:
+            raise ConfigError(key, f"{raw!r} is not {' or '.join(choices)}")
+        return value
+
+    return parse
+
+
 def _text(key: str, raw: str) -> str:
     """A value checked later, with the others it goes with (security settings)."""
     return raw.strip()
@@ -229,6 +239,11 @@ DEFINITIONS: dict[str, _Def] = {
     "replica.fetch.min.bytes": _Def(_int(1), "1"),
     "replica.fetch.backoff.ms": _Def(_int(0), "1000"),
     **AUTHORIZER_DEFINITIONS,
+    # Keel's own: the broker's server.log, controller.log and state-change.log in the first of
+    # log.dirs (node/broker/logs.py), where Kafka sets these in log4j.properties instead.
+    "log.format": _Def(_choice("text", "json"), "text"),
+    "log.file.max.bytes": _Def(_int(1024, _LONG_MAX), "104857600"),
+    "log.file.backup.count": _Def(_int(0, 1000), "10"),
 }
 
 

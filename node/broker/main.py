@@ -4,7 +4,8 @@ Exit status: 0 after an orderly shutdown (SIGTERM or SIGINT), 2 for a bad config
 (nothing started: a bad property, a `log.dirs` path that is a file or cannot be created), 1
 when start-up fails (no ZooKeeper session within zookeeper.connection.timeout.ms, the broker id
 taken, the listener's port in use). Each failure is one line, `keel-node: ...`, after the log
-lines of what had started; `--verbose` adds the traceback.
+lines of what had started; `--verbose` adds the traceback. The log lines go to stderr and to
+server.log, controller.log and state-change.log in the first of `log.dirs` (node/broker/logs.py).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from node.broker.config import (
     prepare_log_dirs,
     read_properties_file,
 )
+from node.broker.logs import LogSettings, configure_logging
 from node.broker.server import KeelBroker
 from node.entry import (
     EXIT_STATUS_HELP,
@@ -63,16 +65,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def build_config(args: argparse.Namespace) -> BrokerConfig:
     return load_config(read_properties_file(args.properties, args.override))
-
-
-def configure_logging(broker_id: int) -> None:
-    logging.basicConfig(
-        level=logging.INFO,
-        format=f"%(asctime)s %(levelname)s [broker {broker_id}] %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    # aiozk logs every reconnect attempt with a traceback; its warnings are enough.
-    logging.getLogger("aiozk").setLevel(logging.WARNING)
 
 
 async def run(config: BrokerConfig, *, verbose: bool = False) -> int:
@@ -152,9 +144,9 @@ def serve(argv: list[str], verbose: bool) -> int:
     try:
         config = build_config(args)
         prepare_log_dirs(config)
+        configure_logging(LogSettings.of(config))
     except ConfigError as e:
         raise UsageError(f"invalid configuration: {e}") from e
-    configure_logging(config.broker_id)
     return uvloop.run(run(config, verbose=verbose))
 
 

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 from pathlib import Path
 
+from node.broker.logs import CONTROLLER_LOG, read_log
 from node.chaos.proxy import Link, PeerLinks, Proxy
 from node.cluster.local import BrokerProcess, LocalCluster, PlannerProcess
 from node.cluster.zookeeper import EmbeddedZooKeeper, free_ports
@@ -141,9 +142,9 @@ class ChaosCluster:
         process = self.process(broker_id)
         return process is not None and process.running
 
-    def log_text(self, broker_id: int) -> str:
-        path = self.directory / "logs" / f"broker-{broker_id}.log"
-        return path.read_text(errors="replace") if path.exists() else ""
+    def controller_log(self, broker_id: int) -> str:
+        """The broker's controller.log, every incarnation's (they append to it)."""
+        return read_log(self.directory / f"broker-{broker_id}" / "data", CONTROLLER_LOG)
 
     # --- ZooKeeper reads ---
 

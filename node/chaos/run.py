@@ -267,9 +267,10 @@ def _read_replicas(
 
 
 def _read_controller_logs(cluster: ChaosCluster, history: History, wall_started: float) -> None:
-    """ "broker N is controller at epoch E" from every broker's log, each incarnation's."""
+    """ "broker N is controller at epoch E" from every broker's controller.log, each
+    incarnation's."""
     for broker in cluster.broker_ids:
-        for stamp, who, epoch in _CONTROLLER_LINE.findall(cluster.log_text(broker)):
+        for stamp, who, epoch in _CONTROLLER_LINE.findall(cluster.controller_log(broker)):
             with contextlib.suppress(ValueError):
                 wall = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
                 history.controllers.append(

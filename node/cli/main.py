@@ -60,6 +60,7 @@ from node.entry import (
     verbose_requested,
 )
 from wire.api import DescribeClusterResponse
+from wire.errors import BrokerUnreachable
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
@@ -157,6 +158,14 @@ async def controller_reelect(admin: KeelAdminClient, fmt: str) -> int:
     return 0
 
 
+GROUP_HELP = {
+    "cluster": "the cluster's id, brokers and controller",
+    "controller": "show the active controller and its metrics, or make the brokers elect anew",
+}
+
+# A command that reached no broker at all says where to look, not only what failed.
+NO_BROKER_HINT = "is the cluster up? bin/keel-cluster status shows a local cluster's brokers"
+
 COMMANDS: dict[tuple[str, str], Callable[[KeelAdminClient, str], Awaitable[int]]] = {
     ("cluster", "describe"): cluster_describe,
     ("controller", "show"): controller_show,
@@ -190,7 +199,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         common,
     )
     for group in sorted({g for g, _ in COMMANDS}):
-        sub = groups.add_parser(group).add_subparsers(dest="command", required=True)
+        sub = groups.add_parser(group, help=GROUP_HELP[group]).add_subparsers(dest="command", required=True)
         for (g, command), handler in COMMANDS.items():
             if g == group:
                 sub.add_parser(command, parents=[common], help=handler.__name__.replace("_", " "))
@@ -209,7 +218,9 @@ async def run(args: argparse.Namespace) -> int:
     if args.group == "reassign":
         return await reassign_commands.run(args, args.bootstrap_server or default_bootstrap())
     bootstrap = args.bootstrap_server or default_bootstrap()
-    async with KeelAdminClient(bootstrap, timeout=args.timeout, security=args.security) as admin:
+    async with KeelAdminClient(
+        bootstrap, timeout=args.timeout, security=args.security, fail_unreachable=True
+    ) as admin:
         if args.group == "topic":
             return await topic_commands.COMMANDS[args.command](admin, args)
         if args.group == election_commands.GROUP:
@@ -235,6 +246,8 @@ def _command(argv: list[str]) -> int:
         return asyncio.run(run(args))
     except ValueError as e:
         raise CommandError(str(e)) from e
+    except BrokerUnreachable as e:
+        raise CommandError(f"{e.message}; {NO_BROKER_HINT}") from e
 
 
 if __name__ == "__main__":

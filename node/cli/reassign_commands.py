@@ -423,7 +423,9 @@ async def run(args: argparse.Namespace, bootstrap: str) -> int:
             targets = load_reassignment_file(args.reassignment_json_file)
         except ReassignmentFileError as e:
             raise UsageError(f"{args.reassignment_json_file}: {e}") from None
-    async with KeelAdminClient(bootstrap, timeout=args.timeout, security=args.security) as admin:
+    async with KeelAdminClient(
+        bootstrap, timeout=args.timeout, security=args.security, fail_unreachable=True
+    ) as admin:
         if args.command == "list":
             return await list_reassignments(admin, args)
         command = {"execute": execute, "verify": verify, "cancel": cancel}[args.command]

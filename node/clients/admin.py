@@ -55,7 +55,15 @@ from wire.api import (
 )
 from wire.api.planner import DescribePlannerRequest, DescribePlannerResponse
 from wire.endpoint import Endpoint, parse_bootstrap
-from wire.errors import ErrorCode, NetworkException, NotController, WireError, for_code
+from wire.errors import (
+    BrokerUnreachable,
+    ErrorCode,
+    NetworkException,
+    NotController,
+    WireError,
+    all_failed,
+    for_code,
+)
 from wire.pool import ConnectionPool
 from wire.retry import Backoff
 from wire.security import PLAINTEXT_CLIENT, ClientSecurity
@@ -73,8 +81,14 @@ class KeelAdminClient(AsyncClosing):
         timeout: float = 10.0,
         client_id: str = "keel-admin",
         security: ClientSecurity = PLAINTEXT_CLIENT,
+        fail_unreachable: bool = False,
     ) -> None:
+        """`fail_unreachable`: a request fails at once with BrokerUnreachable while no broker
+        has ever accepted a connection, rather than retrying for the whole timeout (a command
+        pointed at no cluster says so at once; a client of a cluster that restarts retries)."""
         self.security = security
+        self._fail_unreachable = fail_unreachable
+        self._reached = False
         self._servers = parse_bootstrap(bootstrap, security.security_protocol)
         self._timeout = timeout
         self._pool = ConnectionPool(
@@ -86,14 +100,15 @@ class KeelAdminClient(AsyncClosing):
 
     async def _any_broker(self) -> Endpoint:
         """The first bootstrap broker that accepts a connection."""
-        errors = []
+        errors: list[NetworkException] = []
         for server in self._servers:
             try:
                 await self._pool.get(server)
+                self._reached = True
                 return server
             except NetworkException as e:
-                errors.append(e.message)
-        raise NetworkException("; ".join(errors))
+                errors.append(e)
+        raise all_failed(errors, "no broker answered: ")
 
     async def _controller(self) -> Endpoint:
         """The broker a bootstrap broker names as the active controller."""
@@ -142,8 +157,13 @@ class KeelAdminClient(AsyncClosing):
         return await retrying(
             attempt,
             Retry(backoff=Backoff(0.1, 1.0), timeout_s=self._timeout),
-            retriable=lambda e: isinstance(e, WireError) and e.retriable,
+            retriable=self._retriable,
         )
+
+    def _retriable(self, error: Exception) -> bool:
+        if self._fail_unreachable and not self._reached and isinstance(error, BrokerUnreachable):
+            return False
+        return isinstance(error, WireError) and error.retriable
 
     async def api_versions(self) -> ApiVersionsResponse:
         return await self._call(ApiVersionsRequest(), ApiVersionsResponse)

@@ -34,7 +34,7 @@ from wire.api import (
     ListOffsetsResponse,
     ListOffsetsTopic,
 )
-from wire.errors import ErrorCode, WireError
+from wire.errors import BrokerUnreachable, ErrorCode, WireError
 from wire.retry import Backoff
 from wire.security import PLAINTEXT_CLIENT, ClientSecurity
 
@@ -119,6 +119,8 @@ class KeelConsumer(AsyncClosing):
             self._retry.succeeded()
             return fetched
         except WireError as e:
+            if isinstance(e, BrokerUnreachable) and not self.positions:
+                raise  # never reached a broker: nothing to wait for
             log.debug("poll failed, refreshing metadata: %s", e.message)
             await self._retry.pause()
             with contextlib.suppress(WireError):

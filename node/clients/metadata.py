@@ -15,7 +15,7 @@ import logging
 from actors.retry import Retry
 from wire.api import MetadataRequest, MetadataResponse, Request, Response
 from wire.endpoint import Endpoint, parse_bootstrap
-from wire.errors import ErrorCode, LeaderNotAvailable, NetworkException, WireError
+from wire.errors import ErrorCode, LeaderNotAvailable, NetworkException, WireError, all_failed
 from wire.pool import ConnectionPool
 from wire.retry import Backoff
 from wire.security import PLAINTEXT_CLIENT, ClientSecurity
@@ -80,14 +80,14 @@ class ClusterClient:
 
     async def refresh(self, topics: list[str]) -> MetadataResponse:
         """Metadata for `topics` from the first broker that answers."""
-        errors = []
+        errors: list[WireError] = []
         candidates = self._candidates()
         for endpoint in candidates:
             try:
                 return await self._refresh_from(endpoint, topics)
             except WireError as e:
-                errors.append(f"{endpoint.address}: {e.message}")
-        raise NetworkException("no broker answered Metadata: " + "; ".join(errors))
+                errors.append(e)
+        raise all_failed(errors, "no broker answered Metadata: ")
 
     def _candidates(self) -> list[Endpoint]:
         return list(dict.fromkeys([*self.brokers.values(), *self._bootstrap]))
@@ -119,18 +119,18 @@ class ClusterClient:
 
     async def _known_anywhere(self, topic: str) -> bool:
         """Ask the brokers in turn until one knows `topic`; one broker's cache may lag."""
-        errors = []
+        errors: list[WireError] = []
         candidates = self._candidates()
         for endpoint in candidates:
             try:
                 await self._refresh_from(endpoint, [topic])
             except WireError as e:
-                errors.append(f"{endpoint.address}: {e.message}")
+                errors.append(e)
                 continue
             if topic in self.partition_counts:
                 return True
         if len(errors) == len(candidates):
-            raise NetworkException("no broker answered Metadata: " + "; ".join(errors))
+            raise all_failed(errors, "no broker answered Metadata: ")
         return False
 
     async def check_partitions(self, topic: str, partitions: list[int]) -> int:

@@ -26,6 +26,16 @@ class ReplicaSizeReader:
         self._clients: dict[int, KeelAdminClient] = {}
         self._stale: list[KeelAdminClient] = []
 
+    @classmethod
+    def at(
+        cls, addresses: Mapping[int, str], timeout: float, *, security: ClientSecurity = PLAINTEXT_CLIENT
+    ) -> ReplicaSizeReader:
+        """A reader of brokers known by their addresses (from their registrations in ZooKeeper,
+        as the web console knows them) rather than from a broker's metadata."""
+        reader = cls(MetadataResponse(), timeout, security=security)
+        reader._addresses = dict(addresses)
+        return reader
+
     def update(self, metadata: MetadataResponse) -> None:
         """Brokers from newer metadata; a broker whose address changed gets a new connection."""
         for b in metadata.brokers:

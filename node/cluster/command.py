@@ -1,15 +1,19 @@
 """`keel-cluster`: a local multi-broker cluster on an embedded ZooKeeper.
 
     keel-cluster up [--brokers N] [--zookeeper-servers 1|3] [--dir DIR]
-                    [--spark-master URL] [--no-planner] [--security tls|sasl]
-    keel-cluster status | stop | kill ID [--signal KILL|TERM|STOP|CONT] | restart ID | logs ID
+                    [--spark-master URL] [--no-planner] [--no-console] [--security tls|sasl]
+    keel-cluster status | stop | kill ID [--signal KILL|TERM|STOP|CONT] | restart ID
+    keel-cluster logs ID [--controller | --state-change] [--follow]
     keel-cluster chaos [--duration 60] [--seed N] [--brokers 5] [--zookeeper-servers 3]
                        [--faults kill,term,...] [--report report.json] [--dir DIR] [--keep]
 
 Everything lives in DIR (default `.keel-cluster`): `cluster.json` (ports and pids), the
-ZooKeeper data, each broker's `server.properties` and its log under `logs/`. `up` also starts
+ZooKeeper data, each broker's `server.properties` and data (`broker-N/data`, where it writes its
+server.log, controller.log and state-change.log; `logs` prints them), its stdout and stderr
+under `logs/`. `up` also starts
 one planner (`bin/keel-planner`, its Spark on `--spark-master`, default local[*]) beside the
-brokers unless `--no-planner`; `status` shows it and `stop` stops it first. Commands are
+brokers unless `--no-planner`, and the web console (`bin/keel-ui`, its URL in `status`) unless
+`--no-console`; `status` shows them and `stop` stops them first. Commands are
 idempotent: `up` on a running cluster only shows it, and starts whatever has died. Everything
 binds to 127.0.0.1 only: without `--security` anyone who can reach a port can do anything.
 
@@ -43,9 +47,18 @@ from typing import Any, TypeVar
 
 import orjson
 
+from node.broker.logs import CONTROLLER_LOG, SERVER_LOG, STATE_CHANGE_LOG, follow_log, log_files, read_log
 from node.cli.arguments import positive_float, positive_int
 from node.cli.output import print_json, print_table
-from node.cluster.local import BrokerProcess, LocalCluster, PlannerProcess, alive, send_signal, wait_gone
+from node.cluster.local import (
+    BrokerProcess,
+    ConsoleProcess,
+    LocalCluster,
+    PlannerProcess,
+    alive,
+    send_signal,
+    wait_gone,
+)
 from node.cluster.security import (
     SECURITY_MODES,
     ClusterSecurity,
@@ -92,6 +105,14 @@ class PlannerRecord:
 
 
 @dataclasses.dataclass
+class ConsoleRecord:
+    """What `cluster.json` keeps of the web console (bin/keel-ui) between commands."""
+
+    port: int
+    pid: int | None = None
+
+
+@dataclasses.dataclass
 class ClusterState:
     directory: Path
     zookeeper_servers: int
@@ -101,6 +122,7 @@ class ClusterState:
     planner: PlannerRecord | None = None
     # `--security` of the first `up`: None, "tls" or "sasl".
     security: str | None = None
+    console: ConsoleRecord | None = None
 
     @classmethod
     def load(cls, directory: Path) -> ClusterState | None:
@@ -118,6 +140,7 @@ class ClusterState:
             brokers,
             planner,
             raw.get("security"),
+            ConsoleRecord(**raw["console"]) if raw.get("console") else None,
         )
 
     def save(self) -> None:
@@ -209,6 +232,26 @@ class ClusterState:
     def process(self, broker_id: int) -> BrokerProcess:
         return next(b for b in self.cluster().all if b.broker_id == broker_id)
 
+    def console_process(self) -> ConsoleProcess | None:
+        if self.console is None:
+            return None
+        security = self.cluster_security
+        return ConsoleProcess(
+            home=self.directory / "console",
+            zk_connect=self.zookeeper_connect,
+            command_config=None if security is None else security.client_config,
+            port=self.console.port,
+            log_path=self.directory / "logs" / "keel-ui.log",
+            pid=self.console.pid,
+        )
+
+    def start_console(self) -> None:
+        console = self.console_process()
+        if console is not None and not console.running:
+            assert self.console is not None
+            self.console.pid = console.start(detach=True).pid
+            self.save()
+
     def start_broker(self, broker_id: int) -> None:
         broker = self.process(broker_id)
         if not broker.running:
@@ -281,8 +324,20 @@ def show_status(state: ClusterState, fmt: str) -> None:
         "client_config": None if security is None else str(security.client_config),
         "command": state.how_to_connect(),
     }
+    console = state.console_process()
+    console_row = (
+        None if console is None else {"url": console.url, "pid": console.pid, "state": console.state}
+    )
     if fmt == "json":
-        print_json({"zookeeper": zookeeper, "brokers": rows, "planner": planner, "connect": connect})
+        print_json(
+            {
+                "zookeeper": zookeeper,
+                "brokers": rows,
+                "planner": planner,
+                "console": console_row,
+                "connect": connect,
+            }
+        )
         return
     zk_state = "running" if zookeeper["running"] else "stopped"
     print(f"ZooKeeper: {zookeeper['connect']} ({state.zookeeper_servers} server(s), {zk_state})")
@@ -305,6 +360,8 @@ def show_status(state: ClusterState, fmt: str) -> None:
             f"Planner: {planner['address']} (pid {planner['pid']}, {planner['state']}, "
             f"Spark {planner['spark_master']})"
         )
+    if console_row is not None:
+        print(f"Console: {console_row['url']} (pid {console_row['pid']}, {console_row['state']})")
     print(f"Connect: {connect['command']}")
     for name, url in metrics_urls(state).items():
         print(f"Metrics: {name} {url}")
@@ -375,6 +432,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             state.planner = PlannerRecord(port, args.spark_master or "local[*]", metrics_port=metrics_port)
             state.save()
         state.start_planner()
+    _start_console(state, args.no_console)
     if not wait_settled(state, args.timeout):
         print(
             f"keel-cluster: the brokers did not agree on a controller within {args.timeout:g} s",
@@ -384,6 +442,19 @@ def cmd_up(args: argparse.Namespace) -> int:
         return 1
     show_status(state, args.format)
     return 0
+
+
+def _start_console(state: ClusterState, off: bool) -> None:
+    """The web console on a port of its own, unless `--no-console`."""
+    if off:
+        if state.console is not None and not alive(state.console.pid):
+            state.console = None
+            state.save()
+        return
+    if state.console is None:
+        state.console = ConsoleRecord(free_ports(1)[0])
+        state.save()
+    state.start_console()
 
 
 def cmd_status(args: argparse.Namespace, state: ClusterState) -> int:
@@ -399,6 +470,10 @@ def cmd_stop(args: argparse.Namespace, state: ClusterState) -> int:
     if planner is not None and state.planner is not None:
         planner.stop(args.timeout)
         state.planner.pid = None
+    console = state.console_process()
+    if console is not None and state.console is not None:
+        console.stop(args.timeout)
+        state.console.pid = None
     cluster = state.cluster()
     views = asyncio.run(cluster.views())
     controllers = {v.controller_id for v in views.values() if v is not None}
@@ -444,11 +519,13 @@ def cmd_restart(args: argparse.Namespace, state: ClusterState) -> int:
 
 
 def cmd_logs(args: argparse.Namespace, state: ClusterState) -> int:
-    _broker(state, args.id)
-    path = state.log_file(args.id)
-    if not path.exists():
-        raise CommandError(f"no log yet at {path}")
-    sys.stdout.write(path.read_text(errors="replace"))
+    directory = _broker(state, args.id).log_dir
+    if not log_files(directory, args.log):
+        raise CommandError(f"broker {args.id} has no {args.log} yet in {directory}")
+    if args.follow:
+        follow_log(directory, args.log, sys.stdout)  # until Ctrl-C
+    else:
+        sys.stdout.write(read_log(directory, args.log))
     return 0
 
 
@@ -529,6 +606,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     up.add_argument("--zookeeper-servers", type=int, choices=[1, 3], default=1)
     up.add_argument("--spark-master", default=None, help="the planner's Spark master (default local[*])")
     up.add_argument("--no-planner", action="store_true", help="start no planner")
+    up.add_argument("--no-console", action="store_true", help="start no web console (bin/keel-ui)")
     up.add_argument(
         "--security",
         choices=SECURITY_MODES,
@@ -543,8 +621,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     kill.add_argument("--signal", choices=["KILL", "TERM", "STOP", "CONT"], default="TERM")
     restart = sub.add_parser("restart", parents=[common], help="stop one broker and start it again")
     restart.add_argument("id", type=int)
-    logs = sub.add_parser("logs", parents=[common], help="print one broker's log")
+    logs = sub.add_parser(
+        "logs", parents=[common], help="print one broker's server.log (or controller.log, state-change.log)"
+    )
     logs.add_argument("id", type=int)
+    which = logs.add_mutually_exclusive_group()
+    which.add_argument(
+        "--controller", dest="log", action="store_const", const=CONTROLLER_LOG, default=SERVER_LOG
+    )
+    which.add_argument("--state-change", dest="log", action="store_const", const=STATE_CHANGE_LOG)
+    logs.add_argument("--follow", action="store_true", help="keep printing as the log grows, until Ctrl-C")
     _add_chaos_parser(sub)
     return parser.parse_args(argv)
 

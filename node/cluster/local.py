@@ -21,6 +21,7 @@ from signal import SIGCONT, SIGKILL, SIGSTOP, SIGTERM, Signals
 
 import javaproperties
 
+from node.broker.logs import SERVER_LOG, read_log
 from node.clients.admin import KeelAdminClient
 from node.cluster.zookeeper import free_ports
 from wire.api import DescribeClusterResponse
@@ -117,12 +118,11 @@ class ManagedProcess:
     def launch(self, *, detach: bool, extra_args: list[str] | None = None) -> None:
         """Write the properties and launch; `detach` puts the process in a session of its
         own, so that it outlives the command that started it."""
-        with self.properties.open("w", encoding="utf-8") as f:
-            javaproperties.dump(self.settings, f, timestamp=False)
+        arguments = self.arguments()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", self.module, str(self.properties), *(extra_args or [])],
+                [sys.executable, "-m", self.module, *arguments, *(extra_args or [])],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -130,6 +130,12 @@ class ManagedProcess:
                 start_new_session=detach,
             )
         self.pid = self.process.pid
+
+    def arguments(self) -> list[str]:
+        """What follows `python -m MODULE`: the properties file, written here."""
+        with self.properties.open("w", encoding="utf-8") as f:
+            javaproperties.dump(self.settings, f, timestamp=False)
+        return [str(self.properties)]
 
     @property
     def metrics_url(self) -> str | None:
@@ -217,6 +223,15 @@ class BrokerProcess(ManagedProcess):
         self.launch(detach=detach)
         return self
 
+    @property
+    def log_dir(self) -> Path:
+        """Where the broker writes server.log, controller.log and state-change.log."""
+        return Path(self.settings["log.dirs"].split(",")[0].strip())
+
+    def broker_log(self, name: str = SERVER_LOG) -> str:
+        """One of the broker's own logs, across its rotations (`log()` is its stdout and stderr)."""
+        return read_log(self.log_dir, name)
+
     def rss_kib(self) -> int:
         for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
@@ -268,6 +283,58 @@ class PlannerProcess(ManagedProcess):
                 raise RuntimeError(f"the planner exited before logging {text!r}:\n{self.log()[-3000:]}")
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the planner did not log {text!r} within {timeout:g} s")
+            time.sleep(0.1)
+
+
+class ConsoleProcess(ManagedProcess):
+    """The web console (`python -m node.ui.main --zookeeper-connect ... --listen ...`), which
+    takes its settings as arguments rather than a properties file."""
+
+    module = "node.ui.main"
+    log_name = "keel-ui.log"
+
+    def __init__(
+        self,
+        *,
+        home: Path,
+        zk_connect: str,
+        command_config: Path | None = None,
+        port: int | None = None,
+        log_path: Path | None = None,
+        pid: int | None = None,
+    ) -> None:
+        super().__init__(home=home, settings={}, port=port, log_path=log_path, pid=pid)
+        self.zk_connect = zk_connect
+        self.command_config = command_config
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    def arguments(self) -> list[str]:
+        config = [] if self.command_config is None else ["--command-config", str(self.command_config)]
+        return ["--zookeeper-connect", self.zk_connect, "--listen", f"127.0.0.1:{self.port}", *config]
+
+    def start(self, *, detach: bool = False) -> ConsoleProcess:
+        self.launch(detach=detach)
+        return self
+
+    def wait_ready(self, timeout: float) -> None:
+        """Until the console answers /healthz; raises TimeoutError (RuntimeError if it exits)."""
+        import urllib.error
+        import urllib.request
+
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with urllib.request.urlopen(self.url + "healthz", timeout=1.0):
+                    return
+            except (urllib.error.URLError, OSError):
+                pass
+            if not self.running:
+                raise RuntimeError(f"keel-ui exited before it served:\n{self.log()[-3000:]}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"keel-ui did not answer within {timeout:g} s")
             time.sleep(0.1)
 
 

@@ -170,6 +170,13 @@ HANDLED = [
         module="node.broker.main",
     ),
     BadInput(
+        "node-bad-log-format",
+        ("{props}", "--override", "log.format=xml"),
+        2,
+        "log.format: 'xml' is not text or json",
+        module="node.broker.main",
+    ),
+    BadInput(
         # broker.id 1 is registered by a running broker: refused once the wait for an old session
         # of its own to expire (the session timeout) is over; the start-up's log lines come first
         # (up to 7: the log directory's recovery, the logs loaded, the wait, the stop; and one
@@ -266,7 +273,27 @@ LIMITS: list[BadInput] = [
 ]
 
 # Clients fail fast on facts: missing topics and partitions, record size, bounded waits.
+# No broker listening where the command was pointed: the one line says so and where to look.
+NO_BROKER = "is the cluster up? bin/keel-cluster status"
+
 CLIENTS: list[BadInput] = [
+    BadInput("no-broker-topic-list", ("topic", "list", "--bootstrap-server", "127.0.0.1:1"), 1, NO_BROKER),
+    BadInput(
+        "no-broker-consume", ("consume", "--topic", TOPIC, "--bootstrap-server", "127.0.0.1:1"), 1, NO_BROKER
+    ),
+    BadInput(
+        "no-broker-produce",
+        ("produce", "--topic", TOPIC, "--bootstrap-server", "127.0.0.1:1"),
+        1,
+        NO_BROKER,
+        stdin="hi\n",
+    ),
+    BadInput(
+        "no-broker-reassign-list", ("reassign", "list", "--bootstrap-server", "127.0.0.1:1"), 1, NO_BROKER
+    ),
+    BadInput(
+        "no-broker-controller-show", ("controller", "show", "--bootstrap-server", "127.0.0.1:1"), 1, NO_BROKER
+    ),
     BadInput(
         "produce-missing-topic",
         ("produce", "--topic", "nosuchtopic", "--timeout", "5", "--bootstrap-server", "{bootstrap}"),

@@ -82,6 +82,15 @@ def check_metrics_urls(output: str, processes: list[str]) -> None:
                 assert "kafka_controller_kafkacontroller_activecontrollercount" in answer.read().decode()
 
 
+def console_page(url: str) -> str:
+    """The console's cluster page, or "" while it does not answer."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as page:
+            return str(page.read().decode())
+    except OSError:
+        return ""
+
+
 def test_keel_cluster_up_kill_status_restart_stop(tmp_path: Path) -> None:
     directory = ["--dir", str(tmp_path / "cluster")]
     up = run_command("node.cluster.command", "up", "--brokers", "3", *directory)
@@ -99,6 +108,9 @@ def test_keel_cluster_up_kill_status_restart_stop(tmp_path: Path) -> None:
         rows = first["brokers"]
         assert isinstance(rows, list) and [r["state"] for r in rows] == ["running"] * 3
         (controller,) = [r for r in rows if r["controller"]]
+        console = first["console"]
+        assert isinstance(console, dict) and console["state"] == "running"
+        assert f"Console: {console['url']}" in up.stdout
         planner = first["planner"]
         assert isinstance(planner, dict) and planner["pid"] and planner["spark_master"] == "local[*]"
         assert planner["state"] in ("starting", "active")
@@ -130,6 +142,7 @@ def test_keel_cluster_up_kill_status_restart_stop(tmp_path: Path) -> None:
     assert stopped.returncode == 0
     assert all(r["state"] == "stopped" for r in status()["brokers"])  # type: ignore[union-attr]
     assert status()["planner"]["state"] == "stopped"  # type: ignore[index]
+    assert status()["console"]["state"] == "stopped"  # type: ignore[index]
 
 
 def test_keel_cluster_on_a_three_server_zookeeper_ensemble(tmp_path: Path) -> None:
@@ -179,6 +192,14 @@ def test_keel_cluster_up_with_sasl_security(tmp_path: Path) -> None:
         )
         assert [row["state"] for row in status["brokers"]] == ["running", "running"]
         assert status["connect"]["security"] == "sasl"
+        # The console reads the secured cluster with its client.properties.
+        assert status["console"]["state"] == "running"
+        eventually_sync(
+            lambda: console_page(status["console"]["url"]).count('data-alive="true"') == 2,
+            timeout=30,
+            interval=0.2,
+            message="the console shows both brokers alive",
+        )
         secured = ["--command-config", str(client_config)]
         created = run_command(
             "node.cli.main", *secured, "topic", "create", "--topic", "locked", "--partitions", "1",
