@@ -102,6 +102,7 @@ class PlannerRecord:
     spark_master: str = "local[*]"
     pid: int | None = None
     metrics_port: int | None = None
+    spark_ui_port: int | None = None
 
 
 @dataclasses.dataclass
@@ -212,6 +213,7 @@ class ClusterState:
                 "spark.master": self.planner.spark_master,
                 **({} if security is None else security.planner_settings(self.planner.port)),
                 **metrics_listener(self.planner.metrics_port),
+                **spark_ui(self.planner.spark_ui_port, self.planner.spark_master),
             },
         )
 
@@ -261,6 +263,24 @@ class ClusterState:
 
 def metrics_listener(port: int | None) -> dict[str, str]:
     return {} if port is None else {"metrics.http.listener": f"127.0.0.1:{port}"}
+
+
+def spark_ui(port: int | None, master: str) -> dict[str, str]:
+    """The planner's Spark UI on a port of the cluster's own (the planner turns it off by
+    default); on 127.0.0.1 like the rest of the cluster when Spark runs in the planner's
+    process, where no executor elsewhere needs to reach the driver."""
+    if port is None:
+        return {}
+    settings = {"spark.ui.enabled": "true", "spark.ui.port": str(port)}
+    if master.startswith("local"):
+        settings["spark.driver.bindAddress"] = "127.0.0.1"
+    return settings
+
+
+def spark_ui_url(state: ClusterState) -> str | None:
+    if state.planner is None or state.planner.spark_ui_port is None:
+        return None
+    return f"http://127.0.0.1:{state.planner.spark_ui_port}/"
 
 
 def metrics_urls(state: ClusterState) -> dict[str, str]:
@@ -336,6 +356,8 @@ def show_status(state: ClusterState, fmt: str) -> None:
                 "planner": planner,
                 "console": console_row,
                 "connect": connect,
+                "metrics": metrics_urls(state),
+                "spark_ui": spark_ui_url(state),
             }
         )
         return
@@ -360,6 +382,8 @@ def show_status(state: ClusterState, fmt: str) -> None:
             f"Planner: {planner['address']} (pid {planner['pid']}, {planner['state']}, "
             f"Spark {planner['spark_master']})"
         )
+        if (ui := spark_ui_url(state)) is not None:
+            print(f"Spark UI: {ui}")
     if console_row is not None:
         print(f"Console: {console_row['url']} (pid {console_row['pid']}, {console_row['state']})")
     print(f"Connect: {connect['command']}")
@@ -428,8 +452,10 @@ def cmd_up(args: argparse.Namespace) -> int:
         if state.planner is None or (args.spark_master and args.spark_master != state.planner.spark_master):
             if state.planner is not None and (planner := state.planner_process()) is not None:
                 planner.stop(args.timeout)
-            port, metrics_port = free_ports(2)
-            state.planner = PlannerRecord(port, args.spark_master or "local[*]", metrics_port=metrics_port)
+            port, metrics_port, ui_port = free_ports(3)
+            state.planner = PlannerRecord(
+                port, args.spark_master or "local[*]", metrics_port=metrics_port, spark_ui_port=ui_port
+            )
             state.save()
         state.start_planner()
     _start_console(state, args.no_console)

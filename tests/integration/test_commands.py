@@ -82,8 +82,8 @@ def check_metrics_urls(output: str, processes: list[str]) -> None:
                 assert "kafka_controller_kafkacontroller_activecontrollercount" in answer.read().decode()
 
 
-def console_page(url: str) -> str:
-    """The console's cluster page, or "" while it does not answer."""
+def page_text(url: str) -> str:
+    """The page at `url`, or "" while nothing answers there."""
     try:
         with urllib.request.urlopen(url, timeout=5) as page:
             return str(page.read().decode())
@@ -137,6 +137,15 @@ def test_keel_cluster_up_kill_status_restart_stop(tmp_path: Path) -> None:
         assert all(r["state"] == "running" for r in status()["brokers"])  # type: ignore[union-attr]
         logs = run_command("node.cluster.command", "logs", str(controller["broker_id"]), *directory)
         assert f"broker {controller['broker_id']} is controller at epoch" in logs.stdout
+        # The planner's Spark UI, at the URL up printed, once its Spark has started.
+        spark_ui = first["spark_ui"]
+        assert isinstance(spark_ui, str) and f"Spark UI: {spark_ui}" in up.stdout
+        eventually_sync(
+            lambda: "Spark" in page_text(spark_ui),
+            timeout=120,
+            interval=0.5,
+            message=f"the planner's Spark UI never answered at {spark_ui}",
+        )
     finally:
         stopped = run_command("node.cluster.command", "stop", *directory)
     assert stopped.returncode == 0
@@ -195,7 +204,7 @@ def test_keel_cluster_up_with_sasl_security(tmp_path: Path) -> None:
         # The console reads the secured cluster with its client.properties.
         assert status["console"]["state"] == "running"
         eventually_sync(
-            lambda: console_page(status["console"]["url"]).count('data-alive="true"') == 2,
+            lambda: page_text(status["console"]["url"]).count('data-alive="true"') == 2,
             timeout=30,
             interval=0.2,
             message="the console shows both brokers alive",
