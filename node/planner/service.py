@@ -154,6 +154,10 @@ class PlannerService:
         self.snapshot_retention = 0
         # One Spark job at a time: plans and Parquet snapshots.
         self.spark_lock = asyncio.Lock()
+        # The report of the plan this planner set its executor on (plan id, report): the status
+        # carries it, so a console draws the executing plan's before and after. In memory only:
+        # a standby that takes a plan over has its moves, not its report.
+        self._executed_report: tuple[str, dict[str, Any]] | None = None
 
     async def handle(self, request: ParsedRequest) -> Response:
         try:
@@ -206,6 +210,8 @@ class PlannerService:
 
     def _status_json(self) -> str:
         status = {} if self.executor is None else self.executor.status()
+        if self._executed_report is not None and status.get("plan_id") == self._executed_report[0]:
+            status = {**status, "report": self._executed_report[1]}
         if self.healer is not None:
             status = {**status, "self_healing": self.healer.status()}
         return orjson.dumps(status, default=str).decode()
@@ -291,6 +297,7 @@ class PlannerService:
             except PlanExecutionError as e:
                 raise InvalidRequest(f"the plan cannot be executed: {e}") from None
             executing = True
+            self._executed_report = (plan_id, report)
         return PlanReassignmentResponse(
             plan_id=plan_id,
             snapshot=directory.name,

@@ -304,9 +304,14 @@ def planner_status(view: ClusterView) -> str:
         rate if isinstance(rate, int | float) else None,
         left if isinstance(left, int | float) else None,
     )
+    report = status.get("report")
+    charts = ""
+    if isinstance(report, dict):
+        brokers = [b for b in report.get("brokers", []) if isinstance(b, dict)]
+        charts = "".join(before_after_chart(brokers, key) for key in ("replicas", "leaders", "bytes"))
     return (
         head + f"<p>Plan <b>{e(status.get('plan_id'))}</b> ({e(status.get('origin') or 'request')}): "
-        f"<b>{e(status.get('state'))}</b></p>" + progress_bar(fraction, label)
+        f"<b>{e(status.get('state'))}</b></p>" + progress_bar(fraction, label) + charts
     )
 
 

@@ -257,6 +257,11 @@ async def test_self_healing_recreates_the_replicas_of_a_broker_gone_for_good(
         assert shown["origin"] == "self-healing" and shown["state"] == "complete"
         healing = shown["self_healing"]
         assert isinstance(healing, dict) and healing["last_heal"]["brokers"] == [3]
+        # The status carries the executed plan's report: broker 3 emptied, the others filled.
+        report = shown["report"]
+        assert isinstance(report, dict)
+        after = {row["broker"]: row["replicas_after"] for row in report["brokers"]}
+        assert after.get(3, 0) == 0 and sum(after.values()) == 16
         assert "self-healing: heal plan" in planner.log_path.read_text()
     except BaseException:
         sys.stderr.write(f"\n--- planner log ---\n{planner.log()[-6000:]}")

@@ -156,6 +156,36 @@ def test_a_plan_is_drawn_as_before_and_after_bars_per_broker() -> None:
     assert chart.count('class="bar-after" style="width:50.0%"') == 2
 
 
+def test_the_executing_plan_is_drawn_with_its_report_from_the_planners_status() -> None:
+    status = {
+        "plan_id": "p1",
+        "origin": "self-healing",
+        "state": "running",
+        "moves_total": 4,
+        "moves_done": 1,
+        "bytes_total": 100,
+        "bytes_copied": 25,
+        "report": {
+            "brokers": [
+                {"broker": 1, "replicas_before": 4, "replicas_after": 0},
+                {"broker": 2, "replicas_before": 0, "replicas_after": 4},
+            ]
+        },
+    }
+    page = render.planner_status(
+        dataclasses.replace(view(), planner_status=status, planner_address="127.0.0.1:9999")
+    )
+    assert "self-healing" in page and 'aria-valuenow="25.0"' in page
+    replicas = page.split('data-key="replicas"')[1].split('data-key="leaders"')[0]
+    assert replicas.count('class="chart-row"') == 2 and 'title="after: 4"' in replicas
+    # Without a report (a plan taken over from another planner), the progress alone.
+    del status["report"]
+    bare = render.planner_status(
+        dataclasses.replace(view(), planner_status=status, planner_address="127.0.0.1:9999")
+    )
+    assert 'class="chart"' not in bare and "progressbar" in bare
+
+
 def test_the_progress_label_says_copied_rate_and_time_left() -> None:
     assert render.copy_label(1 << 20, 4 << 20, float(1 << 20), 3.0) == (
         "1.0 MiB of 4.0 MiB, 1.0 MiB/s, 0:00:03 left"
