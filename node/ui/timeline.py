@@ -1,8 +1,10 @@
 """The timeline of controller changes and leader elections, as the console observes them:
 each look at ZooKeeper is compared with the one before, and every change of the controller
 or its epoch, of a broker's registration, and of a partition's leader or leader epoch becomes
-an event with the time it was seen. It is kept in memory (the last `MAX_EVENTS`), so it
-starts empty when the console starts and misses what changed back between two looks."""
+an event with the time it was seen. The controller's own metrics add what two looks cannot
+show: its leader-election and unclean-election counts (Kafka's LeaderElectionRateAndTimeMs and
+UncleanLeaderElectionsPerSec) count elections that changed back between two looks too. It is
+kept in memory (the last `MAX_EVENTS`), so it starts empty when the console starts."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ MAX_EVENTS = 1000
 @dataclasses.dataclass(frozen=True)
 class Event:
     at_ms: int
-    kind: str  # controller, broker-down, broker-up, leader
+    kind: str  # controller, broker-down, broker-up, leader, election
     text: str
 
 
@@ -42,6 +44,7 @@ def changes(before: ClusterView | None, after: ClusterView) -> list[Event]:
             )
     if before is None:
         return events
+    events.extend(_counted_elections(before, after))
     old_brokers = {b.broker_id: b for b in before.brokers}
     for broker in after.brokers:
         old = old_brokers.get(broker.broker_id)
@@ -70,6 +73,36 @@ def changes(before: ClusterView | None, after: ClusterView) -> list[Event]:
                 f"(was {was} at {previous.leader_epoch})",
             )
         )
+    return events
+
+
+# The controller's counters the timeline follows: (metric, what a rise of it says).
+_ELECTION_COUNTERS = (
+    ("LeaderElectionRateAndTimeMs.count", "leader election round(s)"),
+    ("UncleanLeaderElections", "unclean leader election(s)"),
+)
+
+
+def _counted_elections(before: ClusterView, after: ClusterView) -> list[Event]:
+    """Elections the controller counted between two looks at its metrics. A count is only
+    compared within one controller's reign: a new controller counts from zero."""
+    same_reign = (before.controller_id, before.controller_epoch) == (
+        after.controller_id,
+        after.controller_epoch,
+    )
+    if not same_reign or not before.controller_metrics or not after.controller_metrics:
+        return []
+    events = []
+    for metric, what in _ELECTION_COUNTERS:
+        rise = int(after.controller_metrics.get(metric, 0) - before.controller_metrics.get(metric, 0))
+        if rise > 0:
+            events.append(
+                Event(
+                    after.taken_ms,
+                    "election",
+                    f"controller {after.controller_id} ran {rise} {what} ({metric.split('.')[0]})",
+                )
+            )
     return events
 
 

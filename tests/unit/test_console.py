@@ -95,6 +95,25 @@ def test_a_new_controller_a_broker_gone_and_a_moved_leader_are_events() -> None:
     ]
 
 
+def test_elections_the_controller_counted_between_two_looks_are_events_from_its_metrics() -> None:
+    p = partition("t", 0, 1, (1, 2, 3))
+    before = dataclasses.replace(
+        view(p), controller_metrics={"LeaderElectionRateAndTimeMs.count": 2.0, "UncleanLeaderElections": 0.0}
+    )
+    after = dataclasses.replace(
+        view(p), controller_metrics={"LeaderElectionRateAndTimeMs.count": 5.0, "UncleanLeaderElections": 1.0}
+    )
+    assert [(e.kind, e.text) for e in changes(before, after)] == [
+        ("election", "controller 1 ran 3 leader election round(s) (LeaderElectionRateAndTimeMs)"),
+        ("election", "controller 1 ran 1 unclean leader election(s) (UncleanLeaderElections)"),
+    ]
+    # A new controller counts from zero: its counts are not compared with the old one's.
+    moved = dataclasses.replace(
+        view(p, controller=2, epoch=6), controller_metrics={"UncleanLeaderElections": 0.0}
+    )
+    assert [e.kind for e in changes(after, moved)] == ["controller"]
+
+
 def test_nothing_changed_is_no_event_and_the_timeline_lists_newest_first() -> None:
     timeline = Timeline()
     first = view(partition("t", 0, 1, (1, 2, 3)))
