@@ -256,6 +256,7 @@ class KeelBroker:
             ),
         )
         self._controller.startup(broker_epoch)
+        self.apis.registered()
         log.info(
             "broker %d started: cluster id %s, broker epoch %d, listening on %s",
             self.broker_id,

@@ -164,6 +164,7 @@ class SimBroker:
         )
         self._controller = controller
         controller.startup(broker_epoch)
+        self.apis.registered()
 
     async def _every(self, interval_s: float, work: Callable[[], Awaitable[None]]) -> None:
         """Kafka's scheduler, as KeelBroker runs it: the ISR check and the checkpoint."""
