@@ -339,6 +339,37 @@ def test_a_restarted_broker_whose_zookeeper_read_fails_on_its_first_leader_and_i
     assert run_simulated(main()) is None
 
 
+def test_a_broker_killed_during_its_controlled_shutdown_asks_the_controller_nothing_more() -> None:
+    """Seed 33398 too: broker 2, killed while its controlled shutdown waited for an answer
+    that a partition had lost, went on asking (the simulation ran the shutdown outside the
+    broker's node, which a crash ends), and the controller stopped its replicas on behalf of
+    a process that was gone, queueing a StopReplica its next incarnation was then handed."""
+    from node.sim.broker import BrokerSettings, SimBroker
+
+    async def main() -> list[str]:
+        zk = FakeZooKeeper()
+        delivered: list[str] = []
+        network = SimNetwork(random.Random(33398), lambda line, **_: delivered.append(line))
+        settings = BrokerSettings()
+        brokers = {b: SimBroker(b, zk, network, MemoryLogStore(), settings) for b in (1, 2, 3)}
+        for broker in brokers.values():
+            broker.start()
+        await asyncio.sleep(1.0)
+        controller = int(zk.controller.value)  # type: ignore[union-attr,call-overload]
+        victim = next(b for b in brokers if b != controller)
+        network.partition({victim}, {controller})
+        stopping = brokers[victim].terminate()
+        await asyncio.sleep(1.0)
+        brokers[victim].crash()
+        network.heal()
+        delivered.clear()
+        await asyncio.wait({stopping}, timeout=3 * settings.controlled_shutdown.request_timeout_s)
+        assert stopping.done()
+        return [line for line in delivered if f"{victim}->" in line]
+
+    assert run_simulated(main()) == []
+
+
 def _produce(tp: TopicPartition, value: bytes, *, acks: int) -> ProduceRequest:
     batch = records.build_batch([(None, value)], timestamp=0)
     data = ProducePartitionData(index=tp.partition, records=batch)
