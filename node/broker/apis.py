@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 from collections.abc import Callable, Sequence
@@ -78,6 +79,9 @@ TOPIC_CONFIGS_BACKOFF_MAX_S = 1.0
 
 R = TypeVar("R", bound=Response)
 
+# The controller's requests to a broker, which carry the broker epoch they are meant for.
+CONTROLLER_REQUESTS = frozenset({ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA})
+
 
 def _allow_everything(operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
     return True
@@ -139,6 +143,19 @@ class BrokerApis:
         self._config_admin = config_admin
         self._logs = logs
         self._clock = clock or SystemClock()
+        self._registered = asyncio.Event()
+
+    def registered(self) -> None:
+        """The broker is registered and knows its broker epoch: its controller requests are
+        handled from now on.
+
+        Kafka handles no request before the broker is registered. Keel opens its listeners
+        first (the registration names their ports) and answers clients meanwhile, but holds the
+        controller's requests until then: a restarted broker's registration may wait for the
+        session of its previous incarnation to expire, and in that time the controller, which
+        has not seen it go, delivers the requests it queued for that incarnation. Only the
+        broker epoch they carry tells them stale (spec §2.6), and it needs the broker's own."""
+        self._registered.set()
 
     async def handle(self, request: ParsedRequest) -> Response:
         """A request from the network: the caller's principal and address must be allowed
@@ -186,6 +203,8 @@ class BrokerApis:
         needed = CLUSTER_OPERATIONS.get(key)
         if needed is not None:
             authz.require_cluster(check, needed, key.name)
+        if key in CONTROLLER_REQUESTS:
+            await self._registered.wait()
         match key:
             case ApiKey.API_VERSIONS:
                 return self._api_versions()

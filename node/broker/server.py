@@ -2,7 +2,9 @@
 
 Start-up: connect to ZooKeeper, create the persistent paths, get or create the cluster id,
 start the replica manager, open the listeners (so the real ports are known), register the
-broker (checked ephemeral, spec §2.1), then start the controller module. Shutdown reverses
+broker (checked ephemeral, spec §2.1), then start the controller module. The controller's
+requests wait for the registration (`BrokerApis.registered`); clients are answered from the
+moment the listeners open. Shutdown reverses
 it: the controller resigns, listeners close, the replica manager stops, and closing the
 ZooKeeper session removes the ephemerals at once.
 
@@ -256,6 +258,7 @@ class KeelBroker:
             ),
         )
         self._controller.startup(broker_epoch)
+        self.apis.registered()
         log.info(
             "broker %d started: cluster id %s, broker epoch %d, listening on %s",
             self.broker_id,

@@ -164,6 +164,7 @@ class SimBroker:
         )
         self._controller = controller
         controller.startup(broker_epoch)
+        self.apis.registered()
 
     async def _every(self, interval_s: float, work: Callable[[], Awaitable[None]]) -> None:
         """Kafka's scheduler, as KeelBroker runs it: the ISR check and the checkpoint."""
@@ -189,8 +190,13 @@ class SimBroker:
         self.store.expired = True
         self.loop.call_later(self.settings.session_timeout_s, self.zk.drop_session, session)
 
+    def terminate(self) -> asyncio.Task[bool]:
+        """SIGTERM: the controlled shutdown runs on this broker's node, as in its process, so
+        that a crash meanwhile ends it there: a killed broker asks the controller nothing more."""
+        return self.loop.create_task(self.controlled_shutdown(), context=self._context)
+
     async def controlled_shutdown(self) -> bool:
-        """SIGTERM: ask the controller to move the leaders away, then stop cleanly."""
+        """Ask the controller to move the leaders away, then stop cleanly."""
         moved = False
         if self._controller is not None:
             deadline = self.clock.monotonic() + 3 * self.settings.request_timeout_s

@@ -244,7 +244,7 @@ class Simulation:
         self.trace(f"controlled shutdown of broker {victim}")
         incarnation, broker = self.brokers[victim]
         self.checker.forget_events(incarnation)
-        self._stopping.append(self._client(broker.controlled_shutdown()))
+        self._stopping.append(broker.terminate())
         return True
 
     async def _restart(self) -> bool:

@@ -9,6 +9,7 @@ import os
 import random
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,7 @@ from node.sim.simulation import RunConfig, run_seed
 from node.sim.zookeeper import FakeZooKeeper
 from tests.support import run_command
 from wire import records
-from wire.api import ApiVersionsRequest
+from wire.api import ApiVersionsRequest, ProducePartitionData, ProduceRequest, ProduceTopicData
 from wire.errors import NetworkException, RequestTimedOut
 
 TP = TopicPartition("t", 0)
@@ -209,6 +210,17 @@ def test_a_follower_truncates_to_an_unclean_leader_that_has_not_written_in_its_e
     assert result.violation is None, result.violation
 
 
+def test_a_broker_restarted_before_its_old_session_expired_rejoins_the_isrs() -> None:
+    """Seed 33398 (5 brokers, every fault kind), found in the 100,000-seed run: broker 2,
+    killed during its controlled shutdown and restarted before its session expired, handled
+    the LeaderAndIsr and StopReplica queued for its previous incarnation before it registered,
+    and never rejoined the ISR of t2-0 (the focused test:
+    test_a_restarted_broker_refuses_the_controller_requests_sent_to_its_previous_incarnation)."""
+    result = run_seed(RunConfig(seed=33398))
+    assert result.faults["crash"] >= 1 and result.faults["shutdown"] >= 1
+    assert result.violation is None, result.violation
+
+
 def test_five_hundred_seeds_hold_every_invariant() -> None:
     result = run_command("node.sim.main", "--seeds", "1-500", "--steps", "8", timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -325,3 +337,145 @@ def test_a_restarted_broker_whose_zookeeper_read_fails_on_its_first_leader_and_i
         return await settled(30.0)
 
     assert run_simulated(main()) is None
+
+
+def test_a_broker_killed_during_its_controlled_shutdown_asks_the_controller_nothing_more() -> None:
+    """Seed 33398 too: broker 2, killed while its controlled shutdown waited for an answer
+    that a partition had lost, went on asking (the simulation ran the shutdown outside the
+    broker's node, which a crash ends), and the controller stopped its replicas on behalf of
+    a process that was gone, queueing a StopReplica its next incarnation was then handed."""
+    from node.sim.broker import BrokerSettings, SimBroker
+
+    async def main() -> list[str]:
+        zk = FakeZooKeeper()
+        delivered: list[str] = []
+        network = SimNetwork(random.Random(33398), lambda line, **_: delivered.append(line))
+        settings = BrokerSettings()
+        brokers = {b: SimBroker(b, zk, network, MemoryLogStore(), settings) for b in (1, 2, 3)}
+        for broker in brokers.values():
+            broker.start()
+        await asyncio.sleep(1.0)
+        controller = int(zk.controller.value)  # type: ignore[union-attr,call-overload]
+        victim = next(b for b in brokers if b != controller)
+        network.partition({victim}, {controller})
+        stopping = brokers[victim].terminate()
+        await asyncio.sleep(1.0)
+        brokers[victim].crash()
+        network.heal()
+        delivered.clear()
+        await asyncio.wait({stopping}, timeout=3 * settings.controlled_shutdown.request_timeout_s)
+        assert stopping.done()
+        return [line for line in delivered if f"{victim}->" in line]
+
+    assert run_simulated(main()) == []
+
+
+def _produce(tp: TopicPartition, value: bytes, *, acks: int) -> ProduceRequest:
+    batch = records.build_batch([(None, value)], timestamp=0)
+    data = ProducePartitionData(index=tp.partition, records=batch)
+    return ProduceRequest(
+        acks=acks, timeout_ms=3000, topic_data=[ProduceTopicData(name=tp.topic, partition_data=[data])]
+    )
+
+
+def test_a_restarted_broker_refuses_the_controller_requests_sent_to_its_previous_incarnation() -> None:
+    """Seed 33398 (5 brokers, every fault kind), found in the 100,000-seed run: a broker
+    killed and restarted before its old session expired opened its listener while its
+    registration waited for that session to go, and meanwhile handled the LeaderAndIsr and
+    StopReplica the controller had queued for its previous incarnation: with no broker epoch
+    of its own yet, it could not tell them stale. It applied both (it followed a partition,
+    then stopped its fetcher) and, once registered, refused as not newer the controller's
+    LeaderAndIsr at the same leader epoch: it never fetched that partition again, nor rejoined
+    its ISR. Here a follower cut off from its leader drops out of the ISR, is killed, restarted
+    at once, and handed those two requests at its old broker epoch while it waits to register."""
+    from node.sim.broker import BrokerSettings, SimBroker
+    from node.sim.network import CLIENT
+    from wire.api import (
+        CreatableReplicaAssignment,
+        CreatableTopic,
+        CreateTopicsRequest,
+        LeaderAndIsrPartitionState,
+        LeaderAndIsrRequest,
+        LiveLeader,
+        StopReplicaPartition,
+        StopReplicaRequest,
+    )
+    from wire.errors import ErrorCode
+
+    async def main() -> None:
+        zk = FakeZooKeeper()
+        network = SimNetwork(random.Random(33398), lambda line, **_: None)
+        logs = {b: MemoryLogStore() for b in (1, 2, 3)}
+        checker = Checker(zk, logs)
+        settings = BrokerSettings()
+        brokers: dict[int, tuple[int, SimBroker]] = {}
+
+        def start(broker_id: int) -> asyncio.Task[None]:
+            broker = SimBroker(broker_id, zk, network, logs[broker_id], settings)
+            brokers[broker_id] = (len(brokers) + 1, broker)
+            return broker.start()
+
+        async def until(condition: Callable[[], object], within_s: float) -> None:
+            deadline = asyncio.get_running_loop().time() + within_s
+            while not condition():
+                assert asyncio.get_running_loop().time() < deadline, "not within the deadline"
+                await asyncio.sleep(0.1)
+
+        for broker_id in (1, 2, 3):
+            start(broker_id)
+        await asyncio.sleep(1.0)
+        # The controller, a leader, and the follower the test restarts, three brokers.
+        controller = int(zk.controller.value)  # type: ignore[union-attr,call-overload]
+        leader, victim = (b for b in (1, 2, 3) if b != controller)
+        assignment = CreatableReplicaAssignment(partition=0, broker_ids=[leader, victim, controller])
+        topic = CreatableTopic(name="t", assignments=[assignment])
+        await network.request(CLIENT, endpoint_of(1), CreateTopicsRequest(topics=[topic]), 10.0, "test")
+        await until(lambda: checker.settled(brokers) is None, 10.0)
+        network.partition({victim}, {leader})
+        # A record it cannot fetch: behind the leader for longer than the lag allowed.
+        await network.request(CLIENT, endpoint_of(leader), _produce(TP, b"behind", acks=1), 10.0, "test")
+        await until(lambda: victim not in zk.partition_states[TP][0].isr, 10.0)
+        state = zk.partition_states[TP][0]
+        old_epoch = brokers[victim][1].broker_epoch
+        brokers[victim][1].crash()
+        registering = start(victim)
+        controller_epoch = zk.epoch[0]  # type: ignore[index]
+        stale_leader_and_isr = LeaderAndIsrRequest(
+            controller_id=controller,
+            controller_epoch=controller_epoch,
+            broker_epoch=old_epoch,
+            partition_states=[
+                LeaderAndIsrPartitionState(
+                    topic=TP.topic,
+                    partition=TP.partition,
+                    controller_epoch=controller_epoch,
+                    leader=state.leader,
+                    leader_epoch=state.leader_epoch,
+                    isr=list(state.isr),
+                    partition_epoch=state.partition_epoch,
+                    replicas=assignment.broker_ids,
+                )
+            ],
+            live_leaders=[LiveLeader(broker_id=leader, host="sim", port=endpoint_of(leader).port)],
+        )
+        stale_stop_replica = StopReplicaRequest(
+            controller_id=controller,
+            controller_epoch=controller_epoch,
+            broker_epoch=old_epoch,
+            partitions=[
+                StopReplicaPartition(topic=TP.topic, partition=TP.partition, leader_epoch=state.leader_epoch)
+            ],
+        )
+        # Both while it waits to register, in the order the controller queued them.
+        answers = []
+        for request in (stale_leader_and_isr, stale_stop_replica):
+            answers.append(
+                asyncio.ensure_future(network.request(controller, endpoint_of(victim), request, 30.0, "test"))
+            )
+            await asyncio.sleep(0.1)
+        assert not registering.done()
+        assert [(await a).error_code for a in answers] == [ErrorCode.STALE_BROKER_EPOCH] * 2
+        network.heal()
+        await until(lambda: checker.settled(brokers) is None, 30.0)
+
+    run_simulated(main())
