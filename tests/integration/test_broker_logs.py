@@ -18,6 +18,7 @@ from node.clients.admin import KeelAdminClient
 from node.cluster.local import ROOT
 from tests.support import eventually_sync, run_command
 from wire.api import CreatableTopic
+from wire.security import PLAINTEXT_CLIENT
 
 CHANGE = r"LeaderAndIsr\(leader=\d+, leaderEpoch=\d+, isr=[\d,]+, partitionEpoch=\d+\)"
 
@@ -27,7 +28,8 @@ def _cluster(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 async def _create_topic(bootstrap: str) -> list[int]:
-    async with KeelAdminClient(bootstrap) as admin:
+    # keel-cluster up without --security is a PLAINTEXT cluster in either pass of the suite.
+    async with KeelAdminClient(bootstrap, security=PLAINTEXT_CLIENT) as admin:
         created = await admin.create_topics(
             [CreatableTopic(name="logged", num_partitions=3, replication_factor=3)]
         )
