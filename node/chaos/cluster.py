@@ -63,7 +63,7 @@ class ChaosCluster:
         await self.renew_zk(timeout)
         for b in self.broker_ids:
             self.launch(b)
-        await self.local.wait_for_controller(timeout)
+        await self.local.wait_for_full_metadata(timeout)
 
     async def start_planners(self, count: int = 2, timeout: float = 180.0) -> None:
         """An active planner and a standby (the standby takes over when the active one dies),

@@ -308,9 +308,10 @@ def _start_zookeeper(state: ClusterState) -> None:
 
 
 def wait_settled(state: ClusterState, timeout: float) -> bool:
-    """Until every running broker answers and all name the same controller."""
+    """Until every running broker answers, all name the same controller, and each one's metadata
+    lists every running broker (topics can be created at once)."""
     try:
-        asyncio.run(state.cluster().wait_for_controller(timeout))
+        asyncio.run(state.cluster().wait_for_full_metadata(timeout))
     except TimeoutError:
         return False
     return True

@@ -449,6 +449,23 @@ class LocalCluster:
             await asyncio.sleep(0.05)
         return agreed
 
+    async def wait_for_full_metadata(self, timeout: float = 60.0) -> None:
+        """Until the running brokers agree on a controller and each one's metadata lists every
+        running broker. Agreeing on the controller is not enough to create topics at once: a
+        broker that heard the controller's first UpdateMetadata before the last broker
+        registered still counts fewer brokers, and refuses a replication factor of all of
+        them (INVALID_REPLICATION_FACTOR) until the next one comes."""
+        deadline = time.monotonic() + timeout
+        await self.wait_for_controller(timeout)
+        while True:
+            views = await self.views()
+            running = set(views)
+            if all(v is not None and running <= {b.broker_id for b in v.brokers} for v in views.values()):
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the brokers' metadata did not list every broker within {timeout:g} s")
+            await asyncio.sleep(0.05)
+
     def stop_all(self, timeout: float = 30.0) -> None:
         """Stop every broker in order with SIGTERM (killed if one lingers)."""
         for broker in self.all:
