@@ -9,19 +9,26 @@ another) knows whether the plan in its state dir is still the cluster's current 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import os
+import zlib
 from pathlib import Path
 from typing import Protocol
 
 import orjson
 
-from node.zk.client import NodeExists, ZooKeeperClient
+from node.zk.client import NodeExists, NoNode, ZooKeeperClient
 
 log = logging.getLogger(__name__)
 
 PLAN_FILE = "executing-plan.json"
 PLAN_ZNODE = "/keel/plan"
+PLAN_DOCUMENT_ZNODE = "/keel/plan-document"
+# ZooKeeper refuses a znode over jute.maxbuffer (1 MiB by default): a plan goes in parts of at
+# most this many compressed bytes, `/keel/plan-document/part-N`.
+PART_BYTES = 512 * 1024
 
 
 class PlanStateError(Exception):
@@ -57,20 +64,56 @@ class PlanFile:
         temporary.replace(self.path)
 
 
+def pack(document: dict[str, object], part_bytes: int = PART_BYTES) -> tuple[dict[str, object], list[bytes]]:
+    """A plan document as a header and the parts of its compressed JSON."""
+    data = zlib.compress(orjson.dumps(document), 6)
+    parts = [data[i : i + part_bytes] for i in range(0, len(data), part_bytes)] or [b""]
+    header = {
+        "version": 1,
+        "plan_id": document.get("plan_id"),
+        "revision": document.get("revision", 0),
+        "parts": len(parts),
+        "bytes": len(data),
+        "crc32": zlib.crc32(data),
+    }
+    return header, parts
+
+
+def unpack(header: dict[str, object], parts: list[bytes]) -> dict[str, object] | None:
+    """The document back, or None when the parts do not make the one the header names (a
+    writer that was overwriting them, a part missing)."""
+    data = b"".join(parts)
+    if len(data) != header.get("bytes") or zlib.crc32(data) != header.get("crc32"):
+        return None
+    try:
+        document = orjson.loads(zlib.decompress(data))
+    except (zlib.error, orjson.JSONDecodeError):
+        return None
+    if not isinstance(document, dict) or document.get("plan_id") != header.get("plan_id"):
+        return None
+    return document
+
+
 class PlanRecord(Protocol):
-    """The cluster-wide record of the plan being executed: its id and state."""
+    """The cluster-wide record of the plan being executed: its id and state, and the whole
+    plan, for the planner that takes it over."""
 
     async def read(self) -> dict[str, object] | None: ...
 
     async def write(self, summary: dict[str, object]) -> None: ...
+
+    async def read_plan(self) -> dict[str, object] | None: ...
+
+    async def write_plan(self, document: dict[str, object]) -> None: ...
 
 
 class ZkPlanRecord:
     """`/keel/plan`: {"version": 1, "plan_id", "state", "origin", "moves_total", "moves_done",
     "updated_ms"}, a persistent znode that the active planner overwrites."""
 
-    def __init__(self, zk: ZooKeeperClient) -> None:
+    def __init__(self, zk: ZooKeeperClient, part_bytes: int = PART_BYTES) -> None:
         self._zk = zk
+        self._part_bytes = part_bytes
 
     async def read(self) -> dict[str, object] | None:
         value = await self._zk.get_or_none(PLAN_ZNODE)
@@ -94,15 +137,69 @@ class ZkPlanRecord:
         except NodeExists:
             await self._zk.set(PLAN_ZNODE, data)
 
+    async def read_plan(self) -> dict[str, object] | None:
+        value = await self._zk.get_or_none(PLAN_DOCUMENT_ZNODE)
+        if value is None or not value[0]:
+            return None
+        try:
+            header = orjson.loads(value[0])
+            count = int(header["parts"])
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            log.warning("ignoring an unreadable %s", PLAN_DOCUMENT_ZNODE)
+            return None
+        # One read a part: a multi-read of them would make a reply over ZooKeeper's limit.
+        found = [await self._zk.get_or_none(f"{PLAN_DOCUMENT_ZNODE}/part-{i}") for i in range(count)]
+        parts = [b"" if value is None or value[0] is None else value[0] for value in found]
+        document = await asyncio.to_thread(unpack, header, parts)
+        if document is None:
+            log.warning("%s does not hold the plan its header names; not using it", PLAN_DOCUMENT_ZNODE)
+        return document
+
+    async def write_plan(self, document: dict[str, object]) -> None:
+        """The parts first, then the header that names them, then the parts of a longer
+        plan before it: a reader sees the old plan whole, or the new one, or a mismatch
+        that it ignores."""
+        header, parts = await asyncio.to_thread(pack, document, self._part_bytes)
+        await self._zk.create_all_if_missing(["/keel", PLAN_DOCUMENT_ZNODE])
+        await asyncio.gather(*(self._put(f"{PLAN_DOCUMENT_ZNODE}/part-{i}", p) for i, p in enumerate(parts)))
+        await self._put(PLAN_DOCUMENT_ZNODE, orjson.dumps(header))
+        stale = [c for c in await self._zk.children(PLAN_DOCUMENT_ZNODE) if _part_index(c) >= len(parts)]
+        for child in stale:
+            with contextlib.suppress(NoNode):
+                await self._zk.delete(f"{PLAN_DOCUMENT_ZNODE}/{child}")
+
+    async def _put(self, path: str, data: bytes) -> None:
+        try:
+            await self._zk.set(path, data)
+        except NoNode:
+            try:
+                await self._zk.create(path, data)
+            except NodeExists:
+                await self._zk.set(path, data)
+
+
+def _part_index(name: str) -> int:
+    head, _, number = name.partition("-")
+    return int(number) if head == "part" and number.isdigit() else -1
+
 
 class MemoryPlanRecord:
     """A PlanRecord in memory, for a planner without ZooKeeper and for tests."""
 
-    def __init__(self) -> None:
+    def __init__(self, part_bytes: int = PART_BYTES) -> None:
         self.value: dict[str, object] | None = None
+        # The plan as ZooKeeper would hold it: a header and parts.
+        self.plan: tuple[dict[str, object], list[bytes]] | None = None
+        self._part_bytes = part_bytes
 
     async def read(self) -> dict[str, object] | None:
         return None if self.value is None else dict(self.value)
 
     async def write(self, summary: dict[str, object]) -> None:
         self.value = {"version": 1, **summary}
+
+    async def read_plan(self) -> dict[str, object] | None:
+        return None if self.plan is None else unpack(*self.plan)
+
+    async def write_plan(self, document: dict[str, object]) -> None:
+        self.plan = pack(document, self._part_bytes)
