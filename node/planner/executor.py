@@ -9,8 +9,9 @@ go on every broker of the plan when it starts, each topic's throttled-replica li
 the moves in flight, and all of them are removed when the plan ends, as Kafka's tool does.
 
 The plan is saved under `state_dir` after every change, and `/keel/plan` (or any
-PlanRecord) names it and its state; `resume()` picks it up after a restart, skipping the
-moves done and watching those in flight. `cancel()` cancels the moves in flight at the
+PlanRecord) names it and its state and keeps a copy of it; `resume()` picks it up after a
+restart, or in the standby planner when the one executing it died, skipping the moves done
+and watching those in flight. `cancel()` cancels the moves in flight at the
 controller (null targets), which puts their partitions back on their replicas before the
 step.
 """
@@ -60,6 +61,9 @@ LISTED = 20
 # a large plan's file is megabytes, and a save that lags only makes a resumed executor look
 # at the controller for what changed since (moves.py's rules need nothing more).
 SAVE_INTERVAL_S = 1.0
+# The copy in ZooKeeper, for a planner that takes the plan over, at most this often while it
+# runs (and always when it starts and ends): it is the whole plan again each time.
+PLAN_COPY_INTERVAL_S = 5.0
 
 
 class PlanInProgress(Exception):
@@ -145,6 +149,9 @@ class PlanExecutor:
         self._last_error = ""
         self._unsaved = False
         self._saved_at = float("-inf")
+        # When ZooKeeper's copy of the plan was last written, and whether a save since is not in it.
+        self._plan_copied_at = float("-inf")
+        self._copy_behind = False
 
     # --- the public interface ---
 
@@ -168,6 +175,11 @@ class PlanExecutor:
         Raises PlanInProgress, or PlanExecutionError with nothing executed."""
         if self.running:
             raise PlanInProgress(f"plan {self._plan.get('plan_id')} is still being executed")
+        record = await self._record.read()
+        if record is not None and record.get("state") == RUNNING:
+            # A plan whose planner died, not yet taken over (resume() runs as this one
+            # becomes active): starting another would leave it half done.
+            raise PlanInProgress(f"plan {record.get('plan_id')} is still being executed")
         moves = [_move(entry, sizes or {}) for entry in partitions]
         if len({m.tp for m in moves}) != len(moves):
             raise PlanExecutionError("a partition is listed twice in the plan")
@@ -189,6 +201,7 @@ class PlanExecutor:
                 move.state = MoveState.DONE
         await self._fill_sizes(metadata, leaders, [m for m in moves if m.size_bytes <= 0])
         self._moves, self._topic_lists, self._rates, self._copied = moves, {}, RateWindow(), 0
+        self._plan_copied_at = float("-inf")
         throttle = self.throttle_bytes_per_s if throttle_bytes_per_s is None else throttle_bytes_per_s
         self._plan = {
             "plan_id": plan_id,
@@ -203,6 +216,9 @@ class PlanExecutor:
             "throttled_topics": [],
             "message": "",
         }
+        # Saved, and named in /keel/plan, before anything is done: a planner that dies from
+        # here on leaves a plan that the next active planner resumes.
+        await self._save()
         log.info(
             "executing plan %s (%s): %d moves, %d bytes to copy, at most %d in flight per broker, %s",
             plan_id,
@@ -227,7 +243,27 @@ class PlanExecutor:
             document = self._file.load()
         except PlanStateError as e:
             log.warning("cannot resume a plan: %s", e)
-            return False
+            document = None
+        record = await self._record.read()
+        from_zookeeper = False
+        if record is not None:
+            # The plan /keel/plan names, from ZooKeeper's copy when this state dir does not
+            # hold it (another planner executed it) or holds an older copy of it.
+            same = document is not None and document.get("plan_id") == record.get("plan_id")
+            if not same or record.get("state") == RUNNING:
+                shared = await self._record.read_plan()
+                if (
+                    shared is not None
+                    and shared.get("plan_id") == record.get("plan_id")
+                    and (not same or _revision(document or {}) < _revision(shared))
+                ):
+                    document, from_zookeeper = shared, True
+        if document is None or (
+            record is not None
+            and record.get("state") == RUNNING
+            and document.get("plan_id") != record.get("plan_id")
+        ):
+            await self._stop_unknown(record)
         if document is None:
             return False
         try:
@@ -238,11 +274,16 @@ class PlanExecutor:
         plan = {k: v for k, v in document.items() if k not in ("moves", "topic_lists", "version")}
         lists = document.get("topic_lists") or {}
         self._moves, self._plan = moves, plan
+        self._plan_copied_at = float("-inf")
         self._topic_lists = {str(t): (str(v[0]), str(v[1])) for t, v in dict(lists).items()}  # type: ignore[call-overload]
         self._rates, self._copied = RateWindow(), sum(bytes_copied(m, {}) for m in moves)
         if plan.get("state") != RUNNING:
+            if from_zookeeper:
+                # Ended by another planner: shown by status() here too. A record still naming
+                # it as running (that planner died between the copy and the record) is set right.
+                self._log_end(" (executed by another planner; from its copy in ZooKeeper)")
+                await self._save(record_too=record is not None and record.get("state") == RUNNING)
             return False
-        record = await self._record.read()
         if record is not None and record.get("plan_id") != plan.get("plan_id"):
             plan["state"], plan["message"] = FAILED, f"superseded by plan {record.get('plan_id')}"
             log.warning(
@@ -257,16 +298,30 @@ class PlanExecutor:
         done = sum(m.state is MoveState.DONE for m in moves)
         in_flight = sum(m.state is MoveState.IN_FLIGHT for m in moves)
         log.info(
-            "resuming plan %s: %d of %d moves done, %d were in flight",
+            "resuming plan %s: %d of %d moves done, %d were in flight%s",
             plan.get("plan_id"),
             done,
             len(moves),
             in_flight,
+            " (taken over from its copy in ZooKeeper)" if from_zookeeper else "",
         )
         self._connect()
         await self._apply_rates()
+        await self._save()
         self._launch()
         return True
+
+    async def _stop_unknown(self, record: dict[str, object] | None) -> None:
+        """/keel/plan names a running plan that neither this state dir nor ZooKeeper holds
+        (its copy is unreadable): nobody can go on with it, so it is reported stopped, and
+        new plans are not refused for ever."""
+        if record is None or record.get("state") != RUNNING:
+            return
+        log.warning(
+            "plan %s stopped: /keel/plan names it as running, but no copy of it can be read",
+            record.get("plan_id"),
+        )
+        await self._record.write({**record, "state": FAILED, "updated_ms": self._clock.wall_ms()})
 
     async def cancel(self) -> dict[str, object]:
         """Stop the plan: the moves in flight are cancelled at the controller (their
@@ -399,7 +454,10 @@ class PlanExecutor:
         await self._measure(metadata)
         if changed or started:
             self._unsaved = True
-        if self._unsaved and self._clock.monotonic() - self._saved_at >= SAVE_INTERVAL_S:
+        now = self._clock.monotonic()
+        if (self._unsaved and now - self._saved_at >= SAVE_INTERVAL_S) or (
+            self._copy_behind and now - self._plan_copied_at >= PLAN_COPY_INTERVAL_S
+        ):
             await self._save()
 
     async def _start_batch(
@@ -624,18 +682,24 @@ class PlanExecutor:
         self._plan["finished_ms"] = self._clock.wall_ms()
         await self._clear_throttles()
         await self._save()
+        self._log_end()
+
+    def _log_end(self, how: str = "") -> None:
         counts = {s: sum(m.state is s for m in self._moves) for s in MoveState}
         log.info(
-            "plan %s %s: %d moves done, %d failed, %d cancelled",
+            "plan %s %s: %d moves done, %d failed, %d cancelled%s",
             self._plan.get("plan_id"),
-            state,
+            self._plan.get("state"),
             counts[MoveState.DONE],
             counts[MoveState.FAILED],
             counts[MoveState.CANCELLED],
+            how,
         )
 
     async def _save(self, *, record_too: bool = True) -> None:
         self._unsaved, self._saved_at = False, self._clock.monotonic()
+        # Which of two copies of a plan (this state dir's, ZooKeeper's) is the more recent.
+        self._plan["revision"] = _revision(self._plan) + 1
         document: dict[str, object] = {
             "version": 1,
             **self._plan,
@@ -643,6 +707,14 @@ class PlanExecutor:
             "moves": [m.to_json() for m in self._moves],
         }
         await asyncio.to_thread(self._file.save, document)
+        self._copy_behind = True
+        if record_too and (
+            self._plan.get("state") != RUNNING
+            or self._clock.monotonic() - self._plan_copied_at >= PLAN_COPY_INTERVAL_S
+        ):
+            # Before the record: a record that names a plan has its copy there already.
+            self._plan_copied_at, self._copy_behind = self._clock.monotonic(), False
+            await self._record.write_plan(document)
         if record_too:
             await self._record.write(
                 {
@@ -693,6 +765,12 @@ def _move(entry: Mapping[str, object], sizes: Mapping[Partition, int]) -> Move:
             f"{topic}-{partition}: replicas {list(replicas)} are not distinct broker ids"
         )
     return Move(topic, partition, tuple(replicas), size_bytes=int(sizes.get((topic, partition), 0)))
+
+
+def _revision(document: Mapping[str, object]) -> int:
+    """How many times the plan was saved (0 for a plan saved before revisions were counted)."""
+    value = document.get("revision", 0)
+    return value if type(value) is int else 0
 
 
 def _list(value: object) -> list[object]:

@@ -200,6 +200,124 @@ async def test_a_restarted_executor_resumes_skipping_what_is_done_and_watching_w
     assert {tp: controller.replicas(tp) for tp in plan} == plan
 
 
+async def test_a_standby_with_its_own_state_dir_takes_over_the_plan_of_a_planner_that_died(
+    tmp_path: Path, clock: ManualClock, record: MemoryPlanRecord
+) -> None:
+    """The standby has none of the plan on its disk: it resumes from the copy in ZooKeeper,
+    sends no move twice, and ends the plan; the dead planner, back, finds it ended."""
+    current = {("a", p): (1, 2) for p in range(4)}
+    plan = {("a", p): (3, 2) for p in range(4)}
+    controller = FakeController(current)
+    active = executor(controller, tmp_path / "active", clock, record, limit=2)
+    await active.start("p1", entries(plan), {tp: 10 for tp in plan})
+    await active.tick()  # a-0 and a-1 in flight; then kill -9: nothing more is saved
+    controller.complete(("a", 0))
+
+    standby = executor(controller, tmp_path / "standby", clock, record, limit=2, throttle=5000)
+    assert await standby.resume()
+    assert controller.throttle_config(BROKER, "3")["follower.replication.throttled.rate"] == "1000"
+    submitted_before = len(controller.submitted)
+    await standby.tick()
+    states = {m.partition: m.state for m in standby.moves()}
+    # a-1 is pending in the copy: it waits behind the reassignment the dead planner started.
+    assert (states[0], states[1]) == (MoveState.DONE, MoveState.PENDING)
+    while standby.running:
+        controller.complete()
+        await standby.tick()
+    resent = [tp for batch in controller.submitted[submitted_before:] for tp in batch]
+    assert sorted(resent) == [("a", 2), ("a", 3)], "a move was sent twice"
+    assert standby.status()["state"] == "complete"
+    assert {tp: controller.replicas(tp) for tp in plan} == plan
+    assert controller.throttle_config(BROKER, "3") == {}
+    assert record.value is not None and record.value["state"] == "complete"
+
+    back = executor(controller, tmp_path / "active", clock, record, limit=2)
+    submitted_before = len(controller.submitted)
+    assert not await back.resume()
+    assert back.status()["state"] == "complete"
+    assert controller.submitted[submitted_before:] == []
+    # A planner that never executed it shows it too, once active: the cluster's last plan.
+    other = executor(controller, tmp_path / "third", clock, record, limit=2)
+    assert not await other.resume()
+    assert (other.status()["plan_id"], other.status()["state"], other.status()["moves_done"]) == (
+        "p1",
+        "complete",
+        4,
+    )
+    assert controller.submitted[submitted_before:] == []
+
+
+async def test_a_restarted_planner_resumes_from_its_own_copy_when_it_is_more_recent_than_zookeepers(
+    tmp_path: Path, clock: ManualClock, record: MemoryPlanRecord
+) -> None:
+    """Its state dir is saved every second, ZooKeeper's copy every five: a move that failed in
+    between stays failed, not sent again from the older copy."""
+    controller = FakeController({("a", 0): (1, 2), ("a", 1): (1, 2)})
+    controller.refuse[("a", 0)] = ErrorCode.INVALID_REPLICA_ASSIGNMENT
+    first = executor(controller, tmp_path, clock, record)
+    await first.start("p1", entries({("a", 0): (9, 2), ("a", 1): (3, 2)}))
+    await first.tick()  # a-0 refused, a-1 in flight
+    clock.advance(1)
+    await first.tick()
+    shared = await record.read_plan()
+    assert shared is not None and [m["state"] for m in shared["moves"]] == ["pending", "pending"]  # type: ignore[attr-defined]
+
+    controller.refuse.clear()
+    restarted = executor(controller, tmp_path, clock, record)
+    submitted_before = len(controller.submitted)
+    assert await restarted.resume()
+    await restarted.tick()
+    assert {m.partition: m.state for m in restarted.moves()}[0] is MoveState.FAILED
+    assert controller.submitted[submitted_before:] == []
+
+
+async def test_zookeepers_copy_of_the_plan_follows_within_five_seconds_of_a_change(
+    tmp_path: Path, clock: ManualClock, record: MemoryPlanRecord
+) -> None:
+    controller = FakeController({("a", 0): (1, 2), ("a", 1): (1, 2)})
+    ex = executor(controller, tmp_path, clock, record, limit=1)
+    await ex.start("p1", entries({("a", 0): (3, 2), ("a", 1): (3, 2)}))
+
+    async def copied_states() -> list[object]:
+        shared = await record.read_plan()
+        assert shared is not None
+        return [m["state"] for m in shared["moves"]]  # type: ignore[attr-defined]
+
+    clock.advance(1)
+    await ex.tick()
+    assert await copied_states() == ["pending", "pending"], "copied again within five seconds"
+    clock.advance(4)
+    await ex.tick()  # nothing changed since the last save, but the copy is behind it
+    assert await copied_states() == ["in_flight", "pending"]
+    controller.complete()
+    await ex.tick()
+    clock.advance(1)
+    await ex.tick()
+    assert await copied_states() == ["in_flight", "pending"]
+    while ex.running:
+        controller.complete()
+        clock.advance(1)
+        await ex.tick()
+    assert await copied_states() == ["done", "done"], "the end is copied at once"
+
+
+async def test_a_running_plan_nobody_holds_refuses_new_plans_until_an_active_planner_stops_it(
+    tmp_path: Path, clock: ManualClock, record: MemoryPlanRecord
+) -> None:
+    """/keel/plan names a running plan with no readable copy anywhere: a new plan waits for
+    the takeover (it would leave the other half done), and the takeover reports it stopped."""
+    controller = FakeController({("a", 0): (1, 2)})
+    record.value = {"version": 1, "plan_id": "gone", "state": "running"}
+    ex = executor(controller, tmp_path, clock, record)
+    with pytest.raises(PlanInProgress, match="gone"):
+        await ex.start("p2", entries({("a", 0): (3, 2)}))
+    assert controller.submitted == []
+    assert not await ex.resume()
+    assert record.value is not None and (record.value["plan_id"], record.value["state"]) == ("gone", "failed")
+    await ex.start("p2", entries({("a", 0): (3, 2)}))
+    assert ex.running
+
+
 async def test_a_plan_that_zookeeper_no_longer_names_is_not_resumed(
     tmp_path: Path, clock: ManualClock, record: MemoryPlanRecord
 ) -> None:
