@@ -274,10 +274,22 @@ def check_shutdowns(history: History, final: FinalState) -> list[Violation]:
 def check_plans(history: History, final: FinalState) -> list[Violation]:
     """A plan's moves are each done once, across the planners that ran it: the moves an ended
     plan counts as done, failed or cancelled are no more than it had, and a resumed plan never
-    counts fewer done moves than when it was resumed."""
+    counts fewer done moves than when it was resumed. And every plan ends, complete or
+    reported stopped: one that no planner ended was left half done (one still running at the
+    end is the stuck-plan check's)."""
     out = []
     for plan in history.plans.values():
         if plan.state is None:
+            if final.plan_state != "running":
+                out.append(
+                    _violation(
+                        history,
+                        "plan-not-ended",
+                        f"plan {plan.plan_id} ({plan.moves} moves) never ended: no planner completed it "
+                        f"or reported it stopped (resumed with {plan.resumed_with_done} done)",
+                        history.healed_s,
+                    )
+                )
             continue
         counted = plan.done + plan.failed + plan.cancelled
         if counted > plan.moves or any(done > plan.done for done in plan.resumed_with_done):

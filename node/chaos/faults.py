@@ -390,7 +390,7 @@ class Nemesis:
 
     async def _planner(self, fault: Fault, rng: random.Random) -> None:
         """kill -9 the active planner, if possible while its executor runs a plan; the standby
-        takes over and resumes the plan from /keel/plan."""
+        takes over and resumes the plan from its copy in ZooKeeper."""
         active = await self.cluster.active_planner()
         if active is None:
             self._skip(fault, "no planner is active")

@@ -207,5 +207,16 @@ def test_a_plan_counting_more_moves_than_it_had() -> None:
     assert checker.check_plans(history, final) == []
     history.plans["p2"] = PlanRun("p2", 3, [], "complete", 3, 1, 0)
     history.plans["p3"] = PlanRun("p3", 3, [2], "complete", 1, 0, 0)
-    history.plans["p4"] = PlanRun("p4", 3, [2])  # not ended: the stuck-plan check's business
     assert [v.message.split()[1] for v in checker.check_plans(history, final)] == ["p2", "p3"]
+
+
+def test_a_plan_that_no_planner_ended_was_left_half_done() -> None:
+    history, final = History(), FinalState()
+    history.plans["p1"] = PlanRun("p1", 3, [1], "complete", 3, 0, 0)
+    history.plans["p2"] = PlanRun("p2", 4, [0])
+    final.plan_state = "complete"
+    assert [(v.kind, v.message.split()[1]) for v in checker.check_plans(history, final)] == [
+        ("plan-not-ended", "p2")
+    ]
+    final.plan_state = "running"  # the stuck-plan check's business
+    assert checker.check_plans(history, final) == []
