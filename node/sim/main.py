@@ -1,11 +1,14 @@
 """`keel-sim`: run the deterministic simulation of the control plane over a range of seeds.
 
     keel-sim --seeds 1-500 [--brokers 5] [--steps 60] [--faults crash,expire,...] [--jobs 2]
+             [--keep-going]
 
 A progress line while it runs, then a summary: seeds, simulated events, events per second
 (of wall time), faults by kind. On the first violation it stops and prints the invariant,
 the last events before it, and the one command that replays that seed; the exit status is
-then 1.
+then 1. With `--keep-going` it prints each violation as it comes and runs every seed, so
+that a long run covers its whole range on one version of the code; the summary then names
+the seeds that violated, and the exit status is 1 if any did.
 
 With `--jobs N` the seeds are shared among N worker processes, forked from this one: they
 start with everything imported and with this process's hash secret, so each seed takes the
@@ -81,6 +84,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--jobs", type=positive_int, default=1, help="worker processes the seeds are shared among (1)"
     )
+    parser.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="report each violation and run the remaining seeds, rather than stop at the first",
+    )
     return parser.parse_args(argv)
 
 
@@ -97,16 +105,19 @@ def _run(argv: list[str]) -> int:
     events = 0
     faults: collections.Counter[str] = collections.Counter()
     seeds = args.seeds
+    violated: list[int] = []
     with _SeedResults(args) as results:
         for done, result in enumerate(results, 1):
             events += result.events
             faults.update(result.faults)
             if result.violation is not None:
                 _print_violation(args, result)
-                return EXIT_FAILED
+                violated.append(result.seed)
+                if not args.keep_going:
+                    return EXIT_FAILED
             _print_progress(result.seed, done, len(seeds), events, time.monotonic() - started)
-    _print_summary(seeds, events, time.monotonic() - started, faults)
-    return EXIT_OK
+    _print_summary(seeds, events, time.monotonic() - started, faults, violated)
+    return EXIT_FAILED if violated else EXIT_OK
 
 
 class _SeedResults:
@@ -162,9 +173,16 @@ def _print_progress(seed: int, done: int, total: int, events: int, elapsed_s: fl
         )
 
 
-def _print_summary(seeds: range, events: int, elapsed_s: float, faults: collections.Counter[str]) -> None:
+def _print_summary(
+    seeds: range, events: int, elapsed_s: float, faults: collections.Counter[str], violated: list[int]
+) -> None:
     rate = events / elapsed_s if elapsed_s > 0 else 0.0
-    print(f"seeds {seeds.start}-{seeds.stop - 1}: {len(seeds)} runs, no violation")
+    if violated:
+        named = ", ".join(map(str, violated[:20])) + (", ..." if len(violated) > 20 else "")
+        outcome = f"{len(violated)} violated (seeds {named})"
+    else:
+        outcome = "no violation"
+    print(f"seeds {seeds.start}-{seeds.stop - 1}: {len(seeds)} runs, {outcome}")
     print(f"simulated events: {events} in {elapsed_s:.1f} s ({rate:,.0f} events/s)")
     kinds = ", ".join(f"{kind} {faults[kind]}" for kind in FAULTS if faults[kind] > 0)
     print(f"faults: {kinds or 'none'}")
@@ -176,7 +194,7 @@ def _print_violation(args: argparse.Namespace, result: RunResult) -> None:
     print("last events before it:")
     for line in result.last_events:
         print(f"  {line}")
-    print(f"replay: {replay_command(args, result.seed)}")
+    print(f"replay: {replay_command(args, result.seed)}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -284,6 +284,30 @@ def test_a_violation_found_by_a_worker_is_reported_with_its_replay(
     assert "no violation" not in out
 
 
+def test_keep_going_runs_every_seed_and_names_each_that_violated(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same broken checker for seeds 3 and 6: both are reported with their replays, the
+    seeds after them still run, and the summary names the two."""
+    acknowledged = Checker.acknowledged
+
+    def broken(self: Checker, ack: Ack) -> None:
+        acknowledged(self, ack)
+        if ack.value.startswith((b"3:", b"6:")) and not self._found:
+            self._found.append(Violation("a test invariant", "broken on purpose"))
+
+    monkeypatch.setattr(Checker, "acknowledged", broken)
+    from node.sim.main import main
+
+    status = main(["--seeds", "1-8", "--steps", "8", "--jobs", "2", "--keep-going"])
+    captured = capsys.readouterr()
+    assert status == 1, captured.out
+    assert "replay: bin/keel-sim --seeds 3 --brokers 5 --steps 8\n" in captured.out
+    assert "replay: bin/keel-sim --seeds 6 --brokers 5 --steps 8\n" in captured.out
+    assert "seeds 1-8: 8 runs, 2 violated (seeds 3, 6)" in captured.out
+    assert "seed 8: 8/8 runs" in captured.err
+
+
 def test_a_restarted_broker_whose_zookeeper_read_fails_on_its_first_leader_and_isr_rejoins_the_isrs() -> None:
     """Chaos seed 205: a broker restarted while cut off read the configs of the topics named
     by its first LeaderAndIsr as ZooKeeper lost its majority; aiozk failed the read in flight
