@@ -59,7 +59,7 @@ from wire.api.incremental_alter_configs import IncrementalAlterConfigsRequest
 from wire.api.planner import DescribePlannerResponse
 from wire.context import ANONYMOUS, RequestContext
 from wire.envelope import ParsedRequest
-from wire.errors import BrokerNotAvailable, ClusterAuthorizationFailed, InvalidRequest
+from wire.errors import BrokerNotAvailable, ClusterAuthorizationFailed, InvalidRequest, NotController
 from wire.retry import Backoff
 
 if TYPE_CHECKING:
@@ -81,6 +81,17 @@ R = TypeVar("R", bound=Response)
 
 # The controller's requests to a broker, which carry the broker epoch they are meant for.
 CONTROLLER_REQUESTS = frozenset({ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA})
+# The APIs the broker's controller module answers, which it only has once registered: before
+# then the broker is no controller, and says so (the sender looks for the controller again).
+CONTROLLER_MODULE_REQUESTS = frozenset(
+    {
+        ApiKey.ALTER_PARTITION,
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+        ApiKey.LIST_PARTITION_REASSIGNMENTS,
+        ApiKey.CONTROLLED_SHUTDOWN,
+        ApiKey.ELECT_LEADERS,
+    }
+)
 
 
 def _allow_everything(operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
@@ -205,6 +216,8 @@ class BrokerApis:
             authz.require_cluster(check, needed, key.name)
         if key in CONTROLLER_REQUESTS:
             await self._registered.wait()
+        elif key in CONTROLLER_MODULE_REQUESTS and not self._registered.is_set():
+            raise NotController(f"broker {self._broker_id} is starting and is not the controller")
         match key:
             case ApiKey.API_VERSIONS:
                 return self._api_versions()
@@ -247,6 +260,8 @@ class BrokerApis:
                 )
                 return await self._replica_manager.update_metadata(request.body, self._broker_epoch())
             case ApiKey.DESCRIBE_CONTROLLER:
+                if not self._registered.is_set():
+                    return DescribeControllerResponse(broker_id=self._broker_id, controller_id=-1)
                 controller = self._controller()
                 return DescribeControllerResponse(
                     broker_id=self._broker_id,
@@ -415,12 +430,13 @@ class BrokerApis:
                     endpoints=endpoints,
                 )
             )
-        controller = self._controller()
-        controller_id = controller.active_controller_id
+        # A broker still starting knows no controller yet.
+        controller = self._controller() if self._registered.is_set() else None
+        controller_id = -1 if controller is None else controller.active_controller_id
         return DescribeClusterResponse(
             cluster_id=self._cluster_id(),
             controller_id=controller_id,
-            controller_epoch=controller.known_controller_epoch if controller_id != -1 else 0,
+            controller_epoch=0 if controller is None or controller_id == -1 else controller.known_controller_epoch,
             brokers=described,
         )
 

@@ -503,3 +503,36 @@ def test_a_restarted_broker_refuses_the_controller_requests_sent_to_its_previous
         await until(lambda: checker.settled(brokers) is None, 30.0)
 
     run_simulated(main())
+
+
+def test_a_starting_broker_answers_not_controller_to_what_its_controller_module_would_answer() -> None:
+    """A broker waiting to register (here, ZooKeeper unreachable) has no controller module
+    yet: an AlterPartition or ElectLeaders sent to it is answered NOT_CONTROLLER, so that the
+    sender looks for the controller again, and DescribeController names none. Found in
+    the simulation's logs: these failed with an internal error and a traceback logged."""
+    from node.sim.broker import BrokerSettings, SimBroker
+    from node.sim.network import CLIENT
+    from wire.api import AlterPartitionRequest, DescribeControllerRequest, ElectLeadersRequest
+    from wire.errors import ErrorCode
+
+    async def main() -> list[int]:
+        zk = FakeZooKeeper()
+        network = SimNetwork(random.Random(1), lambda line, **_: None)
+        broker = SimBroker(1, zk, network, MemoryLogStore(), BrokerSettings())
+        broker.store.reachable.clear()
+        registering = broker.start()
+        await asyncio.sleep(1.0)
+        assert not registering.done() and not broker.started
+        answers = []
+        for request in (
+            AlterPartitionRequest(broker_id=2, broker_epoch=100),
+            ElectLeadersRequest(election_type=0),
+        ):
+            answers.append((await network.request(CLIENT, endpoint_of(1), request, 5.0, "test")).error_code)
+        described = await network.request(CLIENT, endpoint_of(1), DescribeControllerRequest(), 5.0, "test")
+        answers.append(described.controller_id)  # type: ignore[attr-defined]
+        broker.store.reachable.set()
+        await asyncio.wait_for(registering, 10.0)
+        return answers
+
+    assert run_simulated(main()) == [ErrorCode.NOT_CONTROLLER, ErrorCode.NOT_CONTROLLER, -1]
