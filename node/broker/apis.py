@@ -433,10 +433,11 @@ class BrokerApis:
         # A broker still starting knows no controller yet.
         controller = self._controller() if self._registered.is_set() else None
         controller_id = -1 if controller is None else controller.active_controller_id
+        epoch = 0 if controller is None or controller_id == -1 else controller.known_controller_epoch
         return DescribeClusterResponse(
             cluster_id=self._cluster_id(),
             controller_id=controller_id,
-            controller_epoch=0 if controller is None or controller_id == -1 else controller.known_controller_epoch,
+            controller_epoch=epoch,
             brokers=described,
         )
 
