@@ -42,6 +42,7 @@ from node.broker.dynamic_config import broker_dynamic_config
 from node.broker.log.config import LogConfig
 from node.broker.log.manager import LogManager
 from node.broker.replica_link import RpcReplicaLink
+from node.broker.scheduler import every
 from node.metrics.broker import BrokerMetrics
 from node.metrics.http import MetricsServer, registry_of
 from node.metrics.requests import RequestMetrics
@@ -293,14 +294,6 @@ class KeelBroker:
         high-watermark and recovery-point checkpoints, retention, and time-based flushes."""
         config = self.config
 
-        async def every(interval_ms: int, work: Callable[[], Awaitable[None]]) -> None:
-            while True:
-                await asyncio.sleep(interval_ms / 1000)
-                try:
-                    await work()
-                except Exception:
-                    log.exception("periodic %s failed", getattr(work, "__name__", "task"))
-
         async def isr_expiration() -> None:
             await self.replica_manager.maintain(shrink=True)
 
@@ -327,7 +320,7 @@ class KeelBroker:
             (config.get_int("log.flush.offset.checkpoint.interval.ms"), checkpoint_recovery_points),
             (config.get_int("log.scrub.interval.ms"), scrub),
         ):
-            self._periodic.append(asyncio.create_task(every(interval_ms, work), name=work.__name__))
+            self._periodic.append(asyncio.create_task(every(interval_ms / 1000, work), name=work.__name__))
         self._periodic.append(asyncio.create_task(self._handle_log_dir_failures(), name="log-dir-failures"))
 
     async def _handle_log_dir_failures(self) -> None:

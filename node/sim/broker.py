@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import dataclasses
-from collections.abc import Awaitable, Callable
 
 from actors.broker.handle import ReplicaManagerHandle
 from actors.broker.replication import ReplicationConfig
@@ -29,6 +28,7 @@ from node.broker.apis import BrokerApis
 from node.broker.channel_manager import ControllerChannelManager
 from node.broker.controlled_shutdown import ControlledShutdownConfig, controlled_shutdown
 from node.broker.replica_link import RpcReplicaLink
+from node.broker.scheduler import every
 from node.sim.log_store import MemoryLogStore
 from node.sim.loop import NODE, SimClock, VirtualTimeLoop
 from node.sim.network import SimNetwork, endpoint_of
@@ -147,7 +147,7 @@ class SimBroker:
             (self.settings.replication.lag_time_max_ms / 2000, self._isr_expiration),
             (self.settings.high_watermark_checkpoint_s, self._checkpoint_high_watermarks),
         ):
-            self.loop.create_task(self._every(interval, work))
+            self.loop.create_task(every(interval, work))
         broker_epoch = await self.store.register_broker(self.info)
         controller = KafkaController(
             self.info,
@@ -165,12 +165,6 @@ class SimBroker:
         self._controller = controller
         controller.startup(broker_epoch)
         self.apis.registered()
-
-    async def _every(self, interval_s: float, work: Callable[[], Awaitable[None]]) -> None:
-        """Kafka's scheduler, as KeelBroker runs it: the ISR check and the checkpoint."""
-        while True:
-            await asyncio.sleep(interval_s)
-            await work()
 
     async def _isr_expiration(self) -> None:
         await self.replica_manager.maintain(shrink=True)

@@ -7,8 +7,11 @@ After every step:
 - each partition's leader is in its ISR, and its leader epoch never goes back;
 - no broker applies a LeaderAndIsr older than one it applied (per incarnation);
 - no event is lost from a controller's queue: each one put is still queued or spent;
+- no unexpected error: nothing the brokers run dies of, or logs with, an exception they did
+  not expect (a `log.exception`, or a task or callback whose error reached the event loop);
 - an acknowledged acks=all write is on every member of the partition's ISR, at its offset
-  (a partition that had an unclean election is let off: losing data is what it means).
+  (a write sent before an unclean election of its partition is let off: losing it is what
+  that election means; writes sent after it are held to the rule again).
 
 Once healed (every broker up, the network whole), within a bounded simulated time: one
 controller that every broker knows, every partition led by a live ISR member with a full ISR,
@@ -19,6 +22,7 @@ replicas' logs equal up to the high watermark, and every caller of the controlle
 from __future__ import annotations
 
 import dataclasses
+import logging
 
 from actors.broker.partition import Role
 from actors.controller.event_manager import QueuedEvent
@@ -45,6 +49,8 @@ class Ack:
     tp: TopicPartition
     offset: int
     value: bytes
+    # How many unclean elections the partition had had when the write was sent.
+    unclean_elections: int = 0
 
 
 class Checker:
@@ -52,16 +58,20 @@ class Checker:
         self.zk = zk
         self.logs = logs
         zk.on_fenced_write = self._fenced_write
+        zk.on_partition_state = self._partition_state_written
         self._found: list[Violation] = []
         self._controller_of_epoch: dict[int, int] = {}
         self._states: dict[TopicPartition, LeaderAndIsr] = {}
-        self.unclean: set[TopicPartition] = set()
+        # Unclean elections per partition, seen write by write (a step can hold several
+        # state changes: an ISR that grows, then a leader moved to the new member, is clean).
+        self._unclean: dict[TopicPartition, int] = {}
         # (broker incarnation, partition) -> the newest leader epoch it applied.
         self._applied: dict[tuple[int, TopicPartition], int] = {}
         self.acks: list[Ack] = []
         self._deleted: set[str] = set()
-        # (broker, partition) -> (log generation, acks checked) for the logs already checked.
-        self._checked: dict[tuple[int, TopicPartition], tuple[int, int]] = {}
+        # (broker, partition) -> (log generation, unclean elections, acks checked) for the logs
+        # already checked.
+        self._checked: dict[tuple[int, TopicPartition], tuple[int, int, int]] = {}
         self._events: dict[int, list[QueuedEvent]] = {}
 
     # --- observers ---
@@ -79,6 +89,17 @@ class Checker:
                     f"a state stamped with controller epoch {controller_epoch} at epoch {self.zk.epoch[0]}",
                 )
             )
+
+    def _partition_state_written(
+        self, tp: TopicPartition, before: LeaderAndIsr | None, after: LeaderAndIsr
+    ) -> None:
+        """A leader taken from outside the ISR it replaces is an unclean election."""
+        if before is not None and after.leader not in (-1, before.leader) and after.leader not in before.isr:
+            self._unclean[tp] = self._unclean.get(tp, 0) + 1
+
+    def unclean_elections(self, tp: TopicPartition) -> int:
+        """How many unclean elections `tp` has had so far: a producer notes it as it sends."""
+        return self._unclean.get(tp, 0)
 
     def watch_events(self, broker: SimBroker, incarnation: int) -> None:
         """Keep every event put into this controller's queue (an observer's wrapper: what
@@ -106,6 +127,11 @@ class Checker:
 
     def acknowledged(self, ack: Ack) -> None:
         self.acks.append(ack)
+
+    def unexpected_error(self, detail: str) -> None:
+        """An exception the brokers' code did not expect: logged with its traceback, or
+        left to the event loop by a task or a callback."""
+        self._found.append(Violation("no unexpected error", detail))
 
     # --- after every step ---
 
@@ -141,8 +167,6 @@ class Checker:
                 raise Violation(
                     "leader epochs rise", f"{tp}: leader epoch {before.leader_epoch} → {state.leader_epoch}"
                 )
-            if state.leader not in (-1, before.leader) and state.leader not in before.isr:
-                self.unclean.add(tp)
         self._states = present
 
     def _applied_leader_epochs(self, brokers: dict[int, tuple[int, SimBroker]]) -> None:
@@ -178,13 +202,14 @@ class Checker:
     def _acknowledged_writes(self) -> None:
         by_partition: dict[TopicPartition, list[Ack]] = {}
         for ack in self.acks:
-            by_partition.setdefault(ack.tp, []).append(ack)
+            if ack.unclean_elections == self._unclean.get(ack.tp, 0):
+                by_partition.setdefault(ack.tp, []).append(ack)
         # A topic marked for deletion loses its logs while its states are still there; the
         # simulation never reuses a topic's name, so once marked it is let off for good.
         self._deleted |= self.zk.deletion_markers
         for tp, acks in by_partition.items():
             state = self._states.get(tp)
-            if state is None or tp in self.unclean or tp.topic in self._deleted:
+            if state is None or tp.topic in self._deleted:
                 continue
             for member in state.isr:
                 self._check_replica(member, tp, acks)
@@ -192,7 +217,9 @@ class Checker:
     def _check_replica(self, broker_id: int, tp: TopicPartition, acks: list[Ack]) -> None:
         log = self.logs[broker_id].get(tp)
         generation = -1 if log is None else log.generation
-        if self._checked.get((broker_id, tp)) == (generation, len(acks)):
+        # The acks held to the rule change with their number, and with an unclean election.
+        checked = (generation, self._unclean.get(tp, 0), len(acks))
+        if self._checked.get((broker_id, tp)) == checked:
             return
         values = {} if log is None else log.values()
         for ack in acks:
@@ -202,7 +229,7 @@ class Checker:
                     f"{tp} offset {ack.offset} ({ack.value!r}) is acknowledged but broker {broker_id}, "
                     f"in ISR {self._states[tp].isr}, holds {values.get(ack.offset)!r}",
                 )
-        self._checked[(broker_id, tp)] = (generation, len(acks))
+        self._checked[(broker_id, tp)] = checked
 
     # --- once healed ---
 
@@ -272,3 +299,21 @@ def _answered(queued: QueuedEvent) -> bool:
     """Whether the caller waiting on the event (if any) has its answer."""
     reply = getattr(queued.event, "reply", None)
     return reply is None or reply.done()
+
+
+class UnexpectedErrors(logging.Handler):
+    """Takes the records logged with an exception (`log.exception`, `exc_info=`) to the
+    checker: the brokers log so only what they did not expect. Kafka's own error lines
+    without one (a failed state change, an invalid transition) are its normal reports."""
+
+    def __init__(self, checker: Checker) -> None:
+        super().__init__(logging.ERROR)
+        self._checker = checker
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.exc_info is None or record.exc_info[1] is None:
+            return
+        error = record.exc_info[1]
+        self._checker.unexpected_error(
+            f"{record.name}: {record.getMessage()}: {type(error).__name__}: {error}"
+        )

@@ -22,7 +22,7 @@ from typing import Any
 
 from actors.ports import TopicPartition
 from node.sim.broker import BrokerSettings, SimBroker
-from node.sim.invariants import Ack, Checker, Violation
+from node.sim.invariants import Ack, Checker, UnexpectedErrors, Violation
 from node.sim.log_store import MemoryLogStore
 from node.sim.loop import EPOCH_S, run_simulated
 from node.sim.network import CLIENT, SimNetwork, endpoint_of
@@ -137,6 +137,7 @@ class Simulation:
 
     async def _run(self) -> RunResult:
         self._loop = asyncio.get_running_loop()
+        self._loop.set_exception_handler(self._loop_error)
         started = self._loop.time()
         random.seed(self.config.seed)
         self.zk.latency = lambda: self.rng.uniform(0.0002, 0.002)
@@ -162,6 +163,13 @@ class Simulation:
             violation=violation,
             last_events=list(self._tail),
         )
+
+    def _loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        """What reaches the event loop's handler: a task whose error nobody retrieved, a
+        callback that raised."""
+        error = context.get("exception")
+        what = context.get("message", "")
+        self.checker.unexpected_error(what if error is None else f"{what}: {type(error).__name__}: {error}")
 
     async def _step(self) -> None:
         for _ in range(self.rng.randint(0, 3)):
@@ -436,6 +444,7 @@ class Simulation:
         self._produced += 1
         value = f"{self.config.seed}:{self._produced}".encode()
         batch = records.build_batch([(None, value)], timestamp=0)
+        unclean_elections = self.checker.unclean_elections(tp)
         request = ProduceRequest(
             acks=-1,
             timeout_ms=3000,
@@ -452,7 +461,7 @@ class Simulation:
             for answer in topic.partition_responses:
                 if answer.error_code == ErrorCode.NONE:
                     self.trace(f"acknowledged {tp} offset {answer.base_offset}")
-                    self.checker.acknowledged(Ack(tp, answer.base_offset, value))
+                    self.checker.acknowledged(Ack(tp, answer.base_offset, value, unclean_elections))
 
     def _client(self, work: Coroutine[Any, Any, object]) -> asyncio.Task[Any]:
         assert self._loop is not None
@@ -492,9 +501,15 @@ class Simulation:
 
 
 def run_seed(config: RunConfig) -> RunResult:
-    """One seed, with the brokers' logging off (a run logs thousands of lines)."""
-    logging.disable(logging.CRITICAL)
+    """One seed, with the brokers' logging off (a run logs thousands of lines) but for their
+    errors, which go to the checker alone: one logged with an exception is a violation."""
+    simulation = Simulation(config)
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    root.handlers, root.level = [UnexpectedErrors(simulation.checker)], logging.ERROR
+    logging.disable(logging.WARNING)
     try:
-        return Simulation(config).run()
+        return simulation.run()
     finally:
         logging.disable(logging.NOTSET)
+        root.handlers, root.level = handlers, level

@@ -111,9 +111,23 @@ class FakeZooKeeper:
         # (the writing store, and the controller epoch it stamps on what it writes, or None).
         self.latency: Callable[[], float] | None = None
         self.on_fenced_write: Callable[[FakeClusterStore, int | None], None] | None = None
+        # And an observer of every partition state written: the partition, the state it
+        # replaces (None for a new one), and the new state.
+        self.on_partition_state: (
+            Callable[[TopicPartition, LeaderAndIsr | None, LeaderAndIsr], None] | None
+        ) = None
 
     def next_zxid(self) -> int:
         return next(self._zxid)
+
+    def write_partition_state(self, tp: TopicPartition, state: LeaderAndIsr, controller_epoch: int) -> int:
+        """Store a partition's state at the next data version (0 for a new one); the version."""
+        current = self.partition_states.get(tp)
+        version = 0 if current is None else current[2] + 1
+        self.partition_states[tp] = (state, controller_epoch, version)
+        if self.on_partition_state is not None:
+            self.on_partition_state(tp, None if current is None else current[0], state)
+        return version
 
     def new_session(self) -> int:
         return next(self._sessions)
@@ -331,7 +345,7 @@ class FakeClusterStore:
             if tp in self.zk.partition_states:
                 results[tp] = FileExistsError(f"{tp} state exists")
                 continue
-            self.zk.partition_states[tp] = (state, controller_epoch, 0)
+            self.zk.write_partition_state(tp, state, controller_epoch)
             results[tp] = state._replace(partition_epoch=0)
         return results
 
@@ -350,8 +364,8 @@ class FakeClusterStore:
                     f"{tp}: partition epoch moved past {state.partition_epoch}"
                 )
             else:
-                self.zk.partition_states[tp] = (state, controller_epoch, current[2] + 1)
-                results[tp] = state._replace(partition_epoch=current[2] + 1)
+                version = self.zk.write_partition_state(tp, state, controller_epoch)
+                results[tp] = state._replace(partition_epoch=version)
         return results
 
     async def create_topic(self, assignment: TopicAssignment, config: dict[str, str]) -> None:
@@ -413,8 +427,9 @@ class FakeClusterStore:
         self, tp: TopicPartition, state: LeaderAndIsr, controller_epoch: int
     ) -> None:
         """What another writer (a leader's ISR change, a test) does behind the controller's back."""
-        current = self.zk.partition_states[tp]
-        self.zk.partition_states[tp] = (state, controller_epoch, current[2] + 1)
+        if tp not in self.zk.partition_states:
+            raise KeyError(tp)
+        self.zk.write_partition_state(tp, state, controller_epoch)
 
     # --- log-dir failures (spec §7.11) ---
 

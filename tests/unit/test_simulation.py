@@ -1,6 +1,7 @@
 """The deterministic simulation of the control plane (node/sim): its parts (the virtual-time
-loop, the in-memory log against the file log, the network, the checker), that a seed replays
-byte for byte, whatever the hash seed, and 500 seeds without a violation."""
+loop, the in-memory log against the file log, the network), that a seed replays byte for
+byte, whatever the hash seed, 500 seeds without a violation, and the regression tests of
+what it found. The checker's invariants have their own tests (test_sim_invariants.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.ports import LeaderAndIsr, TopicPartition
+from actors.ports import TopicPartition
 from node.broker.log.config import LogConfig
 from node.broker.log.log import Log
 from node.cluster.local import ROOT
@@ -118,30 +119,6 @@ def test_the_network_refuses_a_down_broker_and_times_out_a_cut_link() -> None:
         return errors[0], errors[1]
 
     assert run_simulated(main()) == (NetworkException, RequestTimedOut)
-
-
-def test_the_checker_catches_an_acknowledged_write_missing_from_an_isr_member() -> None:
-    zk = FakeZooKeeper()
-    logs = {1: MemoryLogStore(), 2: MemoryLogStore()}
-    checker = Checker(zk, logs)
-    zk.partition_states[TP] = (LeaderAndIsr(1, 0, (1, 2)), 1, 0)
-    logs[1].get_or_create(TP, {}).append_as_leader(_batch(b"v"), 0)
-    checker.acknowledged(Ack(TP, 0, b"v"))
-    with pytest.raises(Violation, match="broker 2, in ISR"):
-        checker.check({})
-
-
-def test_the_checker_catches_a_leader_outside_its_isr_and_a_leader_epoch_going_back() -> None:
-    zk = FakeZooKeeper()
-    checker = Checker(zk, {})
-    zk.partition_states[TP] = (LeaderAndIsr(1, 3, (1, 2)), 1, 0)
-    checker.check({})
-    zk.partition_states[TP] = (LeaderAndIsr(2, 2, (1, 2)), 1, 1)
-    with pytest.raises(Violation, match="leader epochs rise"):
-        checker.check({})
-    zk.partition_states[TP] = (LeaderAndIsr(3, 4, (1, 2)), 1, 2)
-    with pytest.raises(Violation, match="leader in ISR"):
-        checker.check({})
 
 
 def test_a_seed_replays_byte_for_byte() -> None:

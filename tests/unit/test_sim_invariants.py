@@ -1,0 +1,247 @@
+"""The simulation's checker (node/sim/invariants.py): each invariant shown to catch what it
+is there for, on states made by hand (stand-in brokers where only what the check reads is
+needed), and to let pass what is allowed."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from actors.controller.event_manager import ControllerEventManager
+from actors.controller.events import Startup
+from actors.ports import LeaderAndIsr, TopicPartition
+from node.sim.invariants import Ack, Checker, UnexpectedErrors, Violation
+from node.sim.log_store import MemoryLogStore
+from node.sim.loop import run_simulated
+from node.sim.network import CLIENT, SimNetwork, endpoint_of
+from node.sim.simulation import RunConfig, Simulation
+from node.sim.zookeeper import FakeClusterStore, FakeZooKeeper
+from tests.support import ManualClock
+from wire import records
+
+TP = TopicPartition("t", 0)
+
+
+def _batch(*values: bytes) -> bytes:
+    return records.build_batch([(None, v) for v in values], timestamp=5)
+
+
+def _stand_in(
+    *,
+    active: bool = False,
+    controller_epoch: int = 0,
+    leader_epochs: dict[TopicPartition, int] | None = None,
+    events: ControllerEventManager | None = None,
+) -> Any:
+    """What the per-step checks read of a broker, and nothing more."""
+    partitions = {tp: SimpleNamespace(leader_epoch=e) for tp, e in (leader_epochs or {}).items()}
+    controller = SimpleNamespace(
+        is_active=active, context=SimpleNamespace(epoch=controller_epoch), event_manager=events
+    )
+    return SimpleNamespace(
+        alive=True,
+        started=True,
+        controller=controller,
+        replica_manager=SimpleNamespace(replica_state=SimpleNamespace(partitions=partitions)),
+    )
+
+
+def test_an_acknowledged_write_missing_from_an_isr_member_is_caught() -> None:
+    zk = FakeZooKeeper()
+    logs = {1: MemoryLogStore(), 2: MemoryLogStore()}
+    checker = Checker(zk, logs)
+    zk.partition_states[TP] = (LeaderAndIsr(1, 0, (1, 2)), 1, 0)
+    logs[1].get_or_create(TP, {}).append_as_leader(_batch(b"v"), 0)
+    checker.acknowledged(Ack(TP, 0, b"v"))
+    with pytest.raises(Violation, match="broker 2, in ISR"):
+        checker.check({})
+
+
+def test_a_leader_outside_its_isr_and_a_leader_epoch_going_back_are_caught() -> None:
+    zk = FakeZooKeeper()
+    checker = Checker(zk, {})
+    zk.partition_states[TP] = (LeaderAndIsr(1, 3, (1, 2)), 1, 0)
+    checker.check({})
+    zk.partition_states[TP] = (LeaderAndIsr(2, 2, (1, 2)), 1, 1)
+    with pytest.raises(Violation, match="leader epochs rise"):
+        checker.check({})
+    zk.partition_states[TP] = (LeaderAndIsr(3, 4, (1, 2)), 1, 2)
+    with pytest.raises(Violation, match="leader in ISR"):
+        checker.check({})
+
+
+def test_two_active_controllers_at_one_epoch_are_caught() -> None:
+    checker = Checker(FakeZooKeeper(), {})
+    checker.check({1: (1, _stand_in(active=True, controller_epoch=4)), 2: (2, _stand_in())})
+    # Broker 2 active at the next epoch is a new reign; at broker 1's epoch it is a second one.
+    checker.check({1: (1, _stand_in()), 2: (2, _stand_in(active=True, controller_epoch=5))})
+    with pytest.raises(Violation, match="one controller per epoch: brokers 1 and 2 both active at 4"):
+        checker.check({2: (2, _stand_in(active=True, controller_epoch=4))})
+
+
+def test_a_fenced_write_by_a_broker_that_did_not_bump_the_epoch_is_caught() -> None:
+    """The fence is the epoch's data version: a broker that learnt it without winning the
+    election passes the fence, and the checker sees who wrote."""
+
+    async def main() -> None:
+        zk = FakeZooKeeper()
+        checker = Checker(zk, {})
+        winner, other = FakeClusterStore(zk), FakeClusterStore(zk)
+        epoch = await winner.register_controller_and_increment_epoch(1)
+        state = LeaderAndIsr(1, 0, (1, 2))
+        await winner.create_partition_states({TP: state}, epoch.epoch, epoch.zk_version)
+        checker.check({})
+        written = await other.update_partition_states(
+            {TP: state._replace(partition_epoch=0)}, epoch.epoch, epoch.zk_version
+        )
+        assert not isinstance(written[TP], Exception), "the fence let it through"
+        with pytest.raises(Violation, match="fenced writes: session 2 wrote without holding the epoch"):
+            checker.check({})
+
+    run_simulated(main())
+
+
+def test_a_broker_applying_an_older_leader_and_isr_is_caught_but_a_new_incarnation_starts_afresh() -> None:
+    checker = Checker(FakeZooKeeper(), {})
+    checker.check({1: (1, _stand_in(leader_epochs={TP: 5}))})
+    checker.check({1: (2, _stand_in(leader_epochs={TP: 2}))})  # restarted: its own history
+    with pytest.raises(Violation, match="broker 1 went from leader epoch 2 to 1"):
+        checker.check({1: (2, _stand_in(leader_epochs={TP: 1}))})
+
+
+def test_an_event_gone_from_the_queue_unspent_is_caught() -> None:
+    async def main() -> None:
+        checker = Checker(FakeZooKeeper(), {})
+        events = ControllerEventManager(lambda event: asyncio.sleep(0), ManualClock())
+        broker = _stand_in(events=events)
+        checker.watch_events(broker, 1)
+        queued = events.put(Startup())
+        checker.check({1: (1, broker)})  # still queued
+        events._queue.clear()  # lost: neither processed nor pre-empted
+        assert not queued.spent
+        with pytest.raises(Violation, match="no event lost: broker 1's Startup left the queue unspent"):
+            checker.check({1: (1, broker)})
+
+    run_simulated(main())
+
+
+def test_an_unclean_election_lets_off_only_the_writes_sent_before_it() -> None:
+    """Seen write by write: an ISR that grows and a leader moved to the new member within one
+    step is clean (both writes in one step); a leader from outside the ISR is not, and
+    excuses the acknowledgements sent before it, not those after."""
+    zk = FakeZooKeeper()
+    logs = {b: MemoryLogStore() for b in (1, 2, 3)}
+    checker = Checker(zk, logs)
+    zk.write_partition_state(TP, LeaderAndIsr(1, 0, (1,)), 1)
+    checker.check({})
+    zk.write_partition_state(TP, LeaderAndIsr(1, 0, (1, 2)), 1)
+    zk.write_partition_state(TP, LeaderAndIsr(2, 1, (1, 2)), 1)  # clean: 2 joined first
+    assert checker.unclean_elections(TP) == 0
+    logs[1].get_or_create(TP, {}).append_as_leader(_batch(b"old"), 0)
+    checker.acknowledged(Ack(TP, 0, b"old", checker.unclean_elections(TP)))
+    with pytest.raises(Violation, match="broker 2, in ISR"):
+        checker.check({})
+
+    checker = Checker(zk, logs)
+    checker.acknowledged(Ack(TP, 0, b"old", checker.unclean_elections(TP)))
+    zk.write_partition_state(TP, LeaderAndIsr(-1, 1, (2,)), 1)
+    zk.write_partition_state(TP, LeaderAndIsr(3, 2, (3,)), 1)  # unclean: 3 was not in sync
+    assert checker.unclean_elections(TP) == 1
+    checker.check({})  # "old", sent before it, is let off
+    logs[3].get_or_create(TP, {}).append_as_leader(_batch(b"new"), 2)
+    checker.acknowledged(Ack(TP, 0, b"new", checker.unclean_elections(TP)))
+    checker.check({})
+    zk.write_partition_state(TP, LeaderAndIsr(3, 2, (3, 1)), 1)
+    with pytest.raises(Violation, match=r"offset 0 \(b'new'\) is acknowledged but broker 1"):
+        checker.check({})
+
+
+def test_replicas_that_differ_below_the_high_watermark_keep_the_run_from_settling() -> None:
+    from node.sim.broker import BrokerSettings, SimBroker
+    from wire.api import CreatableReplicaAssignment, CreatableTopic, CreateTopicsRequest
+
+    async def main() -> str | None:
+        zk = FakeZooKeeper()
+        network = SimNetwork(random.Random(1), lambda line, **_: None)
+        logs = {b: MemoryLogStore() for b in (1, 2, 3)}
+        checker = Checker(zk, logs)
+        brokers = {}
+        for broker_id in (1, 2, 3):
+            broker = SimBroker(broker_id, zk, network, logs[broker_id], BrokerSettings())
+            brokers[broker_id] = (broker_id, broker)
+            broker.start()
+        await asyncio.sleep(1.0)
+        topic = CreatableTopic(
+            name="t", assignments=[CreatableReplicaAssignment(partition=0, broker_ids=[1, 2, 3])]
+        )
+        await network.request(CLIENT, endpoint_of(1), CreateTopicsRequest(topics=[topic]), 10.0, "test")
+        produce = _produce(b"v")
+        await network.request(CLIENT, endpoint_of(1), produce, 10.0, "test")
+        for _ in range(100):
+            if checker.settled(brokers) is None:
+                break
+            await asyncio.sleep(0.1)
+        assert checker.settled(brokers) is None, checker.settled(brokers)
+        # Broker 3's copy of the committed record replaced by another, where nothing fetches.
+        follower = logs[3].get(TP)
+        assert follower is not None
+        follower.truncate_to(0)
+        other = bytearray(_batch(b"w"))
+        records.stamp(other, 0, 0, zk.partition_states[TP][0].leader_epoch)
+        follower.append_as_follower(bytes(other))
+        return checker.settled(brokers)
+
+    assert run_simulated(main()) == "t-0: replicas differ below the high watermark 1"
+
+
+def _produce(value: bytes) -> Any:
+    from wire.api import ProducePartitionData, ProduceRequest, ProduceTopicData
+
+    data = ProducePartitionData(index=0, records=records.build_batch([(None, value)], timestamp=0))
+    return ProduceRequest(
+        acks=-1, timeout_ms=3000, topic_data=[ProduceTopicData(name="t", partition_data=[data])]
+    )
+
+
+def test_an_error_logged_with_its_exception_is_caught_and_kafkas_own_error_lines_are_not() -> None:
+    checker = Checker(FakeZooKeeper(), {})
+    logger = logging.getLogger("tests.sim.invariants")
+    logger.addHandler(handler := UnexpectedErrors(checker))
+    logger.propagate = False
+    try:
+        logger.error("Failed to change state of partition t-0: no eligible leader")
+        checker.check({})
+        try:
+            raise KeyError("t-9")
+        except KeyError:
+            logger.exception("fetch from broker 2 failed unexpectedly; retrying")
+        expected = r"no unexpected error: tests\.sim\.invariants: fetch from broker 2"
+        with pytest.raises(Violation, match=expected):
+            checker.check({})
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = True
+
+
+def test_an_error_that_reaches_the_event_loop_in_a_run_is_a_violation() -> None:
+    """A callback that raises, in a simulated run: the loop's handler hands it to the checker."""
+    simulation = Simulation(RunConfig(seed=1, brokers=3, steps=1))
+
+    async def raising() -> None:
+        asyncio.get_running_loop().call_soon(_fail)
+        await asyncio.sleep(0)
+        simulation.checker.check({})
+
+    def _fail() -> None:
+        raise ZeroDivisionError("planted")
+
+    simulation._create_topic = raising  # type: ignore[method-assign]
+    result = simulation.run()
+    assert result.violation is not None
+    assert str(result.violation).startswith("no unexpected error: Exception in callback")
+    assert "ZeroDivisionError: planted" in str(result.violation)
