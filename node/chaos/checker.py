@@ -3,8 +3,9 @@
 Each check is a pure function returning the violations it found, each with the events
 around it: Jepsen's Kafka checker's anomalies (lost, inconsistent offsets, non-monotonic
 reads, duplicates counted), replica convergence below the high watermark, one controller
-per epoch, partition states that never go back to an older epoch, and a healthy cluster
-within HEALTHY_WITHIN_S of the heal.
+per epoch and none that was not elected, partition states that never go back to an older
+epoch, a healthy cluster within HEALTHY_WITHIN_S of the heal, and planner plans that end
+without doing a move twice.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import itertools
 import signal
 from collections.abc import Callable, Iterable
 
-from node.chaos.history import FinalState, History, Read
+from node.chaos.history import DONE, FinalState, History, PlanMove, Read
 
 HEALTHY_WITHIN_S = 30.0
 # How many examples a violation lists.
@@ -154,20 +155,35 @@ def check_replicas_converged(history: History, final: FinalState) -> list[Violat
 
 
 def check_one_controller_per_epoch(history: History, final: FinalState) -> list[Violation]:
-    """At most one broker acted as controller per epoch, and the epoch ZooKeeper shows never
-    goes down."""
-    by_epoch: dict[int, set[int]] = {}
+    """At most one broker per controller epoch, whether elected (a broker's controller.log, the
+    ZooKeeper watcher) or acting (state changes logged as `[Controller id=N epoch=E]`); the
+    epoch ZooKeeper shows never goes down."""
+    claims = sorted(
+        [
+            *((c.t, c.epoch, c.broker, f"{c.source}: elected") for c in history.controllers),
+            *(
+                (a.t, a.epoch, a.broker, f"{a.source}: {a.lines} state change(s) from t={a.t:.1f}s")
+                for a in history.controller_actions
+            ),
+        ]
+    )
+    # epoch → broker → how it first claimed the epoch.
+    holders: dict[int, dict[int, str]] = {}
     out = []
-    for seen in history.controllers:
-        brokers = by_epoch.setdefault(seen.epoch, set())
-        brokers.add(seen.broker)
+    for t, epoch, broker, how in claims:
+        brokers = holders.setdefault(epoch, {})
+        if broker in brokers:
+            continue
+        brokers[broker] = how
         if len(brokers) == 2:
             out.append(
                 _violation(
                     history,
                     "two-controllers",
-                    f"controller epoch {seen.epoch} was held by brokers {sorted(brokers)}",
-                    seen.t,
+                    f"controller epoch {epoch} was held by brokers {sorted(brokers)} ("
+                    + "; ".join(f"broker {b}, {first}" for b, first in sorted(brokers.items()))
+                    + ")",
+                    t,
                 )
             )
     highest = -1
@@ -182,6 +198,34 @@ def check_one_controller_per_epoch(history: History, final: FinalState) -> list[
                 )
             )
         highest = max(highest, seen.epoch)
+    return out
+
+
+def check_controllers_elected(history: History, final: FinalState) -> list[Violation]:
+    """Every broker that acted as controller (state changes in its state-change.log under
+    `[Controller id=N epoch=E]`) won that epoch's election, as a broker's controller.log or
+    the ZooKeeper watcher recorded it: a broker acting on a stale /controller acts at an
+    epoch no election gave it. (A zombie acting on at the epoch it won is the fencing's
+    business: its writes are refused, and the partition-state check sees any that were not.)"""
+    elected: dict[int, set[int]] = {}
+    for seen in history.controllers:
+        elected.setdefault(seen.epoch, set()).add(seen.broker)
+    out = []
+    for acted in sorted(history.controller_actions, key=lambda a: a.t):
+        winners = elected.get(acted.epoch, set())
+        if acted.broker in winners:
+            continue
+        out.append(
+            _violation(
+                history,
+                "controller-not-elected",
+                f"broker {acted.broker} acted as controller at epoch {acted.epoch} ({acted.lines} "
+                f"state change(s) in {acted.source}, t={acted.t:.1f}s to {acted.last_t:.1f}s), an epoch "
+                f"no election gave it (elected at epoch {acted.epoch}: "
+                f"{', '.join(f'broker {b}' for b in sorted(winners)) or 'none seen'})",
+                acted.t,
+            )
+        )
     return out
 
 
@@ -272,35 +316,50 @@ def check_shutdowns(history: History, final: FinalState) -> list[Violation]:
 
 
 def check_plans(history: History, final: FinalState) -> list[Violation]:
-    """A plan's moves are each done once, across the planners that ran it: the moves an ended
-    plan counts as done, failed or cancelled are no more than it had, and a resumed plan never
-    counts fewer done moves than when it was resumed. And every plan ends, complete or
-    reported stopped: one that no planner ended was left half done (one still running at the
-    end is the stuck-plan check's)."""
+    """Every plan ends, complete or reported stopped: one that no planner ended was left half
+    done (one still running at the end is the stuck-plan check's)."""
+    if final.plan_state == "running":
+        return []
+    return [
+        _violation(
+            history,
+            "plan-not-ended",
+            f"plan {plan.plan_id} ({plan.moves} moves) never ended: no planner completed it "
+            f"or reported it stopped (resumed with {plan.resumed_with_done} done)",
+            history.healed_s,
+        )
+        for plan in history.plans.values()
+        if plan.state is None
+    ]
+
+
+def check_plan_moves(history: History, final: FinalState) -> list[Violation]:
+    """No move of a plan is handed to the controller again once a planner found it done, by
+    that planner or one that took the plan over: a move done twice. Sending again a move not
+    yet found done (its request failed or timed out, or a planner died before it saw the
+    answer) is how a plan goes on. Across planners the times of their logs order the lines
+    (equal times order nothing); within one planner's log, its order."""
+    done: dict[tuple[str, str, int], PlanMove] = {}
+    reported: set[tuple[str, str, int]] = set()
     out = []
-    for plan in history.plans.values():
-        if plan.state is None:
-            if final.plan_state != "running":
-                out.append(
-                    _violation(
-                        history,
-                        "plan-not-ended",
-                        f"plan {plan.plan_id} ({plan.moves} moves) never ended: no planner completed it "
-                        f"or reported it stopped (resumed with {plan.resumed_with_done} done)",
-                        history.healed_s,
-                    )
-                )
+    for move in sorted(history.plan_moves, key=lambda m: (m.t, m.planner, m.position)):
+        key = (move.plan_id, move.topic, move.partition)
+        if move.kind == DONE:
+            done.setdefault(key, move)
             continue
-        counted = plan.done + plan.failed + plan.cancelled
-        if counted > plan.moves or any(done > plan.done for done in plan.resumed_with_done):
+        first = done.get(key)
+        if first is None or key in reported:
+            continue
+        if first.t < move.t or (first.planner == move.planner and first.position < move.position):
+            reported.add(key)
             out.append(
                 _violation(
                     history,
-                    "plan-moves-miscounted",
-                    f"plan {plan.plan_id} ({plan.moves} moves) ended {plan.state} with {plan.done} done, "
-                    f"{plan.failed} failed, {plan.cancelled} cancelled after resumptions with "
-                    f"{plan.resumed_with_done} done",
-                    history.healed_s,
+                    "plan-move-repeated",
+                    f"plan {move.plan_id}: {move.planner} sent the move of {move.topic}-{move.partition} "
+                    f"to replicas {list(move.replicas)} at t={move.t:.1f}s, after {first.planner} had "
+                    f"found it done at t={first.t:.1f}s",
+                    move.t,
                 )
             )
     return out
@@ -312,10 +371,12 @@ CHECKS: tuple[Callable[[History, FinalState], list[Violation]], ...] = (
     check_monotonic_reads,
     check_replicas_converged,
     check_one_controller_per_epoch,
+    check_controllers_elected,
     check_partition_states,
     check_healthy,
     check_shutdowns,
     check_plans,
+    check_plan_moves,
 )
 
 

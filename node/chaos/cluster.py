@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 from pathlib import Path
 
-from node.broker.logs import CONTROLLER_LOG, read_log
 from node.chaos.proxy import Link, PeerLinks, Proxy
 from node.cluster.local import BrokerProcess, LocalCluster, PlannerProcess
 from node.cluster.zookeeper import EmbeddedZooKeeper, free_ports
@@ -142,9 +141,10 @@ class ChaosCluster:
         process = self.process(broker_id)
         return process is not None and process.running
 
-    def controller_log(self, broker_id: int) -> str:
-        """The broker's controller.log, every incarnation's (they append to it)."""
-        return read_log(self.directory / f"broker-{broker_id}" / "data", CONTROLLER_LOG)
+    def log_dir(self, broker_id: int) -> Path:
+        """Where the broker writes its controller.log and state-change.log (node/broker/logs.py),
+        every incarnation appending to the same files."""
+        return self.directory / f"broker-{broker_id}" / "data"
 
     # --- ZooKeeper reads ---
 

@@ -1,6 +1,8 @@
 """What a chaos run saw, as plain data the checker reads: every event with its time, every
-acknowledged write with its offset, every record read, and every controller and partition
-state observed in ZooKeeper. Times are seconds since the run started."""
+acknowledged write with its offset, every record read, every controller and partition
+state observed in ZooKeeper, and what the brokers' and planners' logs tell (elections,
+state changes made as controller, plans and their moves). Times are seconds since the run
+started."""
 
 from __future__ import annotations
 
@@ -57,13 +59,26 @@ class PartitionState:
 
 @dataclasses.dataclass(frozen=True)
 class ControllerSeen:
-    """A broker that acted as controller at an epoch: from /controller and /controller_epoch,
-    or from a broker's log ("broker N is controller at epoch E")."""
+    """A broker elected controller at an epoch: from /controller and /controller_epoch, or
+    from a broker's controller.log ("broker N is controller at epoch E")."""
 
     t: float
     source: str
     epoch: int
     broker: int
+
+
+@dataclasses.dataclass(frozen=True)
+class ControllerActions:
+    """The state changes a broker logged as controller at one epoch (`[Controller id=N
+    epoch=E]` in its state-change.log): how many, and when the first and the last were."""
+
+    t: float
+    last_t: float
+    source: str
+    epoch: int
+    broker: int
+    lines: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +104,25 @@ class PlanRun:
     done: int = 0
     failed: int = 0
     cancelled: int = 0
+
+
+SUBMITTED, DONE = "submitted", "done"
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanMove:
+    """A planner's word on one move of a plan: handed to the controller (SUBMITTED, with the
+    replicas sent) or found at its target (DONE). `position` (where in that planner's log)
+    orders one planner's words whose times are equal."""
+
+    t: float
+    planner: str
+    position: int
+    kind: str
+    plan_id: str
+    topic: str
+    partition: int
+    replicas: tuple[int, ...] = ()
 
 
 @dataclasses.dataclass
@@ -128,6 +162,8 @@ class History:
     controllers: list[ControllerSeen] = dataclasses.field(default_factory=list)
     shutdowns: list[Shutdown] = dataclasses.field(default_factory=list)
     plans: dict[str, PlanRun] = dataclasses.field(default_factory=dict)
+    plan_moves: list[PlanMove] = dataclasses.field(default_factory=list)
+    controller_actions: list[ControllerActions] = dataclasses.field(default_factory=list)
     # Partitions produced to, and when the workload produced.
     partitions: list[tuple[str, int]] = dataclasses.field(default_factory=list)
     produce_started_s: float = 0.0

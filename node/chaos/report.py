@@ -7,7 +7,7 @@ from typing import Any
 
 from node.chaos import checker
 from node.chaos.checker import Violation
-from node.chaos.history import FinalState, History
+from node.chaos.history import DONE, SUBMITTED, FinalState, History
 from node.chaos.schedule import Fault, counts
 
 
@@ -56,6 +56,7 @@ class Report:
             "without_leader_s": checker.longest_without_leader(history),
             "healthy_after_s": self.final.healthy_after_s,
             "plans": [dataclasses.asdict(p) for p in history.plans.values()],
+            "observed": observed(history),
             "violations": [v.as_json() for v in self.violations],
             "ok": self.ok,
             "replay": self.replay,
@@ -73,6 +74,9 @@ class Report:
             f"{value['indeterminate']} not acknowledged, {value['read']} read, {value['lost']} lost, "
             f"{value['duplicates']} duplicated",
             f"  controller changes: {value['controller_changes']}",
+            "  read from the logs: {elections_logged} elections, {controller_state_changes} state "
+            "changes made as controller, {plan_moves_sent} plan moves sent and {plan_moves_done} "
+            "found done".format(**value["observed"]),
             f"  planner plans: {len(self.history.plans)} ("
             + (
                 ", ".join(f"{p.plan_id} {p.state or 'not ended'}" for p in self.history.plans.values())
@@ -97,3 +101,17 @@ class Report:
                 lines.extend(f"      {e}" for e in violation.events)
             lines.append(f"  replay: {self.replay}")
         return "\n".join(lines)
+
+
+def observed(history: History) -> dict[str, int]:
+    """How much the checks of controllers and plans had to go on, from the logs and the
+    watcher. A run elects a controller and creates its topics before its faults, so a zero
+    among the controller figures (or no move found done in a run whose plans completed) says
+    a log was not read, or is no longer read as it is written."""
+    return {
+        "elections_logged": sum(1 for c in history.controllers if c.source != "zookeeper"),
+        "controllers_watched": sum(1 for c in history.controllers if c.source == "zookeeper"),
+        "controller_state_changes": sum(a.lines for a in history.controller_actions),
+        "plan_moves_sent": sum(1 for m in history.plan_moves if m.kind == SUBMITTED),
+        "plan_moves_done": sum(1 for m in history.plan_moves if m.kind == DONE),
+    }

@@ -6,16 +6,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import re
 import time
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 
-from node.chaos import checker, schedule
+from node.chaos import checker, logs, schedule
 from node.chaos.cluster import ChaosCluster
 from node.chaos.faults import Nemesis, planner_status
-from node.chaos.history import ControllerSeen, FinalState, History, PlanRun, Read
+from node.chaos.history import FinalState, History, Read
 from node.chaos.observer import Observer
 from node.chaos.report import Report
 from node.chaos.workload import Workload
@@ -25,10 +23,6 @@ STATUS_EVERY_S = 5.0
 # After the heal: how long to wait for a healthy cluster before giving up (the check itself
 # asks for checker.HEALTHY_WITHIN_S; waiting longer tells by how much it was missed).
 SETTLE_LIMIT_S = checker.HEALTHY_WITHIN_S + 30.0
-_PLAN_STARTED = re.compile(r"executing plan (\w+) \(\w+\): (\d+) moves")
-_PLAN_RESUMED = re.compile(r"resuming plan (\w+): (\d+) of (\d+) moves done")
-_PLAN_ENDED = re.compile(r"plan (\w+) (\w+): (\d+) moves done, (\d+) failed, (\d+) cancelled")
-_CONTROLLER_LINE = re.compile(r"^(\S+ \S+) .*broker (\d+) is controller at epoch (\d+)", re.MULTILINE)
 
 BROKER_SETTINGS = {
     # A follower cut off leaves the ISR within seconds, so runs show shrinking and expanding.
@@ -163,8 +157,10 @@ class ChaosRun:
         _read_replicas(self.cluster, self.history, final, self.clock)
         await self.observer.stop()
         _read_controller_logs(self.cluster, self.history, self._wall_started)
-        _read_planner_logs(self.cluster, self.history)
-        (self.directory / "events.log").write_text("".join(e.line() + "\n" for e in self.history.events))
+        _read_planner_logs(self.cluster, self.history, self._wall_started)
+        # The logs' events came in last: the file is in time order.
+        events = sorted(self.history.events, key=lambda e: e.t)
+        (self.directory / "events.log").write_text("".join(e.line() + "\n" for e in events))
         return final
 
     def _report(self, final: FinalState) -> Report:
@@ -267,36 +263,16 @@ def _read_replicas(
 
 
 def _read_controller_logs(cluster: ChaosCluster, history: History, wall_started: float) -> None:
-    """ "broker N is controller at epoch E" from every broker's controller.log, each
-    incarnation's."""
+    """Every broker's elections (controller.log) and the state changes it made as controller
+    (state-change.log), each incarnation's and across rotations."""
     for broker in cluster.broker_ids:
-        for stamp, who, epoch in _CONTROLLER_LINE.findall(cluster.controller_log(broker)):
-            with contextlib.suppress(ValueError):
-                wall = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
-                history.controllers.append(
-                    ControllerSeen(
-                        round(wall - wall_started, 3), f"broker {broker}'s log", int(epoch), int(who)
-                    )
-                )
+        directory = cluster.log_dir(broker)
+        history.controllers.extend(logs.elections(directory, f"broker {broker}'s log", wall_started))
+        history.controller_actions.extend(
+            logs.controller_actions(directory, f"broker {broker}'s state-change.log", wall_started)
+        )
 
 
-def _read_planner_logs(cluster: ChaosCluster, history: History) -> None:
-    """Each plan's start, resumptions and end, from every planner's log."""
-    for planner in cluster.planners:
-        text = planner.log()
-        for plan_id, moves in _PLAN_STARTED.findall(text):
-            history.plans.setdefault(plan_id, PlanRun(plan_id, int(moves)))
-        for plan_id, done, moves in _PLAN_RESUMED.findall(text):
-            history.plans.setdefault(plan_id, PlanRun(plan_id, int(moves))).resumed_with_done.append(
-                int(done)
-            )
-    for planner in cluster.planners:
-        for plan_id, state, done, failed, cancelled in _PLAN_ENDED.findall(planner.log()):
-            if plan_id in history.plans:
-                plan = history.plans[plan_id]
-                plan.state, plan.done, plan.failed, plan.cancelled = (
-                    state,
-                    int(done),
-                    int(failed),
-                    int(cancelled),
-                )
+def _read_planner_logs(cluster: ChaosCluster, history: History, wall_started: float) -> None:
+    """Each plan's start, resumptions and end, and its moves, from every planner's log."""
+    logs.read_plans(history, [(p.log_path.stem, p.log()) for p in cluster.planners], wall_started)

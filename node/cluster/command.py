@@ -29,8 +29,8 @@ did not agree on a controller in time); `--verbose` adds the traceback.
 
 `chaos` starts a cluster of its own (in a temporary directory unless `--dir`), runs a
 workload and a seeded nemesis against it for `--duration` seconds, heals it and checks the
-history (node/chaos); exit status 1 when a check is violated. The same seed gives the same
-schedule of faults.
+history (node/chaos); exit status 1 when a check is violated, 2 for a bad argument (fewer
+than 3 brokers among them). The same seed gives the same schedule of faults.
 """
 
 from __future__ import annotations
@@ -71,6 +71,7 @@ from node.entry import (
     EXIT_STATUS_HELP,
     CommandError,
     KeelArgumentParser,
+    UsageError,
     add_verbose_option,
     quiet_libraries,
     run_main,
@@ -572,7 +573,7 @@ def cmd_chaos(args: argparse.Namespace) -> int:
         session_timeout_ms=args.session_timeout_ms,
     )
     if options.brokers < 3:
-        raise CommandError("a chaos run needs at least 3 brokers (its topics have replication factor 3)")
+        raise UsageError("a chaos run needs at least 3 brokers (its topics have replication factor 3)")
 
     def say(line: str) -> None:
         print(line, flush=True)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -64,6 +65,12 @@ SAVE_INTERVAL_S = 1.0
 # The copy in ZooKeeper, for a planner that takes the plan over, at most this often while it
 # runs (and always when it starts and ends): it is the whole plan again each time.
 PLAN_COPY_INTERVAL_S = 5.0
+# One line per move handed to the controller and one per move found done: the chaos checker
+# reads them from every planner's log (node/chaos/logs.py) to tell a move done twice, as when a
+# planner that took a plan over sends again what the one before it had completed. Keep their
+# words; tests/unit/test_chaos_logs.py parses them as this logger writes them.
+SUBMITTING_LINE = "plan %s: submitting the move of %s-%d to replicas %s"
+DONE_LINE = "plan %s: the move of %s-%d is done"
 
 
 class PlanInProgress(Exception):
@@ -152,6 +159,8 @@ class PlanExecutor:
         # When ZooKeeper's copy of the plan was last written, and whether a save since is not in it.
         self._plan_copied_at = float("-inf")
         self._copy_behind = False
+        # The moves changed since ZooKeeper's copy was written, as the journal beside it has them.
+        self._journal: list[dict[str, object]] = []
 
     # --- the public interface ---
 
@@ -201,7 +210,7 @@ class PlanExecutor:
                 move.state = MoveState.DONE
         await self._fill_sizes(metadata, leaders, [m for m in moves if m.size_bytes <= 0])
         self._moves, self._topic_lists, self._rates, self._copied = moves, {}, RateWindow(), 0
-        self._plan_copied_at = float("-inf")
+        self._plan_copied_at, self._journal = float("-inf"), []
         throttle = self.throttle_bytes_per_s if throttle_bytes_per_s is None else throttle_bytes_per_s
         self._plan = {
             "plan_id": plan_id,
@@ -228,6 +237,7 @@ class PlanExecutor:
             self.max_moves_per_broker,
             f"throttle {throttle} bytes/s" if throttle >= 0 else "no throttle",
         )
+        self._log_done(moves)
         await self._apply_rates()
         await self._save()
         self._launch()
@@ -268,13 +278,14 @@ class PlanExecutor:
             return False
         try:
             moves = [Move.from_json(_mapping(m)) for m in _list(document.get("moves"))]
-        except (KeyError, ValueError) as e:
+            journaled = _apply_journal(moves, document, await self._record.read_journal())
+        except (KeyError, ValueError, TypeError) as e:
             log.warning("cannot resume a plan: %s: %s", self._file.path, e)
             return False
         plan = {k: v for k, v in document.items() if k not in ("moves", "topic_lists", "version")}
         lists = document.get("topic_lists") or {}
         self._moves, self._plan = moves, plan
-        self._plan_copied_at = float("-inf")
+        self._plan_copied_at, self._journal = float("-inf"), []
         self._topic_lists = {str(t): (str(v[0]), str(v[1])) for t, v in dict(lists).items()}  # type: ignore[call-overload]
         self._rates, self._copied = RateWindow(), sum(bytes_copied(m, {}) for m in moves)
         if plan.get("state") != RUNNING:
@@ -298,12 +309,13 @@ class PlanExecutor:
         done = sum(m.state is MoveState.DONE for m in moves)
         in_flight = sum(m.state is MoveState.IN_FLIGHT for m in moves)
         log.info(
-            "resuming plan %s: %d of %d moves done, %d were in flight%s",
+            "resuming plan %s: %d of %d moves done, %d were in flight%s%s",
             plan.get("plan_id"),
             done,
             len(moves),
             in_flight,
             " (taken over from its copy in ZooKeeper)" if from_zookeeper else "",
+            f"; {journaled} moves changed since, from its journal" if journaled else "",
         )
         self._connect()
         await self._apply_rates()
@@ -336,7 +348,10 @@ class PlanExecutor:
         current, _ = _assignment(metadata)
         ongoing = await self._list_ongoing(admin, [m.tp for m in unfinished])
         # What completed since the last look stays done.
-        reconcile(self._moves, current, ongoing, self._clock.monotonic(), settle_s=self._settle_s)
+        changed, _ = reconcile(
+            self._moves, current, ongoing, self._clock.monotonic(), settle_s=self._settle_s
+        )
+        self._log_done(changed)
         unfinished = [m for m in unfinished if m.state not in FINISHED]
         ours = [m.tp for m in unfinished if m.tp in ongoing and ongoing[m.tp].target in (m.step, m.target)]
         if ours:
@@ -446,6 +461,8 @@ class PlanExecutor:
                     move.partition,
                     move.reason,
                 )
+        self._log_done(changed)
+        await self._write_journal(changed)
         if all(m.state in FINISHED for m in self._moves):
             await self._measure(metadata)
             await self._end(FAILED if any(m.state is MoveState.FAILED for m in self._moves) else COMPLETE)
@@ -472,6 +489,11 @@ class PlanExecutor:
             return 0
         if not await self._throttle_lists([(m.tp, tuple(current[m.tp]), s) for m, s in batch]):
             return 0
+        # In the journal before the controller has them: a planner taking the plan over
+        # from an older copy watches these moves rather than sends them again.
+        await self._write_journal([_started(m, current[m.tp], s) for m, s in batch])
+        for move, step in batch:
+            log.info(SUBMITTING_LINE, self._plan.get("plan_id"), move.topic, move.partition, list(step))
         response = await admin.alter_partition_reassignments({m.tp: s for m, s in batch})
         if response.error_code != ErrorCode.NONE:
             self._last_error = f"the controller refused the moves: {ErrorCode(response.error_code).name}"
@@ -497,6 +519,7 @@ class PlanExecutor:
                     move.partition,
                     move.reason,
                 )
+        await self._write_journal([m for m, _ in batch if m.state is MoveState.FAILED])
         log.info(
             "plan %s: started %d moves; %d in flight",
             self._plan.get("plan_id"),
@@ -684,6 +707,25 @@ class PlanExecutor:
         await self._save()
         self._log_end()
 
+    async def _write_journal(self, moves: Iterable[Move]) -> None:
+        """Add `moves` as they are now to the journal beside ZooKeeper's copy, each with the
+        revision of the last save: it happened after that save, and a copy of the plan at
+        that revision or older does not hold it."""
+        entries = [{"revision": _revision(self._plan), "move": m.to_json()} for m in moves]
+        if not entries:
+            return
+        self._journal.extend(entries)
+        await self._record.write_journal(self._journal_document())
+
+    def _journal_document(self) -> dict[str, object]:
+        return {"version": 1, "plan_id": self._plan.get("plan_id"), "entries": self._journal}
+
+    def _log_done(self, moves: Iterable[Move]) -> None:
+        """A line for each of `moves` found done (at its target replicas)."""
+        for move in moves:
+            if move.state is MoveState.DONE:
+                log.info(DONE_LINE, self._plan.get("plan_id"), move.topic, move.partition)
+
     def _log_end(self, how: str = "") -> None:
         counts = {s: sum(m.state is s for m in self._moves) for s in MoveState}
         log.info(
@@ -715,6 +757,10 @@ class PlanExecutor:
             # Before the record: a record that names a plan has its copy there already.
             self._plan_copied_at, self._copy_behind = self._clock.monotonic(), False
             await self._record.write_plan(document)
+            if self._journal:
+                # The copy holds all of it now.
+                self._journal = []
+                await self._record.write_journal(self._journal_document())
         if record_too:
             await self._record.write(
                 {
@@ -765,6 +811,37 @@ def _move(entry: Mapping[str, object], sizes: Mapping[Partition, int]) -> Move:
             f"{topic}-{partition}: replicas {list(replicas)} are not distinct broker ids"
         )
     return Move(topic, partition, tuple(replicas), size_bytes=int(sizes.get((topic, partition), 0)))
+
+
+def _started(move: Move, origin: Sequence[int], step: tuple[int, ...]) -> Move:
+    """`move` as it is once its step is handed to the controller."""
+    started = dataclasses.replace(move)
+    start_step(started, origin, step)
+    return started
+
+
+def _apply_journal(
+    moves: list[Move], document: Mapping[str, object], journal: Mapping[str, object] | None
+) -> int:
+    """Bring `moves` (a saved copy of the plan) up to date with the journal of what changed
+    since: the entries written at the copy's revision or later, for the same plan. A move
+    the copy already has finished stays so. The number of moves changed."""
+    if journal is None or journal.get("plan_id") != document.get("plan_id"):
+        return 0
+    revision = _revision(document)
+    by_partition = {m.tp: i for i, m in enumerate(moves)}
+    changed = 0
+    for value in _list(journal.get("entries")):
+        entry = _mapping(value)
+        if _int(entry.get("revision")) < revision:
+            continue
+        later = Move.from_json(_mapping(entry.get("move")))
+        index = by_partition.get(later.tp)
+        if index is None or moves[index].state in FINISHED:
+            continue
+        moves[index] = later
+        changed += 1
+    return changed
 
 
 def _revision(document: Mapping[str, object]) -> int:

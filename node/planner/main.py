@@ -35,6 +35,8 @@ from node.zk.client import NO_AUTH_HINT, NoAuth, ZooKeeperUnavailable
 from wire.server import ListenerUnavailable
 
 log = logging.getLogger("keel.planner")
+# The chaos run reads plans and moves from these lines (node/chaos/logs.py).
+LOG_FORMAT = "%(asctime)s %(levelname)s [planner] %(name)s: %(message)s"
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -56,7 +58,7 @@ def build_config(args: argparse.Namespace) -> PlannerConfig:
 def configure_logging() -> None:
     logging.basicConfig(
         level=logging.INFO,
-        format="%(asctime)s %(levelname)s [planner] %(name)s: %(message)s",
+        format=LOG_FORMAT,
         stream=sys.stderr,
     )
     logging.getLogger("aiozk").setLevel(logging.WARNING)

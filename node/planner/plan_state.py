@@ -26,6 +26,9 @@ log = logging.getLogger(__name__)
 PLAN_FILE = "executing-plan.json"
 PLAN_ZNODE = "/keel/plan"
 PLAN_DOCUMENT_ZNODE = "/keel/plan-document"
+# What changed in the plan since its copy was last written (moves handed to the controller,
+# found done, failed), written before a move is handed over: the copy lags by seconds.
+PLAN_JOURNAL_ZNODE = f"{PLAN_DOCUMENT_ZNODE}/journal"
 # ZooKeeper refuses a znode over jute.maxbuffer (1 MiB by default): a plan goes in parts of at
 # most this many compressed bytes, `/keel/plan-document/part-N`.
 PART_BYTES = 512 * 1024
@@ -106,6 +109,10 @@ class PlanRecord(Protocol):
 
     async def write_plan(self, document: dict[str, object]) -> None: ...
 
+    async def read_journal(self) -> dict[str, object] | None: ...
+
+    async def write_journal(self, journal: dict[str, object]) -> None: ...
+
 
 class ZkPlanRecord:
     """`/keel/plan`: {"version": 1, "plan_id", "state", "origin", "moves_total", "moves_done",
@@ -168,6 +175,21 @@ class ZkPlanRecord:
             with contextlib.suppress(NoNode):
                 await self._zk.delete(f"{PLAN_DOCUMENT_ZNODE}/{child}")
 
+    async def read_journal(self) -> dict[str, object] | None:
+        value = await self._zk.get_or_none(PLAN_JOURNAL_ZNODE)
+        if value is None or not value[0]:
+            return None
+        try:
+            journal = orjson.loads(value[0])
+        except orjson.JSONDecodeError:
+            log.warning("ignoring an unreadable %s", PLAN_JOURNAL_ZNODE)
+            return None
+        return journal if isinstance(journal, dict) else None
+
+    async def write_journal(self, journal: dict[str, object]) -> None:
+        await self._zk.create_all_if_missing(["/keel", PLAN_DOCUMENT_ZNODE])
+        await self._put(PLAN_JOURNAL_ZNODE, orjson.dumps(journal))
+
     async def _put(self, path: str, data: bytes) -> None:
         try:
             await self._zk.set(path, data)
@@ -190,6 +212,7 @@ class MemoryPlanRecord:
         self.value: dict[str, object] | None = None
         # The plan as ZooKeeper would hold it: a header and parts.
         self.plan: tuple[dict[str, object], list[bytes]] | None = None
+        self.journal: dict[str, object] | None = None
         self._part_bytes = part_bytes
 
     async def read(self) -> dict[str, object] | None:
@@ -203,3 +226,9 @@ class MemoryPlanRecord:
 
     async def write_plan(self, document: dict[str, object]) -> None:
         self.plan = pack(document, self._part_bytes)
+
+    async def read_journal(self) -> dict[str, object] | None:
+        return None if self.journal is None else orjson.loads(orjson.dumps(self.journal))
+
+    async def write_journal(self, journal: dict[str, object]) -> None:
+        self.journal = orjson.loads(orjson.dumps(journal))

@@ -85,3 +85,15 @@ async def test_parts_that_do_not_make_the_plan_their_header_names_are_refused(
         header, parts = record.plan
         record.plan = header, [parts[0], b"not the plan", *parts[2:]]
     assert await record.read_plan() is None
+
+
+async def test_the_journal_reads_back_as_written_and_is_replaced_whole(
+    record: MemoryPlanRecord | ZkPlanRecord,
+) -> None:
+    assert await record.read_journal() is None
+    entry = {"revision": 3, "move": {"topic": "a", "partition": 0, "state": "in_flight"}}
+    await record.write_journal({"version": 1, "plan_id": "p1", "entries": [entry, entry]})
+    await record.write_journal({"version": 1, "plan_id": "p1", "entries": [entry]})
+    assert await record.read_journal() == {"version": 1, "plan_id": "p1", "entries": [entry]}
+    await record.write_plan(plan("p1", 300))  # the copy's parts leave the journal be
+    assert await record.read_journal() == {"version": 1, "plan_id": "p1", "entries": [entry]}

@@ -3,13 +3,19 @@ the violation it is for."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from node.chaos import checker
 from node.chaos.history import (
+    DONE,
+    SUBMITTED,
     Ack,
+    ControllerActions,
     ControllerSeen,
     FinalState,
     History,
     PartitionState,
+    PlanMove,
     PlanRun,
     Read,
     Shutdown,
@@ -34,6 +40,10 @@ def clean() -> tuple[History, FinalState]:
         ControllerSeen(0.1, "zookeeper", 1, 1),
         ControllerSeen(0.1, "broker 1's log", 1, 1),
         ControllerSeen(2.5, "zookeeper", 2, 2),
+    ]
+    history.controller_actions += [
+        ControllerActions(0.2, 2.3, "broker 1's state-change.log", 1, 1, 40),
+        ControllerActions(2.6, 9.0, "broker 2's state-change.log", 2, 2, 25),
     ]
     history.event(2.4, "fault", "kill -9 broker 1")
     final = FinalState(
@@ -128,6 +138,46 @@ def test_two_brokers_controller_in_one_epoch() -> None:
     assert violation.kind == "two-controllers" and "[2, 3]" in violation.message
 
 
+def test_a_broker_acting_as_controller_at_an_epoch_another_won() -> None:
+    history, final = clean()
+    history.controller_actions.append(ControllerActions(3.0, 3.5, "broker 3's state-change.log", 2, 3, 4))
+    [violation] = checker.check_one_controller_per_epoch(history, final)
+    assert violation.kind == "two-controllers" and "[2, 3]" in violation.message
+    assert "broker 3's state-change.log: 4 state change(s)" in violation.message
+    assert violation.t == 3.0
+    assert [v.kind for v in checker.check_controllers_elected(history, final)] == ["controller-not-elected"]
+
+
+def test_two_brokers_acting_at_one_epoch_that_neither_election_record_saw() -> None:
+    history, final = clean()
+    history.controller_actions += [
+        ControllerActions(5.0, 5.1, "broker 1's state-change.log", 3, 1, 2),
+        ControllerActions(5.5, 6.0, "broker 3's state-change.log", 3, 3, 7),
+    ]
+    assert [v.kind for v in checker.check_one_controller_per_epoch(history, final)] == ["two-controllers"]
+    assert [v.message.split()[1] for v in checker.check_controllers_elected(history, final)] == ["1", "3"]
+
+
+def test_a_broker_acting_as_controller_without_an_election() -> None:
+    """As on a stale /controller at epoch 0: state changes under `[Controller id=3 epoch=0]`."""
+    history, final = clean()
+    history.controller_actions.append(ControllerActions(6.0, 7.0, "broker 3's state-change.log", 0, 3, 12))
+    [violation] = checker.check_controllers_elected(history, final)
+    assert violation.kind == "controller-not-elected" and violation.t == 6.0
+    assert "broker 3 acted as controller at epoch 0 (12 state change(s)" in violation.message
+    assert "elected at epoch 0: none seen" in violation.message
+    assert any("kill -9 broker 1" in e for e in violation.events)
+    # Alone at its epoch: not two controllers.
+    assert checker.check_one_controller_per_epoch(history, final) == []
+
+
+def test_an_election_seen_by_the_watcher_alone_counts() -> None:
+    history, final = clean()
+    history.controllers.append(ControllerSeen(8.0, "zookeeper", 3, 3))
+    history.controller_actions.append(ControllerActions(8.1, 9.0, "broker 3's state-change.log", 3, 3, 5))
+    assert kinds(history, final) == []
+
+
 def test_the_controller_epoch_going_back() -> None:
     history, final = clean()
     history.controllers.append(ControllerSeen(3.0, "zookeeper", 1, 1))
@@ -201,13 +251,54 @@ def test_longest_without_leader_from_the_state_versions() -> None:
     assert checker.longest_without_leader(history) == {"t-0": 2.5}
 
 
-def test_a_plan_counting_more_moves_than_it_had() -> None:
+def move(t: float, planner: str, kind: str, partition: int = 0, position: int = 0) -> PlanMove:
+    return PlanMove(t, planner, position, kind, "p1", "t", partition, (2, 3) if kind == SUBMITTED else ())
+
+
+def test_a_move_sent_again_after_a_planner_found_it_done_is_repeated() -> None:
     history, final = clean()
-    history.plans["p1"] = PlanRun("p1", 3, [1], "complete", 3, 0, 0)
-    assert checker.check_plans(history, final) == []
-    history.plans["p2"] = PlanRun("p2", 3, [], "complete", 3, 1, 0)
-    history.plans["p3"] = PlanRun("p3", 3, [2], "complete", 1, 0, 0)
-    assert [v.message.split()[1] for v in checker.check_plans(history, final)] == ["p2", "p3"]
+    history.event(4.2, "fault", "kill -9 the active planner")
+    history.plan_moves += [
+        move(1.0, "planner-1", SUBMITTED),
+        move(3.0, "planner-1", DONE),
+        move(5.0, "planner-2", SUBMITTED),
+        move(6.0, "planner-2", SUBMITTED),
+    ]
+    [violation] = checker.check_plan_moves(history, final)
+    assert violation.kind == "plan-move-repeated" and violation.t == 5.0
+    assert violation.message == (
+        "plan p1: planner-2 sent the move of t-0 to replicas [2, 3] at t=5.0s, "
+        "after planner-1 had found it done at t=3.0s"
+    )
+    assert any("kill -9 the active planner" in e for e in violation.events)
+    assert [v.kind for v in checker.check(history, final)] == ["plan-move-repeated"]
+
+
+def test_a_move_sent_again_before_anyone_found_it_done_is_not_repeated() -> None:
+    """A request that failed or timed out, or a planner that died before it saw the answer:
+    the move is sent again, then found done, and that is the plan going on."""
+    history, final = clean()
+    history.plan_moves += [
+        move(1.0, "planner-1", SUBMITTED),
+        move(2.0, "planner-1", SUBMITTED),
+        move(4.0, "planner-2", SUBMITTED),
+        move(6.0, "planner-2", DONE),
+        move(6.5, "planner-1", DONE),
+        # Another partition's move, and the same partition in another plan.
+        move(7.0, "planner-2", SUBMITTED, partition=1),
+        dataclasses.replace(move(8.0, "planner-2", SUBMITTED), plan_id="p2"),
+    ]
+    assert checker.check_plan_moves(history, final) == []
+
+
+def test_within_one_planners_log_its_order_decides_and_across_planners_only_time() -> None:
+    history, final = clean()
+    # Logged in the same millisecond by two planners: which came first is not known.
+    history.plan_moves += [move(3.0, "planner-1", DONE, position=10), move(3.0, "planner-2", SUBMITTED)]
+    assert checker.check_plan_moves(history, final) == []
+    # In one planner's log, the later line is later.
+    history.plan_moves.append(move(3.0, "planner-1", SUBMITTED, position=20))
+    assert [v.kind for v in checker.check_plan_moves(history, final)] == ["plan-move-repeated"]
 
 
 def test_a_plan_that_no_planner_ended_was_left_half_done() -> None:

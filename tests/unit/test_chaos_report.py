@@ -46,13 +46,22 @@ def test_the_json_has_the_figures() -> None:
     assert value["seed"] == 1 and value["faults"] == {"kill": 2, "pause": 1}
     assert value["acknowledged"] == 4 and value["read"] == 3 and value["lost"] == 1
     assert value["max_unavailable_s"] == 5.0  # from the last acknowledgement (t=5) to the end (t=10)
+    assert value["observed"] == {
+        "elections_logged": 1,
+        "controllers_watched": 2,
+        "controller_state_changes": 65,
+        "plan_moves_sent": 0,
+        "plan_moves_done": 0,
+    }
     [violation] = value["violations"]
     assert violation["kind"] == "lost-write" and violation["events"]
     assert value["ok"] is False
 
 
 def test_the_summary_says_what_passed_or_what_broke_and_how_to_replay_it() -> None:
-    assert "every check passed" in report(violated=False).summary()
+    passed = report(violated=False).summary()
+    assert "every check passed" in passed
+    assert "read from the logs: 1 elections, 65 state changes made as controller" in passed
     summary = report(violated=True).summary()
     assert "1 violation(s)" in summary and "lost-write" in summary
     assert "replay: bin/keel-cluster chaos --seed 1 --duration 30" in summary

@@ -128,3 +128,13 @@ def test_log_dirs_that_cannot_be_used_name_the_key_and_path(tmp_path: Path, path
         prepare_log_dirs(config)
     assert str(refused.value).startswith("log.dirs: ") and phrase in str(refused.value)
     assert str(where) in str(refused.value)
+
+
+def test_a_chaos_run_with_too_few_brokers_is_a_bad_argument(capsys: pytest.CaptureFixture[str]) -> None:
+    from node.cluster.command import main
+
+    assert main(["chaos", "--brokers", "2"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err == (
+        "keel-cluster: a chaos run needs at least 3 brokers (its topics have replication factor 3)\n"
+    ), err

@@ -219,8 +219,9 @@ async def test_a_standby_with_its_own_state_dir_takes_over_the_plan_of_a_planner
     submitted_before = len(controller.submitted)
     await standby.tick()
     states = {m.partition: m.state for m in standby.moves()}
-    # a-1 is pending in the copy: it waits behind the reassignment the dead planner started.
-    assert (states[0], states[1]) == (MoveState.DONE, MoveState.PENDING)
+    # a-1 is pending in the copy, in flight in the journal written before it was sent:
+    # watched, not sent again.
+    assert (states[0], states[1]) == (MoveState.DONE, MoveState.IN_FLIGHT)
     while standby.running:
         controller.complete()
         await standby.tick()
@@ -245,6 +246,37 @@ async def test_a_standby_with_its_own_state_dir_takes_over_the_plan_of_a_planner
         4,
     )
     assert controller.submitted[submitted_before:] == []
+
+
+async def test_a_standby_does_not_send_again_a_move_done_after_the_last_copy_of_the_plan(
+    tmp_path: Path, clock: ManualClock, record: MemoryPlanRecord
+) -> None:
+    """ZooKeeper's copy lags the plan by up to five seconds: a move sent and completed within
+    them, then moved elsewhere by someone else, shows in the copy as not started. The journal
+    written beside the copy tells the standby it is done, and it is not sent again."""
+    controller = FakeController({("a", 0): (1, 2), ("a", 1): (1, 2)})
+    active = executor(controller, tmp_path / "active", clock, record, limit=1)
+    await active.start("p1", entries({("a", 0): (3, 2), ("a", 1): (4, 2)}))
+    await active.tick()  # a-0 sent; the copy, written at the start, has it pending
+    controller.complete(("a", 0))
+    clock.advance(1)
+    await active.tick()  # a-0 found done, a-1 sent
+    shared = await record.read_plan()
+    assert shared is not None and [m["state"] for m in shared["moves"]] == ["pending", "pending"]  # type: ignore[attr-defined]
+    # Then kill -9, and an operator moves a-0 elsewhere.
+    await controller.alter_partition_reassignments({("a", 0): (5, 2)})
+    controller.complete(("a", 0))
+
+    standby = executor(controller, tmp_path / "standby", clock, record, limit=1)
+    submitted_before = len(controller.submitted)
+    assert await standby.resume()
+    while standby.running:
+        controller.complete()
+        clock.advance(1)
+        await standby.tick()
+    assert controller.submitted[submitted_before:] == [], "a move was sent again"
+    assert {m.partition: m.state for m in standby.moves()} == {0: MoveState.DONE, 1: MoveState.DONE}
+    assert controller.replicas(("a", 0)) == (5, 2)
 
 
 async def test_a_restarted_planner_resumes_from_its_own_copy_when_it_is_more_recent_than_zookeepers(
