@@ -223,6 +223,7 @@ def main() -> None:
             started = time.perf_counter()
             uvloop.run(populate(connect, args.partitions))
             print(f"setup: wrote {args.partitions} partitions in {time.perf_counter() - started:.1f} s")
+
             def launch() -> None:
                 for broker_id in BROKERS:
                     cluster.new(broker_id, home=Path(tmp) / f"broker-{broker_id}").start()
