@@ -108,6 +108,11 @@ def _bounded(parse: Callable[[str], N], low: N, *, inclusive: bool, what: str) -
     return check
 
 
+def at_least(low: int, what: str) -> Callable[[str], int]:
+    """An argparse type for a whole number of at least `low`."""
+    return _bounded(int, low, inclusive=True, what=what)
+
+
 positive_int = _bounded(int, 1, inclusive=True, what="a whole number")
 non_negative_int = _bounded(int, 0, inclusive=True, what="a whole number")
 positive_float = _bounded(float, 0.0, inclusive=False, what="a number")

@@ -27,7 +27,7 @@ import sys
 import time
 from collections.abc import Iterator
 
-from node.cli.arguments import positive_int
+from node.cli.arguments import at_least, positive_int
 from node.entry import (
     EXIT_FAILED,
     EXIT_OK,
@@ -71,7 +71,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     add_verbose_option(parser)
     parser.add_argument("--seeds", type=seed_range, default=range(1, 101), help="N or FIRST-LAST (1-100)")
-    parser.add_argument("--brokers", type=positive_int, default=5, help="brokers per run (5)")
+    # Three at least: the run's topics have replication factor 3.
+    parser.add_argument(
+        "--brokers", type=at_least(3, "a whole number"), default=5, help="brokers per run, at least 3 (5)"
+    )
     parser.add_argument(
         "--steps", type=positive_int, default=60, help="steps of workload and faults per run (60)"
     )

@@ -217,6 +217,9 @@ def test_bad_arguments_are_one_line() -> None:
     assert "not a range of seeds" in result.stderr
     result = run_command("node.sim.main", "--faults", "meteor")
     assert result.returncode == 2 and "unknown fault kind meteor" in result.stderr
+    result = run_command("node.sim.main", "--brokers", "2")
+    assert result.returncode == 2 and "--brokers: must be at least 3, not 2" in result.stderr
+    assert len(result.stderr.splitlines()) == 1, result.stderr
 
 
 def _totals(stdout: str) -> tuple[str, str, str]:
