@@ -22,9 +22,12 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
+
+import orjson
 
 from actors.clock import Clock
 from node.clients.replica_sizes import ReplicaSizeReader
@@ -44,6 +47,7 @@ from node.planner.moves import (
     start_step,
 )
 from node.planner.plan_state import MemoryPlanRecord, PlanFile, PlanRecord, PlanStateError
+from node.zk.client import connection_lost
 from wire.api import (
     AlterConfigsResource,
     AlterPartitionReassignmentsResponse,
@@ -65,6 +69,9 @@ SAVE_INTERVAL_S = 1.0
 # The copy in ZooKeeper, for a planner that takes the plan over, at most this often while it
 # runs (and always when it starts and ends): it is the whole plan again each time.
 PLAN_COPY_INTERVAL_S = 5.0
+# The journal beside the copy stays well under ZooKeeper's 1 MiB znode limit: past this, a
+# whole copy (in parts) is written instead, and the journal starts again.
+JOURNAL_MAX_BYTES = 256 * 1024
 # One line per move handed to the controller and one per move found done: the chaos checker
 # reads them from every planner's log (node/chaos/logs.py) to tell a move done twice, as when a
 # planner that took a plan over sends again what the one before it had completed. Keep their
@@ -161,6 +168,11 @@ class PlanExecutor:
         self._copy_behind = False
         # The moves changed since ZooKeeper's copy was written, as the journal beside it has them.
         self._journal: list[dict[str, object]] = []
+        # Whether the throttle rates are on the brokers (a failure is tried again each look).
+        self._rates_applied = True
+        # start(), resume(), cancel() and close() one at a time: a plan asked for while the
+        # planner becomes active waits for the resumption.
+        self._lifecycle = asyncio.Lock()
 
     # --- the public interface ---
 
@@ -182,6 +194,26 @@ class PlanExecutor:
         replicas) with `sizes` (bytes per partition; a missing one is asked of its leader),
         at this plan's throttle (None: the executor's `throttle_bytes_per_s`).
         Raises PlanInProgress, or PlanExecutionError with nothing executed."""
+        async with self._lifecycle:
+            return await self._start(
+                plan_id,
+                partitions,
+                sizes,
+                origin=origin,
+                reason=reason,
+                throttle_bytes_per_s=throttle_bytes_per_s,
+            )
+
+    async def _start(
+        self,
+        plan_id: str,
+        partitions: Sequence[Mapping[str, object]],
+        sizes: Mapping[Partition, int] | None,
+        *,
+        origin: str,
+        reason: str,
+        throttle_bytes_per_s: int | None,
+    ) -> dict[str, object]:
         if self.running:
             raise PlanInProgress(f"plan {self._plan.get('plan_id')} is still being executed")
         record = await self._record.read()
@@ -209,11 +241,13 @@ class PlanExecutor:
             if move.target == move.source:
                 move.state = MoveState.DONE
         await self._fill_sizes(metadata, leaders, [m for m in moves if m.size_bytes <= 0])
+        previous = self._plan, self._moves, self._topic_lists
         self._moves, self._topic_lists, self._rates, self._copied = moves, {}, RateWindow(), 0
         self._plan_copied_at, self._journal = float("-inf"), []
         throttle = self.throttle_bytes_per_s if throttle_bytes_per_s is None else throttle_bytes_per_s
         self._plan = {
             "plan_id": plan_id,
+            "writer": _new_writer(),
             "origin": origin,
             "reason": reason,
             "state": RUNNING,
@@ -227,7 +261,11 @@ class PlanExecutor:
         }
         # Saved, and named in /keel/plan, before anything is done: a planner that dies from
         # here on leaves a plan that the next active planner resumes.
-        await self._save()
+        try:
+            await self._save()
+        except Exception as e:
+            self._plan, self._moves, self._topic_lists = previous
+            raise PlanExecutionError(f"the plan could not be saved: {e!r}") from e
         log.info(
             "executing plan %s (%s): %d moves, %d bytes to copy, at most %d in flight per broker, %s",
             plan_id,
@@ -238,8 +276,8 @@ class PlanExecutor:
             f"throttle {throttle} bytes/s" if throttle >= 0 else "no throttle",
         )
         self._log_done(moves)
-        await self._apply_rates()
-        await self._save()
+        await self._try_rates()
+        self._unsaved = True
         self._launch()
         return self.status()
 
@@ -247,7 +285,11 @@ class PlanExecutor:
         """Pick up the plan saved under the state dir if it was still running and
         `/keel/plan` names it; True when it goes on. A finished one is loaded for status().
         A plan stopped by close() (this planner stood down) goes on from where it was."""
-        if self.running and self._task is not None:
+        async with self._lifecycle:
+            return await self._resume()
+
+    async def _resume(self) -> bool:
+        if self.running and self._task is not None and not self._task.done():
             return True
         try:
             document = self._file.load()
@@ -265,7 +307,7 @@ class PlanExecutor:
                 if (
                     shared is not None
                     and shared.get("plan_id") == record.get("plan_id")
-                    and (not same or _revision(document or {}) < _revision(shared))
+                    and (not same or _more_recent(shared, document or {}))
                 ):
                     document, from_zookeeper = shared, True
         if document is None or (
@@ -289,11 +331,18 @@ class PlanExecutor:
         self._topic_lists = {str(t): (str(v[0]), str(v[1])) for t, v in dict(lists).items()}  # type: ignore[call-overload]
         self._rates, self._copied = RateWindow(), sum(bytes_copied(m, {}) for m in moves)
         if plan.get("state") != RUNNING:
+            # A record still naming it as running (its planner died between the copy and the
+            # record, or the record's write failed) is set right: new plans wait on it.
+            stale_record = (
+                record is not None
+                and record.get("plan_id") == plan.get("plan_id")
+                and record.get("state") == RUNNING
+            )
             if from_zookeeper:
-                # Ended by another planner: shown by status() here too. A record still naming
-                # it as running (that planner died between the copy and the record) is set right.
+                # Ended by another planner: shown by status() here too.
                 self._log_end(" (executed by another planner; from its copy in ZooKeeper)")
-                await self._save(record_too=record is not None and record.get("state") == RUNNING)
+            if from_zookeeper or stale_record:
+                await self._save(record_too=stale_record)
             return False
         if record is not None and record.get("plan_id") != plan.get("plan_id"):
             plan["state"], plan["message"] = FAILED, f"superseded by plan {record.get('plan_id')}"
@@ -318,7 +367,9 @@ class PlanExecutor:
             f"; {journaled} moves changed since, from its journal" if journaled else "",
         )
         self._connect()
-        await self._apply_rates()
+        # This activation's own copies from now on (see _more_recent).
+        plan["writer"] = _new_writer()
+        await self._try_rates()
         await self._save()
         self._launch()
         return True
@@ -339,6 +390,10 @@ class PlanExecutor:
         """Stop the plan: the moves in flight are cancelled at the controller (their
         partitions go back to the replicas before the step), the pending ones are dropped,
         the throttles removed. Raises LookupError when no plan runs."""
+        async with self._lifecycle:
+            return await self._cancel()
+
+    async def _cancel(self) -> dict[str, object]:
         if not self.running:
             raise LookupError("no plan is being executed")
         await self._stop_loop()
@@ -379,6 +434,10 @@ class PlanExecutor:
 
     async def close(self) -> None:
         """Stop looking (the plan stays saved, to be resumed) and close the connections."""
+        async with self._lifecycle:
+            await self._close()
+
+    async def _close(self) -> None:
         await self._stop_loop()
         if self._unsaved:
             await self._save()
@@ -461,8 +520,13 @@ class PlanExecutor:
                     move.partition,
                     move.reason,
                 )
+        if changed:
+            # Saved even if the journal's write below fails.
+            self._unsaved = True
         self._log_done(changed)
         await self._write_journal(changed)
+        if not self._rates_applied:
+            await self._try_rates()
         if all(m.state in FINISHED for m in self._moves):
             await self._measure(metadata)
             await self._end(FAILED if any(m.state is MoveState.FAILED for m in self._moves) else COMPLETE)
@@ -494,10 +558,18 @@ class PlanExecutor:
         await self._write_journal([_started(m, current[m.tp], s) for m, s in batch])
         for move, step in batch:
             log.info(SUBMITTING_LINE, self._plan.get("plan_id"), move.topic, move.partition, list(step))
-        response = await admin.alter_partition_reassignments({m.tp: s for m, s in batch})
+        try:
+            response = await admin.alter_partition_reassignments({m.tp: s for m, s in batch})
+        except BaseException:
+            # Perhaps never sent: the journal has them back as they are. (Had the controller
+            # taken them, a planner taking over finds them in progress and waits for them.)
+            with contextlib.suppress(Exception):
+                await self._write_journal([m for m, _ in batch])
+            raise
         if response.error_code != ErrorCode.NONE:
             self._last_error = f"the controller refused the moves: {ErrorCode(response.error_code).name}"
             log.warning("plan %s: %s; trying again", self._plan.get("plan_id"), self._last_error)
+            await self._write_journal([m for m, _ in batch])
             return 0
         self._last_error = ""
         errors = {
@@ -507,6 +579,7 @@ class PlanExecutor:
         }
         for move, step in batch:
             code, message = errors.get(move.tp, (ErrorCode.NONE, None))
+            self._unsaved = True
             if code == ErrorCode.NONE:
                 start_step(move, current[move.tp], step)
             else:
@@ -539,12 +612,22 @@ class PlanExecutor:
 
     async def _apply_rates(self) -> None:
         """The throttle rates on every broker that a move still to finish copies from or to."""
+        self._rates_applied = True
         if self._throttle < 0:
             return
         brokers = sorted({b for m in self._moves if m.state not in FINISHED for b in (*m.source, *m.target)})
-        if await self._alter(broker_rate_resources(brokers, self._throttle)):
-            known = {_int(b) for b in _list(self._plan.get("throttled_brokers"))}
-            self._plan["throttled_brokers"] = sorted(known | set(brokers))
+        # Named as throttled before they are: a plan that ends clears them either way.
+        known = {_int(b) for b in _list(self._plan.get("throttled_brokers"))}
+        self._plan["throttled_brokers"] = sorted(known | set(brokers))
+        self._rates_applied = await self._alter(broker_rate_resources(brokers, self._throttle))
+
+    async def _try_rates(self) -> None:
+        """_apply_rates, or a note to try again at the next look."""
+        try:
+            await self._apply_rates()
+        except (WireError, OSError, TimeoutError) as e:
+            self._rates_applied = False
+            self._report(f"cannot set the throttle rates: {e}")
 
     async def _throttle_lists(
         self, starting: list[tuple[Partition, tuple[int, ...], tuple[int, ...]]]
@@ -663,13 +746,20 @@ class PlanExecutor:
             try:
                 await self.tick()
             except (WireError, OSError, TimeoutError) as e:
-                message = f"cannot reach the cluster: {e}"
-                if message != self._last_error:
-                    log.warning("plan %s: %s; trying again", self._plan.get("plan_id"), message)
-                self._last_error = message
+                self._report(f"cannot reach the cluster: {e}")
+            except Exception as e:
+                if not connection_lost(e):
+                    # Not one we know: logged whole, and the next look tries again.
+                    log.exception("plan %s: a look at the cluster failed", self._plan.get("plan_id"))
+                self._report(f"cannot reach ZooKeeper: {e!r}")
             if self._stopping or not self.running:
                 break
             await self._wait_for_change()
+
+    def _report(self, message: str) -> None:
+        if message != self._last_error:
+            log.warning("plan %s: %s; trying again", self._plan.get("plan_id"), message)
+        self._last_error = message
 
     async def _wait_for_change(self) -> None:
         """Until the next full look: `poll_interval_s`, or sooner when a move in flight is
@@ -707,18 +797,34 @@ class PlanExecutor:
         await self._save()
         self._log_end()
 
+    async def _copy(self, document: dict[str, object]) -> None:
+        """ZooKeeper's copy of the plan: `document`, then an empty journal (the copy holds
+        all of it)."""
+        await self._record.write_plan(document)
+        self._plan_copied_at, self._copy_behind = self._clock.monotonic(), False
+        if self._journal:
+            self._journal = []
+            await self._record.write_journal(self._journal_document([]))
+
     async def _write_journal(self, moves: Iterable[Move]) -> None:
-        """Add `moves` as they are now to the journal beside ZooKeeper's copy, each with the
-        revision of the last save: it happened after that save, and a copy of the plan at
-        that revision or older does not hold it."""
-        entries = [{"revision": _revision(self._plan), "move": m.to_json()} for m in moves]
+        """Add `moves` as they are now to the journal beside ZooKeeper's copy, each with this
+        writer and the revision of its last save: it happened after that save, and a copy of
+        the plan at that revision or older does not hold it. A journal grown too large for a
+        znode gives way to a whole copy, with `moves` in it as they are given."""
+        moves = list(moves)
+        writer, revision = self._plan.get("writer"), _revision(self._plan)
+        entries = [{"writer": writer, "revision": revision, "move": m.to_json()} for m in moves]
         if not entries:
             return
-        self._journal.extend(entries)
-        await self._record.write_journal(self._journal_document())
+        journal = self._journal_document(self._journal + entries)
+        if len(orjson.dumps(journal)) > JOURNAL_MAX_BYTES:
+            await self._copy(self._document({m.tp: m for m in moves}))
+            return
+        await self._record.write_journal(journal)
+        self._journal = _list_of_dicts(journal["entries"])
 
-    def _journal_document(self) -> dict[str, object]:
-        return {"version": 1, "plan_id": self._plan.get("plan_id"), "entries": self._journal}
+    def _journal_document(self, entries: list[dict[str, object]]) -> dict[str, object]:
+        return {"version": 1, "plan_id": self._plan.get("plan_id"), "entries": entries}
 
     def _log_done(self, moves: Iterable[Move]) -> None:
         """A line for each of `moves` found done (at its target replicas)."""
@@ -738,16 +844,21 @@ class PlanExecutor:
             how,
         )
 
-    async def _save(self, *, record_too: bool = True) -> None:
-        self._unsaved, self._saved_at = False, self._clock.monotonic()
-        # Which of two copies of a plan (this state dir's, ZooKeeper's) is the more recent.
+    def _document(self, moves: Mapping[Partition, Move] | None = None) -> dict[str, object]:
+        """The plan as saved, with `moves` in place of the executor's own where given. Its
+        revision goes up first: which of two copies of one writer is the more recent."""
         self._plan["revision"] = _revision(self._plan) + 1
-        document: dict[str, object] = {
+        overrides = moves or {}
+        return {
             "version": 1,
             **self._plan,
             "topic_lists": {t: list(v) for t, v in self._topic_lists.items()},
-            "moves": [m.to_json() for m in self._moves],
+            "moves": [overrides.get(m.tp, m).to_json() for m in self._moves],
         }
+
+    async def _save(self, *, record_too: bool = True) -> None:
+        self._unsaved, self._saved_at = False, self._clock.monotonic()
+        document = self._document()
         await asyncio.to_thread(self._file.save, document)
         self._copy_behind = True
         if record_too and (
@@ -755,12 +866,7 @@ class PlanExecutor:
             or self._clock.monotonic() - self._plan_copied_at >= PLAN_COPY_INTERVAL_S
         ):
             # Before the record: a record that names a plan has its copy there already.
-            self._plan_copied_at, self._copy_behind = self._clock.monotonic(), False
-            await self._record.write_plan(document)
-            if self._journal:
-                # The copy holds all of it now.
-                self._journal = []
-                await self._record.write_journal(self._journal_document())
+            await self._copy(document)
         if record_too:
             await self._record.write(
                 {
@@ -824,16 +930,16 @@ def _apply_journal(
     moves: list[Move], document: Mapping[str, object], journal: Mapping[str, object] | None
 ) -> int:
     """Bring `moves` (a saved copy of the plan) up to date with the journal of what changed
-    since: the entries written at the copy's revision or later, for the same plan. A move
-    the copy already has finished stays so. The number of moves changed."""
+    since: the entries of the copy's writer written at its revision or later, for the same
+    plan. A move the copy already has finished stays so. The number of moves changed."""
     if journal is None or journal.get("plan_id") != document.get("plan_id"):
         return 0
-    revision = _revision(document)
+    revision, writer = _revision(document), document.get("writer")
     by_partition = {m.tp: i for i, m in enumerate(moves)}
     changed = 0
     for value in _list(journal.get("entries")):
         entry = _mapping(value)
-        if _int(entry.get("revision")) < revision:
+        if entry.get("writer") != writer or _int(entry.get("revision")) < revision:
             continue
         later = Move.from_json(_mapping(entry.get("move")))
         index = by_partition.get(later.tp)
@@ -842,6 +948,26 @@ def _apply_journal(
         moves[index] = later
         changed += 1
     return changed
+
+
+def _new_writer() -> str:
+    """A name for one planner's run of a plan (its start, or each resumption): what it saves
+    and journals carries it."""
+    return uuid.uuid4().hex[:12]
+
+
+def _more_recent(copy: Mapping[str, object], saved: Mapping[str, object]) -> bool:
+    """Whether ZooKeeper's `copy` of a plan is more recent than the one `saved` in a state
+    dir. Every run of a plan copies it to ZooKeeper before it sends a move, so a copy by
+    another run than the saved one's is the later run's; of one run's two, the higher
+    revision is the later."""
+    if copy.get("plan_id") != saved.get("plan_id") or copy.get("writer") != saved.get("writer"):
+        return True
+    return _revision(copy) > _revision(saved)
+
+
+def _list_of_dicts(value: object) -> list[dict[str, object]]:
+    return [v for v in _list(value) if isinstance(v, dict)]
 
 
 def _revision(document: Mapping[str, object]) -> int:

@@ -13,7 +13,9 @@ import asyncio
 import contextlib
 import logging
 import os
+import uuid
 import zlib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
@@ -68,18 +70,30 @@ class PlanFile:
 
 
 def pack(document: dict[str, object], part_bytes: int = PART_BYTES) -> tuple[dict[str, object], list[bytes]]:
-    """A plan document as a header and the parts of its compressed JSON."""
+    """A plan document as a header and the parts of its compressed JSON. The header names
+    the parts by a token of this write (`part-<token>-<i>`): a new copy's parts never
+    overwrite those the current header names, so a writer that dies half-way leaves the
+    previous copy whole."""
     data = zlib.compress(orjson.dumps(document), 6)
     parts = [data[i : i + part_bytes] for i in range(0, len(data), part_bytes)] or [b""]
     header = {
         "version": 1,
         "plan_id": document.get("plan_id"),
         "revision": document.get("revision", 0),
+        "token": uuid.uuid4().hex[:16],
         "parts": len(parts),
         "bytes": len(data),
         "crc32": zlib.crc32(data),
     }
     return header, parts
+
+
+def part_names(header: Mapping[str, object]) -> list[str]:
+    """The children of the copy's znode that hold the parts `header` names."""
+    count = header.get("parts")
+    if type(count) is not int or count < 0:
+        return []
+    return [f"part-{header.get('token')}-{i}" for i in range(count)]
 
 
 def unpack(header: dict[str, object], parts: list[bytes]) -> dict[str, object] | None:
@@ -145,17 +159,11 @@ class ZkPlanRecord:
             await self._zk.set(PLAN_ZNODE, data)
 
     async def read_plan(self) -> dict[str, object] | None:
-        value = await self._zk.get_or_none(PLAN_DOCUMENT_ZNODE)
-        if value is None or not value[0]:
-            return None
-        try:
-            header = orjson.loads(value[0])
-            count = int(header["parts"])
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-            log.warning("ignoring an unreadable %s", PLAN_DOCUMENT_ZNODE)
+        header = await self._header()
+        if header is None:
             return None
         # One read a part: a multi-read of them would make a reply over ZooKeeper's limit.
-        found = [await self._zk.get_or_none(f"{PLAN_DOCUMENT_ZNODE}/part-{i}") for i in range(count)]
+        found = [await self._zk.get_or_none(f"{PLAN_DOCUMENT_ZNODE}/{name}") for name in part_names(header)]
         parts = [b"" if value is None or value[0] is None else value[0] for value in found]
         document = await asyncio.to_thread(unpack, header, parts)
         if document is None:
@@ -163,17 +171,33 @@ class ZkPlanRecord:
         return document
 
     async def write_plan(self, document: dict[str, object]) -> None:
-        """The parts first, then the header that names them, then the parts of a longer
-        plan before it: a reader sees the old plan whole, or the new one, or a mismatch
-        that it ignores."""
+        """The new parts first, then the header that names them, then the parts of the copy
+        it replaces: a reader sees the old plan whole or the new one."""
         header, parts = await asyncio.to_thread(pack, document, self._part_bytes)
         await self._zk.create_all_if_missing(["/keel", PLAN_DOCUMENT_ZNODE])
-        await asyncio.gather(*(self._put(f"{PLAN_DOCUMENT_ZNODE}/part-{i}", p) for i, p in enumerate(parts)))
+        previous = await self._header()
+        names = part_names(header)
+        await asyncio.gather(
+            *(self._put(f"{PLAN_DOCUMENT_ZNODE}/{n}", p) for n, p in zip(names, parts, strict=True))
+        )
         await self._put(PLAN_DOCUMENT_ZNODE, orjson.dumps(header))
-        stale = [c for c in await self._zk.children(PLAN_DOCUMENT_ZNODE) if _part_index(c) >= len(parts)]
-        for child in stale:
-            with contextlib.suppress(NoNode):
-                await self._zk.delete(f"{PLAN_DOCUMENT_ZNODE}/{child}")
+        if previous is not None:
+            for name in part_names(previous):
+                with contextlib.suppress(NoNode):
+                    await self._zk.delete(f"{PLAN_DOCUMENT_ZNODE}/{name}")
+
+    async def _header(self) -> dict[str, object] | None:
+        value = await self._zk.get_or_none(PLAN_DOCUMENT_ZNODE)
+        if value is None or not value[0]:
+            return None
+        try:
+            header = orjson.loads(value[0])
+        except orjson.JSONDecodeError:
+            header = None
+        if not isinstance(header, dict) or not part_names(header):
+            log.warning("ignoring an unreadable %s", PLAN_DOCUMENT_ZNODE)
+            return None
+        return header
 
     async def read_journal(self) -> dict[str, object] | None:
         value = await self._zk.get_or_none(PLAN_JOURNAL_ZNODE)
@@ -198,11 +222,6 @@ class ZkPlanRecord:
                 await self._zk.create(path, data)
             except NodeExists:
                 await self._zk.set(path, data)
-
-
-def _part_index(name: str) -> int:
-    head, _, number = name.partition("-")
-    return int(number) if head == "part" and number.isdigit() else -1
 
 
 class MemoryPlanRecord:

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from node.planner.plan_state import PLAN_DOCUMENT_ZNODE, MemoryPlanRecord, ZkPlanRecord
+from node.planner.plan_state import PLAN_DOCUMENT_ZNODE, MemoryPlanRecord, ZkPlanRecord, pack, part_names
 from node.zk.client import ZooKeeperClient
 
 # Small parts, so that a plan of a few hundred moves takes several.
@@ -70,16 +70,34 @@ async def test_a_plan_in_many_parts_reads_back_whole_and_a_shorter_one_replaces_
     assert await record.read_plan() == small
     if isinstance(record, ZkPlanRecord):
         # The parts of the longer plan are gone, not left behind.
-        assert await record._zk.children(PLAN_DOCUMENT_ZNODE) == ["part-0"]
+        header = await record._header()
+        assert header is not None and header["parts"] == 1
+        assert await record._zk.children(PLAN_DOCUMENT_ZNODE) == part_names(header)
+
+
+async def test_a_writer_that_dies_before_its_header_leaves_the_previous_copy_whole(
+    record: MemoryPlanRecord | ZkPlanRecord,
+) -> None:
+    """The new copy's parts go under names of their own: the header still names the old
+    ones, untouched. (The copy in memory is replaced at once.)"""
+    old = plan("p1", 600)
+    await record.write_plan(old)
+    if isinstance(record, ZkPlanRecord):
+        _, parts = pack(plan("p1", 600, revision=2), PART_BYTES)
+        for i, part in enumerate(parts):
+            await record._zk.create(f"{PLAN_DOCUMENT_ZNODE}/part-dying-{i}", part)
+    assert await record.read_plan() == old
 
 
 async def test_parts_that_do_not_make_the_plan_their_header_names_are_refused(
     record: MemoryPlanRecord | ZkPlanRecord,
 ) -> None:
-    """As a planner that died halfway through overwriting a plan's parts leaves them."""
+    """A part changed behind the header's back (by hand, or a second writer): not used."""
     await record.write_plan(plan("p1", 600))
     if isinstance(record, ZkPlanRecord):
-        await record._zk.set(f"{PLAN_DOCUMENT_ZNODE}/part-1", b"not the plan")
+        header = await record._header()
+        assert header is not None
+        await record._zk.set(f"{PLAN_DOCUMENT_ZNODE}/{part_names(header)[1]}", b"not the plan")
     else:
         assert record.plan is not None
         header, parts = record.plan

@@ -493,3 +493,164 @@ async def test_an_executor_stood_down_goes_on_when_resumed(
         controller.complete()
         await ex.tick()
     assert ex.status()["moves_done"] == 2 and controller.closed
+
+
+class FailingRecord(MemoryPlanRecord):
+    """The record in memory, whose next writes of one kind fail as a ZooKeeper write can."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fail: dict[str, int] = {}
+
+    def _maybe_fail(self, kind: str) -> None:
+        if self.fail.get(kind, 0) > 0:
+            self.fail[kind] -= 1
+            from aiozk import exc
+
+            raise exc.SessionExpired()
+
+    async def write(self, summary: dict[str, object]) -> None:
+        self._maybe_fail("record")
+        await super().write(summary)
+
+    async def write_journal(self, journal: dict[str, object]) -> None:
+        self._maybe_fail("journal")
+        await super().write_journal(journal)
+
+
+async def test_a_plan_ended_but_still_named_running_is_set_right_when_its_planner_comes_back(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    """The planner died (or its write failed) between the ended plan's copy and /keel/plan:
+    coming back, it finds its own plan ended and says so, and new plans are not refused."""
+    record = FailingRecord()
+    controller = FakeController({("a", 0): (1, 2)})
+    ex = executor(controller, tmp_path, clock, record)
+    await ex.start("p1", entries({("a", 0): (3, 2)}))
+    await ex.tick()
+    controller.complete()
+    record.fail["record"] = 1
+    with pytest.raises(Exception, match="SessionExpired"):
+        await ex.tick()  # the end: saved and copied, /keel/plan not written
+    assert record.value is not None and record.value["state"] == "running"
+
+    back = executor(controller, tmp_path, clock, record)
+    assert not await back.resume()
+    assert record.value is not None and record.value["state"] == "complete"
+    await back.start("p2", entries({("a", 0): (1, 2)}))
+    assert back.running
+
+
+async def test_two_planners_that_take_a_plan_from_each_other_go_on_from_the_later_one(
+    tmp_path: Path, clock: ManualClock, record: MemoryPlanRecord
+) -> None:
+    """A stands down with its state dir ahead of ZooKeeper's copy; B takes the plan over and
+    sends the second step of a move; B dies; A, active again, goes on from B's copy and
+    journal, not from its own older state: the move is in its second step, not failed."""
+    controller = FakeController({("a", 0): (1, 2, 3)})
+    plan = {("a", 0): (4, 5, 6)}  # every replica changes: two steps
+    first = executor(controller, tmp_path / "A", clock, record, limit=3)
+    await first.start("p1", entries(plan))
+    for _ in range(3):
+        clock.advance(1)
+        await first.tick()  # the first step sent; the state dir saved since the copy
+    await first.close()
+
+    second = executor(controller, tmp_path / "B", clock, record, limit=3)
+    assert await second.resume()
+    controller.complete()
+    clock.advance(1)
+    await second.tick()
+    assert controller.ongoing(), "the second step was not sent"
+    in_second_step = [m.step for m in second.moves()]
+
+    again = executor(controller, tmp_path / "A", clock, record, limit=3)
+    submitted_before = len(controller.submitted)
+    assert await again.resume()
+    assert [m.step for m in again.moves()] == in_second_step
+    while again.running:
+        controller.complete()
+        clock.advance(1)
+        await again.tick()
+    assert again.status()["state"] == "complete", again.status()
+    assert controller.replicas(("a", 0)) == (4, 5, 6)
+    assert controller.submitted[submitted_before:] == [], "a step was sent again"
+
+
+async def test_a_zookeeper_error_in_a_look_is_tried_again_and_the_plan_goes_on(
+    tmp_path: Path,
+) -> None:
+    record = FailingRecord()
+    record.fail["journal"] = 2
+    controller = FakeController({("a", 0): (1, 2)})
+    ex = PlanExecutor(
+        lambda: controller,
+        state_dir=str(tmp_path),
+        clock=SystemClock(),
+        record=record,
+        poll_interval_s=0.01,
+        size_source_factory=controller.size_source,
+    )
+    await ex.start("p1", entries({("a", 0): (3, 2)}))
+    await eventually(
+        lambda: asyncio.sleep(0, bool(controller.ongoing())), timeout=5, message="the move never started"
+    )
+    assert record.fail["journal"] == 0
+    controller.complete()
+    await asyncio.wait_for(ex.wait(), 5)
+    assert ex.status()["state"] == "complete"
+    await ex.close()
+
+
+async def test_moves_the_controller_refused_whole_are_journaled_back_and_sent_by_the_next_planner(
+    tmp_path: Path, clock: ManualClock, record: MemoryPlanRecord
+) -> None:
+    """The journal has a batch in flight before it is sent; a refusal of the whole request
+    (NOT_CONTROLLER while the controller moves) puts it back, so that a planner taking over
+    within the five seconds before the next copy sends them rather than waits on them."""
+    controller = FakeController({("a", 0): (1, 2)})
+    send = controller.alter_partition_reassignments
+    refused = []
+
+    async def not_controller_once(reassignments: object, **kwargs: object) -> object:
+        if not refused:
+            refused.append(reassignments)
+            from wire.api import AlterPartitionReassignmentsResponse
+
+            return AlterPartitionReassignmentsResponse(error_code=ErrorCode.NOT_CONTROLLER)
+        return await send(reassignments, **kwargs)  # type: ignore[arg-type]
+
+    controller.alter_partition_reassignments = not_controller_once  # type: ignore[method-assign]
+    active = executor(controller, tmp_path / "active", clock, record)
+    await active.start("p1", entries({("a", 0): (3, 2)}))
+    await active.tick()
+    assert refused and not controller.ongoing()
+
+    standby = executor(controller, tmp_path / "standby", clock, record)
+    assert await standby.resume()
+    assert [m.state for m in standby.moves()] == [MoveState.PENDING]
+    await standby.tick()
+    assert controller.ongoing() == {("a", 0): (3, 2)}
+
+
+async def test_a_journal_too_large_for_a_znode_gives_way_to_a_whole_copy(
+    tmp_path: Path, clock: ManualClock, record: MemoryPlanRecord, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from node.planner import executor as executor_module
+
+    monkeypatch.setattr(executor_module, "JOURNAL_MAX_BYTES", 600)
+    controller = FakeController({("a", p): (1, 2) for p in range(6)})
+    ex = executor(controller, tmp_path, clock, record, limit=6)
+    await ex.start("p1", entries({("a", p): (2, 1) for p in range(6)}))  # no broker copies: one batch
+    await ex.tick()
+    shared = await record.read_plan()
+    assert shared is not None
+    assert [m["state"] for m in shared["moves"]] == ["in_flight"] * 6  # type: ignore[attr-defined]
+    assert record.journal is None or record.journal["entries"] == []
+    standby = executor(controller, tmp_path / "standby", clock, record, limit=6)
+    submitted_before = len(controller.submitted)
+    assert await standby.resume()
+    while standby.running:
+        controller.complete()
+        await standby.tick()
+    assert controller.submitted[submitted_before:] == []
