@@ -254,7 +254,8 @@ def check_partition_states(history: History, final: FinalState) -> list[Violatio
 
 def check_healthy(history: History, final: FinalState) -> list[Violation]:
     """Within HEALTHY_WITHIN_S of the heal: every partition has a leader in a full ISR, every
-    broker is registered, and no reassignment, deletion or plan is left in progress."""
+    broker is registered, a planner is active (in a run with planners), and no reassignment,
+    deletion or plan is left in progress."""
     out = []
     t = history.healed_s
     if final.healthy_after_s is None or final.healthy_after_s > HEALTHY_WITHIN_S:
@@ -292,6 +293,8 @@ def check_healthy(history: History, final: FinalState) -> list[Violation]:
         )
     if final.plan_state == "running":
         out.append(_violation(history, "stuck-plan", "the planner's plan is still running", t))
+    if final.planner_expected and not final.planner_active:
+        out.append(_violation(history, "planner-not-active", "no planner holds /keel/planner", t))
     missing = sorted(set(final.expected_brokers) - set(final.registered_brokers))
     if missing:
         out.append(_violation(history, "broker-not-registered", f"brokers {missing} are not registered", t))
@@ -317,8 +320,9 @@ def check_shutdowns(history: History, final: FinalState) -> list[Violation]:
 
 def check_plans(history: History, final: FinalState) -> list[Violation]:
     """Every plan ends, complete or reported stopped: one that no planner ended was left half
-    done (one still running at the end is the stuck-plan check's)."""
-    if final.plan_state == "running":
+    done (one still running at the end is the stuck-plan check's; with no planner active at
+    the end, the planner-not-active check says why)."""
+    if final.plan_state == "running" or (final.planner_expected and not final.planner_active):
         return []
     return [
         _violation(

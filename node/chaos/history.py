@@ -144,6 +144,10 @@ class FinalState:
     # The planner executor's last plan's state ("running", "complete", "failed", "cancelled"),
     # None without a planner or a plan.
     plan_state: str | None = None
+    # Whether the run has planners, and whether one was active at the last look: healed, the
+    # cluster has one, as it has every broker registered.
+    planner_expected: bool = False
+    planner_active: bool = False
     # Seconds from the heal until the partitions were healthy, None if they never were.
     healthy_after_s: float | None = None
 

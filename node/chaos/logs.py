@@ -34,6 +34,9 @@ CONTROLLER_ACTION = re.compile(_HEAD + r"\[Controller id=(\d+) epoch=(\d+)\] ")
 PLAN_STARTED = re.compile(_HEAD + r"executing plan (\S+) \([^)\n]*\): (\d+) moves")
 PLAN_RESUMED = re.compile(_HEAD + r"resuming plan (\S+): (\d+) of (\d+) moves done")
 PLAN_ENDED = re.compile(_HEAD + r"plan (\S+) (\w+): (\d+) moves done, (\d+) failed, (\d+) cancelled")
+# A running plan of which no copy could be read, reported stopped by the planner that became
+# active (PlanExecutor._stop_unknown).
+PLAN_STOPPED = re.compile(_HEAD + r"plan (\S+) stopped: (.*)")
 MOVE_SUBMITTED = re.compile(
     _HEAD + r"plan (\S+): submitting the move of (\S+)-(\d+) to replicas \[([\d, ]*)\]"
 )
@@ -95,7 +98,7 @@ def read_plans(history: History, planner_logs: Iterable[tuple[str, str]], wall_s
     entries: list[tuple[float, str, int, re.Match[str]]] = []
     for planner, log in planner_logs:
         text = _text(log)
-        for pattern in (PLAN_STARTED, PLAN_RESUMED, PLAN_ENDED, MOVE_SUBMITTED, MOVE_DONE):
+        for pattern in (PLAN_STARTED, PLAN_RESUMED, PLAN_ENDED, PLAN_STOPPED, MOVE_SUBMITTED, MOVE_DONE):
             entries.extend(
                 (seconds(m[1], wall_started), planner, m.start(), m) for m in pattern.finditer(text)
             )
@@ -116,6 +119,10 @@ def read_plans(history: History, planner_logs: Iterable[tuple[str, str]], wall_s
             history.event(
                 t, "plan", f"{planner}: plan {plan_id} {m[3]}: {m[4]} done, {m[5]} failed, {m[6]} cancelled"
             )
+        elif m.re is PLAN_STOPPED:
+            if plan_id in history.plans:
+                history.plans[plan_id].state = "failed"
+            history.event(t, "plan", f"{planner}: plan {plan_id} stopped: {m[3]}")
         elif m.re is MOVE_SUBMITTED:
             replicas = tuple(int(r) for r in m[5].split(",") if r.strip())
             history.plan_moves.append(

@@ -184,7 +184,7 @@ async def _settle(
     cluster: ChaosCluster, history: History, clock: Callable[[], float], say: Callable[[str], None]
 ) -> FinalState:
     """Poll ZooKeeper until the cluster is healthy (or SETTLE_LIMIT_S): the final state."""
-    final = FinalState(expected_brokers=list(cluster.broker_ids))
+    final = FinalState(expected_brokers=list(cluster.broker_ids), planner_expected=bool(cluster.planners))
     deadline = clock() + SETTLE_LIMIT_S
     while True:
         try:
@@ -228,6 +228,7 @@ async def _snapshot(cluster: ChaosCluster, final: FinalState) -> None:
     final.topics_pending_deletion = sorted(await zk.children(paths.ADMIN_DELETE_TOPICS))
     final.registered_brokers = sorted(int(b) for b in await zk.children(paths.BROKER_IDS))
     active = await cluster.active_planner()
+    final.planner_active = active is not None
     if active is not None:
         plan_state = (await planner_status(active)).get("state")
         final.plan_state = plan_state if isinstance(plan_state, str) else None
@@ -241,6 +242,7 @@ def _healthy(final: FinalState) -> bool:
         and not final.reassignments_in_progress
         and not final.topics_pending_deletion
         and set(final.expected_brokers) <= set(final.registered_brokers)
+        and (final.planner_active or not final.planner_expected)
         and final.plan_state != "running"
     )
 

@@ -311,3 +311,15 @@ def test_a_plan_that_no_planner_ended_was_left_half_done() -> None:
     ]
     final.plan_state = "running"  # the stuck-plan check's business
     assert checker.check_plans(history, final) == []
+    final.plan_state, final.planner_expected = "complete", True  # and no planner active
+    assert checker.check_plans(history, final) == []
+
+
+def test_a_run_with_planners_is_not_healed_without_an_active_one() -> None:
+    """Both planners killed near the end are still starting Spark: the plan they left cannot
+    have ended, and the heal is not over until one of them holds /keel/planner."""
+    history, final = clean()
+    final.planner_expected = True
+    assert [v.kind for v in checker.check_healthy(history, final)] == ["planner-not-active"]
+    final.planner_active = True
+    assert checker.check_healthy(history, final) == []

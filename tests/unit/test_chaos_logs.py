@@ -217,3 +217,22 @@ async def test_a_move_sent_again_after_a_lost_request_or_in_two_steps_is_not_rep
     ]
     assert history.plans["p7"].state == "complete"
     assert plan_checks(history) == []
+
+
+async def test_a_plan_reported_stopped_for_want_of_a_copy_counts_as_ended(tmp_path: Path) -> None:
+    """/keel/plan names a running plan of which no copy can be read: the planner that becomes
+    active reports it stopped, and the run reads that as the plan's end (failed)."""
+    wall_started = time.time()
+    clock, record = ManualClock(), MemoryPlanRecord()
+    controller = FakeController({("chaos-a", 0): (1, 2)})
+    with planner_log(tmp_path / "planner-1.log"):
+        active = executor(controller, tmp_path / "active", clock, record)
+        await active.start("5be0", entries({("chaos-a", 0): (3, 2)}))
+    record.plan = None  # the copy lost
+    with planner_log(tmp_path / "planner-2.log"):
+        standby = executor(controller, tmp_path / "standby", clock, record)
+        assert not await standby.resume()
+    history = read_planner_logs(tmp_path, wall_started)
+    assert history.plans["5be0"].state == "failed"
+    assert plan_checks(history) == []
+    assert any("planner-2: plan 5be0 stopped: " in e.line() for e in history.events)
