@@ -287,7 +287,10 @@ class Checker:
         return None
 
     def final(self, brokers: dict[int, tuple[int, SimBroker]]) -> None:
-        """Once settled: every event spent, and every caller of a controller answered."""
+        """Once settled: every event spent, and every caller of a controller answered; and
+        nothing found since the last step's checks (an error logged while settling)."""
+        if self._found:
+            raise self._found[0]
         self._no_event_lost(brokers)
         for broker_id, (incarnation, _) in sorted(brokers.items()):
             for queued in self._events.get(incarnation, []):

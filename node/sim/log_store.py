@@ -12,6 +12,7 @@ same operations on both and compares what they answer.
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Mapping
 
 from actors.ports import TopicPartition
@@ -20,6 +21,8 @@ from node.broker.log.epoch_cache import LeaderEpochCache
 from node.broker.log.log import validate_batches
 from wire import records
 from wire.errors import CorruptMessage, OffsetOutOfRange
+
+_GENERATIONS = itertools.count()
 
 
 class MemoryLog:
@@ -32,8 +35,9 @@ class MemoryLog:
         self._batches: list[bytes] = []
         self._bases: list[int] = []
         self._end = 0
-        # Bumped by every change, so that a checker can tell the log has not moved.
-        self.generation = 0
+        # A new number at every change, unique among all logs (one deleted and made again
+        # starts afresh too), so that a checker can tell the log has not moved.
+        self.generation = next(_GENERATIONS)
         self._scrub_slot = 0
         # Every record's value by offset, read from the first `_values_read` batches: the
         # checks after every step read them, and a log mostly only grows.
@@ -100,7 +104,7 @@ class MemoryLog:
         return validate_batches(data, self.config.max_message_bytes)
 
     def _write(self, data: bytes | bytearray) -> None:
-        self.generation += 1
+        self.generation = next(_GENERATIONS)
         view = memoryview(bytes(data))
         for position, header in records.batches(view, check_crc=False):
             self._batches.append(bytes(view[position : position + header.size]))
@@ -168,7 +172,7 @@ class MemoryLog:
         if offset <= self._start:
             self.truncate_fully_and_start_at(offset if offset >= 0 else self._start)
             return
-        self.generation += 1
+        self.generation = next(_GENERATIONS)
         self._forget_values()
         keep = bisect.bisect_left(self._bases, offset)
         del self._batches[keep:], self._bases[keep:]
@@ -176,7 +180,7 @@ class MemoryLog:
         self.epochs.truncate_from_end(self._end)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
-        self.generation += 1
+        self.generation = next(_GENERATIONS)
         self._forget_values()
         self._batches, self._bases = [], []
         self._start = self._end = offset
