@@ -43,24 +43,32 @@ def _brokers(directory: list[str]) -> list[dict[str, object]]:
 
 
 def _follow(broker: int, directory: list[str], out: Path) -> subprocess.Popen[str]:
-    """`keel-cluster logs ID --state-change --follow`, its output into `out` (and `out`.err)."""
-    with out.open("w") as stdout, out.with_suffix(".err").open("w") as stderr:
-        return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "node.cluster.command",
-                "logs",
-                str(broker),
-                "--state-change",
-                "--follow",
-                *directory,
-            ],
-            stdout=stdout,
-            stderr=stderr,
-            text=True,
-            cwd=ROOT,
-        )
+    """`keel-cluster logs ID --state-change --follow`, its output into `out` (and `out`.err),
+    interruptible with SIGINT however the test suite itself was started."""
+    # A test suite started in the background by a non-interactive shell has SIGINT ignored, which
+    # its children would inherit (and Python then never raises KeyboardInterrupt). A signal with
+    # a handler is reset to its default in a child, as Ctrl-C in a terminal finds it.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with out.open("w") as stdout, out.with_suffix(".err").open("w") as stderr:
+            return subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "node.cluster.command",
+                    "logs",
+                    str(broker),
+                    "--state-change",
+                    "--follow",
+                    *directory,
+                ],
+                stdout=stdout,
+                stderr=stderr,
+                text=True,
+                cwd=ROOT,
+            )
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def test_controller_and_state_change_logs_through_keel_cluster_logs(tmp_path: Path) -> None:
