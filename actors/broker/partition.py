@@ -66,6 +66,10 @@ class Partition:
     needs_truncation: bool = False
     # StopReplica without delete: the partition stays, its fetching stops.
     stopped: bool = False
+    # Follower side: the LeaderAndIsr that made it follow did not name its leader live, so it
+    # has nowhere to fetch from; it takes that leader epoch again when it does (see
+    # `ReplicaManager._become`).
+    leader_unavailable: bool = False
 
     # --- the leader's rules ---
 

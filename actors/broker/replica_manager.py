@@ -279,6 +279,21 @@ class ReplicaManager(Actor[ReplicaMessage]):
             {s.leader for s in applied if s.leader != self.state.broker_id and s.leader in leaders}
         ):
             self._effects.start_fetcher(source)
+        # One line per request, not per partition (a failover resends every state).
+        awaiting = [
+            s
+            for s in applied
+            if s.leader >= 0 and s.leader not in leaders and s.leader != self.state.broker_id
+        ]
+        if awaiting:
+            log.warning(
+                "%d follower(s) with a leader not live, e.g. %s-%d of leader %d: they fetch once a "
+                "LeaderAndIsr names it live",
+                len(awaiting),
+                awaiting[0].topic,
+                awaiting[0].partition,
+                awaiting[0].leader,
+            )
         errors = [
             _error(s.topic, s.partition, code)
             for s, code in zip(request.partition_states, codes, strict=True)
@@ -319,7 +334,7 @@ class ReplicaManager(Actor[ReplicaMessage]):
     ) -> ErrorCode:
         current = self.state.partitions.get(tp)
         held_epoch = -1 if current is None else current.leader_epoch
-        if state.leader_epoch <= held_epoch:
+        if state.leader_epoch <= held_epoch and not _names_the_awaited_leader(current, state, leaders):
             # Expected in bulk after a failover (Kafka resends every state); one summary line
             # per request says how many were refused.
             log.debug(
@@ -392,6 +407,12 @@ class ReplicaManager(Actor[ReplicaMessage]):
             self.state.fetch_targets.follow(
                 partition.leader, leader, partition.tp, truncate_first=partition.needs_truncation
             )
+        elif partition.leader >= 0:  # -1: no leader, nothing to wait for
+            # Kafka's makeFollowers leaves a partition whose new leader is not alive untouched,
+            # so a later LeaderAndIsr at the same leader epoch still applies. This one takes the
+            # new state (it stops leading or following the old leader now) and, for the same
+            # reason, takes that leader epoch again from an order that names the leader live.
+            partition.leader_unavailable = True
         self.state.fail_produce_waiters(partition.tp, ErrorCode.NOT_LEADER_OR_FOLLOWER)
         self.state.wake_readers(partition.tp)
 
@@ -457,6 +478,19 @@ class ReplicaManager(Actor[ReplicaMessage]):
             # not let into the ISR, and its fetches no longer name the partition: look again.
             self.leader_path.expand_caught_up_followers()
         return UpdateMetadataResponse()
+
+
+def _names_the_awaited_leader(
+    current: Partition | None, state: LeaderAndIsrPartitionState, leaders: dict[int, Endpoint]
+) -> bool:
+    """Whether `state` is the leader epoch a follower holds without fetching (its leader was
+    not live when it came), now with that leader live: taken again, not fenced as not newer."""
+    return (
+        current is not None
+        and current.leader_unavailable
+        and state.leader_epoch == current.leader_epoch
+        and state.leader in leaders
+    )
 
 
 _make_partition_error = PartitionError.make

@@ -11,6 +11,7 @@ import pytest
 from actors.broker.handle import ReplicaManagerHandle
 from actors.broker.partition import Role, TopicPartition
 from actors.broker.replica_manager import ReplicaManager
+from actors.broker.replication import NoReplication
 from node.broker.log.config import LogConfig
 from node.broker.log.manager import LogManager
 from wire.api import (
@@ -18,6 +19,7 @@ from wire.api import (
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
     LiveBroker,
+    LiveLeader,
     MetadataRequest,
     StopReplicaPartition,
     StopReplicaRequest,
@@ -48,10 +50,17 @@ def state(
 
 
 def leader_and_isr(
-    *states: LeaderAndIsrPartitionState, epoch: int = 1, broker_epoch: int = MY_EPOCH
+    *states: LeaderAndIsrPartitionState,
+    epoch: int = 1,
+    broker_epoch: int = MY_EPOCH,
+    live_leaders: tuple[int, ...] = (),
 ) -> LeaderAndIsrRequest:
     return LeaderAndIsrRequest(
-        controller_id=9, controller_epoch=epoch, broker_epoch=broker_epoch, partition_states=list(states)
+        controller_id=9,
+        controller_epoch=epoch,
+        broker_epoch=broker_epoch,
+        partition_states=list(states),
+        live_leaders=[LiveLeader(broker_id=b, host="127.0.0.1", port=9000 + b) for b in live_leaders],
     )
 
 
@@ -121,6 +130,51 @@ def test_a_leader_epoch_not_newer_is_fenced_per_partition(manager: ReplicaManage
     assert codes(response) == [ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.FENCED_LEADER_EPOCH, 0]
     assert manager.state.partitions[TopicPartition("t", 0)].leader == ME, "a fenced order changes nothing"
     assert manager.state.partitions[TopicPartition("t", 1)].leader_epoch == 3
+
+
+class FetcherRecorder(NoReplication):
+    """The replica manager's effects in a test: the leaders it starts fetchers for."""
+
+    def __init__(self) -> None:
+        self.sources: list[int] = []
+
+    def start_fetcher(self, source: int) -> None:
+        self.sources.append(source)
+
+
+def test_a_follower_whose_leader_was_not_live_follows_it_when_its_leader_epoch_comes_again(
+    tmp_path: Path,
+) -> None:
+    """Seed 33572: a controller that had loaded its context before the leader registered
+    again sent broker 3 "follow 5 at leader epoch 8" without 5 among the live leaders, so no
+    fetcher could start; the next controller's LeaderAndIsr at that same epoch, naming 5 live,
+    was fenced as not newer, and broker 3 never fetched again. Kafka's makeFollowers leaves
+    such a partition untouched, so the same leader epoch is taken when it comes again."""
+    effects = FetcherRecorder()
+    manager = ReplicaManager(ME, LogManager([tmp_path], LogConfig()), effects=effects)
+    tp = TopicPartition("t", 0)
+    first = manager.become_leader_or_follower(
+        leader_and_isr(state(0, leader=2, leader_epoch=8), live_leaders=()), MY_EPOCH
+    )
+    assert codes(first) == [0]
+    assert effects.sources == [] and manager.state.fetch_targets.get(2) is None
+
+    again = manager.become_leader_or_follower(
+        leader_and_isr(state(0, leader=2, leader_epoch=8), epoch=2, live_leaders=(2,)), MY_EPOCH
+    )
+    assert codes(again) == [0]
+    assert effects.sources == [2]
+    source = manager.state.fetch_targets.get(2)
+    assert source is not None and tp in source.followed
+    partition = manager.state.partitions[tp]
+    assert (partition.role, partition.leader, partition.leader_epoch) == (Role.FOLLOWER, 2, 8)
+
+    # Once it follows, the same leader epoch is fenced again, as for any order not newer.
+    once_more = manager.become_leader_or_follower(
+        leader_and_isr(state(0, leader=2, leader_epoch=8), epoch=2, live_leaders=(2,)), MY_EPOCH
+    )
+    assert codes(once_more) == [ErrorCode.FENCED_LEADER_EPOCH]
+    assert effects.sources == [2]
 
 
 def test_a_partition_not_assigned_to_this_broker_is_unknown(manager: ReplicaManager) -> None:

@@ -198,6 +198,18 @@ def test_a_broker_restarted_before_its_old_session_expired_rejoins_the_isrs() ->
     assert result.violation is None, result.violation
 
 
+def test_a_follower_told_its_leader_before_the_leader_was_live_rejoins_the_isr() -> None:
+    """Seed 33572 (5 brokers, every fault kind), found in the 100,000-seed run: after
+    ZooKeeper was lost by every broker, broker 3 won an election with a context loaded before
+    broker 5 registered again and told itself to follow 5 in t2-0 at leader epoch 8, 5 not
+    being live; the next controller's LeaderAndIsr at that epoch, naming 5 live, was fenced as
+    not newer, and broker 3 never fetched t2-0 again (the focused test:
+    test_replica_manager.py::test_a_follower_whose_leader_was_not_live_follows_it_when_its_leader_epoch_comes_again)."""
+    result = run_seed(RunConfig(seed=33572))
+    assert result.faults["zk-outage"] >= 1
+    assert result.violation is None, result.violation
+
+
 def test_five_hundred_seeds_hold_every_invariant() -> None:
     result = run_command("node.sim.main", "--seeds", "1-500", "--steps", "8", timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
