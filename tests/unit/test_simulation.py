@@ -89,6 +89,8 @@ def _operations(log: Log | MemoryLog) -> list[object]:
     seen += [log.append_as_follower(bytes(follower_batch)), log.end_offset_for_epoch(3)]
     log.assign_epoch_start_offset(5, log.log_end_offset)  # a new leader epoch, nothing written yet
     seen += [log.latest_epoch, log.end_offset_for_epoch(4), log.end_offset_for_epoch(5)]
+    log.truncate_to(log.log_end_offset)  # drops the epoch that starts there, nothing else
+    seen += [log.log_end_offset, log.latest_epoch]
     log.truncate_fully_and_start_at(7)
     seen += [log.log_start_offset, log.log_end_offset, log.read(7, 100)]
     return seen
