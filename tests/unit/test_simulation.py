@@ -189,6 +189,17 @@ def test_a_follower_truncates_to_an_unclean_leader_that_has_not_written_in_its_e
     assert result.violation is None, result.violation
 
 
+def test_a_follower_that_never_had_its_leaders_epoch_truncates_below_it_before_fetching() -> None:
+    """Seed 37862 (5 brokers, every fault kind): broker 4, once leader at epoch 9 with a
+    batch of epoch 4 that no later leader had, asked its new leader where epoch 9 ends and
+    was told where epoch 8 ends, an epoch it never had; it truncated to that offset only,
+    kept the batch below it, fetched on top of it and joined the ISR with a log that
+    differed from the leader's below the high watermark (the focused test:
+    test_replication.py::test_a_follower_that_never_had_the_leaders_epoch_truncates_to_where_an_epoch_both_had_ends)."""
+    result = run_seed(RunConfig(seed=37862))
+    assert result.violation is None, result.violation
+
+
 def test_a_broker_restarted_before_its_old_session_expired_rejoins_the_isrs() -> None:
     """Seed 33398 (5 brokers, every fault kind), found in the 100,000-seed run: broker 2,
     killed during its controlled shutdown and restarted before its session expired, handled
