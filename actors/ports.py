@@ -462,7 +462,9 @@ class PartitionLog(Protocol):
 
     def read(self, offset: int, max_bytes: int, max_offset: int | None = None) -> bytes: ...
 
-    def truncate_to(self, offset: int) -> None: ...
+    def truncate_to(self, offset: int) -> None:
+        """Drop everything at or after `offset`, and every leader-epoch entry from the log end
+        on, even when no batch goes (Kafka's truncateTo)."""
 
     def truncate_fully_and_start_at(self, offset: int) -> None: ...
 

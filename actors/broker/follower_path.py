@@ -233,15 +233,35 @@ class FollowerPath:
         return failed
 
     def _truncate_to_epoch_end(self, partition: Partition, source: int, epoch: int, end_offset: int) -> None:
+        """Kafka's getOffsetTruncationState: the leader answered `epoch`, the largest of its
+        epochs not after the one asked, and where it ends in its log."""
         partition_log = self.state.log_of(partition)
+        complete = True
         if epoch < 0 or end_offset < 0:
             offset = partition.high_watermark
         else:
-            _, own_end = partition_log.end_offset_for_epoch(epoch)
+            own_epoch, own_end = partition_log.end_offset_for_epoch(epoch)
             if own_end < 0:
-                own_end = partition_log.log_end_offset
-            offset = min(end_offset, own_end, partition_log.log_end_offset)
-        if offset < partition_log.log_end_offset:
+                offset = min(end_offset, partition_log.log_end_offset)
+            elif own_epoch != epoch:
+                # This log never had the leader's epoch (KIP-279): where the leader's epoch
+                # ends says nothing about where the logs part, which may be lower, inside an
+                # epoch both had. Cut back to the end of this log's largest epoch before the
+                # leader's, then ask again with that epoch.
+                offset = min(own_end, partition_log.log_end_offset)
+                complete = False
+            else:
+                offset = min(end_offset, own_end, partition_log.log_end_offset)
+        if not complete:
+            log.info(
+                "%s: leader %d answered epoch %d, which this log never had: truncating to offset %d "
+                "and asking again",
+                partition.tp,
+                source,
+                epoch,
+                offset,
+            )
+        elif offset < partition_log.log_end_offset:
             log.info(
                 "%s: truncating to offset %d, where the log agrees with leader %d at epoch %d",
                 partition.tp,
@@ -249,10 +269,14 @@ class FollowerPath:
                 source,
                 epoch,
             )
-            partition_log.truncate_to(offset)
+        # Even at the log end: there may be an entry of this log's own latest epoch there (it
+        # led and wrote nothing in it), which must go so that the next question asks an
+        # earlier epoch (`PartitionLog.truncate_to`).
+        partition_log.truncate_to(offset)
         partition.high_watermark = min(partition.high_watermark, partition_log.log_end_offset)
-        partition.needs_truncation = False
-        self.state.fetch_targets.truncated(source, partition.tp)
+        if complete:
+            partition.needs_truncation = False
+            self.state.fetch_targets.truncated(source, partition.tp)
 
     def refetch_from(self, partition: Partition, offset: int) -> None:
         """A damaged batch at `offset` in this follower's log: cut it and everything after it

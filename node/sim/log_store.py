@@ -168,6 +168,7 @@ class MemoryLog:
 
     def truncate_to(self, offset: int) -> None:
         if offset >= self._end:
+            self.epochs.truncate_from_end(self._end)
             return
         if offset <= self._start:
             self.truncate_fully_and_start_at(offset if offset >= 0 else self._start)

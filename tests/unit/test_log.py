@@ -149,6 +149,18 @@ def test_truncation_drops_later_batches_and_their_epochs(tmp_path: Path) -> None
     assert values(log.read(0, 1 << 20))[-1] == b"new"
 
 
+def test_a_truncation_at_the_log_end_drops_an_epoch_that_starts_there(tmp_path: Path) -> None:
+    """Kafka's truncateTo: a broker that led in an epoch and wrote nothing in it has an entry
+    for it at its log end; a follower's truncation there drops it, else the follower would
+    ask its leader where that epoch ends again and again (simulation seed 37862)."""
+    log = open_log(tmp_path)
+    log.append_as_leader(batch(b"a"), leader_epoch=1)
+    log.assign_epoch_start_offset(2, log.log_end_offset)
+    log.truncate_to(log.log_end_offset)
+    assert (log.log_end_offset, log.latest_epoch) == (1, 1)
+    assert LeaderEpochCache(tmp_path / "orders-0").entries == [(1, 0)]
+
+
 def test_retention_deletes_old_closed_segments_below_the_high_watermark(tmp_path: Path) -> None:
     log = open_log(tmp_path, segment_bytes=200, retention_bytes=400)
     for i in range(6):

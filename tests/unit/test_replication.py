@@ -314,6 +314,37 @@ async def test_a_follower_with_a_later_epoch_than_the_unclean_leader_truncates_b
     assert values(brokers[2]) == [b"only-on-1"] == values(brokers[1])
 
 
+@pytest.mark.parametrize("wrote_in_its_own_epoch", [True, False])
+async def test_a_follower_that_never_had_the_leaders_epoch_truncates_to_where_an_epoch_both_had_ends(
+    brokers: Brokers, wrote_in_its_own_epoch: bool
+) -> None:
+    """Simulation seed 37862: the leader answered where its epoch 1 ends, an epoch the
+    follower never had; the follower truncated to that offset only, kept a batch of epoch 0
+    that the leader did not have below it, and fetched on top of it: the replicas differed
+    below the high watermark. As Kafka's getOffsetTruncationState (KIP-279), it must cut back
+    to where its own epoch before that one ends and ask again."""
+    brokers.lead(1, 0, [1, 2, 3])
+    brokers[1].leader_path.append_records(produce([b"a"], acks=1))
+    for follower in (2, 3):
+        brokers.replicate(follower, 1)
+    brokers[1].leader_path.append_records(produce([b"only-on-1"], acks=1))  # 1 is cut off now
+    brokers.lead(2, 1, [2, 3])
+    brokers[2].leader_path.append_records(produce([b"on-2-and-3"], acks=1))
+    brokers.replicate(3, 2)  # OffsetsForLeaderEpoch for epoch 0: nothing to truncate
+    brokers.replicate(3, 2)
+    brokers.lead(1, 2, [1, 3])  # 1 is in the ISR again, with its batch of epoch 0 at offset 1
+    if wrote_in_its_own_epoch:
+        brokers[1].leader_path.append_records(produce([b"only-on-1-at-2"], acks=1))
+    brokers.lead(3, 3, [3, 1])
+    brokers[3].leader_path.append_records(produce([b"new"], acks=1))
+    brokers.replicate(1, 3)  # epoch 2 is unknown to 3: its epoch 1 ends at 2
+    assert values(brokers[1]) == [b"a", b"only-on-1"]
+    brokers.replicate(1, 3)  # asked again for epoch 0, which ends at 1 on the leader
+    assert values(brokers[1]) == [b"a"]
+    brokers.replicate(1, 3)
+    assert values(brokers[1]) == [b"a", b"on-2-and-3", b"new"] == values(brokers[3])
+
+
 async def test_a_follower_that_stops_catching_up_is_proposed_out_of_the_isr(brokers: Brokers) -> None:
     brokers.lead(1, 0, [1, 2, 3])
     brokers[1].leader_path.append_records(produce([b"a"], acks=1))

@@ -89,6 +89,8 @@ def _operations(log: Log | MemoryLog) -> list[object]:
     seen += [log.append_as_follower(bytes(follower_batch)), log.end_offset_for_epoch(3)]
     log.assign_epoch_start_offset(5, log.log_end_offset)  # a new leader epoch, nothing written yet
     seen += [log.latest_epoch, log.end_offset_for_epoch(4), log.end_offset_for_epoch(5)]
+    log.truncate_to(log.log_end_offset)  # drops the epoch that starts there, nothing else
+    seen += [log.log_end_offset, log.latest_epoch]
     log.truncate_fully_and_start_at(7)
     seen += [log.log_start_offset, log.log_end_offset, log.read(7, 100)]
     return seen
@@ -184,6 +186,17 @@ def test_a_follower_truncates_to_an_unclean_leader_that_has_not_written_in_its_e
     watermark and joined the ISR with replicas that differed."""
     result = run_seed(RunConfig(seed=90))
     assert result.faults["elect"] >= 1
+    assert result.violation is None, result.violation
+
+
+def test_a_follower_that_never_had_its_leaders_epoch_truncates_below_it_before_fetching() -> None:
+    """Seed 37862 (5 brokers, every fault kind): broker 4, once leader at epoch 9 with a
+    batch of epoch 4 that no later leader had, asked its new leader where epoch 9 ends and
+    was told where epoch 8 ends, an epoch it never had; it truncated to that offset only,
+    kept the batch below it, fetched on top of it and joined the ISR with a log that
+    differed from the leader's below the high watermark (the focused test:
+    test_replication.py::test_a_follower_that_never_had_the_leaders_epoch_truncates_to_where_an_epoch_both_had_ends)."""
+    result = run_seed(RunConfig(seed=37862))
     assert result.violation is None, result.violation
 
 

@@ -353,6 +353,10 @@ class Log:
     def truncate_to(self, offset: int) -> None:
         """Drop everything at or after `offset` (a follower whose log diverged)."""
         if offset >= self.log_end_offset:
+            # Nothing to drop but, as in Kafka's truncateTo, an epoch that starts at the log
+            # end: this broker led in it and wrote nothing, and a leader since then may not
+            # have had it.
+            self.epochs.truncate_from_end(self.log_end_offset)
             return
         if offset <= self.log_start_offset:
             self.truncate_fully_and_start_at(offset if offset >= 0 else self.log_start_offset)
