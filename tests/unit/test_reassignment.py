@@ -474,6 +474,29 @@ async def test_the_next_controller_stops_an_in_sync_replica_a_superseding_reassi
     assert sorted(cluster.state("t", 0).isr) == [3, 4]
 
 
+async def test_the_next_controller_stops_an_in_sync_replica_a_cancellation_dropped(cluster: Cluster) -> None:
+    """The same, for a cancellation: no reassignment is left in progress for the next
+    controller to resume, so its failover looks for in-sync replicas outside the assignment."""
+    c, o = others(cluster)
+    await cluster.start(3)
+    await eventually(settled(cluster, lambda: True), timeout=2, message="not settled")
+    await topic_on(cluster, 3)
+    await reassign(cluster, [o, c])
+    await catch_up(cluster, 3, o)
+    await cluster.stores[c].set_partition_assignments(
+        "t", {0: ReplicaAssignment((3,))}, cluster.controller.context.epoch_zk_version
+    )
+    await cluster.kill(c)
+    await eventually(
+        settled(cluster, lambda: len(cluster.active()) == 1 and cluster.state("t", 0).isr == (3,)),
+        timeout=2,
+        message=f"the dropped replica stayed in the ISR: {cluster.state('t', 0)}",
+    )
+    assert stop_replicas(cluster, o) == [False, True]
+    assert cluster.zk.topics["t"].partitions[0] == ReplicaAssignment((3,))
+    assert cluster.controller.context.partitions_being_reassigned == set()
+
+
 async def test_an_api_reassignment_supersedes_the_zookeeper_request(cluster: Cluster) -> None:
     c, o = others(cluster)
     await topic_on(cluster, c)
