@@ -166,6 +166,22 @@ class PartitionReassignment:
         the topic znodes show in progress (started through the API)."""
         started = await self.on_zk_reassignment()
         await self._resume(lambda tp, _: tp not in started)
+        await self._finish_cancellations_left_behind()
+
+    async def _finish_cancellations_left_behind(self) -> None:
+        """A reassignment cancelled (back to its origin) by a controller that lost its role
+        before it stopped the replicas being added leaves them in the ISR and no reassignment
+        in progress to resume. The procedure, run for the assignment as it is, stops them or,
+        if they are the only in-sync replicas, keeps them until the others catch up (see
+        `ReassignmentSteps`)."""
+        context = self._context
+        left_behind = {}
+        for tp in sorted(set(context.leadership) - context.partitions_being_reassigned):
+            assignment = context.assignment(tp)
+            if not set(context.leadership[tp].leader_and_isr.isr) <= set(assignment.replicas):
+                left_behind[tp] = assignment
+        if left_behind:
+            await self._trigger(left_behind)
 
     async def on_brokers_started(self, new: list[int]) -> None:
         """Spec §7.2 step 6: rerun every reassignment whose target replicas include a broker

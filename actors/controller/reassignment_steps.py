@@ -81,6 +81,8 @@ class ReassignmentSteps:
         changed = {tp: new for tp, new in reassignments.items() if new != context.assignment(tp)}
         if changed:
             await self._update(changed)
+            await self._elect_where_an_in_sync_replica_was_kept(sorted(changed))
+        await self._stop_left_behind(sorted(reassignments))
         context.partitions_being_reassigned.update(reassignments)
         if self._deletion is not None:
             # Step 1: a topic being reassigned cannot be deleted until it completes.
@@ -103,14 +105,21 @@ class ReassignmentSteps:
         (a reassignment back to its origin, say, once only the replica it was adding is left in
         the ISR). Kafka stops and deletes such replicas at once, and with them the only copy
         of acknowledged writes; Keel keeps them as replicas being removed, so that the targets
-        catch up from them before they go."""
+        catch up from them before they go.
+
+        That includes in-sync replicas already outside the assignment: a superseding
+        reassignment's step U was written, dropping them, by a controller that lost its role
+        before it stopped them (which takes them out of the ISR). Once the ISR members of the
+        assignment are gone, they are the only in-sync replicas, and no replica of the
+        assignment may lead."""
         info = self._context.leadership.get(tp)
         if info is None:
             return new
-        isr = set(info.leader_and_isr.isr)
-        if isr & set(new.target_replicas):
+        isr = info.leader_and_isr.isr
+        if set(isr) & set(new.target_replicas):
             return new
-        kept = tuple(r for r in self._context.assignment(tp).replicas if r in isr and r not in new.replicas)
+        current = self._context.assignment(tp).replicas
+        kept = tuple(r for r in dict.fromkeys((*current, *isr)) if r in isr and r not in new.replicas)
         if not kept:
             return new
         log.warning(
@@ -120,6 +129,26 @@ class ReassignmentSteps:
             list(kept),
         )
         return ReplicaAssignment((*new.replicas, *kept), new.adding, (*new.removing, *kept))
+
+    async def _elect_where_an_in_sync_replica_was_kept(self, partitions: list[TopicPartition]) -> None:
+        """A partition without a leader whose new assignment keeps an online in-sync replica
+        (`_keeping_the_in_sync`) elects it now: no broker change may come to trigger the
+        election, and the targets need a leader to catch up from."""
+        context = self._context
+        electable = []
+        for tp in partitions:
+            info = context.leadership.get(tp)
+            if (
+                info is None
+                or context.is_replica_online(info.leader_and_isr.leader, tp)
+                or self._partitions.state(tp) not in (PartitionState.ONLINE, PartitionState.OFFLINE)
+            ):
+                continue
+            online = context.online_replica_ids(tp)
+            if any(r in online and r in info.leader_and_isr.isr for r in context.replicas(tp)):
+                electable.append(tp)
+        if electable:
+            await self._partitions.handle_state_changes(electable, PartitionState.ONLINE, Strategy.OFFLINE)
 
     async def _update(self, changed: dict[TopicPartition, ReplicaAssignment]) -> None:
         """U: ZooKeeper, then memory; replicas a superseded reassignment was adding stop."""
@@ -138,8 +167,44 @@ class ReassignmentSteps:
             current = context.assignment(tp)
             context.set_assignment(tp, new)
             unneeded.extend(PartitionReplica(tp, r) for r in current.replicas if r not in new.replicas)
+            for r in new.origin_replicas:
+                if r not in current.replicas:
+                    self._adopt(PartitionReplica(tp, r))
         await self._move_leaders_off(unneeded)
         await self._stop_replicas(unneeded)
+
+    async def _stop_left_behind(self, partitions: list[TopicPartition]) -> None:
+        """What a controller that lost its role between writing a superseding reassignment
+        (step U) and stopping the replicas it dropped left undone: those still in the ISR are
+        stopped now, as it would have (leadership handed to the target replicas first). Those
+        that were the only in-sync replicas are back in the assignment by now
+        (`_keeping_the_in_sync`). Left in the ISR, they would hold the high watermark back
+        and keep the ISR from ever matching the assignment."""
+        context = self._context
+        left: list[PartitionReplica] = []
+        for tp in partitions:
+            info = context.leadership.get(tp)
+            if info is not None:
+                assigned = context.replicas(tp)
+                left.extend(PartitionReplica(tp, r) for r in info.leader_and_isr.isr if r not in assigned)
+        if not left:
+            return
+        log.warning(
+            "stopping in-sync replicas outside the assignment: %s",
+            ", ".join(f"{r.replica} of {r.tp}" for r in left),
+        )
+        for replica in left:
+            self._adopt(replica)
+        await self._move_leaders_off(left)
+        await self._stop_replicas(left)
+
+    def _adopt(self, replica: PartitionReplica) -> None:
+        """An in-sync replica outside the assignment, which this controller has never tracked
+        (its failover loads only assigned replicas): its state is set as the replica state
+        machine's startup sets it, so that it can go through the stop sequence."""
+        if replica not in self._context.replica_states:
+            online = self._context.is_replica_online(replica.replica, replica.tp)
+            self._context.replica_states[replica] = ReplicaState.ONLINE if online else ReplicaState.OFFLINE
 
     async def _move_leaders_off(self, unneeded: list[PartitionReplica]) -> None:
         """A replica the superseded reassignment was adding may lead by now. Stopping it

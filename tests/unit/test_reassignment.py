@@ -392,6 +392,111 @@ async def test_a_reassignment_that_would_drop_every_in_sync_replica_keeps_them_u
     assert stop_replicas(cluster, o)[-1] is True
 
 
+async def test_an_in_sync_replica_dropped_before_the_controller_moved_leads_until_the_targets_catch_up(
+    cluster: Cluster,
+) -> None:
+    """Found by the simulation (seed 40029): a reassignment superseded another and wrote its
+    assignment (step U), which dropped a replica the first one had added to the ISR; the
+    controller lost its role before it stopped that replica (which takes it out of the ISR).
+    The leader, in the new assignment, then died: the dropped replica was the only one left
+    in the ISR, no replica of the assignment could lead, and the targets had nobody to catch
+    up from, so the reassignment never completed (Kafka's updateCurrentReassignment leaves
+    the same gap)."""
+    c, o = others(cluster)
+    await cluster.start(3)
+    await eventually(settled(cluster, lambda: True), timeout=2, message="not settled")
+    await topic_on(cluster, c)
+    await reassign(cluster, [o, 3])
+    await catch_up(cluster, c, o)
+    assert cluster.state("t", 0).isr == (c, o)
+    # The superseding reassignment's step U, written by controller c, which dies before it
+    # stops replica o: ZooKeeper holds o in the ISR and out of the assignment.
+    await cluster.stores[c].set_partition_assignments(
+        "t", {0: ReplicaAssignment((c, 3), (3,), ())}, cluster.controller.context.epoch_zk_version
+    )
+    await cluster.kill(c)
+    await eventually(
+        settled(cluster, lambda: len(cluster.active()) == 1), timeout=2, message="no new controller"
+    )
+    await eventually(
+        settled(cluster, lambda: cluster.state("t", 0).leader == o),
+        timeout=2,
+        message=f"the only in-sync replica does not lead: {cluster.state('t', 0)}",
+    )
+    assert cluster.zk.topics["t"].partitions[0] == ReplicaAssignment((c, 3, o), (3,), (o,))
+    assert stop_replicas(cluster, o) == [], "the only in-sync replica was stopped"
+    # Once the live target caught up from it, and the dead one is back, the replica goes.
+    await catch_up(cluster, o, 3)
+    await cluster.start(c)
+    await eventually(settled(cluster, lambda: True), timeout=2, message="not settled")
+    await catch_up(cluster, o, 3, c)
+    await eventually(
+        settled(cluster, lambda: cluster.zk.topics["t"].partitions[0] == ReplicaAssignment((c, 3))),
+        timeout=2,
+        message="the reassignment did not complete once its targets were in sync",
+    )
+    assert cluster.state("t", 0).leader in (c, 3)
+    assert stop_replicas(cluster, o)[-1] is True
+
+
+async def test_the_next_controller_stops_an_in_sync_replica_a_superseding_reassignment_dropped(
+    cluster: Cluster,
+) -> None:
+    """The same interrupted step U, with a target replica still in sync: the next controller
+    stops the dropped replica, as the one that wrote U would have, rather than leave it in
+    the ISR, where it would stay once the reassignment completed."""
+    c, o = others(cluster)
+    await cluster.start(3)
+    await cluster.start(4)
+    await eventually(settled(cluster, lambda: True), timeout=2, message="not settled")
+    await topic_on(cluster, 3)
+    await reassign(cluster, [o, 4])
+    await catch_up(cluster, 3, o)
+    await cluster.stores[c].set_partition_assignments(
+        "t", {0: ReplicaAssignment((3, 4), (4,), ())}, cluster.controller.context.epoch_zk_version
+    )
+    await cluster.kill(c)
+    await eventually(
+        settled(cluster, lambda: len(cluster.active()) == 1), timeout=2, message="no new controller"
+    )
+    await eventually(
+        settled(cluster, lambda: cluster.state("t", 0).isr == (3,)),
+        timeout=2,
+        message=f"the dropped replica stayed in the ISR: {cluster.state('t', 0)}",
+    )
+    assert stop_replicas(cluster, o) == [False, True]
+    await catch_up(cluster, 3, 4)
+    await eventually(
+        settled(cluster, lambda: cluster.zk.topics["t"].partitions[0] == ReplicaAssignment((3, 4))),
+        timeout=2,
+        message="the reassignment did not complete once its target was in sync",
+    )
+    assert sorted(cluster.state("t", 0).isr) == [3, 4]
+
+
+async def test_the_next_controller_stops_an_in_sync_replica_a_cancellation_dropped(cluster: Cluster) -> None:
+    """The same, for a cancellation: no reassignment is left in progress for the next
+    controller to resume, so its failover looks for in-sync replicas outside the assignment."""
+    c, o = others(cluster)
+    await cluster.start(3)
+    await eventually(settled(cluster, lambda: True), timeout=2, message="not settled")
+    await topic_on(cluster, 3)
+    await reassign(cluster, [o, c])
+    await catch_up(cluster, 3, o)
+    await cluster.stores[c].set_partition_assignments(
+        "t", {0: ReplicaAssignment((3,))}, cluster.controller.context.epoch_zk_version
+    )
+    await cluster.kill(c)
+    await eventually(
+        settled(cluster, lambda: len(cluster.active()) == 1 and cluster.state("t", 0).isr == (3,)),
+        timeout=2,
+        message=f"the dropped replica stayed in the ISR: {cluster.state('t', 0)}",
+    )
+    assert stop_replicas(cluster, o) == [False, True]
+    assert cluster.zk.topics["t"].partitions[0] == ReplicaAssignment((3,))
+    assert cluster.controller.context.partitions_being_reassigned == set()
+
+
 async def test_an_api_reassignment_supersedes_the_zookeeper_request(cluster: Cluster) -> None:
     c, o = others(cluster)
     await topic_on(cluster, c)

@@ -179,6 +179,19 @@ def test_a_reassignment_back_to_its_origin_never_deletes_the_only_in_sync_replic
     assert result.violation is None, result.violation
 
 
+def test_an_in_sync_replica_dropped_as_the_controller_moved_leads_until_the_targets_catch_up() -> None:
+    """Seed 40029 (5 brokers, every fault kind): controller 1, its ZooKeeper calls held up by
+    an outage, wrote a reassignment of t2-0 that superseded one in flight and dropped replica
+    3, in the ISR; it lost its role before stopping it. The leader died with its session, 3
+    was left the only in-sync replica, outside the assignment: nobody could lead, and the
+    reassignment never completed (the focused tests: test_reassignment.py's
+    test_an_in_sync_replica_dropped_before_the_controller_moved_leads_until_the_targets_catch_up
+    and the two after it)."""
+    result = run_seed(RunConfig(seed=40029))
+    assert result.faults["reassign"] >= 1 and result.faults["zk-outage"] >= 1
+    assert result.violation is None, result.violation
+
+
 def test_a_follower_truncates_to_an_unclean_leader_that_has_not_written_in_its_epoch_yet() -> None:
     """Seed 90 (5 brokers, every fault kind): a broker elected uncleanly had no entry for its
     own leader epoch in its epoch cache, so it told followers holding a later epoch than any
