@@ -175,13 +175,16 @@ class PartitionReassignment:
         if they are the only in-sync replicas, keeps them until the others catch up (see
         `ReassignmentSteps`)."""
         context = self._context
-        left_behind = {}
-        for tp in sorted(set(context.leadership) - context.partitions_being_reassigned):
-            assignment = context.assignment(tp)
-            if not set(context.leadership[tp].leader_and_isr.isr) <= set(assignment.replicas):
-                left_behind[tp] = assignment
-        if left_behind:
-            await self._trigger(left_behind)
+        # One pass over every partition at failover: sort only the few found (the order of
+        # what the controller does next must not depend on a set's).
+        found = [
+            tp
+            for tp, info in context.leadership.items()
+            if tp not in context.partitions_being_reassigned
+            and not set(info.leader_and_isr.isr) <= set(context.replicas(tp))
+        ]
+        if found:
+            await self._trigger({tp: context.assignment(tp) for tp in sorted(found)})
 
     async def on_brokers_started(self, new: list[int]) -> None:
         """Spec §7.2 step 6: rerun every reassignment whose target replicas include a broker
