@@ -4,6 +4,7 @@ and the leader-epoch cache."""
 from __future__ import annotations
 
 import logging
+import shutil
 from pathlib import Path
 
 import pytest
@@ -159,6 +160,21 @@ def test_a_truncation_at_the_log_end_drops_an_epoch_that_starts_there(tmp_path: 
     log.truncate_to(log.log_end_offset)
     assert (log.log_end_offset, log.latest_epoch) == (1, 1)
     assert LeaderEpochCache(tmp_path / "orders-0").entries == [(1, 0)]
+
+
+def test_a_failed_checkpoint_write_in_a_truncation_at_the_log_end_takes_the_directory_offline(
+    tmp_path: Path,
+) -> None:
+    """The epoch dropped at the log end rewrites leader-epoch-checkpoint: an I/O error there is
+    a storage error like any other, not an OSError that escapes the replica manager."""
+    failures = LogDirFailureChannel()
+    log = Log(tmp_path / "orders-0", TP, LogConfig(), failures=failures)
+    log.append_as_leader(batch(b"a"), leader_epoch=1)
+    log.assign_epoch_start_offset(2, log.log_end_offset)
+    shutil.rmtree(tmp_path / "orders-0")  # the checkpoint cannot be written again
+    with pytest.raises(KafkaStorageError):
+        log.truncate_to(log.log_end_offset)
+    assert failures.offline == {tmp_path}
 
 
 def test_retention_deletes_old_closed_segments_below_the_high_watermark(tmp_path: Path) -> None:

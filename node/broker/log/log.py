@@ -355,8 +355,11 @@ class Log:
         if offset >= self.log_end_offset:
             # Nothing to drop but, as in Kafka's truncateTo, an epoch that starts at the log
             # end: this broker led in it and wrote nothing, and a leader since then may not
-            # have had it.
-            self.epochs.truncate_from_end(self.log_end_offset)
+            # have had it. Dropping it rewrites the checkpoint, an I/O like any other.
+            entries = self.epochs.entries
+            if entries and entries[-1][1] >= self.log_end_offset:
+                with self._io("truncating"):
+                    self.epochs.truncate_from_end(self.log_end_offset)
             return
         if offset <= self.log_start_offset:
             self.truncate_fully_and_start_at(offset if offset >= 0 else self.log_start_offset)
