@@ -489,6 +489,7 @@ def _names_the_awaited_leader(
         current is not None
         and current.leader_unavailable
         and state.leader_epoch == current.leader_epoch
+        and state.leader == current.leader
         and state.leader in leaders
     )
 

@@ -176,9 +176,9 @@ class ReassignmentSteps:
     async def _stop_left_behind(self, partitions: list[TopicPartition]) -> None:
         """What a controller that lost its role between writing a superseding reassignment
         (step U) and stopping the replicas it dropped left undone: those still in the ISR are
-        stopped now, as it would have (leadership handed to the target replicas first). Those
-        that were the only in-sync replicas are back in the assignment by now
-        (`_keeping_the_in_sync`). Left in the ISR, they would hold the high watermark back
+        stopped now, as it would have (leadership handed to the target replicas first). Where
+        no target replica was in sync they are back in the assignment by now, as replicas being
+        removed (`_keeping_the_in_sync`). Left in the ISR, they would hold the high watermark back
         and keep the ISR from ever matching the assignment."""
         context = self._context
         left: list[PartitionReplica] = []
