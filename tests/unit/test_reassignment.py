@@ -392,6 +392,17 @@ async def test_a_reassignment_that_would_drop_every_in_sync_replica_keeps_them_u
     assert stop_replicas(cluster, o)[-1] is True
 
 
+async def _controller_dies_after_step_u(
+    cluster: Cluster, controller: int, written: ReplicaAssignment
+) -> None:
+    """A superseding reassignment's step U (or a cancellation's) written to ZooKeeper by
+    `controller`, which dies before it stops the replicas the new assignment dropped."""
+    await cluster.stores[controller].set_partition_assignments(
+        "t", {0: written}, cluster.controller.context.epoch_zk_version
+    )
+    await cluster.kill(controller)
+
+
 async def test_an_in_sync_replica_dropped_before_the_controller_moved_leads_until_the_targets_catch_up(
     cluster: Cluster,
 ) -> None:
@@ -409,12 +420,8 @@ async def test_an_in_sync_replica_dropped_before_the_controller_moved_leads_unti
     await reassign(cluster, [o, 3])
     await catch_up(cluster, c, o)
     assert cluster.state("t", 0).isr == (c, o)
-    # The superseding reassignment's step U, written by controller c, which dies before it
-    # stops replica o: ZooKeeper holds o in the ISR and out of the assignment.
-    await cluster.stores[c].set_partition_assignments(
-        "t", {0: ReplicaAssignment((c, 3), (3,), ())}, cluster.controller.context.epoch_zk_version
-    )
-    await cluster.kill(c)
+    # ZooKeeper now holds o in the ISR and out of the assignment.
+    await _controller_dies_after_step_u(cluster, c, ReplicaAssignment((c, 3), (3,), ()))
     await eventually(
         settled(cluster, lambda: len(cluster.active()) == 1), timeout=2, message="no new controller"
     )
@@ -452,10 +459,7 @@ async def test_the_next_controller_stops_an_in_sync_replica_a_superseding_reassi
     await topic_on(cluster, 3)
     await reassign(cluster, [o, 4])
     await catch_up(cluster, 3, o)
-    await cluster.stores[c].set_partition_assignments(
-        "t", {0: ReplicaAssignment((3, 4), (4,), ())}, cluster.controller.context.epoch_zk_version
-    )
-    await cluster.kill(c)
+    await _controller_dies_after_step_u(cluster, c, ReplicaAssignment((3, 4), (4,), ()))
     await eventually(
         settled(cluster, lambda: len(cluster.active()) == 1), timeout=2, message="no new controller"
     )
@@ -483,10 +487,7 @@ async def test_the_next_controller_stops_an_in_sync_replica_a_cancellation_dropp
     await topic_on(cluster, 3)
     await reassign(cluster, [o, c])
     await catch_up(cluster, 3, o)
-    await cluster.stores[c].set_partition_assignments(
-        "t", {0: ReplicaAssignment((3,))}, cluster.controller.context.epoch_zk_version
-    )
-    await cluster.kill(c)
+    await _controller_dies_after_step_u(cluster, c, ReplicaAssignment((3,)))
     await eventually(
         settled(cluster, lambda: len(cluster.active()) == 1 and cluster.state("t", 0).isr == (3,)),
         timeout=2,
