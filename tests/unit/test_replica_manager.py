@@ -158,6 +158,14 @@ def test_a_follower_whose_leader_was_not_live_follows_it_when_its_leader_epoch_c
     )
     assert codes(first) == [0]
     assert effects.sources == [] and manager.state.fetch_targets.get(2) is None
+    # The same order with the leader still not live, or naming another leader at that epoch
+    # (which ZooKeeper cannot hold), is not taken again.
+    for leader, live in ((2, ()), (4, (4,))):
+        refused = manager.become_leader_or_follower(
+            leader_and_isr(state(0, leader=leader, leader_epoch=8), epoch=2, live_leaders=live), MY_EPOCH
+        )
+        assert codes(refused) == [ErrorCode.FENCED_LEADER_EPOCH], (leader, live)
+    assert effects.sources == []
 
     again = manager.become_leader_or_follower(
         leader_and_isr(state(0, leader=2, leader_epoch=8), epoch=2, live_leaders=(2,)), MY_EPOCH
