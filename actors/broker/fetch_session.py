@@ -143,6 +143,13 @@ class FetchSessionCache:
         session.dirty.clear()
         return wanted
 
+    def read_again(self, tp: TopicPartition) -> None:
+        """Read `tp` at each session's next fetch, without waking a long poll: the next fetch
+        comes at the follower's pace, as Kafka's leader reads every partition of a session at
+        each fetch."""
+        for session_id in self._by_partition.get(tp, ()):
+            self._sessions[session_id].dirty.add(tp)
+
     def mark_dirty(self, tp: TopicPartition) -> None:
         """Something followers should hear about changed for `tp`: wake their long polls."""
         for session_id in self._by_partition.get(tp, ()):

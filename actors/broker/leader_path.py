@@ -416,11 +416,12 @@ class LeaderPath:
                 self.state.complete_produce_waiters(partition)
                 self._expand_caught_up(partition)
             return
-        if code in (ErrorCode.OPERATION_NOT_ATTEMPTED, ErrorCode.INELIGIBLE_REPLICA):
-            partition.pending_isr = None
-            return
         if code in _WAIT_FOR_LEADER_AND_ISR:
             log.info("%s: the ISR change stays pending until the next LeaderAndIsr: %s", tp, code.name)
             return
-        # Anything else: try again with the next expansion or expiration check.
+        # Refused (a replica shutting down: INELIGIBLE_REPLICA) or failed: try again with the
+        # next expansion or expiration check. A follower at the log end names the partition
+        # in no more incremental fetches, so its next fetch must read it anyway, or no later
+        # fetch would propose it (Kafka's leader reads every partition of a session).
         partition.pending_isr = None
+        self.state.fetch_sessions.read_again(tp)

@@ -397,6 +397,23 @@ async def test_a_follower_that_caught_up_while_an_isr_change_was_pending_joins_a
     assert brokers.proposals[1:] == [(1, PendingIsr((1, 2, 3), 0, 1))]
 
 
+async def test_a_follower_at_the_log_end_is_proposed_again_after_a_refused_isr_change(
+    brokers: Brokers,
+) -> None:
+    """Found by the simulation (seed 62500): an expansion refused with INELIGIBLE_REPLICA (its
+    replica was shutting down) left the other caught-up follower of an empty partition out
+    of the ISR for ever: its incremental fetches no longer named the partition, so no fetch
+    proposed it. Its next fetch must read the partition again, as Kafka's does."""
+    brokers.lead(1, 0, [1])
+    for follower in (2, 3, 2, 3):
+        brokers.replicate(follower, 1)
+    assert brokers.proposals == [(1, PendingIsr((1, 2), 0, 0))], "one change in flight at a time"
+    refused = AlterPartitionResult(partition_index=0, error_code=ErrorCode.INELIGIBLE_REPLICA)
+    brokers[1].leader_path.isr_change_answered(TP, brokers.proposals[0][1], refused)
+    brokers.replicate(3, 1)
+    assert brokers.proposals[1:] == [(1, PendingIsr((1, 3), 0, 0))], "3's next fetch proposes it"
+
+
 def test_caught_up_time_follows_kafkas_rule() -> None:
     state = Partition(TP, Role.LEADER, 1, 0, (1, 2), 0, (1, 2))
     follower = FollowerState(

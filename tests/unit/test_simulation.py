@@ -236,6 +236,18 @@ def test_a_follower_told_its_leader_before_the_leader_was_live_rejoins_the_isr()
     assert result.violation is None, result.violation
 
 
+def test_a_follower_left_out_by_a_refused_isr_change_rejoins_the_isr() -> None:
+    """Seed 62500 (5 brokers, every fault kind), found in the 100,000-seed run on `3c50623`:
+    the leader of an empty partition proposed one caught-up follower while the other's fetch
+    waited behind that change; the controller refused it (that replica was in a controlled
+    shutdown), and neither follower was proposed again: their incremental fetches no longer
+    named the partition (the focused test: test_replication.py::
+    test_a_follower_at_the_log_end_is_proposed_again_after_a_refused_isr_change)."""
+    result = run_seed(RunConfig(seed=62500))
+    assert result.faults["shutdown"] >= 1
+    assert result.violation is None, result.violation
+
+
 def test_five_hundred_seeds_hold_every_invariant() -> None:
     result = run_command("node.sim.main", "--seeds", "1-500", "--steps", "8", timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
