@@ -347,14 +347,18 @@ class LocalCluster:
         zk_connect: str,
         *,
         session_timeout_ms: int = 6000,
+        connection_timeout_ms: int | None = None,
         settings: dict[str, str] | None = None,
         security: ClientSecurity = PLAINTEXT_CLIENT,
     ) -> None:
-        """`settings`: properties every broker gets, under each broker's own; `security`:
-        how this library's own checks reach the brokers (their listeners' protocol)."""
+        """`connection_timeout_ms`: how long each broker and planner waits for its first
+        ZooKeeper session (None: the session timeout); `settings`: properties every broker
+        gets, under each broker's own; `security`: how this library's own checks reach the
+        brokers (their listeners' protocol)."""
         self.home = home
         self.zk_connect = zk_connect
         self.session_timeout_ms = session_timeout_ms
+        self.connection_timeout_ms = connection_timeout_ms
         self.settings = settings or {}
         self.security = security
         self.all: list[BrokerProcess] = []
@@ -383,6 +387,7 @@ class LocalCluster:
             settings={
                 "zookeeper.connect": self.zk_connect,
                 "zookeeper.session.timeout.ms": str(self.session_timeout_ms),
+                **self._connection_timeout(),
                 **self.settings,
                 **(settings or {}),
                 **{k.replace("_", "."): v for k, v in overrides.items()},
@@ -403,6 +408,7 @@ class LocalCluster:
             settings={
                 "zookeeper.connect": self.zk_connect,
                 "zookeeper.session.timeout.ms": str(self.session_timeout_ms),
+                **self._connection_timeout(),
                 "spark.master": "local[2]",
                 "spark.driver.memory": "1g",
                 # Tests ask for their first plan at once: warming up first would only delay it.
@@ -413,12 +419,20 @@ class LocalCluster:
         self.planners.append(planner)
         return planner
 
+    def _connection_timeout(self) -> dict[str, str]:
+        if self.connection_timeout_ms is None:
+            return {}
+        return {"zookeeper.connection.timeout.ms": str(self.connection_timeout_ms)}
+
     def start(self, *broker_ids: int) -> list[BrokerProcess]:
         return [self.new(i).start() for i in broker_ids]
 
     def by_id(self, broker_id: int) -> BrokerProcess:
         """The running broker with that id (the newest, after restarts)."""
-        return next(b for b in reversed(self.all) if b.broker_id == broker_id and b.running)
+        found = next((b for b in reversed(self.all) if b.broker_id == broker_id and b.running), None)
+        if found is None:
+            raise LookupError(f"broker {broker_id} is not running")
+        return found
 
     def running(self) -> list[BrokerProcess]:
         """Brokers that can answer: alive and not paused."""

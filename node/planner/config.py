@@ -52,6 +52,8 @@ DEFINITIONS: dict[str, _Def] = {
     **METRICS_DEFINITIONS,
     "zookeeper.connect": _Def(_str, None),
     "zookeeper.session.timeout.ms": _Def(_int(1), "18000"),
+    # Unset: the session timeout, as a broker's.
+    "zookeeper.connection.timeout.ms": _Def(_int(1), ""),
     "listeners": _Def(_str, "PLAINTEXT://:9099"),
     "advertised.host.name": _Def(_str, ""),
     "listener.security.protocol.map": _Def(_str, DEFAULT_PROTOCOL_MAP),
@@ -117,6 +119,12 @@ class PlannerConfig:
     @property
     def session_timeout_s(self) -> float:
         return self.get_int("zookeeper.session.timeout.ms") / 1000
+
+    @property
+    def connection_timeout_s(self) -> float:
+        if self.values["zookeeper.connection.timeout.ms"] is None:
+            return self.session_timeout_s
+        return self.get_int("zookeeper.connection.timeout.ms") / 1000
 
     def advertised(self, bound_port: int) -> Endpoint:
         """What `/keel/planner` names: the listener's host (else advertised.host.name, else

@@ -62,7 +62,7 @@ class KeelPlanner:
         self.zk = ZooKeeperClient(
             config.get_str("zookeeper.connect"),
             session_timeout_s=config.session_timeout_s,
-            connection_timeout_s=config.session_timeout_s,
+            connection_timeout_s=config.connection_timeout_s,
             security=config.zookeeper_security,
         )
         self.store = ZkClusterStore(self.zk, self.clock)

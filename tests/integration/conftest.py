@@ -16,6 +16,9 @@ from tests import security_pass
 from tests.security_pass import SecuredPass
 
 SESSION_TIMEOUT_MS = 2000
+# The short session makes failover quick; start-up may wait longer for its first session, which
+# a loaded machine's ZooKeeper (it writes each new session to its log) has taken over 2 s to give.
+CONNECTION_TIMEOUT_MS = 15000
 __all__ = ["ROOT", "SESSION_TIMEOUT_MS", "BrokerProcess", "Brokers", "local_cluster"]
 
 
@@ -99,6 +102,7 @@ def brokers(zk_connect: str, tmp_path: Path, request: pytest.FixtureRequest) -> 
         session_timeout_ms=SESSION_TIMEOUT_MS,
         # Leadership stays where a test put it; the tests of the rebalance turn it on.
         settings={"auto.leader.rebalance.enable": "false"},
+        connection_timeout_ms=CONNECTION_TIMEOUT_MS,
     )
     yield group
     group.kill_all()

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import orjson
+import pytest
 
 from node.clients.admin import KeelAdminClient
 from node.cluster.local import ROOT
@@ -71,6 +72,9 @@ def _follow(broker: int, directory: list[str], out: Path) -> subprocess.Popen[st
         signal.signal(signal.SIGINT, previous)
 
 
+@pytest.mark.plain_pass_only(
+    "keel-cluster up without --security starts a PLAINTEXT cluster of its own: the plain pass's run again"
+)
 def test_controller_and_state_change_logs_through_keel_cluster_logs(tmp_path: Path) -> None:
     directory = ["--dir", str(tmp_path / "cluster")]
     up = _cluster("up", "--brokers", "3", "--no-planner", *directory)

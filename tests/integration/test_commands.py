@@ -91,6 +91,9 @@ def page_text(url: str) -> str:
         return ""
 
 
+@pytest.mark.plain_pass_only(
+    "keel-cluster up without --security starts a PLAINTEXT cluster of its own: the plain pass's run again"
+)
 def test_keel_cluster_up_kill_status_restart_stop(tmp_path: Path) -> None:
     directory = ["--dir", str(tmp_path / "cluster")]
     up = run_command("node.cluster.command", "up", "--brokers", "3", *directory)
@@ -154,6 +157,9 @@ def test_keel_cluster_up_kill_status_restart_stop(tmp_path: Path) -> None:
     assert status()["console"]["state"] == "stopped"  # type: ignore[index]
 
 
+@pytest.mark.plain_pass_only(
+    "keel-cluster up without --security starts a PLAINTEXT cluster of its own: the plain pass's run again"
+)
 def test_keel_cluster_on_a_three_server_zookeeper_ensemble(tmp_path: Path) -> None:
     directory = ["--dir", str(tmp_path / "ensemble")]
     try:

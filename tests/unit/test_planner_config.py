@@ -25,6 +25,14 @@ def test_defaults_and_spark_properties_pass_through() -> None:
     assert load_config({"zookeeper.connect": "zk:2181"}).spark_master == "local[*]"
 
 
+def test_the_zookeeper_connection_timeout_follows_the_session_timeout_unless_set() -> None:
+    base = {"zookeeper.connect": "zk:2181", "zookeeper.session.timeout.ms": "6000"}
+    assert load_config(base).connection_timeout_s == 6.0
+    assert load_config({**base, "zookeeper.connection.timeout.ms": "15000"}).connection_timeout_s == 15.0
+    with pytest.raises(ConfigError, match=r"zookeeper\.connection\.timeout\.ms"):
+        load_config({**base, "zookeeper.connection.timeout.ms": "0"})
+
+
 @pytest.mark.parametrize(
     ("props", "key"),
     [
