@@ -37,6 +37,11 @@ from node.security.jaas import SCRAM_LOGIN_MODULE
 from node.security.settings import client_security_from_properties
 from wire.security import ClientSecurity
 
+# Why a `keel-cluster up` test without `--security` runs in the plain pass only.
+OWN_PLAINTEXT_CLUSTER = (
+    "keel-cluster up without --security starts a PLAINTEXT cluster of its own: the plain pass's run again"
+)
+
 # The switch, and the one value it takes.
 SWITCH = "KEEL_TEST_SECURITY"
 SASL_SSL = "sasl_ssl"

@@ -170,6 +170,13 @@ def _metrics_listener(key: str, raw: str) -> tuple[str, int]:
 # unset: nowhere. The JMX exporter's agent takes its `host:port` the same way.
 METRICS_DEFINITIONS = {"metrics.http.listener": _Def(_metrics_listener, "")}
 
+# A broker's and the planner's ZooKeeper session, and how long start-up waits for the first one
+# (unset: the session timeout).
+ZOOKEEPER_TIMEOUT_DEFINITIONS = {
+    "zookeeper.session.timeout.ms": _Def(_int(1), "18000"),
+    "zookeeper.connection.timeout.ms": _Def(_int(1), ""),
+}
+
 
 # Kafka's names and defaults (spec §11) for what Keel uses.
 DEFINITIONS: dict[str, _Def] = {
@@ -190,8 +197,7 @@ DEFINITIONS: dict[str, _Def] = {
     # TLS (PEM files) and SASL of the listeners (node/security/settings.py).
     **{key: _Def(_text, default) for key, default in LISTENER_DEFAULTS.items()},
     "zookeeper.connect": _Def(_str, None),
-    "zookeeper.session.timeout.ms": _Def(_int(1), "18000"),
-    "zookeeper.connection.timeout.ms": _Def(_int(1), ""),
+    **ZOOKEEPER_TIMEOUT_DEFINITIONS,
     "log.dirs": _Def(_str, "/tmp/kafka-logs"),
     "broker.rack": _Def(_str, ""),
     "socket.request.max.bytes": _Def(_int(1), "104857600"),
@@ -287,13 +293,11 @@ class BrokerConfig:
 
     @property
     def session_timeout_s(self) -> float:
-        return self.get_int("zookeeper.session.timeout.ms") / 1000
+        return zookeeper_timeouts_s(self.values)[0]
 
     @property
     def connection_timeout_s(self) -> float:
-        if self.values["zookeeper.connection.timeout.ms"] is None:
-            return self.session_timeout_s
-        return self.get_int("zookeeper.connection.timeout.ms") / 1000
+        return zookeeper_timeouts_s(self.values)[1]
 
     @property
     def rack(self) -> str | None:
@@ -309,6 +313,14 @@ class BrokerConfig:
         host = advertised.host or socket.getfqdn()
         port = bound_port if advertised is listener else advertised.port
         return Endpoint(listener.listener, listener.security_protocol, host, port)
+
+
+def zookeeper_timeouts_s(values: Mapping[str, object]) -> tuple[float, float]:
+    """The session timeout and start-up's wait for the first session, in seconds."""
+    session = values["zookeeper.session.timeout.ms"]
+    connection = values["zookeeper.connection.timeout.ms"]
+    assert isinstance(session, int) and isinstance(connection, int | None)
+    return session / 1000, (session if connection is None else connection) / 1000
 
 
 def metrics_listener(values: Mapping[str, object]) -> tuple[str, int] | None:

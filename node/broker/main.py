@@ -44,7 +44,7 @@ from node.entry import (
     verbose_requested,
 )
 from node.metrics.http import MetricsListenerUnavailable
-from node.zk.client import NO_AUTH_HINT, NoAuth, ZooKeeperUnavailable
+from node.zk.client import NO_AUTH_HINT, UNREACHABLE_HINT, NoAuth, ZooKeeperUnavailable
 from wire.server import ListenerUnavailable
 
 log = logging.getLogger("keel.node")
@@ -101,9 +101,7 @@ async def start(broker: KeelBroker) -> None:
         raise CommandError(f"{e}; refusing to start") from e
     except ZooKeeperUnavailable as e:
         await _close_quietly(broker)
-        raise CommandError(
-            f"{e} (zookeeper.connection.timeout.ms): check zookeeper.connect and that ZooKeeper runs there"
-        ) from e
+        raise CommandError(f"{e} {UNREACHABLE_HINT}") from e
     except NoAuth as e:
         await _close_quietly(broker)
         raise CommandError(NO_AUTH_HINT) from e

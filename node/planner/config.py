@@ -17,6 +17,7 @@ from node.broker.config import (
     DEFAULT_PROTOCOL_MAP,
     METRICS_DEFINITIONS,
     ZOOKEEPER_SECURITY_DEFINITIONS,
+    ZOOKEEPER_TIMEOUT_DEFINITIONS,
     ConfigError,
     _bool,
     _Def,
@@ -29,6 +30,7 @@ from node.broker.config import (
     metrics_listener,
     parse_values,
     zookeeper_security,
+    zookeeper_timeouts_s,
 )
 from node.security.settings import (
     CLIENT_KEYS,
@@ -51,9 +53,7 @@ DEFINITIONS: dict[str, _Def] = {
     **CONNECTION_DEFINITIONS,
     **METRICS_DEFINITIONS,
     "zookeeper.connect": _Def(_str, None),
-    "zookeeper.session.timeout.ms": _Def(_int(1), "18000"),
-    # Unset: the session timeout, as a broker's.
-    "zookeeper.connection.timeout.ms": _Def(_int(1), ""),
+    **ZOOKEEPER_TIMEOUT_DEFINITIONS,
     "listeners": _Def(_str, "PLAINTEXT://:9099"),
     "advertised.host.name": _Def(_str, ""),
     "listener.security.protocol.map": _Def(_str, DEFAULT_PROTOCOL_MAP),
@@ -118,13 +118,11 @@ class PlannerConfig:
 
     @property
     def session_timeout_s(self) -> float:
-        return self.get_int("zookeeper.session.timeout.ms") / 1000
+        return zookeeper_timeouts_s(self.values)[0]
 
     @property
     def connection_timeout_s(self) -> float:
-        if self.values["zookeeper.connection.timeout.ms"] is None:
-            return self.session_timeout_s
-        return self.get_int("zookeeper.connection.timeout.ms") / 1000
+        return zookeeper_timeouts_s(self.values)[1]
 
     def advertised(self, bound_port: int) -> Endpoint:
         """What `/keel/planner` names: the listener's host (else advertised.host.name, else

@@ -31,7 +31,7 @@ from node.entry import (
 from node.metrics.http import MetricsListenerUnavailable
 from node.planner.config import PlannerConfig, load_config
 from node.planner.server import KeelPlanner
-from node.zk.client import NO_AUTH_HINT, NoAuth, ZooKeeperUnavailable
+from node.zk.client import NO_AUTH_HINT, UNREACHABLE_HINT, NoAuth, ZooKeeperUnavailable
 from wire.server import ListenerUnavailable
 
 log = logging.getLogger("keel.planner")
@@ -88,7 +88,7 @@ async def start(planner: KeelPlanner) -> None:
         await planner.startup()
     except ZooKeeperUnavailable as e:
         await planner.shutdown()
-        raise CommandError(f"{e}: check zookeeper.connect and that ZooKeeper runs there") from e
+        raise CommandError(f"{e} {UNREACHABLE_HINT}") from e
     except NoAuth as e:
         await planner.shutdown()
         raise CommandError(NO_AUTH_HINT) from e

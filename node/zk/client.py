@@ -58,6 +58,8 @@ CHILDREN_CHANGED = protocol.WatchEvent.CHILDREN_CHANGED
 
 
 # What a process says when ZooKeeper refuses it an operation on a znode Keel created.
+# What a broker or the planner says when start-up got no ZooKeeper session in time.
+UNREACHABLE_HINT = "(zookeeper.connection.timeout.ms): check zookeeper.connect and that ZooKeeper runs there"
 NO_AUTH_HINT = (
     "ZooKeeper refused access (NoAuth): Keel's znodes have ACLs (zookeeper.set.acl) and these "
     "credentials are not the ones that created them; check java.security.auth.login.config"

@@ -623,6 +623,24 @@ ENTRY_POINTS: list[BadInput] = [
         PLANNER,
     ),
     BadInput(
+        # After Spark has started: its two lines, the stop's two, then the error naming the key.
+        "planner-zookeeper-connection-timeout",
+        (
+            "/dev/null",
+            "--override",
+            "zookeeper.connect=127.0.0.1:1",
+            "--override",
+            "zookeeper.connection.timeout.ms=1500",
+            "--override",
+            "spark.master=local[1]",
+        ),
+        1,
+        "no ZooKeeper session with 127.0.0.1:1 within 1.5 s (zookeeper.connection.timeout.ms)",
+        45,
+        PLANNER,
+        max_stderr_lines=5,
+    ),
+    BadInput(
         # After Spark has started: its log lines, the planner's start and stop, then the error.
         "planner-port-in-use",
         (

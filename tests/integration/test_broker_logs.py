@@ -17,6 +17,7 @@ import pytest
 
 from node.clients.admin import KeelAdminClient
 from node.cluster.local import ROOT
+from tests import security_pass
 from tests.support import eventually_sync, run_command
 from wire.api import CreatableTopic
 from wire.security import PLAINTEXT_CLIENT
@@ -72,9 +73,7 @@ def _follow(broker: int, directory: list[str], out: Path) -> subprocess.Popen[st
         signal.signal(signal.SIGINT, previous)
 
 
-@pytest.mark.plain_pass_only(
-    "keel-cluster up without --security starts a PLAINTEXT cluster of its own: the plain pass's run again"
-)
+@pytest.mark.plain_pass_only(security_pass.OWN_PLAINTEXT_CLUSTER)
 def test_controller_and_state_change_logs_through_keel_cluster_logs(tmp_path: Path) -> None:
     directory = ["--dir", str(tmp_path / "cluster")]
     up = _cluster("up", "--brokers", "3", "--no-planner", *directory)

@@ -14,6 +14,7 @@ from kazoo.client import KazooClient
 from node.clients.admin import KeelAdminClient
 from node.clients.producer import partition_for
 from node.cluster.security import jaas_entry, load_cluster_security
+from tests import security_pass
 from tests.integration.conftest import Brokers
 from tests.support import eventually, eventually_sync, run_command
 
@@ -91,9 +92,7 @@ def page_text(url: str) -> str:
         return ""
 
 
-@pytest.mark.plain_pass_only(
-    "keel-cluster up without --security starts a PLAINTEXT cluster of its own: the plain pass's run again"
-)
+@pytest.mark.plain_pass_only(security_pass.OWN_PLAINTEXT_CLUSTER)
 def test_keel_cluster_up_kill_status_restart_stop(tmp_path: Path) -> None:
     directory = ["--dir", str(tmp_path / "cluster")]
     up = run_command("node.cluster.command", "up", "--brokers", "3", *directory)
@@ -157,9 +156,7 @@ def test_keel_cluster_up_kill_status_restart_stop(tmp_path: Path) -> None:
     assert status()["console"]["state"] == "stopped"  # type: ignore[index]
 
 
-@pytest.mark.plain_pass_only(
-    "keel-cluster up without --security starts a PLAINTEXT cluster of its own: the plain pass's run again"
-)
+@pytest.mark.plain_pass_only(security_pass.OWN_PLAINTEXT_CLUSTER)
 def test_keel_cluster_on_a_three_server_zookeeper_ensemble(tmp_path: Path) -> None:
     directory = ["--dir", str(tmp_path / "ensemble")]
     try:
