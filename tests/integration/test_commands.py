@@ -222,9 +222,17 @@ def test_keel_cluster_up_with_sasl_security(tmp_path: Path) -> None:
             "node.cli.main", *secured, "produce", "--topic", "locked", env=local, stdin="one\ntwo\n"
         )
         assert produced.returncode == 0 and "sent 2 records" in produced.stderr, produced.stderr
-        # Without --command-config, keel finds the local cluster's client.properties.
-        listed = run_command("node.cli.main", "topic", "list", env=local)
-        assert listed.returncode == 0 and "locked" in listed.stdout, listed.stderr
+        # Without --command-config, keel finds the local cluster's client.properties. The list
+        # comes from one broker's metadata cache, which the controller fills after the leader's.
+        eventually_sync(
+            lambda: (
+                (listed := run_command("node.cli.main", "topic", "list", env=local)).returncode == 0
+                and "locked" in listed.stdout
+            ),
+            timeout=20,
+            interval=0.5,
+            message="keel topic list never showed the topic locked",
+        )
         # A client without the credentials gets nothing: a plaintext one, and a TLS one
         # that does not authenticate.
         port = status["brokers"][0]["address"].rsplit(":", 1)[1]

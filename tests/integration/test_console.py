@@ -84,15 +84,17 @@ async def test_the_pages_mark_a_killed_broker_down_and_show_its_leaders_move_wit
     web = driver
 
     web.get(console.url)
+    # Brokers register before they run the election, so a look may list all three before the
+    # controller: wait for both.
     eventually_sync(
         lambda: (
             _rows(web, "#brokers-table tbody tr", "data-alive")
             == {"broker-1": "true", "broker-2": "true", "broker-3": "true"}
+            and web.find_element("id", "controller-id").text == f"broker {controller}"
         ),
         timeout=FOLLOW_S,
-        message="the cluster page shows three live brokers",
+        message=f"the cluster page shows three live brokers and broker {controller} as controller",
     )
-    assert web.find_element("id", "controller-id").text == f"broker {controller}"
     _mark(web)
     web.save_screenshot(str(SHOTS / "1-cluster.png"))
     cluster_tab = web.current_window_handle
@@ -133,8 +135,10 @@ async def test_the_pages_mark_a_killed_broker_down_and_show_its_leaders_move_wit
     # controller shrinks the ISRs of the partitions the victim only followed in writes of their
     # own, which may reach the page after the leaders moved.
     eventually_sync(
-        lambda: set(_rows(web, "#partitions-table tbody tr[data-leader]", "class").values())
-        == {"under-replicated"},
+        lambda: (
+            set(_rows(web, "#partitions-table tbody tr[data-leader]", "class").values())
+            == {"under-replicated"}
+        ),
         timeout=FOLLOW_S,
         message="the topics page shows every partition under-replicated",
     )

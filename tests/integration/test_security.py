@@ -105,10 +105,18 @@ async def test_tls_clients_and_a_plaintext_client_on_the_tls_port(
     async with KeelAdminClient(f"127.0.0.1:{ssl_port}", security=tls) as admin:
         described = await admin.describe_cluster()
     assert [b.broker_id for b in described.brokers] == [1]
-    # Metadata names the broker by the listener the request came in on.
-    async with KeelAdminClient(f"127.0.0.1:{ssl_port}", security=tls) as admin:
-        metadata = await admin.metadata(None)
-    assert [(b.host, b.port) for b in metadata.brokers] == [("127.0.0.1", ssl_port)]
+    # Metadata names the broker by the listener the request came in on. Its cache is filled by
+    # the controller's first UpdateMetadata, sent at the end of the failover, so wait for it.
+
+    async def metadata_brokers() -> list[tuple[str, int]]:
+        async with KeelAdminClient(f"127.0.0.1:{ssl_port}", security=tls) as admin:
+            metadata = await admin.metadata(None)
+        return [(b.host, b.port) for b in metadata.brokers]
+
+    listed = await eventually(
+        metadata_brokers, timeout=20, interval=0.2, message="the broker's metadata never listed a broker"
+    )
+    assert listed == [("127.0.0.1", ssl_port)]
 
     # A plaintext client on the TLS port gets a closed connection, not an answer or a hang.
     plain = await RpcClient.connect("127.0.0.1", ssl_port, request_timeout=5)
