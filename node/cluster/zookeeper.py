@@ -16,6 +16,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -88,14 +89,30 @@ def classpath() -> str:
     return os.pathsep.join(chosen)
 
 
+# Every port free_ports has handed out in this process. The kernel may give a port again as
+# soon as its probe socket is closed, so two brokers made one after the other could get the
+# same port, and the second would fail to listen.
+_HANDED_OUT: set[int] = set()
+_HANDED_OUT_LOCK = threading.Lock()
+
+
 def free_ports(count: int) -> list[int]:
-    sockets = []
+    """`count` loopback ports that are free now and that this process never handed out before."""
+    sockets: list[socket.socket] = []
+    chosen: list[int] = []
     try:
-        for _ in range(count):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
+        with _HANDED_OUT_LOCK:
+            while len(chosen) < count:
+                if len(sockets) >= count + 1000:
+                    raise OSError(f"no {count} fresh loopback ports after {len(sockets)} tries")
+                s = socket.socket()
+                s.bind(("127.0.0.1", 0))
+                sockets.append(s)  # held open, so the kernel does not offer it again in this call
+                port = s.getsockname()[1]
+                if port not in _HANDED_OUT:
+                    chosen.append(port)
+            _HANDED_OUT.update(chosen)
+        return chosen
     finally:
         for s in sockets:
             s.close()
