@@ -108,6 +108,11 @@ class ControllerEventManager:
     def queue_size(self) -> int:
         return len(self._queue)
 
+    @property
+    def shutting_down(self) -> bool:
+        """Whether `close` has begun: no event put from now on is processed."""
+        return self._shutting_down
+
     def queued(self) -> tuple[QueuedEvent, ...]:
         """The events waiting, in order (for observers: metrics, the simulation's checks)."""
         return tuple(self._queue)

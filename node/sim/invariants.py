@@ -7,6 +7,9 @@ After every step:
 - each partition's leader is in its ISR, and its leader epoch never goes back;
 - no broker applies a LeaderAndIsr older than one it applied (per incarnation);
 - no event is lost from a controller's queue: each one put is still queued or spent;
+- a live cluster has a controller: `/controller` is never absent for longer than the session
+  timeout plus one second while a broker could elect itself (alive, registered on its current
+  session, reaching ZooKeeper, its controller not shut down);
 - no unexpected error: nothing the brokers run dies of, or logs with, an exception they did
   not expect (a `log.exception`, or a task or callback whose error reached the event loop);
 - an acknowledged acks=all write is on every member of the partition's ISR, at its offset
@@ -73,6 +76,8 @@ class Checker:
         # already checked.
         self._checked: dict[tuple[int, TopicPartition], tuple[int, int, int]] = {}
         self._events: dict[int, list[QueuedEvent]] = {}
+        # Since when `/controller` has been absent while some broker could elect itself.
+        self._absent_since: float | None = None
 
     # --- observers ---
 
@@ -124,6 +129,25 @@ class Checker:
     def forget_events(self, incarnation: int) -> None:
         """A crashed incarnation's queue dies with it."""
         self._events.pop(incarnation, None)
+
+    def controller_presence(self, now: float, electors: list[int], limit_s: float) -> None:
+        """Looked at every tenth of a simulated second: `electors` are the brokers that could
+        elect themselves now. The clock starts when `/controller` is first seen absent with one
+        of them, and stops when it is back or none is left (an outage is not a stall)."""
+        if self.zk.controller is not None or not electors:
+            self._absent_since = None
+            return
+        if self._absent_since is None:
+            self._absent_since = now
+        elif now - self._absent_since > limit_s:
+            self._found.append(
+                Violation(
+                    "a controller within session timeout + 1 s",
+                    f"/controller absent for {now - self._absent_since:.1f} s while brokers {electors} "
+                    "were registered and reached ZooKeeper",
+                )
+            )
+            self._absent_since = None
 
     def acknowledged(self, ack: Ack) -> None:
         self.acks.append(ack)

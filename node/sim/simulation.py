@@ -26,7 +26,7 @@ from node.sim.invariants import Ack, Checker, UnexpectedErrors, Violation
 from node.sim.log_store import MemoryLogStore
 from node.sim.loop import EPOCH_S, run_simulated
 from node.sim.network import CLIENT, SimNetwork, endpoint_of
-from node.sim.zookeeper import FakeZooKeeper
+from node.sim.zookeeper import FakeClusterStore, FakeZooKeeper
 from wire import records
 from wire.api import (
     AlterPartitionReassignmentsRequest,
@@ -54,6 +54,7 @@ FAULTS = (
     "shutdown",
     "expire",
     "controller-move",
+    "delete-controller",
     "partition",
     "zk-partition",
     "zk-outage",
@@ -99,6 +100,11 @@ class Simulation:
         self.events = 0
         self.faults: collections.Counter[str] = collections.Counter()
         self.zk = FakeZooKeeper()
+        # An operator's own ZooKeeper session, as zkCli's, and what its watch on
+        # `/controller` last heard.
+        self._operator = FakeClusterStore(self.zk)
+        self._operator_saw_a_controller = asyncio.Event()
+        self._operator.watch_controller(_OperatorWatch(self._operator_saw_a_controller))
         self.network = SimNetwork(self.rng, self.trace)
         self.logs = {b: MemoryLogStore() for b in self.broker_ids}
         self.checker = Checker(self.zk, self.logs)
@@ -145,6 +151,7 @@ class Simulation:
         try:
             for broker_id in self.broker_ids:
                 await self._start(broker_id)
+            self._client(self._watch_for_a_controller())
             await asyncio.sleep(1.0)
             await self._create_topic()
             for _ in range(self.config.steps):
@@ -278,6 +285,59 @@ class Simulation:
         self.trace(f"move the controller away from broker {controller}")
         await self.brokers[controller][1].store.force_delete_controller()
         return True
+
+    async def _delete_controller(self) -> bool:
+        """An operator's forced re-election (`rmr /controller`, `keel controller reelect`),
+        done again as soon as the next controller appears, a few times in a row: each new
+        controller loses its znode while it is still taking over."""
+        if self._controller() is None:
+            return False
+        times = self.rng.randint(1, 8)
+        self.trace(f"delete /controller {times} time(s) in a row")
+        self._client(self._delete_controller_repeatedly(times))
+        return True
+
+    async def _delete_controller_repeatedly(self, times: int) -> None:
+        """The operator watches `/controller` as zkCli's `stat -w` does: it deletes it, then
+        waits for the next creation, then deletes again."""
+        for _ in range(times):
+            self._operator_saw_a_controller.clear()
+            holder = await self._operator.force_delete_controller()
+            self.trace(f"operator deleted /controller (held by broker {holder})")
+            if (await self._operator.read_controller()).controller_id is None:
+                try:
+                    await asyncio.wait_for(
+                        self._operator_saw_a_controller.wait(), self.settings.session_timeout_s + 1.0
+                    )
+                except TimeoutError:
+                    return
+            await asyncio.sleep(self.rng.uniform(0.0, 0.005))
+
+    async def _watch_for_a_controller(self) -> None:
+        """Check, every tenth of a simulated second, that a live cluster has a controller."""
+        assert self._loop is not None
+        limit_s = self.settings.session_timeout_s + 1.0
+        while True:
+            await asyncio.sleep(0.1)
+            self.checker.controller_presence(self._loop.time(), self._electors(), limit_s)
+
+    def _electors(self) -> list[int]:
+        """The brokers that could elect themselves controller now."""
+        electors = []
+        for broker_id, (_, broker) in sorted(self.brokers.items()):
+            store = broker.store
+            node = self.zk.brokers.get(broker_id)
+            if (
+                broker.alive
+                and broker.started
+                and store.reachable.is_set()
+                and not store.expired
+                and node is not None
+                and node.owner == store.session
+                and not broker.controller.event_manager.shutting_down
+            ):
+                electors.append(broker_id)
+        return electors
 
     async def _partition(self) -> bool:
         live = self._live()
@@ -498,6 +558,19 @@ class Simulation:
             raise Violation("converges once healed", f"after {self.config.settle_s:g} s: {missing}")
         self.checker.final(self.brokers)
         self.trace("settled")
+
+
+class _OperatorWatch:
+    """The operator's watch on `/controller`: it only notes a creation."""
+
+    def __init__(self, created: asyncio.Event) -> None:
+        self._created = created
+
+    def controller_changed(self) -> None:
+        self._created.set()
+
+    def controller_deleted(self) -> None:
+        pass
 
 
 def run_seed(config: RunConfig) -> RunResult:

@@ -20,7 +20,7 @@ from node.sim.log_store import MemoryLogStore
 from node.sim.loop import run_simulated
 from node.sim.network import CLIENT, SimNetwork, endpoint_of
 from node.sim.simulation import RunConfig, Simulation
-from node.sim.zookeeper import FakeClusterStore, FakeZooKeeper
+from node.sim.zookeeper import FakeClusterStore, FakeZooKeeper, _Ephemeral
 from tests.support import ManualClock
 from wire import records
 
@@ -104,6 +104,36 @@ def test_a_fenced_write_by_a_broker_that_did_not_bump_the_epoch_is_caught() -> N
             checker.check({})
 
     run_simulated(main())
+
+
+def test_a_controller_absent_past_the_limit_while_a_broker_could_elect_is_caught() -> None:
+    zk = FakeZooKeeper()
+    checker = Checker(zk, {})
+    checker.controller_presence(10.0, [1, 2], limit_s=7.0)
+    checker.controller_presence(16.9, [1, 2], limit_s=7.0)
+    checker.check({})
+    checker.controller_presence(17.1, [1, 2], limit_s=7.0)
+    with pytest.raises(Violation, match=r"absent for 7.1 s while brokers \[1, 2\]"):
+        checker.check({})
+
+
+def test_a_controller_absent_while_no_broker_could_elect_is_let_off_and_the_clock_starts_again() -> None:
+    zk = FakeZooKeeper()
+    checker = Checker(zk, {})
+    checker.controller_presence(10.0, [1], limit_s=7.0)
+    # Every broker cut off from ZooKeeper for a while: nobody can elect, so no stall.
+    checker.controller_presence(15.0, [], limit_s=7.0)
+    checker.controller_presence(30.0, [], limit_s=7.0)
+    checker.controller_presence(31.0, [1], limit_s=7.0)
+    checker.controller_presence(37.5, [1], limit_s=7.0)
+    checker.check({})
+    # A controller back resets the clock too.
+    zk.controller = _Ephemeral(1, 1, 1)
+    checker.controller_presence(40.0, [1], limit_s=7.0)
+    zk.controller = None
+    checker.controller_presence(41.0, [1], limit_s=7.0)
+    checker.controller_presence(47.0, [1], limit_s=7.0)
+    checker.check({})
 
 
 def test_a_broker_applying_an_older_leader_and_isr_is_caught_but_a_new_incarnation_starts_afresh() -> None:
