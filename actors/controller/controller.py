@@ -350,7 +350,7 @@ class KafkaController:
             log.info("controller moved to another broker while processing %s: %s", name, e)
             # Fenced out mid-way: a waiting caller hears NOT_CONTROLLER, as Kafka's does.
             event.fail(NotController(f"the controller moved while processing {name}"))
-            await self._maybe_resign()
+            await self._follow_moved_controller()
         except Exception as e:
             event.fail(UnknownServerError(f"{name} failed: {e!r}"))
             raise
@@ -364,10 +364,8 @@ class KafkaController:
         match event:
             case Startup():
                 await self._elect(await self._read_active_controller())
-            case ControllerChange():
-                await self._maybe_resign()
-            case Reelect():
-                await self._elect(await self._maybe_resign())
+            case ControllerChange() | Reelect():
+                await self._follow_controller()
             case Expire():
                 await self._on_expire()
             case RegisterBrokerAndReelect():
@@ -517,7 +515,7 @@ class KafkaController:
     async def _on_register_broker_and_reelect(self) -> None:
         self.broker_epoch = await self._store.register_broker(self._broker_info)
         log.info("broker %d registered again with broker epoch %d", self.broker_id, self.broker_epoch)
-        await self._elect(await self._maybe_resign())
+        await self._follow_controller()
 
     # --- election (spec §2.2) ---
 
@@ -550,18 +548,49 @@ class KafkaController:
         with contextlib.suppress(ControllerMovedError):
             await self._store.delete_controller(epoch.zk_version)
 
+    async def _follow_controller(self) -> None:
+        """What every notification about `/controller` leads to, whatever it said (created,
+        changed, deleted, a new session): re-read it, which re-arms the watch; resign if this
+        broker no longer holds it; run for it if it is absent. The notification only says
+        that something changed since the last read: by the time it is handled `/controller`
+        may have been created and deleted again (an operator's `rmr /controller` right after
+        an election), and this broker's own create used up its one-shot watch."""
+        await self._elect(await self._maybe_resign())
+
+    async def _follow_moved_controller(self) -> None:
+        """After this broker was fenced out: follow `/controller` until that ends. The takeover
+        it may run can itself be fenced out (`/controller` deleted and won by another broker
+        meanwhile), which only means following it again."""
+        while True:
+            try:
+                await self._follow_controller()
+                return
+            except ControllerMovedError as e:
+                log.info("controller moved again while broker %d took over: %s", self.broker_id, e)
+
     async def _elect(self, seen_epoch: ControllerEpoch | None) -> None:
         """Run right after `_read_active_controller`, whose answer it takes rather than reading
-        it again: the epoch write is fenced by the version seen, so a stale read only loses."""
-        if self.active_controller_id != -1:
+        it again: the epoch write is fenced by the version seen, so a stale read only loses.
+
+        It ends in one of two states: this broker is the controller, or its last read saw
+        `/controller` held by another broker, and that read left a watch on an existing
+        znode, which fires when it goes. A lost election reads again; if the winner's znode
+        is already gone, this broker runs again rather than wait for a notification that
+        may never come (every broker may have seen the winner's znode only as a creation,
+        which fires a watch once, and then found it gone)."""
+        while self.active_controller_id == -1:
+            try:
+                won = await self._store.register_controller_and_increment_epoch(self.broker_id, seen_epoch)
+            except ControllerMovedError:
+                log.debug("broker %d lost the election", self.broker_id)
+                seen_epoch = await self._maybe_resign()
+                continue
+            await self._take_over(won)
+            return
+        if self.active_controller_id != self.broker_id:
             log.debug("broker %d sees broker %d as controller", self.broker_id, self.active_controller_id)
-            return
-        try:
-            won = await self._store.register_controller_and_increment_epoch(self.broker_id, seen_epoch)
-        except ControllerMovedError:
-            log.debug("broker %d lost the election", self.broker_id)
-            await self._maybe_resign()
-            return
+
+    async def _take_over(self, won: ControllerEpoch) -> None:
         self.context.epoch = won.epoch
         self.context.epoch_zk_version = won.zk_version
         self.active_controller_id = self.broker_id
@@ -585,17 +614,24 @@ class KafkaController:
         return epoch
 
     async def _trigger_controller_move(self) -> None:
-        """Give the role up after an unexpected error, so that another broker can take it."""
-        await self._read_active_controller()
-        if not self.is_active:
-            return
+        """Give the role up after an unexpected error in a takeover, so that another broker
+        can take it: resign what was taken over, then delete `/controller`, whose deletion
+        every broker watching it hears (this one too) and runs for. If it is gone already,
+        that deletion may have been heard by none (each watch used up by the creation before
+        it), so this broker runs again itself, after what is queued."""
         epoch_zk_version = self.context.epoch_zk_version
-        self.active_controller_id = -1
+        await self._read_active_controller()
+        held = self.is_active
+        if held:
+            self.active_controller_id = -1
         await self._on_controller_resignation()
-        try:
-            await self._store.delete_controller(epoch_zk_version)
-        except ControllerMovedError:
-            log.info("broker %d: /controller already belongs to another broker", self.broker_id)
+        if held:
+            try:
+                await self._store.delete_controller(epoch_zk_version)
+            except ControllerMovedError:
+                log.info("broker %d: /controller already belongs to another broker", self.broker_id)
+        elif self.active_controller_id == -1:
+            self.event_manager.put(Reelect())
 
     async def _on_controller_resignation(self, *, log_line: bool = True) -> None:
         if log_line:

@@ -73,14 +73,15 @@ class Startup(Event):
 
 @dataclasses.dataclass(frozen=True)
 class ControllerChange(Event):
-    """`/controller` was created or changed: maybe resign."""
+    """`/controller` was created or changed: re-read it, maybe resign, and elect if it is
+    gone again by then."""
 
     state = ControllerState.CONTROLLER_CHANGE
 
 
 @dataclasses.dataclass(frozen=True)
 class Reelect(Event):
-    """`/controller` was deleted: maybe resign, then elect."""
+    """`/controller` was deleted: re-read it, maybe resign, and elect if it is still gone."""
 
     state = ControllerState.CONTROLLER_CHANGE
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 
@@ -59,6 +60,43 @@ async def test_deleting_controller_elects_again_at_the_next_epoch(cluster: Clust
     )
     await eventually(cluster.settled, timeout=2, message="brokers did not agree after re-election")
     assert {c.known_controller_epoch for c in cluster.controllers.values()} == {2}
+
+
+@pytest.mark.parametrize("brokers", [1, 3, 5])
+async def test_controller_deleted_as_soon_as_each_election_creates_it_is_elected_again(
+    cluster: Cluster, brokers: int
+) -> None:
+    """An operator deletes `/controller` the moment each new controller creates it, ten times:
+    the winner's create used up its own one-shot watch, and the others' watches fired at the
+    creation, so nobody hears the deletion; whoever re-reads and finds it gone runs again."""
+    for broker_id in range(1, brokers + 1):
+        await cluster.start(broker_id)
+    await eventually(cluster.settled, timeout=2, message="no controller")
+    deletions = 0
+    loop = asyncio.get_running_loop()
+    notify = cluster.zk.controller_event
+
+    def delete_at_once() -> None:
+        nonlocal deletions
+        if cluster.zk.controller is not None:
+            deletions += 1
+            cluster.zk.controller = None
+            notify(True)
+
+    def operator_watching(deleted: bool) -> None:
+        notify(deleted)
+        if not deleted and deletions < 10:
+            loop.call_soon(delete_at_once)
+
+    cluster.zk.controller_event = operator_watching  # type: ignore[method-assign]
+    delete_at_once()
+    await eventually(
+        condition(lambda: deletions == 10 and cluster.zk.controller is not None),
+        timeout=2,
+        message=f"no controller after deletion {deletions}: /controller is {cluster.zk.controller}",
+    )
+    await eventually(cluster.settled, timeout=2, message="brokers did not agree on a controller")
+    assert cluster.zk.epoch is not None and cluster.zk.epoch[0] == 11, "one epoch per election"
 
 
 async def test_session_expiry_resigns_reregisters_and_leaves_one_controller(

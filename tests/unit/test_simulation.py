@@ -24,7 +24,7 @@ from node.sim.log_store import MemoryLog, MemoryLogStore
 from node.sim.loop import NODE, Deadlock, VirtualTimeLoop, run_simulated
 from node.sim.main import parse_args, replay_command
 from node.sim.network import SimNetwork, endpoint_of
-from node.sim.simulation import RunConfig, run_seed
+from node.sim.simulation import DEFAULT_FAULTS, RunConfig, run_seed
 from node.sim.zookeeper import FakeZooKeeper
 from tests.support import run_command
 from wire import records
@@ -135,7 +135,7 @@ def test_a_seed_replays_whatever_the_hash_seed() -> None:
     nothing the run does may depend on it. (Seed 9 took two courses while a follower's fetch
     listed its partitions in a set's order.)"""
     script = (
-        "from node.sim.simulation import RunConfig, run_seed\n"
+        "from node.sim.simulation import DEFAULT_FAULTS, RunConfig, run_seed\n"
         "print(run_seed(RunConfig(seed=9, steps=60)).trace_hash)"
     )
     hashes = {
@@ -160,6 +160,23 @@ def test_a_controller_elected_again_after_zookeeper_was_lost_by_every_broker(see
     faults = frozenset({"crash", "restart", "zk-outage", "create", "reassign"})
     result = run_seed(RunConfig(seed=seed, brokers=3, faults=faults))
     assert result.faults["zk-outage"] >= 2
+    assert result.violation is None, result.violation
+
+
+@pytest.mark.parametrize(
+    ("seed", "steps", "faults"),
+    [(110, 8, DEFAULT_FAULTS), (37, 30, frozenset({"delete-controller"}))],
+)
+def test_a_controller_deleted_again_as_soon_as_it_is_elected_is_elected_again(
+    seed: int, steps: int, faults: frozenset[str]
+) -> None:
+    """Seeds that, before every notification about `/controller` led to a re-read and an
+    election if it was gone, left the cluster with no controller for good: each winner's
+    create used up its own watch and fired the others', and an operator deleted the znode
+    before anyone re-read it (the focused test: test_controller.py's
+    test_controller_deleted_as_soon_as_each_election_creates_it_is_elected_again)."""
+    result = run_seed(RunConfig(seed=seed, steps=steps, faults=faults))
+    assert result.faults["delete-controller"] >= 1
     assert result.violation is None, result.violation
 
 
