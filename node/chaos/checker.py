@@ -3,19 +3,32 @@
 Each check is a pure function returning the violations it found, each with the events
 around it: Jepsen's Kafka checker's anomalies (lost, inconsistent offsets, non-monotonic
 reads, duplicates counted), replica convergence below the high watermark, one controller
-per epoch and none that was not elected, partition states that never go back to an older
-epoch, a healthy cluster within HEALTHY_WITHIN_S of the heal, and planner plans that end
-without doing a move twice.
+per epoch and none that was not elected, a controller again soon after /controller goes
+while a broker could be elected, partition states that never go back to an older epoch, a
+healthy cluster within HEALTHY_WITHIN_S of the heal, and planner plans that end without
+doing a move twice.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import signal
 from collections.abc import Callable, Iterable
 
-from node.chaos.history import DONE, FinalState, History, PlanMove, Read
+from node.chaos.history import (
+    BROKER_CUT,
+    BROKER_DOWN,
+    DONE,
+    ZOOKEEPER_DOWN,
+    FinalState,
+    History,
+    Outage,
+    PlanMove,
+    Read,
+)
+from node.chaos.schedule import CONTROLLER_GRACE_S
 
 HEALTHY_WITHIN_S = 30.0
 # How many examples a violation lists.
@@ -229,6 +242,93 @@ def check_controllers_elected(history: History, final: FinalState) -> list[Viola
     return out
 
 
+def _outage_end(history: History, outage: Outage) -> float:
+    """An outage still open was healed with everything at the end."""
+    return outage.end if outage.end is not None else max(outage.t, history.healed_s)
+
+
+def _electable(history: History, brokers: Iterable[int], t: float) -> list[int]:
+    """The brokers that could be elected at `t`: up (not killed, stopped or paused) and
+    reaching ZooKeeper (not cut from it), while the ensemble has its majority (none without)."""
+    active = [o for o in history.outages if o.t <= t < _outage_end(history, o)]
+    servers_down = {o.target for o in active if o.kind == ZOOKEEPER_DOWN}
+    if history.zookeeper_servers - len(servers_down) < history.zookeeper_servers // 2 + 1:
+        return []
+    unable = {o.target for o in active if o.kind in (BROKER_DOWN, BROKER_CUT)}
+    return sorted(set(brokers) - unable)
+
+
+def _election_blocked(history: History, brokers: list[int]) -> list[tuple[float, float]]:
+    """The stretches, in time order and merged, in which no controller could be elected:
+    ZooKeeper without a majority, or no broker both up and reaching it."""
+    outages = history.outages
+    times = sorted({o.t for o in outages} | {_outage_end(history, o) for o in outages})
+    blocked: list[tuple[float, float]] = []
+    for start, end in itertools.pairwise(times):
+        # Nothing changes between two consecutive times: one look in the middle tells.
+        if _electable(history, brokers, (start + end) / 2):
+            continue
+        if blocked and blocked[-1][1] >= start:
+            blocked[-1] = (blocked[-1][0], end)
+        else:
+            blocked.append((start, end))
+    return blocked
+
+
+def _controller_absences(history: History) -> list[tuple[float, float, bool]]:
+    """Each stretch the observer found /controller absent: (from, to, whether it ended). It
+    starts at the poll that found it gone (the latest it can have gone) and ends at the
+    next controller's creation (the znode's ctime); one still open ends at the last poll."""
+    out = []
+    since: float | None = None
+    for seen in sorted(history.controller_znodes, key=lambda z: z.t):
+        if seen.broker is None:
+            since = seen.t if since is None else since
+        elif since is not None:
+            out.append((since, max(since, min(seen.t, seen.since)), True))
+            since = None
+    if since is not None:
+        out.append((since, max(since, history.observed_until_s), False))
+    return out
+
+
+def check_controller_present(history: History, final: FinalState) -> list[Violation]:
+    """A live cluster has a controller within the ZooKeeper session timeout plus
+    CONTROLLER_GRACE_S of any change: /controller absent for longer than that, while some
+    broker was up and reaching a ZooKeeper majority, is a cluster that stopped electing. What
+    legitimately prevents an election (the ensemble's majority lost, every broker cut from
+    ZooKeeper, every broker killed, stopped or paused) stops the clock; it starts again when
+    the last of those heals (a ZooKeeper server once it serves again), as the election can
+    only start then."""
+    limit = history.session_timeout_s + CONTROLLER_GRACE_S
+    blocked = _election_blocked(history, final.expected_brokers)
+    out = []
+    for start, end, ended in _controller_absences(history):
+        # Each stretch of the absence in which an election could be held, in time order: the
+        # first one longer than the limit is the violation.
+        able_from = start
+        for blocked_start, blocked_end in [*blocked, (math.inf, math.inf)]:
+            if blocked_end <= able_from:
+                continue
+            able_until = min(blocked_start, end)
+            if able_until - able_from > limit:
+                until = f"t={end:.1f}s" if ended else f"the end of the run (t={end:.1f}s)"
+                healed = "" if able_from == start else " (when the last outage preventing an election healed)"
+                able = _electable(history, final.expected_brokers, able_from)
+                message = (
+                    f"/controller absent from t={start:.1f}s to {until}: {able_until - able_from:.1f}s "
+                    f"of it from t={able_from:.1f}s{healed} with broker(s) {able} up and reaching "
+                    f"ZooKeeper, more than the session timeout ({history.session_timeout_s:g}s) "
+                    f"plus {CONTROLLER_GRACE_S:g}s"
+                )
+                out.append(_violation(history, "controller-absent", message, able_from))
+                break
+            if blocked_start >= end:
+                break
+            able_from = max(able_from, blocked_end)
+    return out
+
+
 def check_partition_states(history: History, final: FinalState) -> list[Violation]:
     """No partition state in ZooKeeper goes back to an older controller epoch or leader epoch:
     each version compared with the version before it (in version order, as observed)."""
@@ -376,6 +476,7 @@ CHECKS: tuple[Callable[[History, FinalState], list[Violation]], ...] = (
     check_replicas_converged,
     check_one_controller_per_epoch,
     check_controllers_elected,
+    check_controller_present,
     check_partition_states,
     check_healthy,
     check_shutdowns,
@@ -415,3 +516,9 @@ def longest_without_leader(history: History) -> dict[str, float]:
     for name, start in since.items():
         out[name] = max(out.get(name, 0.0), history.healed_s - start)
     return {name: round(s, 2) for name, s in sorted(out.items())}
+
+
+def longest_without_controller(history: History) -> float:
+    """The longest stretch the observer found /controller absent (one still open at the end
+    lasting to the last poll), whatever prevented an election meanwhile."""
+    return round(max((end - start for start, end, _ in _controller_absences(history)), default=0.0), 2)

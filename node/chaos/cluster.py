@@ -10,7 +10,7 @@ from pathlib import Path
 
 from node.chaos.proxy import Link, PeerLinks, Proxy
 from node.cluster.local import BrokerProcess, LocalCluster, PlannerProcess
-from node.cluster.zookeeper import EmbeddedZooKeeper, free_ports
+from node.cluster.zookeeper import EmbeddedZooKeeper, four_letter_word, free_ports
 from node.zk import data, paths
 from node.zk.client import ZooKeeperClient
 from wire import records
@@ -180,6 +180,53 @@ class ChaosCluster:
         with contextlib.suppress(Exception):
             return data.decode_topic(topic, got[0]).partitions[partition].replicas
         return ()
+
+    async def controller_and_epoch(self) -> tuple[int, int, int] | None:
+        """(the controller, its epoch, /controller_epoch's znode version), or None when no
+        broker holds /controller, its election's epoch is not written, or ZooKeeper does not
+        answer."""
+        assert self.zk is not None
+        try:
+            got = await asyncio.wait_for(
+                self.zk.get_many([paths.CONTROLLER, paths.CONTROLLER_EPOCH]), ZK_READ_TIMEOUT_S
+            )
+        except Exception:
+            return None
+        controller, epoch = got
+        # An election creates /controller and bumps /controller_epoch in one multi (as the
+        # observer reads them): a /controller newer than the epoch is no election's.
+        if controller is None or epoch is None or epoch[1].last_modified_zxid < controller[1].created_zxid:
+            return None
+        with contextlib.suppress(Exception):
+            return (
+                data.decode_controller(controller[0]),
+                data.decode_controller_epoch(epoch[0]),
+                epoch[1].version,
+            )
+        return None
+
+    async def delete_controller(self, epoch_version: int) -> bool | None:
+        """Delete /controller if /controller_epoch is still at `epoch_version`: the controller
+        deleted is the one that was read, not one elected since. True: deleted; False: another
+        election, or a resignation, came first; None: ZooKeeper did not answer in time (the
+        delete may or may not have been applied)."""
+        zk = self.zk
+        assert zk is not None
+        ops = [zk.check_op(paths.CONTROLLER_EPOCH, epoch_version), zk.delete_op(paths.CONTROLLER)]
+        try:
+            results = await asyncio.wait_for(zk.multi(ops), ZK_READ_TIMEOUT_S)
+        except Exception:
+            return None
+        return not any(isinstance(r, Exception) for r in results)
+
+    def zookeeper_serving(self, server_id: int) -> bool:
+        """Whether ZooKeeper server `server_id` serves requests: up and in a quorum (`srvr`
+        names its mode only then). Blocks for up to a second."""
+        port = self.zookeeper.servers[server_id - 1].client_port
+        try:
+            return "Mode:" in four_letter_word(port, "srvr")
+        except OSError:
+            return False
 
     async def registered_brokers(self) -> list[int] | None:
         assert self.zk is not None

@@ -69,6 +69,36 @@ class ControllerSeen:
 
 
 @dataclasses.dataclass(frozen=True)
+class ControllerZnode:
+    """/controller as the observer found it, each time that changed: held by `broker` (None:
+    absent). `since` is when: for a znode, its creation time (ZooKeeper's ctime, on the run's
+    clock), so that a poll made late (the observer's own session lost with the ensemble's
+    majority) still dates the election right; for an absence, the poll that found it."""
+
+    t: float
+    broker: int | None
+    since: float
+
+
+# What an Outage takes away from an election.
+BROKER_DOWN = "broker-down"  # killed, stopped by SIGTERM, or paused by SIGSTOP
+BROKER_CUT = "broker-cut-from-zookeeper"  # its links to every ZooKeeper server cut
+ZOOKEEPER_DOWN = "zookeeper-down"  # one ZooKeeper server killed, until it serves again
+
+
+@dataclasses.dataclass
+class Outage:
+    """A stretch in which something a controller election needs was missing, as the nemesis
+    made it: a broker down or cut from ZooKeeper, or a ZooKeeper server down (`target`, a
+    broker id or a server id). `end` None: not healed yet (the heal at the end heals it)."""
+
+    kind: str
+    target: int
+    t: float
+    end: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class ControllerActions:
     """The state changes a broker logged as controller at one epoch (`[Controller id=N
     epoch=E]` in its state-change.log): how many, and when the first and the last were."""
@@ -168,6 +198,15 @@ class History:
     plans: dict[str, PlanRun] = dataclasses.field(default_factory=dict)
     plan_moves: list[PlanMove] = dataclasses.field(default_factory=list)
     controller_actions: list[ControllerActions] = dataclasses.field(default_factory=list)
+    controller_znodes: list[ControllerZnode] = dataclasses.field(default_factory=list)
+    # When the observer last read ZooKeeper: how long an absence of /controller still open at
+    # the end was seen to last.
+    observed_until_s: float = 0.0
+    outages: list[Outage] = dataclasses.field(default_factory=list)
+    # The run's ZooKeeper session timeout (brokers') and ensemble size, set by the run: what
+    # the controller-absent check allows and when the ensemble has lost its majority.
+    session_timeout_s: float = 4.0
+    zookeeper_servers: int = 3
     # Partitions produced to, and when the workload produced.
     partitions: list[tuple[str, int]] = dataclasses.field(default_factory=list)
     produce_started_s: float = 0.0

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Callable
 
 from aiozk.protocol.stat import Stat
 
 from node.chaos.cluster import ChaosCluster
-from node.chaos.history import ControllerSeen, History, PartitionState
+from node.chaos.history import ControllerSeen, ControllerZnode, History, PartitionState
 from node.zk import data, paths
 
 POLL_S = 0.1
@@ -30,6 +31,8 @@ class Observer:
         self.now = clock
         self._versions: dict[tuple[str, int], int] = {}
         self._controller: tuple[int, int] | None = None
+        # The /controller znode last seen: its creation's zxid (0: absent).
+        self._controller_znode: int | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
         self.controller_changes = 0
@@ -74,6 +77,8 @@ class Observer:
         state_paths = [paths.partition_state(t, p) for t, p in self.history.partitions]
         got = await zk.get_many([paths.CONTROLLER, paths.CONTROLLER_EPOCH, *state_paths])
         t = self.now()
+        self.history.observed_until_s = t
+        self._see_controller_znode(t, got[0])
         self._see_controller(t, got[0], got[1])
         for (topic, partition), znode in zip(self.history.partitions, got[2:], strict=True):
             if znode is None:
@@ -102,6 +107,24 @@ class Observer:
                 f"{topic}-{partition} v{stat.version}: leader {state.leader} epoch {state.leader_epoch} "
                 f"isr {list(state.isr)} (controller epoch {info.controller_epoch})",
             )
+
+    def _see_controller_znode(self, t: float, controller: tuple[bytes | None, Stat] | None) -> None:
+        """Each /controller znode (told apart by the zxid that created it) and each absence."""
+        zxid = 0 if controller is None else controller[1].created_zxid
+        if zxid == self._controller_znode:
+            return
+        self._controller_znode = zxid
+        if controller is None:
+            self.history.controller_znodes.append(ControllerZnode(t, None, t))
+            self.history.event(t, "controller", "/controller is absent (ZooKeeper)")
+            return
+        # A znode whose data does not decode is held all the same (-1: by whom is not known).
+        broker = -1
+        with contextlib.suppress(Exception):
+            broker = data.decode_controller(controller[0])
+        # ctime is the ensemble's wall clock, in ms; the servers run on this machine.
+        age = max(0.0, time.time() - controller[1].created / 1000)
+        self.history.controller_znodes.append(ControllerZnode(t, broker, max(0.0, t - age)))
 
     def _see_controller(
         self, t: float, controller: tuple[bytes | None, Stat] | None, epoch: tuple[bytes | None, Stat] | None

@@ -54,6 +54,7 @@ class Report:
             "max_unavailable_s": max(unavailable.values(), default=0.0),
             "unavailable_s": unavailable,
             "without_leader_s": checker.longest_without_leader(history),
+            "without_controller_s": checker.longest_without_controller(history),
             "healthy_after_s": self.final.healthy_after_s,
             "plans": [dataclasses.asdict(p) for p in history.plans.values()],
             "observed": observed(history),
@@ -89,6 +90,7 @@ class Report:
             + ")",
             "  longest stretch without a leader in ZooKeeper: "
             + ", ".join(f"{tp} {s:.1f}" for tp, s in value["without_leader_s"].items()),
+            f"  longest stretch without /controller: {value['without_controller_s']:.1f} s",
             "  healthy "
             + (f"{healthy:.1f} s after the heal" if healthy is not None else "never after the heal"),
         ]

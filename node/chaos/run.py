@@ -65,7 +65,9 @@ class ChaosRun:
         self.directory = directory
         self.say = say
         self.plan = options.plan()
-        self.history = History()
+        self.history = History(
+            session_timeout_s=options.session_timeout_ms / 1000, zookeeper_servers=options.zookeeper_servers
+        )
         # The run's clock starts again once the cluster serves: the plan's times count from there.
         self._started = time.monotonic()
         self._wall_started = time.time()

@@ -38,6 +38,10 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "zk": ("member", "majority"),
     # Leader bounces chasing one partition (KIP-101/KIP-279).
     "bounce-leader": ("leader",),
+    # An operator's forced re-election (`rmr /controller`, `keel controller reelect`): /controller
+    # deleted, then deleted again as soon as the next controller holds it, as many times as the
+    # variant says (node/chaos/faults.py Nemesis._delete_controller).
+    "delete-controller": ("once", "twice", "3-times", "4-times", "5-times", "6-times", "7-times", "8-times"),
     # The planner killed while its executor runs a plan.
     "planner": ("active",),
 }
@@ -47,7 +51,15 @@ PEER_PARTITIONS = frozenset({"from-controller", "from-followers", "from-one-peer
 # `planner` starts a Spark driver beside the brokers: asked for by name only.
 DEFAULT_FAULTS = tuple(k for k in FAULT_KINDS if k != "planner")
 # What targets a broker (so that a second fault does not pick one already under a fault).
+# `delete-controller` is not among them: it takes /controller from whichever broker holds it,
+# and the broker runs on untouched.
 BROKER_FAULTS = frozenset({"kill", "term", "pause", "expire", "partition", "bounce-leader"})
+# How many deletions in a row each variant of `delete-controller` makes.
+CONTROLLER_DELETIONS = {variant: n for n, variant in enumerate(VARIANTS["delete-controller"], start=1)}
+# How long after /controller is gone a live cluster must have a controller again, beyond the
+# session timeout: the checker's `controller-absent` bound, and how long a deletion burst waits
+# for the next controller before it gives up.
+CONTROLLER_GRACE_S = 1.0
 
 WARM_UP_S = 4.0
 # No fault starts in the last seconds: the run ends with the workload on a healed cluster.
@@ -97,6 +109,10 @@ def _duration(rng: random.Random, kind: str, variant: str, session_timeout_s: fl
         return rng.uniform(3.0, 10.0)
     if kind == "bounce-leader":
         return rng.uniform(4.0, 8.0)
+    if kind == "delete-controller":
+        # A bound, as for `expire`: each deletion waits at most this long for the next
+        # controller, and the burst ends with the last one's.
+        return CONTROLLER_DELETIONS[variant] * (session_timeout_s + CONTROLLER_GRACE_S)
     return rng.uniform(1.0, 6.0)
 
 

@@ -7,13 +7,18 @@ import dataclasses
 
 from node.chaos import checker
 from node.chaos.history import (
+    BROKER_CUT,
+    BROKER_DOWN,
     DONE,
     SUBMITTED,
+    ZOOKEEPER_DOWN,
     Ack,
     ControllerActions,
     ControllerSeen,
+    ControllerZnode,
     FinalState,
     History,
+    Outage,
     PartitionState,
     PlanMove,
     PlanRun,
@@ -323,3 +328,107 @@ def test_a_run_with_planners_is_not_healed_without_an_active_one() -> None:
     assert [v.kind for v in checker.check_healthy(history, final)] == ["planner-not-active"]
     final.planner_active = True
     assert checker.check_healthy(history, final) == []
+
+
+def absent(history: History, start: float, end: float | None, broker: int = 3) -> None:
+    """The observer's record of /controller gone at `start` and held again by `broker` from
+    `end` (None: still absent at the last poll, t=`history.observed_until_s`)."""
+    history.controller_znodes.append(ControllerZnode(start, None, start))
+    if end is not None:
+        # Seen a little late (a poll after the outage of the observer's own session): the
+        # znode's creation dates the election.
+        history.controller_znodes.append(ControllerZnode(end + 0.7, broker, end))
+
+
+def test_a_controller_re_elected_at_once_after_a_forced_deletion_passes() -> None:
+    history, final = clean()
+    history.controller_znodes.append(ControllerZnode(0.1, 1, 0.05))
+    history.event(5.0, "fault", "delete-controller/once /controller deleted (broker 2 at epoch 2)")
+    absent(history, 5.0, 5.1)
+    assert kinds(history, final) == []
+
+
+def test_a_controller_absent_past_the_session_timeout_with_brokers_up_is_a_violation() -> None:
+    history, final = clean()
+    history.observed_until_s = 40.0
+    history.event(5.0, "fault", "delete-controller/3-times /controller deleted again (broker 2 at epoch 4)")
+    absent(history, 5.0, 10.5)
+    [violation] = checker.check_controller_present(history, final)
+    assert violation.kind == "controller-absent" and violation.t == 5.0
+    assert violation.message == (
+        "/controller absent from t=5.0s to t=10.5s: 5.5s of it from t=5.0s with broker(s) [1, 2, 3] "
+        "up and reaching ZooKeeper, more than the session timeout (4s) plus 1s"
+    )
+    assert any("deleted again" in e for e in violation.events)
+    assert kinds(history, final) == ["controller-absent"]
+
+
+def test_the_bound_is_the_runs_own_session_timeout() -> None:
+    history, final = clean()
+    absent(history, 5.0, 10.5)
+    history.session_timeout_s = 6.0
+    assert checker.check_controller_present(history, final) == []
+    history.session_timeout_s = 2.0
+    [violation] = checker.check_controller_present(history, final)
+    assert "more than the session timeout (2s) plus 1s" in violation.message
+
+
+def test_a_controller_never_elected_again_is_absent_to_the_end_of_the_run() -> None:
+    history, final = clean()
+    history.observed_until_s = 70.0
+    absent(history, 5.0, None)
+    [violation] = checker.check_controller_present(history, final)
+    assert violation.message.startswith(
+        "/controller absent from t=5.0s to the end of the run (t=70.0s): 65.0s"
+    )
+
+
+def test_an_absence_while_zookeeper_had_no_majority_counts_from_its_return() -> None:
+    """Two of three servers killed from t=4 s: no election can be held until the ensemble has
+    its majority again, when the first of them serves again (t=8.5 s); the clock runs from there."""
+    history, final = clean()
+    history.event(4.0, "fault", "zk/majority kill -9 ZooKeeper server(s) [1, 2] for 5.0s")
+    history.outages += [Outage(ZOOKEEPER_DOWN, 1, 4.0, 9.0), Outage(ZOOKEEPER_DOWN, 2, 4.0, 8.5)]
+    absent(history, 5.0, 13.0)
+    assert checker.check_controller_present(history, final) == []
+    history.controller_znodes.clear()
+    absent(history, 5.0, 15.0)
+    [violation] = checker.check_controller_present(history, final)
+    assert violation.t == 8.5
+    assert "6.5s of it from t=8.5s (when the last outage preventing an election healed)" in violation.message
+
+
+def test_one_zookeeper_server_down_leaves_the_majority_to_elect() -> None:
+    history, final = clean()
+    history.outages.append(Outage(ZOOKEEPER_DOWN, 1, 4.0, 12.0))
+    absent(history, 5.0, 11.0)
+    assert [v.kind for v in checker.check_controller_present(history, final)] == ["controller-absent"]
+
+
+def test_an_absence_while_no_broker_could_be_elected_counts_from_the_first_one_back() -> None:
+    """Broker 1 killed, broker 2 paused, broker 3 cut from ZooKeeper (an outage still open at
+    the heal ends there): the clock starts when the first of them can take part again."""
+    history, final = clean()
+    history.healed_s = 30.0
+    history.outages += [
+        Outage(BROKER_DOWN, 1, 3.0, 12.0),
+        Outage(BROKER_DOWN, 2, 4.0, 14.0),
+        Outage(BROKER_CUT, 3, 4.5, None),
+    ]
+    absent(history, 5.0, 16.5)
+    assert checker.check_controller_present(history, final) == []
+    history.controller_znodes.clear()
+    absent(history, 5.0, 17.5)
+    [violation] = checker.check_controller_present(history, final)
+    assert violation.t == 12.0 and "with broker(s) [1] up" in violation.message
+
+
+def test_a_long_stretch_between_two_outages_is_a_violation_though_another_one_followed() -> None:
+    history, final = clean()
+    history.outages += [Outage(ZOOKEEPER_DOWN, s, 20.0, 25.0) for s in (1, 2)]
+    absent(history, 5.0, 26.0)
+    [violation] = checker.check_controller_present(history, final)
+    assert violation.t == 5.0 and "15.0s of it from t=5.0s with" in violation.message
+    # Cut short by the outage, the stretch before it is within the bound.
+    history.outages[0].t = history.outages[1].t = 9.0
+    assert checker.check_controller_present(history, final) == []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from node.chaos import checker
-from node.chaos.history import Ack
+from node.chaos.history import Ack, ControllerZnode
 from node.chaos.report import Report
 from node.chaos.schedule import plan
 from tests.unit.test_chaos_checker import clean
@@ -46,6 +46,7 @@ def test_the_json_has_the_figures() -> None:
     assert value["seed"] == 1 and value["faults"] == {"kill": 2, "pause": 1}
     assert value["acknowledged"] == 4 and value["read"] == 3 and value["lost"] == 1
     assert value["max_unavailable_s"] == 5.0  # from the last acknowledgement (t=5) to the end (t=10)
+    assert value["without_controller_s"] == 0.0
     assert value["observed"] == {
         "elections_logged": 1,
         "controllers_watched": 2,
@@ -66,3 +67,16 @@ def test_the_summary_says_what_passed_or_what_broke_and_how_to_replay_it() -> No
     assert "1 violation(s)" in summary and "lost-write" in summary
     assert "replay: bin/keel-cluster chaos --seed 1 --duration 30" in summary
     assert "kill -9 broker 1" in summary, "the events around the violation"
+
+
+def test_the_longest_absence_of_the_controller_is_reported() -> None:
+    summarized = report(violated=False)
+    summarized.history.controller_znodes += [
+        ControllerZnode(3.0, None, 3.0),
+        ControllerZnode(3.5, 2, 3.25),
+        ControllerZnode(6.0, None, 6.0),
+    ]
+    summarized.history.observed_until_s = 9.5
+    # The absence still open at the last poll is the longer.
+    assert summarized.as_json()["without_controller_s"] == 3.5
+    assert "longest stretch without /controller: 3.5 s" in summarized.summary()

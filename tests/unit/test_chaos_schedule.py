@@ -7,6 +7,9 @@ import itertools
 import pytest
 
 from node.chaos.schedule import (
+    BROKER_FAULTS,
+    CONTROLLER_DELETIONS,
+    CONTROLLER_GRACE_S,
     DEFAULT_FAULTS,
     FAULT_KINDS,
     PEER_PARTITIONS,
@@ -63,8 +66,28 @@ def test_a_pause_outlasts_the_session_timeout() -> None:
     assert pauses and all(f.duration_s > 4 * 1.5 for f in pauses)
 
 
+def test_a_default_run_draws_forced_re_elections() -> None:
+    assert "delete-controller" in DEFAULT_FAULTS and "delete-controller" not in BROKER_FAULTS
+    faults = plan(7, 300, DEFAULT_FAULTS, session_timeout_s=4)
+    deletions = [f for f in faults if f.kind == "delete-controller"]
+    assert deletions, "a default run of 300 s with no forced re-election"
+    assert deletions == [
+        f for f in plan(7, 300, DEFAULT_FAULTS, session_timeout_s=4) if f.kind == "delete-controller"
+    ]
+
+
+def test_a_deletion_burst_draws_its_length_and_waits_at_most_the_bound_per_deletion() -> None:
+    faults = plan(13, 600, ("delete-controller",), session_timeout_s=4)
+    assert {f.variant for f in faults} == set(VARIANTS["delete-controller"]) == set(CONTROLLER_DELETIONS)
+    assert [CONTROLLER_DELETIONS[v] for v in VARIANTS["delete-controller"]] == [1, 2, 3, 4, 5, 6, 7, 8]
+    for fault in faults:
+        if fault.ends_s < 600:
+            assert fault.duration_s == CONTROLLER_DELETIONS[fault.variant] * (4 + CONTROLLER_GRACE_S)
+
+
 def test_parse_faults() -> None:
     assert parse_faults("kill, term,kill") == ("kill", "term")
+    assert parse_faults("delete-controller") == ("delete-controller",)
     assert set(DEFAULT_FAULTS) < set(FAULT_KINDS)
     with pytest.raises(ValueError, match="unknown fault kind"):
         parse_faults("kill,meteor")
