@@ -235,8 +235,10 @@ def test_a_broker_restarted_before_its_old_session_expired_rejoins_the_isrs() ->
     killed during its controlled shutdown and restarted before its session expired, handled
     the LeaderAndIsr and StopReplica queued for its previous incarnation before it registered,
     and never rejoined the ISR of t2-0 (the focused test:
-    test_a_restarted_broker_refuses_the_controller_requests_sent_to_its_previous_incarnation)."""
-    result = run_seed(RunConfig(seed=33398))
+    test_a_restarted_broker_refuses_the_controller_requests_sent_to_its_previous_incarnation).
+    Runs have taken other courses since (new faults, other choices); seed 33782 takes that
+    one again: broker 2's controlled shutdown at 6.5 s, killed at 9.9 s, started at 10.7 s."""
+    result = run_seed(RunConfig(seed=33782))
     assert result.faults["crash"] >= 1 and result.faults["shutdown"] >= 1
     assert result.violation is None, result.violation
 
