@@ -196,7 +196,9 @@ class TopicDeletionWatcher(Protocol):
 
 
 class ClusterWatcher(Protocol):
-    """Told about broker and topic changes under ZooKeeper. Implementations only enqueue."""
+    """Told about broker and topic changes under ZooKeeper. Implementations only enqueue.
+    Each watch fires once per arming (a read with `watch`), and a session hears of a change
+    it watches before the answer to its own write that made it and before any later answer."""
 
     def brokers_changed(self) -> None: ...
 
@@ -214,8 +216,9 @@ class ControllerView:
 
 
 class ReassignmentWatcher(Protocol):
-    """Told when `/admin/reassign_partitions` is created (creation only, spec §3.2).
-    Implementations only enqueue."""
+    """Told when `/admin/reassign_partitions` is created (creation only, spec §3.2), once per
+    arming read; the node's rewrites and deletion do not use the watch up. Implementations
+    only enqueue."""
 
     def partition_reassignment_created(self) -> None: ...
 
@@ -228,9 +231,10 @@ class ClusterStore(Protocol):
     async def controller_epoch(self) -> ControllerEpoch | None: ...
 
     async def read_controller(self) -> ControllerView:
-        """Who holds `/controller` and the epoch, in one round trip, re-arming the watch.
-        `/controller` is read before `/controller_epoch`, so the epoch is never older than
-        the controller named; a newer one means a newer controller, which the watch reports."""
+        """Who holds `/controller` and the epoch, re-arming the watch as `exists` does (it
+        fires at a creation too). `/controller` is read before `/controller_epoch`, so the
+        epoch is never older than the controller named; a newer one means a newer
+        controller, which the watch reports."""
         ...
 
     async def register_controller_and_increment_epoch(
@@ -254,14 +258,19 @@ class ClusterStore(Protocol):
         """Every registered broker; `watch` arms the `/brokers/ids` children watch."""
         ...
 
-    async def registered_broker(self, broker_id: int, *, watch: bool = False) -> RegisteredBroker | None: ...
+    async def registered_broker(self, broker_id: int, *, watch: bool = False) -> RegisteredBroker | None:
+        """One broker's registration, or None; `watch` arms its data watch (broker_modified)
+        as `getData` does: not on a broker that is not registered, and its deletion uses the
+        watch up unreported (`/brokers/ids` reports registrations and their end)."""
+        ...
 
     async def topics(self, *, watch: bool = False) -> set[str]:
         """Every topic; `watch` arms the `/brokers/topics` children watch."""
         ...
 
     async def topic_assignments(self, topics: set[str], *, watch: bool = False) -> dict[str, TopicAssignment]:
-        """Assignments of these topics, read pipelined; `watch` arms each topic's data watch."""
+        """Assignments of these topics, read pipelined; `watch` arms each topic's data watch
+        as `registered_broker` does a registration's: only on the topics found."""
         ...
 
     async def topic_configs(self, topics: set[str]) -> dict[str, dict[str, str]]:
@@ -392,7 +401,8 @@ class LogDirEventWatcher(Protocol):
 
 
 class PreferredReplicaElectionWatcher(Protocol):
-    """Told when `/admin/preferred_replica_election` is created. Implementations only enqueue."""
+    """Told when `/admin/preferred_replica_election` is created, once per arming read; its
+    deletion does not use the watch up. Implementations only enqueue."""
 
     def preferred_replica_election_created(self) -> None: ...
 

@@ -3,6 +3,10 @@ tests and the deterministic simulation (node/sim).
 
 `FakeZooKeeper` holds what the real ensemble would: the controller znode and epoch with its
 data version, broker registrations with their czxids and owning sessions, and watchers.
+Its watches are the real store's: one-shot, armed by the read that answers (`/controller`
+and the admin requests as by `exists`, on a missing znode too; a registration's or a topic's
+data as by `getData`, never on a missing one, and used up unreported by the znode's deletion),
+and a session's own write reports to it before the write returns.
 Each `FakeClusterStore` is one broker's session on it. It passes the same contract suite as
 `node.zk.store.ZkClusterStore` (tests/contract/test_cluster_store.py), so what runs against it
 does not run against a fantasy.
@@ -149,6 +153,19 @@ class FakeZooKeeper:
                 store.armed.discard(watch)
                 getattr(watcher, call)(*args)
 
+    def data_watch_deleted(self, path: str) -> None:
+        """A znode's deletion fires its data watches; the stores report that of a registration
+        or a topic to nobody (the parent's children watch reports the deletion), so it is
+        only used up."""
+        for store, _ in self.cluster_watchers:
+            store.armed.discard(path)
+
+    def update_broker_registration(self, info: BrokerInfo) -> None:
+        """What an operator's `set /brokers/ids/<id>` (Kafka's updateBrokerInfo) does: new data
+        in the same ephemeral znode, which fires the data watches armed on it."""
+        self.brokers[info.broker_id].value = info
+        self.fire(f"/brokers/ids/{info.broker_id}", "broker_modified", info.broker_id)
+
     def create_preferred_replica_election(self, partitions: list[TopicPartition]) -> None:
         """What an admin tool writes; reported once to each store that armed the watch."""
         if self.preferred_replica_election is not None:
@@ -185,6 +202,7 @@ class FakeZooKeeper:
         for broker_id, node in list(self.brokers.items()):
             if node.owner == session:
                 del self.brokers[broker_id]
+                self.data_watch_deleted(f"/brokers/ids/{broker_id}")
                 self.fire("/brokers/ids", "brokers_changed")
 
 
@@ -277,6 +295,7 @@ class FakeClusterStore:
                 return existing.czxid
             if existing.owner == self._registered_session:
                 del self.zk.brokers[info.broker_id]
+                self.zk.data_watch_deleted(f"/brokers/ids/{info.broker_id}")
                 continue
             if asyncio.get_running_loop().time() >= deadline:
                 raise BrokerIdTakenError(f"broker.id {info.broker_id} is already registered")
@@ -297,7 +316,11 @@ class FakeClusterStore:
     async def registered_broker(self, broker_id: int, *, watch: bool = False) -> RegisteredBroker | None:
         await self._io()
         node = self.zk.brokers.get(broker_id)
-        return None if node is None else RegisteredBroker(node.value, node.czxid)  # type: ignore[arg-type]
+        if node is None:
+            return None  # a failed getData arms nothing
+        if watch:
+            self.armed.add(f"/brokers/ids/{broker_id}")
+        return RegisteredBroker(node.value, node.czxid)  # type: ignore[arg-type]
 
     async def topics(self, *, watch: bool = False) -> set[str]:
         await self._io()
@@ -307,9 +330,11 @@ class FakeClusterStore:
 
     async def topic_assignments(self, topics: set[str], *, watch: bool = False) -> dict[str, TopicAssignment]:
         await self._io()
+        found = {t: self.zk.topics[t] for t in topics if t in self.zk.topics}
         if watch:
-            self.armed.update(f"/brokers/topics/{t}" for t in topics)
-        return {t: self.zk.topics[t] for t in topics if t in self.zk.topics}
+            # Only on the topics read: a failed getData arms nothing.
+            self.armed.update(f"/brokers/topics/{t}" for t in found)
+        return found
 
     async def topic_configs(self, topics: set[str]) -> dict[str, dict[str, str]]:
         await self._io()
@@ -479,6 +504,7 @@ class FakeClusterStore:
             del self.zk.partition_states[tp]
         self.zk.topic_configs.pop(topic, None)
         if self.zk.topics.pop(topic, None) is not None:
+            self.zk.data_watch_deleted(f"/brokers/topics/{topic}")
             self.zk.fire("/brokers/topics", "topics_changed")
         if topic in self.zk.deletion_markers:
             self.zk.deletion_markers.discard(topic)

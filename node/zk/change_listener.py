@@ -1,10 +1,12 @@
 """Kafka's ZkNodeChangeNotificationListener: follow the sequential notifications under one
 path (`<root>/<prefix><seq>`) and hand each one's data to a handler, once, in order.
 
-The children watch only wakes the task that reads; a new ZooKeeper session (whose watches
-are gone) wakes it too, and it catches up on whatever was written in between. A notification
-is handled at most once per listener and only after the ones before it; those older than 15
-minutes are deleted (Kafka's changeExpirationMs), by whichever listener sees them first.
+The children watch only wakes the task that reads, and each pass re-arms it by the listing it
+works from (`ZooKeeperClient.watch_children`), so a notification written after that listing
+fires it again; a new ZooKeeper session (whose watches are gone) wakes it too, and it catches
+up on whatever was written in between. A notification is handled at most once per listener
+and only after the ones before it; those older than 15 minutes are deleted (Kafka's
+changeExpirationMs), by whichever listener sees them first.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from actors.clock import Clock
-from node.zk.client import CHILDREN_CHANGED, NoNode, ZooKeeperClient
+from node.zk.client import NoNode, ZooKeeperClient
+from node.zk.watches import ZNodeChildChangeHandler
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +37,7 @@ class ChangeNotificationListener:
         self._handler = handler
         self._clock = clock
         self._wake = asyncio.Event()
+        self._handler_of_root = ZNodeChildChangeHandler(root, self._wake.set)
         self._last_seen = -1
         self._task: asyncio.Task[None] | None = None
 
@@ -41,7 +45,6 @@ class ChangeNotificationListener:
         """Arm the watch and note the newest notification, before the caller reads the state
         the notifications are about: a change after the listing fires the watch, one before
         it is in what the caller reads."""
-        self._zk.add_watch(CHILDREN_CHANGED, self._root, lambda _: self._wake.set())
         self._zk.watch_session(self)
         names = await self._names()
         if names:
@@ -74,7 +77,7 @@ class ChangeNotificationListener:
                 await asyncio.sleep(_RETRY_S)
 
     async def _names(self) -> list[str]:
-        children = await self._zk.children(self._root, watch=True)
+        children = await self._zk.watch_children(self._root, self._handler_of_root)
         return sorted(c for c in children if c.startswith(self._prefix))
 
     def _sequence(self, name: str) -> int:

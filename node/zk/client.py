@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -38,6 +39,13 @@ from aiozk.states import States
 
 from actors.ports import SessionWatcher
 from node.zk.acls import ZkSecurity, default_acls
+from node.zk.watches import (
+    AnyHandler,
+    WatchRegistry,
+    ZNodeChangeHandler,
+    ZNodeChildChangeHandler,
+    ZNodeCreationHandler,
+)
 
 log = logging.getLogger(__name__)
 
@@ -201,6 +209,7 @@ class ZooKeeperClient:
         self._session_watchers: list[SessionWatcher] = []
         self._monitor: asyncio.Task[None] | None = None
         self._multi_read = True
+        self._watches = WatchRegistry(self._zk.session, functools.partial(self.exists, watch=True))
 
     @property
     def session_id(self) -> int | None:
@@ -226,6 +235,7 @@ class ZooKeeperClient:
         self._monitor = asyncio.create_task(self._monitor_session(), name="zk-session-monitor")
 
     async def close(self) -> None:
+        self._watches.close()
         if self._monitor is not None:
             self._monitor.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -380,22 +390,81 @@ class ZooKeeperClient:
     # --- watches and sessions ---
 
     def add_watch(self, event_type: int, path: str, callback: Callable[[str], None]) -> None:
-        """Register a callback for a watch event; arming it is a read with watch=True."""
+        """Register a raw callback for a watch event; arming it is a read with watch=True.
+        Keel's own watches go through `register_handler` and the `watch_*` reads instead."""
         self._zk.session.add_watch_callback(event_type, self.path(path), callback)
 
-    async def wait_for_deletion(self, path: str, timeout: float) -> bool:
-        """Wait until `path` is gone; False if it still exists after `timeout` seconds."""
-        deleted = self._zk.wait_for_events([DELETED], path)
+    def register_handler(self, handler: AnyHandler) -> None:
+        """Register a watch handler for its znode (replacing the one there, as Kafka's
+        ZooKeeperClient keeps one per path); its watch is armed by the `watch_*` reads."""
+        self._watches.register(self.path(handler.path), handler)
+
+    async def watch_existence(
+        self, path: str, handler: ZNodeChangeHandler | ZNodeCreationHandler | None = None
+    ) -> tuple[bytes | None, Stat] | None:
+        """Kafka's registerZNodeChangeHandlerAndCheckExistence, then the data: register
+        `handler` (if given), arm the watch by `exists`, which arms it on a missing znode too
+        (it fires at the creation), and only then read the data, so that a change after the
+        arming fires the watch. None when missing; a deletion between the two reads fires the
+        watch. For znodes that may be missing whose creation matters."""
+        if handler is not None:
+            self.register_handler(handler)
+        stat = await self.exists(path, watch=True)
+        value = None if stat is None else await self.get_or_none(path)
+        self._watches.armed_by_read(self.path(path), stat if value is None else value[1])
+        return value
+
+    async def watch_data(
+        self, path: str, handler: ZNodeChangeHandler | None = None
+    ) -> tuple[bytes | None, Stat] | None:
+        """Register `handler` (if given) and arm its watch by `getData`: the data and the
+        watch in one answer. None when missing, and then no watch is armed (ZooKeeper leaves
+        none after a failed getData): for znodes whose creation another watch reports (their
+        parent's children watch)."""
+        if handler is not None:
+            self.register_handler(handler)
         try:
-            if await self.exists(path, watch=True) is None:
-                return True
-            await asyncio.wait_for(asyncio.shield(deleted), timeout)
-            return True
-        except TimeoutError:
-            return False
+            return await self.get(path, watch=True)
+        except NoNode:
+            return None
+
+    async def watch_children(self, path: str, handler: ZNodeChildChangeHandler | None = None) -> list[str]:
+        """Register `handler` (if given) and arm its children watch by `getChildren`, whose
+        answer this is. NoNode when `path` is missing, which arms nothing."""
+        if handler is not None:
+            self.register_handler(handler)
+        return await self.children(path, watch=True)
+
+    async def wait_for_deletion(self, path: str, timeout: float) -> bool:
+        """Wait until `path` is gone; False if it still exists after `timeout` seconds. Each
+        wait arms the watch by the `exists` that checks the znode is still there; a change of
+        its data uses that watch up as a deletion would, so it is re-armed by checking again."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        fired = asyncio.Event()
+
+        def notified(_: str) -> None:
+            fired.set()
+
+        key = self.path(path)
+        session = self._zk.session
+        for event_type in (DATA_CHANGED, DELETED):
+            session.add_watch_callback(event_type, key, notified)
+        try:
+            while True:
+                fired.clear()
+                if await self.exists(path, watch=True) is None:
+                    return True
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    return False
+                try:
+                    await asyncio.wait_for(fired.wait(), remaining)
+                except TimeoutError:
+                    return False
         finally:
-            if not deleted.done():
-                deleted.set_result(None)
+            for event_type in (DATA_CHANGED, DELETED):
+                session.remove_watch_callback(event_type, key, notified)
 
     def watch_session(self, watcher: SessionWatcher) -> None:
         self._session_watchers.append(watcher)

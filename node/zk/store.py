@@ -2,6 +2,12 @@
 
 Every controller write is fenced: a multi-op whose first op checks the version of
 `/controller_epoch` this controller wrote when elected (spec §2.4).
+
+Watches (node/zk/watches.py): `watch_*` registers a watcher's handlers; a read with `watch`
+(or one that always watches, as `read_controller`) arms the watch by that same read, with the
+kind of read the znode needs: `exists` where a creation must be heard (`/controller`, the
+admin requests), `getData` where the parent's children watch reports creations (a broker's
+registration, a topic), `getChildren` for children watches.
 """
 
 from __future__ import annotations
@@ -43,10 +49,6 @@ from actors.ports import (
 )
 from node.zk import data, paths
 from node.zk.client import (
-    CHILDREN_CHANGED,
-    CREATED,
-    DATA_CHANGED,
-    DELETED,
     BadVersion,
     NodeExists,
     NoNode,
@@ -54,6 +56,7 @@ from node.zk.client import (
     ZooKeeperClient,
     multi_failure,
 )
+from node.zk.watches import ZNodeChangeHandler, ZNodeChildChangeHandler, ZNodeCreationHandler
 
 log = logging.getLogger(__name__)
 
@@ -71,30 +74,22 @@ class ZkClusterStore:
         self._clock = clock
         self._registered_session: int | None = None
         self._cluster_watcher: ClusterWatcher | None = None
-        self._watched_topics: set[str] = set()
-        self._watched_brokers: set[int] = set()
 
     # --- controller (spec §2.2) ---
 
     async def controller_id(self) -> int | None:
         # The exists-watch fires on creation, change and deletion alike.
-        _exists, value = await asyncio.gather(
-            self.zk.exists(paths.CONTROLLER, watch=True),
-            self.zk.get_or_none(paths.CONTROLLER),
-        )
-        return self._decode_controller(value)
+        return self._decode_controller(await self.zk.watch_existence(paths.CONTROLLER))
 
     async def controller_epoch(self) -> ControllerEpoch | None:
         return self._decode_epoch(await self.zk.get_or_none(paths.CONTROLLER_EPOCH))
 
     async def read_controller(self) -> ControllerView:
-        # One gather of plain requests: each is written to the socket in this order when its
-        # task first runs, and ZooKeeper answers one session's requests in order.
-        _, controller, epoch = await asyncio.gather(
-            self.zk.exists(paths.CONTROLLER, watch=True),
-            self.zk.get_or_none(paths.CONTROLLER),
-            self.zk.get_or_none(paths.CONTROLLER_EPOCH),
-        )
+        # One after the other, not pipelined: requests that wait for a reconnection, or are
+        # sent again after one, may go out in another order, and the epoch must be read after
+        # the controller it is paired with (at least as new), and the data after the arming.
+        controller = await self.zk.watch_existence(paths.CONTROLLER)
+        epoch = await self.zk.get_or_none(paths.CONTROLLER_EPOCH)
         return ControllerView(self._decode_controller(controller), self._decode_epoch(epoch))
 
     @staticmethod
@@ -167,9 +162,14 @@ class ZkClusterStore:
         return holder
 
     def watch_controller(self, watcher: ControllerWatcher) -> None:
-        self.zk.add_watch(CREATED, paths.CONTROLLER, lambda _: watcher.controller_changed())
-        self.zk.add_watch(DATA_CHANGED, paths.CONTROLLER, lambda _: watcher.controller_changed())
-        self.zk.add_watch(DELETED, paths.CONTROLLER, lambda _: watcher.controller_deleted())
+        self.zk.register_handler(
+            ZNodeChangeHandler(
+                paths.CONTROLLER,
+                on_created=watcher.controller_changed,
+                on_data_changed=watcher.controller_changed,
+                on_deleted=watcher.controller_deleted,
+            )
+        )
 
     def watch_session(self, watcher: SessionWatcher) -> None:
         self.zk.watch_session(watcher)
@@ -221,7 +221,10 @@ class ZkClusterStore:
             await self.zk.wait_for_deletion(path, remaining)
 
     async def registered_brokers(self, *, watch: bool = False) -> list[RegisteredBroker]:
-        children = await self.zk.children(paths.BROKER_IDS, watch=watch)
+        if watch:
+            children = await self.zk.watch_children(paths.BROKER_IDS)
+        else:
+            children = await self.zk.children(paths.BROKER_IDS)
         ids = sorted(int(child) for child in children if child.isdigit())
         values = await asyncio.gather(*(self.zk.get_or_none(paths.broker_id(i)) for i in ids))
         brokers = []
@@ -237,12 +240,16 @@ class ZkClusterStore:
         return brokers
 
     async def registered_broker(self, broker_id: int, *, watch: bool = False) -> RegisteredBroker | None:
+        """`watch` arms the registration's data watch by getData: none when the broker is not
+        registered; its registration is reported by the `/brokers/ids` children watch."""
+        path = paths.broker_id(broker_id)
         if watch:
-            self._watch_broker(broker_id)
-        try:
-            value, stat = await self.zk.get(paths.broker_id(broker_id), watch=watch)
-        except NoNode:
+            found = await self.zk.watch_data(path, self._broker_handler(broker_id))
+        else:
+            found = await self.zk.get_or_none(path)
+        if found is None:
             return None
+        value, stat = found
         try:
             return RegisteredBroker(data.decode_broker(broker_id, value), int(stat.created_zxid))
         except data.ZNodeDataError as e:
@@ -253,34 +260,42 @@ class ZkClusterStore:
 
     def watch_cluster(self, watcher: ClusterWatcher) -> None:
         self._cluster_watcher = watcher
-        self.zk.add_watch(CHILDREN_CHANGED, paths.BROKER_IDS, lambda _: watcher.brokers_changed())
-        self.zk.add_watch(CHILDREN_CHANGED, paths.BROKER_TOPICS, lambda _: watcher.topics_changed())
+        self.zk.register_handler(ZNodeChildChangeHandler(paths.BROKER_IDS, watcher.brokers_changed))
+        self.zk.register_handler(ZNodeChildChangeHandler(paths.BROKER_TOPICS, watcher.topics_changed))
 
-    def _watch_broker(self, broker_id: int) -> None:
+    def _broker_handler(self, broker_id: int) -> ZNodeChangeHandler | None:
+        """A registration's data watch reports changes only: its deletion (and a new
+        registration after it) is the `/brokers/ids` children watch's to report."""
         watcher = self._cluster_watcher
-        if watcher is not None and broker_id not in self._watched_brokers:
-            self._watched_brokers.add(broker_id)
-            self.zk.add_watch(
-                DATA_CHANGED, paths.broker_id(broker_id), lambda _: watcher.broker_modified(broker_id)
-            )
+        if watcher is None:
+            return None
+        return ZNodeChangeHandler(
+            paths.broker_id(broker_id), on_data_changed=lambda: watcher.broker_modified(broker_id)
+        )
 
-    def _watch_topic(self, topic: str) -> None:
+    def _topic_handler(self, topic: str) -> ZNodeChangeHandler | None:
+        """As `_broker_handler`, under the `/brokers/topics` children watch."""
         watcher = self._cluster_watcher
-        if watcher is not None and topic not in self._watched_topics:
-            self._watched_topics.add(topic)
-            self.zk.add_watch(DATA_CHANGED, paths.topic(topic), lambda _: watcher.topic_modified(topic))
+        if watcher is None:
+            return None
+        return ZNodeChangeHandler(paths.topic(topic), on_data_changed=lambda: watcher.topic_modified(topic))
 
     # --- topics and partition states (spec §1, §5) ---
 
     async def topics(self, *, watch: bool = False) -> set[str]:
-        return set(await self.zk.children(paths.BROKER_TOPICS, watch=watch))
+        if watch:
+            return set(await self.zk.watch_children(paths.BROKER_TOPICS))
+        return set(await self.zk.children(paths.BROKER_TOPICS))
 
     async def topic_assignments(self, topics: set[str], *, watch: bool = False) -> dict[str, TopicAssignment]:
+        """`watch` arms each topic's data watch by the getData that reads it (pipelined, one
+        request per topic): none on a topic whose znode is missing."""
         names = sorted(topics)
         if watch:
-            for name in names:
-                self._watch_topic(name)
-        values = await asyncio.gather(*(self._get_if_exists(paths.topic(name), watch) for name in names))
+            reads = (self.zk.watch_data(paths.topic(name), self._topic_handler(name)) for name in names)
+        else:
+            reads = (self.zk.get_or_none(paths.topic(name)) for name in names)
+        values = await asyncio.gather(*reads)
         assignments = {}
         for name, value in zip(names, values, strict=True):
             if value is None:
@@ -290,12 +305,6 @@ class ZkClusterStore:
             except data.ZNodeDataError as e:
                 log.warning("ignoring unreadable topic: %s", e)
         return assignments
-
-    async def _get_if_exists(self, path: str, watch: bool) -> tuple[bytes | None, Stat] | None:
-        try:
-            return await self.zk.get(path, watch=watch)
-        except NoNode:
-            return None
 
     async def topic_configs(self, topics: set[str]) -> dict[str, dict[str, str]]:
         names = sorted(topics)
@@ -439,9 +448,8 @@ class ZkClusterStore:
     # --- preferred replica election (spec §7.8) ---
 
     async def preferred_replica_election(self) -> list[TopicPartition] | None:
-        path = paths.PREFERRED_REPLICA_ELECTION
         # The exists-watch reports a creation; a get alone would not arm on an absent node.
-        _exists, value = await asyncio.gather(self.zk.exists(path, watch=True), self.zk.get_or_none(path))
+        value = await self.zk.watch_existence(paths.PREFERRED_REPLICA_ELECTION)
         if value is None:
             return None
         try:
@@ -458,8 +466,10 @@ class ZkClusterStore:
             raise error
 
     def watch_preferred_replica_election(self, watcher: PreferredReplicaElectionWatcher) -> None:
-        self.zk.add_watch(
-            CREATED, paths.PREFERRED_REPLICA_ELECTION, lambda _: watcher.preferred_replica_election_created()
+        # Its creation only (Kafka's PreferredReplicaElectionHandler); a deletion or change
+        # re-arms the watch rather than use it up (node/zk/watches.py).
+        self.zk.register_handler(
+            ZNodeCreationHandler(paths.PREFERRED_REPLICA_ELECTION, watcher.preferred_replica_election_created)
         )
 
     async def create_preferred_replica_election(self, partitions: list[TopicPartition]) -> None:
@@ -475,10 +485,7 @@ class ZkClusterStore:
     ) -> dict[TopicPartition, tuple[int, ...]] | None:
         if watch:
             # The exists-watch is armed whether or not the node is there: it reports creation.
-            _, value = await asyncio.gather(
-                self.zk.exists(paths.REASSIGN_PARTITIONS, watch=True),
-                self.zk.get_or_none(paths.REASSIGN_PARTITIONS),
-            )
+            value = await self.zk.watch_existence(paths.REASSIGN_PARTITIONS)
         else:
             value = await self.zk.get_or_none(paths.REASSIGN_PARTITIONS)
         if value is None:
@@ -532,8 +539,11 @@ class ZkClusterStore:
             # Someone (an admin adding partitions) wrote it in between: merge again.
 
     def watch_reassignments(self, watcher: ReassignmentWatcher) -> None:
-        self.zk.add_watch(
-            CREATED, paths.REASSIGN_PARTITIONS, lambda _: watcher.partition_reassignment_created()
+        # Its creation only (Kafka's PartitionReassignmentHandler): the controller rewrites and
+        # deletes the node as reassignments end, and an operator may delete it; neither may
+        # use the watch up, or the next request written there would go unheard.
+        self.zk.register_handler(
+            ZNodeCreationHandler(paths.REASSIGN_PARTITIONS, watcher.partition_reassignment_created)
         )
 
     # --- admin writes (AdminZkClient, spec §1) ---
@@ -554,11 +564,13 @@ class ZkClusterStore:
     # --- topic deletion and partition expansion (spec §1, §7.5, §7.6) ---
 
     async def topics_to_delete(self, *, watch: bool = False) -> set[str]:
-        return set(await self.zk.children(paths.ADMIN_DELETE_TOPICS, watch=watch))
+        if watch:
+            return set(await self.zk.watch_children(paths.ADMIN_DELETE_TOPICS))
+        return set(await self.zk.children(paths.ADMIN_DELETE_TOPICS))
 
     def watch_topic_deletions(self, watcher: TopicDeletionWatcher) -> None:
-        self.zk.add_watch(
-            CHILDREN_CHANGED, paths.ADMIN_DELETE_TOPICS, lambda _: watcher.topic_deletions_changed()
+        self.zk.register_handler(
+            ZNodeChildChangeHandler(paths.ADMIN_DELETE_TOPICS, watcher.topic_deletions_changed)
         )
 
     async def delete_topic_deletions(self, topics: set[str], epoch_zk_version: int) -> None:
@@ -636,7 +648,7 @@ class ZkClusterStore:
     async def topic_assignment_and_version(self, topic: str) -> tuple[TopicAssignment, int] | None:
         """`/brokers/topics/<T>` and its data version, for a conditional `add_partitions`;
         None when it does not exist (or cannot be read)."""
-        value = await self._get_if_exists(paths.topic(topic), False)
+        value = await self.zk.get_or_none(paths.topic(topic))
         if value is None:
             return None
         try:
@@ -727,11 +739,9 @@ class ZkClusterStore:
     async def log_dir_events(self, *, watch: bool = False) -> dict[str, int | None]:
         """Each notification's name and the broker it names (None: unreadable, or gone since
         listed); `watch` arms the children watch."""
-        names = sorted(
-            c
-            for c in await self.zk.children(paths.LOG_DIR_EVENT_NOTIFICATION, watch=watch)
-            if c.startswith(paths.LOG_DIR_EVENT_PREFIX)
-        )
+        root = paths.LOG_DIR_EVENT_NOTIFICATION
+        listed = await (self.zk.watch_children(root) if watch else self.zk.children(root))
+        names = sorted(c for c in listed if c.startswith(paths.LOG_DIR_EVENT_PREFIX))
         values = await asyncio.gather(*(self.zk.get_or_none(paths.log_dir_event(n)) for n in names))
         events: dict[str, int | None] = {}
         for name, value in zip(names, values, strict=True):
@@ -747,8 +757,8 @@ class ZkClusterStore:
         await self._fenced_delete([paths.log_dir_event(n) for n in sorted(names)], epoch_zk_version)
 
     def watch_log_dir_events(self, watcher: LogDirEventWatcher) -> None:
-        self.zk.add_watch(
-            CHILDREN_CHANGED, paths.LOG_DIR_EVENT_NOTIFICATION, lambda _: watcher.log_dir_events_changed()
+        self.zk.register_handler(
+            ZNodeChildChangeHandler(paths.LOG_DIR_EVENT_NOTIFICATION, watcher.log_dir_events_changed)
         )
 
     # --- cluster set-up (spec §1) ---

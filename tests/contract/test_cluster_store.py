@@ -31,6 +31,7 @@ from actors.ports import (
     TopicVersionConflict,
     UnknownTopicError,
 )
+from node.zk import data, paths
 from node.zk.client import ZooKeeperClient, split_connect
 from node.zk.store import ZkClusterStore
 from tests.fakes import FakeClusterStore, FakeZooKeeper
@@ -45,6 +46,9 @@ class Ensemble(Protocol):
 
     async def expire(self, store: FakeClusterStore | ZkClusterStore) -> None: ...
 
+    async def rewrite_registration(self, store: FakeClusterStore | ZkClusterStore, info: BrokerInfo) -> None:
+        """What an operator's `set /brokers/ids/<id>` does (Kafka's updateBrokerInfo)."""
+
 
 class FakeEnsemble:
     def __init__(self) -> None:
@@ -56,6 +60,9 @@ class FakeEnsemble:
     async def expire(self, store: FakeClusterStore | ZkClusterStore) -> None:
         assert isinstance(store, FakeClusterStore)
         await store.expire_session()
+
+    async def rewrite_registration(self, store: FakeClusterStore | ZkClusterStore, info: BrokerInfo) -> None:
+        self.zk.update_broker_registration(info)
 
 
 class RealEnsemble:
@@ -84,6 +91,10 @@ class RealEnsemble:
             kazoo.close()
 
         await asyncio.to_thread(take_over_and_close)
+
+    async def rewrite_registration(self, store: FakeClusterStore | ZkClusterStore, info: BrokerInfo) -> None:
+        assert isinstance(store, ZkClusterStore)
+        await store.zk.set(paths.broker_id(info.broker_id), data.encode_broker(info, 0))
 
     async def close(self) -> None:
         for client in self.clients:
@@ -599,3 +610,176 @@ async def test_log_dir_events_name_their_broker_are_watched_and_deleted_fenced(e
     await eventually(
         recorded(recorder, "log dir events", "log dir events"), timeout=5, message="removal not reported"
     )
+
+
+# --- watch semantics the fake shares with ZooKeeper ---
+#
+# A watch is one-shot and armed by the read that answers; ZooKeeper tells a session of a change
+# it watches before any later answer on that session, so a read by the watching store that
+# already shows a change proves that no notification of it is still on its way.
+
+
+async def test_a_watch_fires_once_per_arming(ensemble: Ensemble) -> None:
+    controller, broker = await ensemble.store(), await ensemble.store()
+    recorder = ClusterRecorder()
+    controller.watch_cluster(recorder)
+    await controller.registered_brokers(watch=True)
+    await broker.register_broker(info(1))
+    await eventually(recorded(recorder, "brokers"), timeout=5, message="registration not reported")
+    await broker.register_broker(info(2, 9093))
+    assert [b.info.broker_id for b in await controller.registered_brokers()] == [1, 2]
+    assert recorder.events == ["brokers"], "a second change without a re-read was reported"
+    await controller.registered_brokers(watch=True)
+    await broker.register_broker(info(3, 9094))
+    await eventually(
+        recorded(recorder, "brokers", "brokers"), timeout=5, message="the re-armed watch did not fire"
+    )
+    await controller.create_topic(assignment("t", 1), {})
+    await controller.topic_assignments({"t"}, watch=True)
+    for partitions in (2, 3):
+        await broker.add_partitions(assignment("t", partitions))
+    assert (await controller.topic_assignments({"t"}))["t"] == assignment("t", 3)
+    assert recorder.events == ["brokers", "brokers", "topic t"], "a topic's data watch fires once"
+
+
+async def test_reading_a_missing_controller_arms_a_watch_for_its_creation(ensemble: Ensemble) -> None:
+    watching, acting = await ensemble.store(), await ensemble.store()
+    recorder = Recorder()
+    watching.watch_controller(recorder)
+    assert await watching.read_controller() == ControllerView(None, None)  # exists: arms it anyway
+    won = await acting.register_controller_and_increment_epoch(3)
+    await eventually(recorded(recorder, "changed"), timeout=5, message="creation was not reported")
+    # That notification used the watch up: a deletion and a new controller go unheard.
+    await acting.delete_controller(won.zk_version)
+    again = await acting.register_controller_and_increment_epoch(4)
+    assert (await watching.controller_epoch()) == again
+    assert recorder.events == ["changed"], "a used-up watch reported again"
+    assert await watching.controller_id() == 4  # re-arms it
+    await acting.delete_controller(again.zk_version)
+    await eventually(recorded(recorder, "changed", "deleted"), timeout=5, message="deletion not reported")
+
+
+async def test_a_read_that_finds_no_registration_arms_no_watch(ensemble: Ensemble) -> None:
+    controller, broker, successor = await ensemble.store(), await ensemble.store(), await ensemble.store()
+    recorder = ClusterRecorder()
+    controller.watch_cluster(recorder)
+
+    async def registration_of_5() -> BrokerInfo | None:
+        found = await controller.registered_broker(5)
+        return None if found is None else found.info
+
+    # getData on a missing znode fails and arms nothing: the registration and its later
+    # changes are not reported here (the /brokers/ids children watch reports registrations).
+    assert await controller.registered_broker(5, watch=True) is None
+    await broker.register_broker(info(5))
+    await ensemble.rewrite_registration(broker, info(5, 9999))
+    assert await registration_of_5() == info(5, 9999)
+    assert recorder.events == [], "a read that found nothing armed a watch"
+    # Read while registered, it is armed: one report per arming.
+    await controller.registered_broker(5, watch=True)
+    await ensemble.rewrite_registration(broker, info(5, 9998))
+    await eventually(
+        recorded(recorder, "broker 5"), timeout=5, message="a registration's change not reported"
+    )
+    await ensemble.rewrite_registration(broker, info(5, 9997))
+    assert await registration_of_5() == info(5, 9997)
+    assert recorder.events == ["broker 5"]
+    # The registration's deletion uses the watch up, unreported: a new one's changes go unheard.
+    await controller.registered_broker(5, watch=True)
+    renewed = Recorder()
+    broker.watch_session(renewed)
+    await ensemble.expire(broker)
+    await eventually(lambda: _none(registration_of_5), timeout=10, message="the expired registration stayed")
+    await eventually(
+        recorded(renewed, "before_new_session", "after_new_session"), timeout=10, message="no new session"
+    )
+    await successor.register_broker(info(5, 9996))
+    await ensemble.rewrite_registration(successor, info(5, 9995))
+    assert await registration_of_5() == info(5, 9995)
+    assert recorder.events == ["broker 5"], "a deleted registration's watch reported its successor"
+
+
+async def _none(probe: Callable[[], Awaitable[object]]) -> bool:
+    return await probe() is None
+
+
+async def test_a_read_that_finds_no_topic_arms_no_watch_and_a_deletion_uses_one_up(
+    ensemble: Ensemble,
+) -> None:
+    controller, admin = await ensemble.store(), await ensemble.store()
+    recorder = ClusterRecorder()
+    controller.watch_cluster(recorder)
+    assert await controller.topic_assignments({"late"}, watch=True) == {}
+    await admin.create_topic(assignment("late", 1), {})
+    await admin.add_partitions(assignment("late", 2))
+    assert (await controller.topic_assignments({"late"}))["late"] == assignment("late", 2)
+    assert recorder.events == [], "a read that found no topic armed a watch"
+    await controller.topic_assignments({"late"}, watch=True)
+    fence = await admin.register_controller_and_increment_epoch(1)
+    await admin.delete_topic("late", fence.zk_version)
+    await admin.create_topic(assignment("late", 1), {})
+    await admin.add_partitions(assignment("late", 3))
+    assert (await controller.topic_assignments({"late"}))["late"] == assignment("late", 3)
+    assert recorder.events == [], "a deleted topic's watch reported the next topic of that name"
+
+
+async def test_a_sessions_own_write_is_reported_to_it_before_the_write_returns(ensemble: Ensemble) -> None:
+    store = await ensemble.store()
+    recorder = ClusterRecorder()
+    store.watch_controller(recorder)
+    store.watch_cluster(recorder)
+    await store.read_controller()
+    await store.register_controller_and_increment_epoch(1)
+    assert recorder.events == ["changed"]
+    await store.registered_brokers(watch=True)
+    await store.register_broker(info(1))
+    assert recorder.events == ["changed", "brokers"]
+    await store.topics(watch=True)
+    await store.create_topic(assignment("own", 1), {})
+    assert recorder.events == ["changed", "brokers", "topics"]
+    await store.topic_assignments({"own"}, watch=True)
+    await store.add_partitions(assignment("own", 2))
+    assert recorder.events == ["changed", "brokers", "topics", "topic own"]
+
+
+async def test_the_reassignment_creation_watch_outlives_the_nodes_changes_and_deletion(
+    ensemble: Ensemble,
+) -> None:
+    controller, admin = await ensemble.store(), await ensemble.store()
+    recorder = ReassignmentRecorder()
+    controller.watch_reassignments(recorder)
+    one, two = TopicPartition("t", 0), TopicPartition("t", 1)
+    await admin.create_partition_reassignments({one: (1,), two: (2,)})
+    fence = await controller.register_controller_and_increment_epoch(1)
+    assert await controller.partition_reassignments(watch=True) == {one: (1,), two: (2,)}
+    # The controller rewrites the node as reassignments end, then deletes it: the next
+    # request written there is still heard, with no read in between.
+    await controller.set_partition_reassignments({two: (2,)}, fence.zk_version)
+    await controller.set_partition_reassignments({}, fence.zk_version)
+    await admin.create_partition_reassignments({one: (3,)})
+
+    async def created() -> bool:
+        return recorder.created == 1
+
+    await eventually(created, timeout=5, message="a request after the node was rewritten and deleted")
+    # Reported, the creation has used the watch up.
+    await controller.set_partition_reassignments({}, fence.zk_version)
+    await admin.create_partition_reassignments({two: (4,)})
+    assert await controller.partition_reassignments() == {two: (4,)}
+    assert recorder.created == 1
+
+
+async def test_the_preferred_election_creation_watch_outlives_the_nodes_deletion(ensemble: Ensemble) -> None:
+    controller, admin = await ensemble.store(), await ensemble.store()
+    recorder = PreferredElectionRecorder()
+    controller.watch_preferred_replica_election(recorder)
+    await admin.create_preferred_replica_election([TopicPartition("t", 0)])
+    assert await controller.preferred_replica_election() == [TopicPartition("t", 0)]
+    fence = await controller.register_controller_and_increment_epoch(1)
+    await controller.delete_preferred_replica_election(fence.zk_version)
+    await admin.create_preferred_replica_election([TopicPartition("t", 1)])
+    await eventually(recorded(recorder, "created"), timeout=5, message="a request after the deletion")
+    await controller.delete_preferred_replica_election(fence.zk_version)
+    await admin.create_preferred_replica_election([TopicPartition("t", 2)])
+    assert await controller.preferred_replica_election() == [TopicPartition("t", 2)]
+    assert recorder.events == ["created"], "a used-up watch reported again"

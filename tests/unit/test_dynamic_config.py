@@ -42,6 +42,9 @@ class _ZooKeeper:
     async def children(self, path: str, *, watch: bool = False) -> list[str]:
         return [p.rpartition("/")[2] for p in self.nodes if p.rpartition("/")[0] == path]
 
+    async def watch_children(self, path: str, handler: object = None) -> list[str]:
+        return await self.children(path, watch=True)
+
     async def get_or_none(self, path: str) -> tuple[bytes, Any] | None:
         value = self.nodes.get(path)
         return None if value is None else (value, types.SimpleNamespace(created=10**13))
