@@ -95,8 +95,9 @@ class Workflows:
             tp for tp in context.all_partitions() if context.assignment(tp).is_being_reassigned
         }
         context.leadership = await self._store.partition_states(context.all_partitions())
+        # The failover's UpdateMetadata to every broker follows, with what these reads show.
         await self._watch_brokers(list(context.live_brokers))
-        for broker in brokers:
+        for broker in context.live_brokers.values():
             self._channel.add_broker(broker)
         log.info(
             "controller context loaded: %d brokers, %d topics, %d partitions",
@@ -117,8 +118,24 @@ class Workflows:
         if unknown:
             await self._store.delete_topic_deletions(unknown, context.epoch_zk_version)
 
-    async def _watch_brokers(self, broker_ids: list[int]) -> None:
-        await asyncio.gather(*(self._store.registered_broker(b, watch=True) for b in broker_ids))
+    async def _watch_brokers(self, broker_ids: list[int]) -> bool:
+        """Arm each broker's data watch by reading its registration again, and take what that
+        read shows: a change made between the read that listed the broker and this one fired
+        no watch (none was armed yet), so it is seen only here. True if one changed."""
+        current = await asyncio.gather(*(self._store.registered_broker(b, watch=True) for b in broker_ids))
+        changed = [self._take_registration(b, c) for b, c in zip(broker_ids, current, strict=True)]
+        return any(changed)
+
+    def _take_registration(self, broker_id: int, current: RegisteredBroker | None) -> bool:
+        """Keep a live broker's registration as read (its endpoints, rack), under the broker
+        epoch known: a new epoch is a bounce, which the `/brokers/ids` watch reports."""
+        context = self._context
+        cached = context.live_brokers.get(broker_id)
+        if current is None or cached is None or current.info == cached.info:
+            return False
+        log.info("broker %d changed its registration: %s", broker_id, current.info)
+        context.live_brokers[broker_id] = RegisteredBroker(current.info, cached.broker_epoch)
+        return True
 
     # --- brokers (spec §7.1, §7.2) ---
 
@@ -172,7 +189,8 @@ class Workflows:
         deleting = {r.tp.topic for r in hosted if context.is_topic_queued_up_for_deletion(r.tp.topic)}
         if deleting:
             await self._topic_deletion.resume_deletion_for_topics(sorted(deleting))
-        await self._watch_brokers(new)
+        if await self._watch_brokers(new):
+            await self._send_update_metadata_to_all()
 
     async def on_broker_failure(self, dead: list[int]) -> None:
         self._context.shutting_down.difference_update(dead)
@@ -199,15 +217,12 @@ class Workflows:
             await batch.send()
 
     async def on_broker_modifications(self, broker_id: int) -> None:
-        context = self._context
-        current = await self._store.registered_broker(broker_id, watch=True)
-        cached = context.live_brokers.get(broker_id)
-        if current is None or cached is None or current.info == cached.info:
-            return
-        log.info("broker %d changed its registration: %s", broker_id, current.info)
-        context.live_brokers[broker_id] = RegisteredBroker(current.info, cached.broker_epoch)
+        if await self._watch_brokers([broker_id]):
+            await self._send_update_metadata_to_all()
+
+    async def _send_update_metadata_to_all(self) -> None:
         batch = self._new_batch()
-        batch.add_update_metadata(context.live_or_shutting_down_ids())
+        batch.add_update_metadata(self._context.live_or_shutting_down_ids())
         await batch.send()
 
     # --- topics (spec §7.4, §7.5) ---
@@ -216,12 +231,23 @@ class Workflows:
         context = self._context
         topics = await self._store.topics(watch=True)
         new, deleted = topics - context.all_topics, context.all_topics - topics
+        # Known but never read: its znode was gone by the time it was read after a listing
+        # (deleted, maybe to be created again) or unreadable, so no data watch is armed on it
+        # and only this children watch can tell that it is back. Read it again.
+        unread = {
+            t
+            for t in topics & context.all_topics
+            if t not in context.assignments and not context.is_topic_queued_up_for_deletion(t)
+        }
         context.all_topics = set(topics)
         for topic in deleted:
             context.remove_topic(topic)
-        if not new:
+        if not (new or unread):
             return
-        assignments = await self._store.topic_assignments(new, watch=True)
+        read = await self._store.topic_assignments(new | unread, watch=True)
+        assignments = {t: a for t, a in read.items() if t in new or a.partitions}
+        if not (new or assignments):
+            return
         created = []
         for topic, assignment in sorted(assignments.items()):
             for partition, replicas in sorted(assignment.partitions.items()):
