@@ -32,13 +32,18 @@ from typing import Any
 
 import aiozk
 from aiozk import exc, protocol
+from aiozk.connection import Connection
 from aiozk.protocol.acl import ACL
 from aiozk.protocol.stat import Stat
 from aiozk.session import Session
 from aiozk.states import States
 
+from actors.loop_slices import turn_if_held
 from actors.ports import SessionWatcher
+from node.zk import retried_writes
 from node.zk.acls import ZkSecurity, default_acls
+from node.zk.in_flight import MAX_IN_FLIGHT_REQUESTS, windowed
+from node.zk.multi_codec import FastMulti
 from node.zk.watches import (
     AnyHandler,
     WatchRegistry,
@@ -129,6 +134,16 @@ def split_connect(connect: str) -> tuple[str, str | None]:
     return servers, ("/" + chroot.strip("/")) if slash and chroot.strip("/") else None
 
 
+class _KeelConnection(Connection):  # type: ignore[misc]
+    """aiozk's connection, whose read loop lets the event loop turn between answers once it
+    has held it for a while: answers already buffered (a window of multi-ops of a thousand
+    results each) are otherwise all parsed in one step (actors/loop_slices.py)."""
+
+    async def read_response(self, initial_connect: bool = False) -> Any:
+        await turn_if_held()
+        return await super().read_response(initial_connect)
+
+
 class _KeelSession(Session):  # type: ignore[misc]
     """aiozk's session, which also sends the client's auth packet first on each connection it
     opens, and whose repair loop cannot wait forever to re-arm the watches (nor be left
@@ -137,8 +152,18 @@ class _KeelSession(Session):  # type: ignore[misc]
     repair_loop_task: asyncio.Task[None] | None
 
     def __init__(self, servers: str, timeout: float, auth: tuple[str, bytes] | None) -> None:
-        super().__init__(servers, timeout, None, False, None)
+        super().__init__(servers, timeout, retried_writes.CountingRetryPolicy(), False, None)
         self._auth = auth
+
+    async def make_connection(self, host: str, port: int) -> _KeelConnection | None:
+        # aiozk's, with Keel's connection.
+        conn = _KeelConnection(host, port, watch_handler=self.event_dispatch, read_timeout=self.read_timeout)
+        try:
+            await conn.connect()
+        except Exception:
+            log.exception("Couldn't connect to %s:%s", host, port)
+            return None
+        return conn
 
     async def establish_session(self) -> None:
         """ZooKeeper keeps authentication per connection, so after a reconnect it must be sent
@@ -190,9 +215,12 @@ class ZooKeeperClient:
         session_timeout_s: float,
         connection_timeout_s: float,
         security: ZkSecurity | None = None,
+        max_in_flight_requests: int = MAX_IN_FLIGHT_REQUESTS,
     ) -> None:
         servers, chroot = split_connect(connect)
         self.connect_string = connect
+        # zookeeper.max.in.flight.requests: the window of every bulk read and write.
+        self.max_in_flight_requests = max_in_flight_requests
         self.security = security or ZkSecurity()
         self._connection_timeout_s = connection_timeout_s
         # The chroot, created on start if missing, gets the ACLs of the root it is for Keel.
@@ -257,11 +285,56 @@ class ZooKeeperClient:
     async def send(self, request: protocol.Request) -> protocol.Response:
         """Send `request`, again if its connection drops before the answer, once connected again
         on the same session (Kafka's retryRequestsUntilConnected): a dropped connection is not
-        the caller's failure. A write may thus be applied twice; the version checks and the
-        controller epoch fence make the second a refusal the caller already handles. If the
-        session is lost meanwhile, the request fails with SessionExpired: what was true in the
-        old session (its ephemerals, its controller) is not in the new one, so the caller, not
-        this loop, decides what to do again."""
+        the caller's failure. If the session is lost meanwhile, the request fails with
+        SessionExpired: what was true in the old session (its ephemerals, its controller) is not
+        in the new one, so the caller, not this loop, decides what to do again.
+
+        A write sent again may have been applied by the send whose answer was lost, and the
+        next send is refused (NodeExists, BadVersion, NoNode, or a multi-op failed by one).
+        Such a refusal is checked against the znodes (node/zk/retried_writes.py): when they
+        show this client's write, the answer is the one the first send would have had; when
+        not, the refusal stands."""
+        if not retried_writes.is_write(request):
+            return await self._send_until_answered(request)
+        session: _KeelSession = self._zk.session
+        first = retried_writes.FirstSend(session.session_id or 0, session.last_zxid or 0)
+        retried_writes.start_counting(request)
+        try:
+            response = await self._send_until_answered(request)
+        except retried_writes.REFUSALS as refusal:
+            own = await self._own_answer(request, refusal, first)
+            if own is None:
+                raise
+            return own
+        if isinstance(request, protocol.TransactionRequest) and retried_writes.refused_multi(response):
+            own = await self._own_answer(request, response, first)
+            if own is not None:
+                return own
+        return response
+
+    async def _own_answer(
+        self, request: protocol.Request, refusal: object, first: retried_writes.FirstSend
+    ) -> protocol.Response | None:
+        if not retried_writes.sent_again(request):
+            return None
+        own = await retried_writes.own_answer(
+            request, refusal, first, self._read_back, self._send_until_answered
+        )
+        reason = refusal if isinstance(refusal, Exception) else multi_failure(list(refusal.responses))  # type: ignore[attr-defined]
+        log.info(
+            "ZooKeeper refused %s sent again after its connection dropped (%s): %s",
+            retried_writes.describe(request),
+            type(reason).__name__,
+            "an earlier send had applied it; answered as that one" if own else "not this client's write",
+        )
+        return own
+
+    async def _read_back(self, paths: list[str]) -> list[tuple[bytes | None, Stat] | None]:
+        """The znodes at these paths as a request names them (the chroot in them): by the
+        bulk reads, windowed and by multiRead where the server has it."""
+        return await self.get_many([self._zk.denormalize_path(p) for p in paths])
+
+    async def _send_until_answered(self, request: protocol.Request) -> protocol.Response:
         session: _KeelSession = self._zk.session
         sid = session.session_id
         while True:
@@ -289,16 +362,19 @@ class ZooKeeperClient:
 
     async def get_many(self, paths: Sequence[str]) -> list[tuple[bytes | None, Stat] | None]:
         """Unwatched reads of many znodes (None where missing), by pipelined multiReads;
-        by pipelined single reads on a server older than 3.6."""
+        by pipelined single reads on a server older than 3.6. Either way at most
+        `max_in_flight_requests` requests are outstanding (node/zk/in_flight.py)."""
+        window = self.max_in_flight_requests
         if self._multi_read:
             chunks = [paths[i : i + _READS_PER_REQUEST] for i in range(0, len(paths), _READS_PER_REQUEST)]
             try:
-                answers = await asyncio.gather(*(self._multi_read_chunk(c) for c in chunks))
+                reads = (functools.partial(self._multi_read_chunk, c) for c in chunks)
+                answers = await windowed(reads, window)
                 return [item for answer in answers for item in answer]
             except exc.Unimplemented:
                 log.warning("ZooKeeper does not support multiRead; reading one znode at a time")
                 self._multi_read = False
-        return list(await asyncio.gather(*(self.get_or_none(p) for p in paths)))
+        return await windowed((functools.partial(self.get_or_none, p) for p in paths), window)
 
     async def _multi_read_chunk(self, paths: Sequence[str]) -> list[tuple[bytes | None, Stat] | None]:
         request = MultiReadRequest()
@@ -381,7 +457,7 @@ class ZooKeeperClient:
     async def multi(self, ops: Sequence[protocol.Request]) -> list[Any]:
         """Run ops atomically; each result is a response, or the error of the op that failed
         (the others then carry RolledBack / RuntimeInconsistency)."""
-        request = protocol.TransactionRequest()
+        request = FastMulti()  # encoded and its answer decoded without aiozk's generic parts
         for op in ops:
             request.add(op)
         response = await self.send(request)
