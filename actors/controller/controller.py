@@ -42,6 +42,7 @@ from actors.controller.events import (
     Reelect,
     RegisterBrokerAndReelect,
     ReplicaLeaderElection,
+    RetryPartitionInitialization,
     ShutdownEventThread,
     Startup,
     TopicChange,
@@ -49,6 +50,7 @@ from actors.controller.events import (
     TopicDeletionStopReplicaResponseReceived,
     ZkPartitionReassignment,
 )
+from actors.controller.initialization_retries import InitializationRetries
 from actors.controller.leader_election import (
     FIRST_REBALANCE_DELAY_S,
     AutoRebalanceTask,
@@ -136,6 +138,8 @@ class KafkaController:
         self.known_controller_epoch = 0
         self.broker_epoch = -1
         state_change_log = StateChangeLogger.for_controller(self.broker_id, lambda: self.context.epoch)
+        self._watch = _Watch(self.event_manager)
+        self.initialization_retries = InitializationRetries(clock, self._watch.partition_initialization_due)
         self.partition_state_machine = PartitionStateMachine(
             self.context,
             store,
@@ -143,6 +147,8 @@ class KafkaController:
             unclean_default=self.config.unclean_leader_election_enable,
             on_unclean_election=self._count_unclean_election,
             state_change_log=state_change_log,
+            retries=self.initialization_retries,
+            on_initialization_failures=self._count_initialization_failures,
         )
         self.replica_state_machine = ReplicaStateMachine(
             self.context, store, self._new_batch, state_change_log
@@ -181,7 +187,6 @@ class KafkaController:
         self.log_dir_failures = LogDirFailures(
             context=self.context, store=store, replicas=self.replica_state_machine, workflows=self.workflows
         )
-        self._watch = _Watch(self.event_manager)
         self.leader_elections = LeaderElections(
             context=self.context,
             store=store,
@@ -329,6 +334,9 @@ class KafkaController:
     def _count_unclean_election(self, tp: TopicPartition) -> None:
         self.metrics.unclean_leader_elections += 1
 
+    def _count_initialization_failures(self, partitions: int) -> None:
+        self.metrics.partition_initialization_failures += partitions
+
     # --- SessionWatcher (spec §2.5) ---
 
     async def before_new_session(self) -> None:
@@ -384,6 +392,9 @@ class KafkaController:
             case PartitionModifications(topic=topic):
                 if self.is_active:
                     await self.workflows.on_partition_modifications(topic)
+            case RetryPartitionInitialization():
+                if self.is_active:
+                    await self.partition_state_machine.retry_initialization()
             case TopicDeletion():
                 if self.is_active:
                     await self.topic_deletion.on_topic_deletion_event()
@@ -637,6 +648,7 @@ class KafkaController:
         if log_line:
             log.info("broker %d resigned as controller", self.broker_id)
         self.auto_rebalance.cancel()
+        self.initialization_retries.reset()
         await self.channel.close()
         self.context.reset()
 
@@ -677,6 +689,9 @@ class _Watch:
 
     def auto_rebalance_due(self) -> None:
         self._event_manager.put(AutoPreferredReplicaLeaderElection())
+
+    def partition_initialization_due(self) -> None:
+        self._event_manager.put(RetryPartitionInitialization())
 
     def preferred_replica_election_created(self) -> None:
         self._event_manager.put(

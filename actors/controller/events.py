@@ -130,6 +130,14 @@ class TopicChange(Event):
 
 
 @dataclasses.dataclass(frozen=True)
+class RetryPartitionInitialization(Event):
+    """Partitions whose state znode could not be created are due to be tried again
+    (actors/controller/initialization_retries.py); the controller knows which."""
+
+    state = ControllerState.TOPIC_CHANGE
+
+
+@dataclasses.dataclass(frozen=True)
 class PartitionModifications(Event):
     """`/brokers/topics/<T>` data changed: partitions may have been added."""
 
@@ -267,6 +275,7 @@ ControllerEvent = (
     | BrokerModifications
     | TopicChange
     | PartitionModifications
+    | RetryPartitionInitialization
     | AlterPartitionReceived
     | ReplicaLeaderElection
     | AutoPreferredReplicaLeaderElection

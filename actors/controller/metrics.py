@@ -15,6 +15,7 @@ from actors.clock import Clock
 from actors.controller.context import ControllerContext
 from actors.controller.event_manager import ControllerEventManager
 from actors.controller.events import ControllerState
+from actors.loop_slices import sliced
 from actors.ports import BrokerChannel
 
 _RECENT = 1024
@@ -57,8 +58,12 @@ class ControllerMetrics:
         self._is_active = is_active
         self._clock = clock
         self.unclean_leader_elections = 0
+        # Partitions whose state znode create failed (Keel's own; counted as Kafka counts its
+        # unclean elections): each is read back, adopted, elected or tried again.
+        self.partition_initialization_failures = 0
         self.timers: dict[ControllerState, Timer] = collections.defaultdict(Timer)
         self._partition_gauges: tuple[int, int] | None = None
+        self._events_processed = 0
 
     @property
     def event_manager(self) -> ControllerEventManager:
@@ -68,6 +73,33 @@ class ControllerMetrics:
     def event_processed(self) -> None:
         """The controller's state may have changed: the partition gauges are computed anew."""
         self._partition_gauges = None
+        self._events_processed += 1
+
+    async def partition_gauges_in_slices(self) -> tuple[int, int] | None:
+        """The partition gauges (offline, imbalanced) for a scrape or DescribeController,
+        computed in slices between which the loop turns (actors/loop_slices.py): at 200k
+        partitions the two passes take a few hundred milliseconds. Kept for the snapshots
+        that follow unless an event was processed meanwhile. None when not the controller."""
+        if not self._is_active():
+            return None
+        if self._partition_gauges is not None:
+            return self._partition_gauges
+        context = self._context
+        processed = self._events_processed
+        offline = imbalanced = 0
+        # Over a copy of the keys (references only: a copy of the items would allocate 200k
+        # tuples, and set the collector going), each looked up as its slice comes.
+        states = context.partition_states
+        async for partitions in sliced(list(states)):
+            offline += context.offline_among((tp, states[tp]) for tp in partitions if tp in states)
+        leadership = context.leadership
+        async for partitions in sliced(list(leadership)):
+            imbalanced += context.imbalanced_among(
+                (tp, leadership[tp]) for tp in partitions if tp in leadership
+            )
+        if processed == self._events_processed:
+            self._partition_gauges = (offline, imbalanced)
+        return offline, imbalanced
 
     def _offline_and_imbalanced(self) -> tuple[int, int]:
         if self._partition_gauges is None:
@@ -95,12 +127,14 @@ class ControllerMetrics:
             f"{name}.p99": timer.percentile(0.99),
         }
 
-    def snapshot(self) -> dict[str, float]:
+    def snapshot(self, partition_gauges: tuple[int, int] | None = None) -> dict[str, float]:
+        """Every gauge; `partition_gauges` as `partition_gauges_in_slices` gave them, else
+        computed here in one pass if an event changed them."""
         context = self._context
         active = self._is_active()
         elections = self.timers[ControllerState.BROKER_CHANGE]
         queue_time = self._event_manager.queue_time
-        offline, imbalanced = self._offline_and_imbalanced() if active else (0, 0)
+        offline, imbalanced = (partition_gauges or self._offline_and_imbalanced()) if active else (0, 0)
         return {
             "ActiveControllerCount": 1 if active else 0,
             "ControllerState": int(self._event_manager.state),
@@ -110,6 +144,7 @@ class ControllerMetrics:
             "GlobalPartitionCount": context.global_partition_count() if active else 0,
             "ActiveBrokerCount": len(context.live_brokers) if active else 0,
             "UncleanLeaderElections": self.unclean_leader_elections,
+            "PartitionInitializationFailures": self.partition_initialization_failures,
             "LeaderElectionRateAndTimeMs.count": elections.count,
             "LeaderElectionRateAndTimeMs.p50": elections.percentile(0.5),
             "LeaderElectionRateAndTimeMs.p99": elections.percentile(0.99),

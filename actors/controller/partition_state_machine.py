@@ -6,6 +6,12 @@ Offline). Every state-znode write is fenced by the controller epoch and conditio
 partition epoch; a conflict re-reads and retries that partition. An invalid transition is
 logged and leaves the partition as it was. Each call sends its own request batch. Every
 change goes to the state-change log, with the controller epoch, as Kafka's does.
+
+A state znode whose create failed is read back: one written at this controller epoch is this
+controller's own create (its answer lost) and is taken as the initial state; one written at
+another epoch makes the partition an existing one, whose leader is elected from it as for an
+Offline partition; a missing one is created again later (initialization_retries.py). Kafka
+leaves such a partition New, offline until something else moves it.
 """
 
 from __future__ import annotations
@@ -23,7 +29,9 @@ from actors.controller.elections import (
     preferred_election,
     reassignment_election,
 )
+from actors.controller.initialization_retries import InitializationRetries
 from actors.controller.request_batch import RequestBatch
+from actors.loop_slices import SLICE, sliced, turn_if_held
 from actors.ports import ClusterStore, LeaderAndIsr, LeadershipInfo, PartitionStateConflict, TopicPartition
 from actors.state_change_log import StateChangeLogger, describe_leader_and_isr
 
@@ -81,7 +89,36 @@ async def write_states(
             info = LeadershipInfo(result, context.epoch)
             context.leadership[tp] = info
             outcome.written[tp] = info
+    if outcome.conflicts:
+        await _take_own_writes(context, store, updates, outcome)
     return outcome
+
+
+async def _take_own_writes(
+    context: ControllerContext,
+    store: ClusterStore,
+    updates: dict[TopicPartition, LeaderAndIsr],
+    outcome: WrittenStates,
+) -> None:
+    """A conflict whose znode holds, one version on, exactly the state this controller epoch
+    wrote is this controller's own write answered as a conflict (its reply lost, its retry
+    refused): written, not to be elected again. Left as a conflict, an ISR change would be
+    refused to its leader although it is in ZooKeeper, and the leader would wait for a
+    LeaderAndIsr that never comes."""
+    found = await store.partition_states(outcome.conflicts)
+    conflicts = []
+    for tp in outcome.conflicts:
+        info, intended = found.get(tp), updates[tp]
+        if (
+            info is not None
+            and info.controller_epoch == context.epoch
+            and info.leader_and_isr == intended._replace(partition_epoch=intended.partition_epoch + 1)
+        ):
+            context.leadership[tp] = info
+            outcome.written[tp] = info
+        else:
+            conflicts.append(tp)
+    outcome.conflicts = conflicts
 
 
 class StateChangeFailed(Exception):
@@ -108,8 +145,12 @@ class PartitionStateMachine:
         unclean_default: bool,
         on_unclean_election: Callable[[TopicPartition], None],
         state_change_log: StateChangeLogger | None = None,
+        retries: InitializationRetries | None = None,
+        on_initialization_failures: Callable[[int], None] | None = None,
     ) -> None:
         self._context = context
+        self._retries = retries
+        self._on_initialization_failures = on_initialization_failures
         self._state_change_log = state_change_log or StateChangeLogger.for_controller(
             -1, lambda: context.epoch
         )
@@ -121,16 +162,18 @@ class PartitionStateMachine:
     def state(self, tp: TopicPartition) -> PartitionState:
         return self._context.partition_states.get(tp, PartitionState.NON_EXISTENT)
 
-    def startup(self) -> None:
-        """Set every known partition's state from its leadership (spec §5.1 startup)."""
-        for tp in self._context.all_partitions():
-            info = self._context.leadership.get(tp)
-            if info is None:
-                self._context.partition_states[tp] = PartitionState.NEW
-            elif self._context.is_replica_online(info.leader_and_isr.leader, tp):
-                self._context.partition_states[tp] = PartitionState.ONLINE
-            else:
-                self._context.partition_states[tp] = PartitionState.OFFLINE
+    async def startup(self) -> None:
+        """Set every known partition's state from its leadership (spec §5.1 startup), in
+        slices between which the loop turns (actors/loop_slices.py)."""
+        async for partitions in sliced(self._context.all_partitions()):
+            for tp in partitions:
+                info = self._context.leadership.get(tp)
+                if info is None:
+                    self._context.partition_states[tp] = PartitionState.NEW
+                elif self._context.is_replica_online(info.leader_and_isr.leader, tp):
+                    self._context.partition_states[tp] = PartitionState.ONLINE
+                else:
+                    self._context.partition_states[tp] = PartitionState.OFFLINE
 
     async def trigger_online_partition_state_change(self) -> dict[TopicPartition, PartitionResult]:
         """Every New or Offline partition to Online, by offline election (topic config decides
@@ -239,15 +282,100 @@ class PartitionStateMachine:
             states[tp] = LeaderAndIsr(live[0], 0, live)
         context = self._context
         written = await self._store.create_partition_states(states, context.epoch, context.epoch_zk_version)
+        failed: dict[TopicPartition, Exception] = {}
         for tp, result in written.items():
             if isinstance(result, Exception):
-                log.warning("cannot initialise %s: %s", tp, result)
-                results[tp] = result
+                failed[tp] = result
                 continue
-            info = LeadershipInfo(result, context.epoch)
-            context.leadership[tp] = info
-            batch.add_leader_and_isr(result.isr, tp, info, context.assignment(tp), is_new=True)
+            self._initialized(batch, tp, LeadershipInfo(result, context.epoch))
             results[tp] = result
+        if failed:
+            results.update(await self._after_failed_creates(batch, failed))
+        return results
+
+    def _initialized(self, batch: RequestBatch, tp: TopicPartition, info: LeadershipInfo) -> None:
+        context = self._context
+        context.leadership[tp] = info
+        batch.add_leader_and_isr(info.leader_and_isr.isr, tp, info, context.assignment(tp), is_new=True)
+        if self._retries is not None:
+            self._retries.succeeded((tp,))
+
+    async def _after_failed_creates(
+        self, batch: RequestBatch, failed: dict[TopicPartition, Exception]
+    ) -> dict[TopicPartition, PartitionResult]:
+        """Read back the state znodes whose create failed: adopt the ones this controller
+        epoch wrote, elect from the ones another wrote, create the missing ones again later."""
+        context = self._context
+        if self._on_initialization_failures is not None:
+            self._on_initialization_failures(len(failed))
+        self._state_change_log.log(
+            logging.WARNING,
+            (
+                f"Failed to create the state znode of partition {tp}: {error!r}"
+                for tp, error in failed.items()
+            ),
+        )
+        found = await self._store.partition_states(sorted(failed))
+        results: dict[TopicPartition, PartitionResult] = {}
+        existing = []
+        for tp, info in found.items():
+            if info.controller_epoch == context.epoch:
+                # This controller's own create, applied though its answer was lost.
+                self._state_change_log.info(
+                    f"Partition {tp}'s state znode holds {describe_leader_and_isr(info.leader_and_isr)}, "
+                    "written at this controller epoch: taken as its initial state"
+                )
+                self._initialized(batch, tp, info)
+                results[tp] = info.leader_and_isr
+            else:
+                self._state_change_log.info(
+                    f"Partition {tp}'s state znode was written at controller epoch {info.controller_epoch}: "
+                    "electing its leader from it"
+                )
+                context.leadership[tp] = info
+                context.partition_states[tp] = PartitionState.OFFLINE
+                existing.append(tp)
+        if existing:
+            results.update(await self._elect(batch, existing, Strategy.OFFLINE, False))
+            if self._retries is not None:
+                # Existing partitions now: an Offline one waits for a replica, as any other.
+                self._retries.succeeded(existing)
+        missing = {tp: error for tp, error in failed.items() if tp not in found}
+        if missing:
+            results.update(missing)
+            self._retry_later(missing)
+        return results
+
+    def _retry_later(self, missing: dict[TopicPartition, Exception]) -> None:
+        if self._retries is None:
+            for tp, error in missing.items():
+                log.warning("cannot initialise %s: %s", tp, error)
+            return
+        delay_ms = self._retries.failed(missing) * 1000
+        log.warning("cannot initialise %d partition(s) yet; trying again in %.0f ms", len(missing), delay_ms)
+        self._state_change_log.log(
+            logging.WARNING,
+            (f"Retrying initialization of partition {tp} in {delay_ms:.0f} ms" for tp in sorted(missing)),
+        )
+
+    async def retry_initialization(self) -> dict[TopicPartition, PartitionResult]:
+        """The retry event: every partition whose create failed and that is still New to
+        Online, but for those of topics being deleted."""
+        if self._retries is None:
+            return {}
+        deleting = self._context.topics_whose_deletion_may_proceed()
+        due = [
+            tp
+            for tp in self._retries.take_due()
+            if self.state(tp) == PartitionState.NEW and tp.topic not in deleting
+        ]
+        results: dict[TopicPartition, PartitionResult] = {}
+        if due:
+            self._state_change_log.log(
+                logging.INFO, (f"Retrying initialization of partition {tp}" for tp in due)
+            )
+            results = await self.handle_state_changes(due, PartitionState.ONLINE, Strategy.OFFLINE)
+        self._retries.round_done()
         return results
 
     async def _elect(
@@ -261,7 +389,9 @@ class PartitionStateMachine:
             unclean = await self._unclean_allowed(remaining, current, strategy, allow_unclean)
             updates: dict[TopicPartition, LeaderAndIsr] = {}
             chosen: dict[TopicPartition, ElectionResult] = {}
-            for tp in remaining:
+            for count, tp in enumerate(remaining, 1):
+                if count % SLICE == 0:
+                    await turn_if_held()  # a broker's controlled shutdown: every partition it leads
                 info = current.get(tp)
                 if info is None:
                     results[tp] = StateChangeFailed(f"LeaderAndIsr information of {tp} doesn't exist")

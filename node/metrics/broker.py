@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
-from actors.broker.replica_gauges import replica_gauges
+from actors.broker.replica_gauges import ReplicaGauges, replica_gauges, replica_gauges_in_slices
 from actors.controller.events import ControllerState
 from node.metrics.names import Exposition, MBean, kafka_camel_case, topic_samples
 from node.metrics.requests import RequestMetrics
@@ -72,6 +72,18 @@ class BrokerMetrics(Collector):
         self._controller = controller
         self._requests = requests
         self._default_min_isr = default_min_isr
+        self._prepared: ReplicaGauges | None = None
+        self._partition_gauges: tuple[int, int] | None = None
+
+    async def prepare(self) -> None:
+        """Before a scrape: the passes over every partition (ReplicaManager's gauges, the
+        controller's offline and imbalanced partitions), in slices between which the event
+        loop turns, so that a scrape at 200k partitions does not hold it for their length."""
+        state = self._replica_manager.replica_state
+        self._prepared = await replica_gauges_in_slices(state, self._default_min_isr)
+        controller = self._controller()
+        if controller is not None:
+            self._partition_gauges = await controller.metrics.partition_gauges_in_slices()
 
     def collect(self) -> Iterator[Metric]:
         out = Exposition()
@@ -84,7 +96,8 @@ class BrokerMetrics(Collector):
 
     def _export_controller(self, controller: KafkaController, out: Exposition) -> None:
         metrics = controller.metrics
-        snapshot = metrics.snapshot()
+        snapshot = metrics.snapshot(self._partition_gauges)
+        self._partition_gauges = None
         for name in _KAFKA_CONTROLLER_GAUGES:
             out.gauge(_controller_bean("KafkaController", name), snapshot[name])
         events = metrics.event_manager
@@ -99,6 +112,10 @@ class BrokerMetrics(Collector):
         out.meter(
             _controller_bean("ControllerStats", "UncleanLeaderElectionsPerSec"),
             metrics.unclean_leader_elections,
+        )
+        out.meter(
+            _controller_bean("ControllerStats", "PartitionInitializationFailuresPerSec"),
+            metrics.partition_initialization_failures,
         )
         for state in ControllerState:
             if state is ControllerState.IDLE:
@@ -124,7 +141,10 @@ class BrokerMetrics(Collector):
     def _export_replica_manager(self, out: Exposition) -> None:
         handle = self._replica_manager
         state = handle.replica_state
-        gauges = replica_gauges(state, self._default_min_isr)
+        gauges = self._prepared
+        if gauges is None:
+            gauges = replica_gauges(state, self._default_min_isr)
+        self._prepared = None
         for name, value in (
             ("PartitionCount", gauges.partition_count),
             ("LeaderCount", gauges.leader_count),

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from actors.ports import LeaderAndIsr
+from actors.ports import LeaderAndIsr, TopicPartition
 from tests.controllers import ControllerCluster as Cluster
 from tests.controllers import settled, started
 from tests.support import eventually
@@ -19,6 +19,8 @@ from wire.api import (
     UpdateMetadataRequest,
 )
 from wire.errors import ErrorCode
+
+TP = TopicPartition("t", 0)
 
 
 @pytest.fixture
@@ -137,3 +139,31 @@ async def test_partition_gauges_are_computed_once_per_event(cluster: Cluster) ->
     controller.metrics.event_processed()
     assert controller.metrics.snapshot()["PreferredReplicaImbalanceCount"] == 1
     controller.context.leadership[tp] = info
+
+
+async def test_an_isr_change_whose_write_was_answered_as_a_conflict_is_taken_as_written(
+    cluster: Cluster,
+) -> None:
+    """Its reply lost and its retry refused, the write answers PartitionStateConflict though it
+    is in ZooKeeper (issue 32): read back, it is this controller's own, so the leader hears
+    success, not INVALID_UPDATE_VERSION, after which it would wait for a LeaderAndIsr that
+    never comes."""
+    store = cluster.stores[cluster.controller.broker_id]
+    lost = [True]
+    store.lose_replies = lambda: lost.pop() if lost else False
+    result = (await send(cluster, request([1, 2]))).topics[0].partitions[0]
+    assert not lost, "the reply was never lost: the test tested nothing"
+    assert (result.error_code, result.isr, result.partition_epoch) == (ErrorCode.NONE, [1, 2], 1)
+    assert cluster.controller.context.leadership[TP].leader_and_isr == LeaderAndIsr(1, 0, (1, 2), 1)
+    again = (await send(cluster, request([1], partition_epoch=1))).topics[0].partitions[0]
+    assert (again.error_code, again.isr, again.partition_epoch) == (ErrorCode.NONE, [1], 2)
+
+
+async def test_a_conflict_with_another_write_stays_a_conflict(cluster: Cluster) -> None:
+    """The znode moved on to a state this controller did not write: the change is refused."""
+    controller = cluster.controller
+    await cluster.stores[controller.broker_id].set_partition_state(
+        TP, LeaderAndIsr(1, 0, (1, 3)), controller.context.epoch
+    )
+    assert code(await send(cluster, request([1, 2]))) == ErrorCode.INVALID_UPDATE_VERSION
+    assert cluster.state("t", 0) == LeaderAndIsr(1, 0, (1, 3), 1)
