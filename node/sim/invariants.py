@@ -10,6 +10,12 @@ After every step:
 - a live cluster has a controller: `/controller` is never absent for longer than the session
   timeout plus one second while a broker could elect itself (alive, registered on its current
   session, reaching ZooKeeper, its controller not shut down);
+- every partition of a topic gets a leader within a bounded time while a replica that could
+  lead it is live (registered on its current session and reaching ZooKeeper): its state znode
+  names a live leader, which leads it at that leader epoch (while the network between the
+  brokers is whole: a LeaderAndIsr waits out a partition); any live assigned replica could lead
+  a partition with no state yet, a live ISR member one with a state; a partition of a topic
+  marked for deletion is let off;
 - no unexpected error: nothing the brokers run dies of, or logs with, an exception they did
   not expect (a `log.exception`, or a task or callback whose error reached the event loop);
 - an acknowledged acks=all write is on every member of the partition's ISR, at its offset
@@ -78,6 +84,8 @@ class Checker:
         self._events: dict[int, list[QueuedEvent]] = {}
         # Since when `/controller` has been absent while some broker could elect itself.
         self._absent_since: float | None = None
+        # Since when each partition has not been led while a replica that could lead it was live.
+        self._leaderless_since: dict[TopicPartition, float] = {}
 
     # --- observers ---
 
@@ -148,6 +156,53 @@ class Checker:
                 )
             )
             self._absent_since = None
+
+    def partition_leaders(
+        self,
+        now: float,
+        live: set[int],
+        limit_s: float,
+        brokers: dict[int, tuple[int, SimBroker]] | None = None,
+        network_whole: bool = True,
+    ) -> None:
+        """Looked at every tenth of a simulated second, with `live` the brokers registered on
+        their current session and reaching ZooKeeper. A partition is led when its state znode
+        names a live leader and, when `brokers` are given, that broker's replica manager leads
+        it at the znode's leader epoch (the controller told it). Its clock starts when it is
+        first seen not led while a replica that could lead it is live, and stops when it is
+        led or no such replica is left (Kafka leaves such a partition offline); a leader not
+        told yet only counts while the network between the brokers is whole (a LeaderAndIsr
+        waits out a partition)."""
+        waiting = {}
+        for topic, assignment in self.zk.topics.items():
+            if topic in self.zk.deletion_markers:
+                continue
+            for partition, replicas in assignment.partitions.items():
+                tp = TopicPartition(topic, partition)
+                found = self.zk.partition_states.get(tp)
+                if found is None:
+                    could_lead = set(replicas.replicas) & live
+                elif found[0].leader in live:
+                    if brokers is None or not network_whole or _leads(brokers, tp, found[0]):
+                        continue
+                    could_lead = {found[0].leader}
+                else:
+                    could_lead = set(found[0].isr) & live
+                if could_lead:
+                    waiting[tp] = could_lead
+        self._leaderless_since = {tp: self._leaderless_since.get(tp, now) for tp in waiting}
+        for tp, since in sorted(self._leaderless_since.items()):
+            if now - since > limit_s:
+                found = self.zk.partition_states.get(tp)
+                state = "no state" if found is None else f"leader {found[0].leader}, ISR {found[0].isr}"
+                self._found.append(
+                    Violation(
+                        "every partition led within a bounded time",
+                        f"{tp} ({state}) has not been led for {now - since:.1f} s while brokers "
+                        f"{sorted(waiting[tp])}, which could lead it, were live",
+                    )
+                )
+                self._leaderless_since[tp] = now
 
     def acknowledged(self, ack: Ack) -> None:
         self.acks.append(ack)
@@ -320,6 +375,17 @@ class Checker:
             for queued in self._events.get(incarnation, []):
                 state = "unspent" if not queued.spent else "spent without an answer to its caller"
                 raise Violation("no event lost", f"broker {broker_id}: {type(queued.event).__name__} {state}")
+
+
+def _leads(brokers: dict[int, tuple[int, SimBroker]], tp: TopicPartition, state: LeaderAndIsr) -> bool:
+    """Whether the leader the state names leads `tp` at its leader epoch (or a later one)."""
+    found = brokers.get(state.leader)
+    partition = None if found is None else found[1].replica_manager.replica_state.partitions.get(tp)
+    return (
+        partition is not None
+        and partition.role is Role.LEADER
+        and partition.leader_epoch >= state.leader_epoch
+    )
 
 
 def _answered(queued: QueuedEvent) -> bool:

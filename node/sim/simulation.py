@@ -64,8 +64,12 @@ FAULTS = (
     "delete",
     "reassign",
     "elect",
+    "lost-reply",
 )
 DEFAULT_FAULTS = frozenset(FAULTS)
+# How long a partition may stay without a live leader while a replica that could lead it is
+# live: the session timeout (a dead leader's or controller's), an election, a failover, with room.
+LEADER_LIMIT_S = 20.0
 TRACE_TAIL = 40
 
 
@@ -314,12 +318,38 @@ class Simulation:
             await asyncio.sleep(self.rng.uniform(0.0, 0.005))
 
     async def _watch_for_a_controller(self) -> None:
-        """Check, every tenth of a simulated second, that a live cluster has a controller."""
+        """Check, every tenth of a simulated second, that a live cluster has a controller, and
+        that every partition with a live replica that could lead it gets a leader."""
         assert self._loop is not None
         limit_s = self.settings.session_timeout_s + 1.0
         while True:
             await asyncio.sleep(0.1)
-            self.checker.controller_presence(self._loop.time(), self._electors(), limit_s)
+            now = self._loop.time()
+            self.checker.controller_presence(now, self._electors(), limit_s)
+            self.checker.partition_leaders(
+                now,
+                self._registered_and_reaching(),
+                LEADER_LIMIT_S,
+                self.brokers,
+                network_whole=not self.network.faults.cut,
+            )
+
+    def _registered_and_reaching(self) -> set[int]:
+        """The brokers a controller can count on: alive, registered on their current session,
+        reaching ZooKeeper."""
+        live = set()
+        for broker_id, (_, broker) in self.brokers.items():
+            node = self.zk.brokers.get(broker_id)
+            if (
+                broker.alive
+                and broker.started
+                and broker.store.reachable.is_set()
+                and not broker.store.expired
+                and node is not None
+                and node.owner == broker.store.session
+            ):
+                live.add(broker_id)
+        return live
 
     def _electors(self) -> list[int]:
         """The brokers that could elect themselves controller now."""
@@ -384,6 +414,25 @@ class Simulation:
         self._zookeeper_down = False
         for _, broker in self.brokers.values():
             broker.reconnect_to_zookeeper()
+
+    async def _lost_reply(self) -> bool:
+        """For a while, half of a broker's fenced ZooKeeper writes (half the time the
+        controller's) are applied and then answered as failed, as the real store answers a
+        write whose reply was lost and whose retry it could not recognise as its own: the
+        worst case of a connection that drops after ZooKeeper applied a write."""
+        live = [b for b in self._live() if self.brokers[b][1].started]
+        if not live:
+            return False
+        victim = self._pick_victim(live)
+        store = self.brokers[victim][1].store
+        duration = self.rng.uniform(1.0, 5.0)
+        self.trace(f"lose the replies to half of broker {victim}'s fenced writes for {duration:.1f} s")
+        store.lose_replies = lambda: self.rng.random() < 0.5
+        self._later(duration, lambda: self._replies_back(store))
+        return True
+
+    def _replies_back(self, store: FakeClusterStore) -> None:
+        store.lose_replies = None
 
     async def _drop(self) -> bool:
         self.trace("lose 5% of messages for a while")
@@ -537,6 +586,7 @@ class Simulation:
         self._heal_network()
         for _, broker in self.brokers.values():
             broker.reconnect_to_zookeeper()
+            broker.store.lose_replies = None
         # Controlled shutdowns under way end first: each within its deadline, or the stop
         # hangs, which is a violation too (a broker that never stops never comes back).
         if self._stopping:

@@ -15,6 +15,15 @@ Every call is a round trip: it yields to the loop, after `FakeZooKeeper.latency(
 when a simulation sets one, so that concurrency is real. A simulation may also watch every
 fenced write through `FakeZooKeeper.on_fenced_write`, to check that only the controller of
 the current epoch writes.
+
+A simulation may lose the answers to a session's fenced writes (`FakeClusterStore.lose_replies`):
+such a write is applied, then answered as the real store answers a write whose reply was lost
+and whose retry it could not recognise as its own (node/zk/retried_writes.py): the partition
+states created are each reported as existing, those updated each as a conflict; the topic
+znode's conditional set is written once more (the real store re-reads and merges after the
+BadVersion); the other fenced writes (deletions, unconditional sets) answer as usual, since the
+real store finishes those retries itself (a znode already deleted is done, an unconditional set
+is not refused).
 """
 
 from __future__ import annotations
@@ -221,6 +230,9 @@ class FakeClusterStore:
         # Faults a test may inject into the next calls.
         self.fail_next_registered_brokers: Exception | None = None
         self.fail_next_topic_configs: Exception | None = None
+        self.fail_next_create_partition_states: Exception | None = None
+        # Set by a simulation: whether the answer to the fenced write being made is lost.
+        self.lose_replies: Callable[[], bool] | None = None
         # Cleared while this client cannot reach the ensemble: its calls wait, as a real
         # client's do while it reconnects (a simulation's network partition).
         self.reachable = asyncio.Event()
@@ -360,18 +372,25 @@ class FakeClusterStore:
         if self.zk.on_fenced_write is not None:
             self.zk.on_fenced_write(self, controller_epoch)
 
+    def _reply_lost(self) -> bool:
+        return self.lose_replies is not None and self.lose_replies()
+
     async def create_partition_states(
         self, states: dict[TopicPartition, LeaderAndIsr], controller_epoch: int, epoch_zk_version: int
     ) -> dict[TopicPartition, LeaderAndIsr | Exception]:
         await self._io()
         self._check_fence(epoch_zk_version, controller_epoch)
+        if self.fail_next_create_partition_states is not None:
+            error, self.fail_next_create_partition_states = self.fail_next_create_partition_states, None
+            return dict.fromkeys(states, error)
+        lost = self._reply_lost()
         results: dict[TopicPartition, LeaderAndIsr | Exception] = {}
         for tp, state in states.items():
             if tp in self.zk.partition_states:
                 results[tp] = FileExistsError(f"{tp} state exists")
                 continue
             self.zk.write_partition_state(tp, state, controller_epoch)
-            results[tp] = state._replace(partition_epoch=0)
+            results[tp] = FileExistsError(f"{tp} state exists") if lost else state._replace(partition_epoch=0)
         return results
 
     async def update_partition_states(
@@ -379,18 +398,18 @@ class FakeClusterStore:
     ) -> dict[TopicPartition, LeaderAndIsr | Exception]:
         await self._io()
         self._check_fence(epoch_zk_version, controller_epoch)
+        lost = self._reply_lost()
         results: dict[TopicPartition, LeaderAndIsr | Exception] = {}
         for tp, state in states.items():
             current = self.zk.partition_states.get(tp)
+            conflict = PartitionStateConflict(f"{tp}: partition epoch moved past {state.partition_epoch}")
             if current is None:
                 results[tp] = LookupError(f"{tp} has no state")
             elif current[2] != state.partition_epoch:
-                results[tp] = PartitionStateConflict(
-                    f"{tp}: partition epoch moved past {state.partition_epoch}"
-                )
+                results[tp] = conflict
             else:
                 version = self.zk.write_partition_state(tp, state, controller_epoch)
-                results[tp] = state._replace(partition_epoch=version)
+                results[tp] = conflict if lost else state._replace(partition_epoch=version)
         return results
 
     async def create_topic(self, assignment: TopicAssignment, config: dict[str, str]) -> None:
@@ -441,9 +460,12 @@ class FakeClusterStore:
     ) -> None:
         await self._io()
         self._check_fence(epoch_zk_version)
-        current = self.zk.topics[topic]
-        self.zk.topics[topic] = TopicAssignment(topic, {**current.partitions, **partitions}, current.topic_id)
-        self.zk.fire(f"/brokers/topics/{topic}", "topic_modified", topic)
+        for _ in range(2 if self._reply_lost() else 1):
+            current = self.zk.topics[topic]
+            self.zk.topics[topic] = TopicAssignment(
+                topic, {**current.partitions, **partitions}, current.topic_id
+            )
+            self.zk.fire(f"/brokers/topics/{topic}", "topic_modified", topic)
 
     def watch_reassignments(self, watcher: ReassignmentWatcher) -> None:
         self.zk.reassignment_watchers.append((self, watcher))

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
+from actors.broker.partition import Role
 from actors.controller.event_manager import ControllerEventManager
 from actors.controller.events import Startup
-from actors.ports import LeaderAndIsr, TopicPartition
+from actors.ports import LeaderAndIsr, ReplicaAssignment, TopicAssignment, TopicPartition
 from node.sim.invariants import Ack, Checker, UnexpectedErrors, Violation
 from node.sim.log_store import MemoryLogStore
 from node.sim.loop import run_simulated
@@ -275,3 +276,78 @@ def test_an_error_that_reaches_the_event_loop_in_a_run_is_a_violation() -> None:
     assert result.violation is not None
     assert str(result.violation).startswith("no unexpected error: Exception in callback")
     assert "ZeroDivisionError: planted" in str(result.violation)
+
+
+def _topic(zk: FakeZooKeeper, **partitions: tuple[int, ...]) -> None:
+    """Topic t with partitions named p0, p1, ... and their replicas."""
+    zk.topics["t"] = TopicAssignment(
+        "t", {int(name[1:]): ReplicaAssignment(replicas) for name, replicas in partitions.items()}
+    )
+
+
+def _leading(epochs: dict[TopicPartition, int]) -> Any:
+    """A broker whose replica manager leads these partitions at these leader epochs."""
+    partitions = {tp: SimpleNamespace(role=Role.LEADER, leader_epoch=e) for tp, e in epochs.items()}
+    return SimpleNamespace(
+        replica_manager=SimpleNamespace(replica_state=SimpleNamespace(partitions=partitions))
+    )
+
+
+def test_a_partition_not_led_past_the_limit_while_a_replica_could_lead_it_is_caught() -> None:
+    zk = FakeZooKeeper()
+    checker = Checker(zk, {})
+    _topic(zk, p0=(1, 2), p1=(2, 3))
+    zk.partition_states[TopicPartition("t", 1)] = (LeaderAndIsr(2, 0, (2, 3)), 1, 0)
+    # t-0 never got a state (its create "failed"), while its replicas are live.
+    checker.partition_leaders(10.0, {1, 2, 3}, limit_s=20.0)
+    checker.partition_leaders(29.9, {1, 2, 3}, limit_s=20.0)
+    checker.check({})
+    checker.partition_leaders(30.1, {1, 2, 3}, limit_s=20.0)
+    with pytest.raises(
+        Violation,
+        match=r"every partition led within a bounded time: t-0 \(no state\) has not been led for 20.1 s "
+        r"while brokers \[1, 2\], which could lead it, were live",
+    ):
+        checker.check({})
+
+
+def test_a_partition_with_no_live_replica_that_could_lead_it_is_let_off() -> None:
+    zk = FakeZooKeeper()
+    checker = Checker(zk, {})
+    _topic(zk, p0=(1, 2), p1=(2, 3, 4))
+    # Its only ISR member is down: leader -1, as Kafka leaves it with unclean election off,
+    # although replicas 2 and 3 are live.
+    zk.partition_states[TopicPartition("t", 1)] = (LeaderAndIsr(-1, 3, (4,)), 1, 3)
+    checker.partition_leaders(10.0, {3}, limit_s=20.0)
+    checker.partition_leaders(40.0, {3}, limit_s=20.0)
+    checker.check({})
+    # A replica of t-0 back: its clock starts now, not at the first look.
+    checker.partition_leaders(41.0, {1, 3}, limit_s=20.0)
+    checker.partition_leaders(60.0, {1, 3}, limit_s=20.0)
+    checker.check({})
+    # So does a topic marked for deletion.
+    zk.deletion_markers.add("t")
+    checker.partition_leaders(70.0, {1, 3, 4}, limit_s=20.0)
+    checker.check({})
+
+
+def test_a_leader_never_told_is_caught_but_only_while_the_network_is_whole() -> None:
+    zk = FakeZooKeeper()
+    checker = Checker(zk, {})
+    _topic(zk, p0=(1, 2))
+    zk.partition_states[TP] = (LeaderAndIsr(1, 2, (1, 2)), 1, 4)
+    brokers = {1: (1, _leading({TP: 1})), 2: (2, _leading({}))}
+    # Cut off from the controller, the leader may still wait for its LeaderAndIsr.
+    checker.partition_leaders(10.0, {1, 2}, 20.0, brokers, network_whole=False)
+    checker.partition_leaders(35.0, {1, 2}, 20.0, brokers, network_whole=False)
+    checker.check({})
+    checker.partition_leaders(36.0, {1, 2}, 20.0, brokers, network_whole=True)
+    checker.partition_leaders(56.5, {1, 2}, 20.0, brokers, network_whole=True)
+    with pytest.raises(Violation, match=r"t-0 \(leader 1, ISR \(1, 2\)\) has not been led for 20.5 s"):
+        checker.check({})
+    # Told at that leader epoch, it leads.
+    checker = Checker(zk, {})
+    brokers = {1: (1, _leading({TP: 2}))}
+    checker.partition_leaders(10.0, {1, 2}, 20.0, brokers)
+    checker.partition_leaders(40.0, {1, 2}, 20.0, brokers)
+    checker.check({})

@@ -32,6 +32,9 @@ from wire.api import ApiVersionsRequest, ProducePartitionData, ProduceRequest, P
 from wire.errors import NetworkException, RequestTimedOut
 
 TP = TopicPartition("t", 0)
+# The kinds the regression seeds below were found with ("every fault kind" then): a kind added
+# since changes every seed's course, and with these the seeds take the courses they took.
+FOUND_WITH = DEFAULT_FAULTS - {"lost-reply"}
 
 
 def test_the_virtual_loop_runs_an_hour_of_timers_at_once() -> None:
@@ -165,7 +168,7 @@ def test_a_controller_elected_again_after_zookeeper_was_lost_by_every_broker(see
 
 @pytest.mark.parametrize(
     ("seed", "steps", "faults"),
-    [(110, 8, DEFAULT_FAULTS), (37, 30, frozenset({"delete-controller"}))],
+    [(110, 8, FOUND_WITH), (37, 30, frozenset({"delete-controller"}))],
 )
 def test_a_controller_deleted_again_as_soon_as_it_is_elected_is_elected_again(
     seed: int, steps: int, faults: frozenset[str]
@@ -185,14 +188,14 @@ def test_a_deletion_answer_from_a_bounced_brokers_old_incarnation_does_not_stall
     bounced one, so a deletion resumed for the new ones sent StopReplica to the bounced broker
     at its old epoch; its refusal counted as a failed deletion and marked the topics
     ineligible, and nothing ever resumed them."""
-    result = run_seed(RunConfig(seed=197))
+    result = run_seed(RunConfig(seed=197, faults=FOUND_WITH))
     assert result.violation is None, result.violation
 
 
 def test_a_reassignment_back_to_its_origin_never_deletes_the_only_in_sync_replica() -> None:
     """Seed 11680 (5 brokers, every fault kind), found in the 100,000-seed run: a cancelled
     reassignment deleted the replica it had been adding, the partition's only in-sync one."""
-    result = run_seed(RunConfig(seed=11680))
+    result = run_seed(RunConfig(seed=11680, faults=FOUND_WITH))
     assert result.violation is None, result.violation
 
 
@@ -204,7 +207,7 @@ def test_an_in_sync_replica_dropped_as_the_controller_moved_leads_until_the_targ
     reassignment never completed (the focused tests: test_reassignment.py's
     test_an_in_sync_replica_dropped_before_the_controller_moved_leads_until_the_targets_catch_up
     and the two after it)."""
-    result = run_seed(RunConfig(seed=40029))
+    result = run_seed(RunConfig(seed=40029, faults=FOUND_WITH))
     assert result.faults["reassign"] >= 1 and result.faults["zk-outage"] >= 1
     assert result.violation is None, result.violation
 
@@ -214,7 +217,7 @@ def test_a_follower_truncates_to_an_unclean_leader_that_has_not_written_in_its_e
     own leader epoch in its epoch cache, so it told followers holding a later epoch than any
     in its log that their epoch's end was unknown; they kept what they had below their high
     watermark and joined the ISR with replicas that differed."""
-    result = run_seed(RunConfig(seed=90))
+    result = run_seed(RunConfig(seed=90, faults=FOUND_WITH))
     assert result.faults["elect"] >= 1
     assert result.violation is None, result.violation
 
@@ -226,7 +229,7 @@ def test_a_follower_that_never_had_its_leaders_epoch_truncates_below_it_before_f
     kept the batch below it, fetched on top of it and joined the ISR with a log that
     differed from the leader's below the high watermark (the focused test:
     test_replication.py::test_a_follower_that_never_had_the_leaders_epoch_truncates_to_where_an_epoch_both_had_ends)."""
-    result = run_seed(RunConfig(seed=37862))
+    result = run_seed(RunConfig(seed=37862, faults=FOUND_WITH))
     assert result.violation is None, result.violation
 
 
@@ -238,7 +241,7 @@ def test_a_broker_restarted_before_its_old_session_expired_rejoins_the_isrs() ->
     test_a_restarted_broker_refuses_the_controller_requests_sent_to_its_previous_incarnation).
     Runs have taken other courses since (new faults, other choices); seed 33782 takes that
     one again: broker 2's controlled shutdown at 6.5 s, killed at 9.9 s, started at 10.7 s."""
-    result = run_seed(RunConfig(seed=33782))
+    result = run_seed(RunConfig(seed=33782, faults=FOUND_WITH))
     assert result.faults["crash"] >= 1 and result.faults["shutdown"] >= 1
     assert result.violation is None, result.violation
 
@@ -250,7 +253,7 @@ def test_a_follower_told_its_leader_before_the_leader_was_live_rejoins_the_isr()
     being live; the next controller's LeaderAndIsr at that epoch, naming 5 live, was fenced as
     not newer, and broker 3 never fetched t2-0 again (the focused test:
     test_replica_manager.py::test_a_follower_whose_leader_was_not_live_follows_it_when_its_leader_epoch_comes_again)."""
-    result = run_seed(RunConfig(seed=33572))
+    result = run_seed(RunConfig(seed=33572, faults=FOUND_WITH))
     assert result.faults["zk-outage"] >= 1
     assert result.violation is None, result.violation
 
@@ -262,8 +265,25 @@ def test_a_follower_left_out_by_a_refused_isr_change_rejoins_the_isr() -> None:
     shutdown), and neither follower was proposed again: their incremental fetches no longer
     named the partition (the focused test: test_replication.py::
     test_a_follower_at_the_log_end_is_proposed_again_after_a_refused_isr_change)."""
-    result = run_seed(RunConfig(seed=62500))
+    result = run_seed(RunConfig(seed=62500, faults=FOUND_WITH))
     assert result.faults["shutdown"] >= 1
+    assert result.violation is None, result.violation
+
+
+@pytest.mark.parametrize("seed", [8, 14, 28])
+def test_every_partition_comes_online_when_the_replies_to_the_controllers_writes_are_lost(seed: int) -> None:
+    """Seeds of lost replies (issue 32): on the code before it, each left a partition not led
+    (seed 8: t6-0's state created, its create answered as failed, and no broker told). With the
+    created states read back and adopted but conflicts still taken at their word, 8 and 14 left
+    an ISR change in ZooKeeper that its leader was refused (INVALID_UPDATE_VERSION), after
+    which it waited for good for a LeaderAndIsr and its ISR never grew back, and 28 an ISR
+    shrink with a new leader epoch that, read again, changed nothing more, so its leader was
+    never told that epoch (the focused tests: test_partition_initialization.py, and
+    test_alter_partition.py's
+    test_an_isr_change_whose_write_was_answered_as_a_conflict_is_taken_as_written)."""
+    faults = frozenset({"lost-reply", "create", "crash", "restart"})
+    result = run_seed(RunConfig(seed=seed, steps=30, faults=faults))
+    assert result.faults["lost-reply"] >= 1
     assert result.violation is None, result.violation
 
 
