@@ -15,6 +15,8 @@ import dataclasses
 import logging
 from typing import Generic, Protocol, TypeVar
 
+from actors.loop_slices import turn_if_held
+
 log = logging.getLogger(__name__)
 
 M = TypeVar("M")
@@ -109,7 +111,12 @@ class ActorHandle(Generic[M]):
     async def _run(self) -> None:
         try:
             await self._actor.on_start()
-            while (envelope := await self._mailbox.get()) is not _STOP:
+            while True:
+                # Messages queued behind one another are taken without the loop turning
+                # (a queue's get does not wait when it holds one): turn it between them.
+                await turn_if_held()
+                if (envelope := await self._mailbox.get()) is _STOP:
+                    break
                 assert isinstance(envelope, _Envelope)
                 await self._deliver(envelope)
         except Exception as e:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
 
 from actors.broker.fetch_session import FULL_EPOCH, FetchSession
 from actors.broker.partition import Partition, PendingIsr, Role, TopicPartition
@@ -378,9 +379,11 @@ class LeaderPath:
             ):
                 self._expand_caught_up(partition)
 
-    def maybe_shrink_isr(self) -> None:
+    def maybe_shrink_isr(self, partitions: Iterable[Partition] | None = None) -> None:
+        """Propose smaller ISRs where followers fell behind: among `partitions` (a slice of the
+        hosted ones, when the pass is cut into slices), else among every hosted partition."""
         now_ms = self.state.now_ms()
-        for partition in self.state.partitions.values():
+        for partition in self.state.partitions.values() if partitions is None else partitions:
             if partition.role is not Role.LEADER or partition.stopped or partition.pending_isr is not None:
                 continue
             out = partition.out_of_sync_replicas(now_ms, self.state.config.lag_time_max_ms)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+from collections.abc import Iterable
 
 from actors.broker.partition import TopicPartition
 from actors.partition_limits import ReplicaCounts
@@ -35,10 +36,19 @@ class MetadataCache:
 
     def update(self, request: UpdateMetadataRequest) -> list[TopicPartition]:
         """Apply an accepted UpdateMetadata; returns the partitions it removed."""
+        self.take_brokers(request)
+        return self.take_states(request.partition_states)
+
+    def take_brokers(self, request: UpdateMetadataRequest) -> None:
+        """An accepted UpdateMetadata's controller and live brokers (replaced wholesale)."""
         self.controller_id = request.controller_id
         self.live_brokers = {b.broker_id: b for b in request.live_brokers}
+
+    def take_states(self, states: Iterable[UpdateMetadataPartitionState]) -> list[TopicPartition]:
+        """Merge partition states of an accepted UpdateMetadata (all at once, or slice by slice
+        after `take_brokers`); returns the partitions they removed."""
         deleted = []
-        for state in request.partition_states:
+        for state in states:
             tp = TopicPartition(state.topic, state.partition)
             replaced = self.partitions.get(tp)
             if replaced is not None:

@@ -5,9 +5,11 @@ paths that change them."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 
-from actors.broker.partition import Role
+from actors.broker.partition import Partition, Role
 from actors.broker.replica_state import ReplicaState
+from actors.loop_slices import sliced
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,29 +29,53 @@ class ReplicaGauges:
 def replica_gauges(state: ReplicaState, default_min_isr: int) -> ReplicaGauges:
     """`default_min_isr`: the broker's min.insync.replicas, for a partition that has no log
     yet (logs are created on first use) and no topic override."""
-    leaders = under_replicated = under_min_isr = reassigning = 0
-    configs = state.topic_configs
-    for partition in state.partitions.values():
-        if partition.role is not Role.LEADER or partition.stopped:
-            continue
-        leaders += 1
-        isr = len(partition.isr)
-        if len(partition.replicas) - len(partition.adding_replicas) > isr:
-            under_replicated += 1
-        if partition.adding_replicas or partition.removing_replicas:
-            reassigning += 1
-        log = partition.log
-        if log is not None:
-            min_isr = log.min_insync_replicas
-        else:
-            min_isr = int(configs.get(partition.tp.topic, {}).get("min.insync.replicas", default_min_isr))
-        if isr < min_isr:
-            under_min_isr += 1
-    return ReplicaGauges(
-        partition_count=len(state.partitions),
-        leader_count=leaders,
-        under_replicated=under_replicated,
-        under_min_isr=under_min_isr,
-        reassigning=reassigning,
-        offline_replicas=len(state.offline),
-    )
+    counts = _LeaderCounts(state.topic_configs, default_min_isr)
+    counts.add(state.partitions.values())
+    return counts.gauges(state)
+
+
+async def replica_gauges_in_slices(state: ReplicaState, default_min_isr: int) -> ReplicaGauges:
+    """The same pass, the loop turning between slices (actors/loop_slices.py): at 200k hosted
+    partitions it takes a tenth of a second or more."""
+    counts = _LeaderCounts(state.topic_configs, default_min_isr)
+    async for partitions in sliced(list(state.partitions.values())):
+        counts.add(partitions)
+    return counts.gauges(state)
+
+
+class _LeaderCounts:
+    def __init__(self, configs: dict[str, dict[str, str]], default_min_isr: int) -> None:
+        self._configs = configs
+        self._default_min_isr = default_min_isr
+        self.leaders = self.under_replicated = self.under_min_isr = self.reassigning = 0
+
+    def add(self, partitions: Iterable[Partition]) -> None:
+        configs = self._configs
+        for partition in partitions:
+            if partition.role is not Role.LEADER or partition.stopped:
+                continue
+            self.leaders += 1
+            isr = len(partition.isr)
+            if len(partition.replicas) - len(partition.adding_replicas) > isr:
+                self.under_replicated += 1
+            if partition.adding_replicas or partition.removing_replicas:
+                self.reassigning += 1
+            log = partition.log
+            if log is not None:
+                min_isr = log.min_insync_replicas
+            else:
+                min_isr = int(
+                    configs.get(partition.tp.topic, {}).get("min.insync.replicas", self._default_min_isr)
+                )
+            if isr < min_isr:
+                self.under_min_isr += 1
+
+    def gauges(self, state: ReplicaState) -> ReplicaGauges:
+        return ReplicaGauges(
+            partition_count=len(state.partitions),
+            leader_count=self.leaders,
+            under_replicated=self.under_replicated,
+            under_min_isr=self.under_min_isr,
+            reassigning=self.reassigning,
+            offline_replicas=len(state.offline),
+        )

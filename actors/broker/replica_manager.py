@@ -24,6 +24,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import logging
+from collections.abc import Sequence
 
 from actors.broker.follower_path import FollowerPath
 from actors.broker.leader_path import LeaderPath
@@ -48,6 +49,7 @@ from actors.broker.replica_messages import (
 from actors.broker.replica_state import ReplicaState
 from actors.broker.replication import NoReplication, ReplicationConfig, ReplicationEffects
 from actors.clock import Clock
+from actors.loop_slices import sliced
 from actors.ports import LogCorruption, LogStore
 from actors.runtime import Actor
 from actors.state_change_log import StateChangeLogger
@@ -103,11 +105,11 @@ class ReplicaManager(Actor[ReplicaMessage]):
                 for topic, config in message.topic_configs.items():
                     # A topic created with throttled replicas gets no change notification.
                     self.state.throttle.set_topic_config(topic, config)
-                return self.become_leader_or_follower(request, epoch)
+                return await self._become_leader_or_follower_in_slices(request, epoch)
             case ControlRequest(request=StopReplicaRequest() as request, broker_epoch=epoch):
                 return self.stop_replicas(request, epoch)
             case ControlRequest(request=UpdateMetadataRequest() as request, broker_epoch=epoch):
-                return self.update_metadata(request, epoch)
+                return await self._update_metadata_in_slices(request, epoch)
             case MetadataFor(request=MetadataRequest(topics=topics), listener=listener):
                 answer = self.state.metadata.describe(topics, listener)
                 return dataclasses.replace(answer, controller_epoch=self.state.controller_epoch)
@@ -130,7 +132,8 @@ class ReplicaManager(Actor[ReplicaMessage]):
                 return None
             case Maintain(checkpoint=checkpoint, shrink=shrink):
                 if shrink:
-                    self.leader_path.maybe_shrink_isr()
+                    async for partitions in sliced(list(self.state.partitions.values())):
+                        self.leader_path.maybe_shrink_isr(partitions)
                 if checkpoint:
                     self.state.checkpoint_high_watermarks()
                 return None
@@ -240,6 +243,32 @@ class ReplicaManager(Actor[ReplicaMessage]):
     def become_leader_or_follower(
         self, request: LeaderAndIsrRequest, broker_epoch: int
     ) -> LeaderAndIsrResponse:
+        refused = self._refused_leader_and_isr(request, broker_epoch)
+        if refused is not None:
+            return refused
+        leaders, now_ms = self._leaders(request), self.state.now_ms()
+        codes = [self._apply(s, leaders, now_ms) for s in request.partition_states]
+        self._log_started(request.partition_states, codes)
+        return self._leader_and_isr_applied(request, leaders, codes)
+
+    async def _become_leader_or_follower_in_slices(
+        self, request: LeaderAndIsrRequest, broker_epoch: int
+    ) -> LeaderAndIsrResponse:
+        """The same, the loop turning between slices of the partition states (actors/loop_slices.py)."""
+        refused = self._refused_leader_and_isr(request, broker_epoch)
+        if refused is not None:
+            return refused
+        leaders, now_ms = self._leaders(request), self.state.now_ms()
+        codes: list[ErrorCode] = []
+        async for states in sliced(request.partition_states):
+            applied = [self._apply(s, leaders, now_ms) for s in states]
+            self._log_started(states, applied)
+            codes += applied
+        return self._leader_and_isr_applied(request, leaders, codes)
+
+    def _refused_leader_and_isr(
+        self, request: LeaderAndIsrRequest, broker_epoch: int
+    ) -> LeaderAndIsrResponse | None:
         refusal = self._refusal(
             "LeaderAndIsr",
             request.controller_id,
@@ -247,25 +276,36 @@ class ReplicaManager(Actor[ReplicaMessage]):
             request.broker_epoch,
             broker_epoch,
         )
-        if refusal is not None:
-            return LeaderAndIsrResponse(
-                error_code=refusal,
-                error_message=f"{refusal.name} from controller {request.controller_id}",
-                partition_errors=[_error(s.topic, s.partition, refusal) for s in request.partition_states],
-            )
-        self.state.controller_epoch = request.controller_epoch
+        if refusal is None:
+            self.state.controller_epoch = request.controller_epoch
+            return None
+        return LeaderAndIsrResponse(
+            error_code=refusal,
+            error_message=f"{refusal.name} from controller {request.controller_id}",
+            partition_errors=[_error(s.topic, s.partition, refusal) for s in request.partition_states],
+        )
+
+    def _leaders(self, request: LeaderAndIsrRequest) -> dict[int, Endpoint]:
         listener, protocol = self.state.config.inter_broker_listener
-        leaders = {
+        return {
             leader.broker_id: Endpoint(listener, protocol, leader.host, leader.port)
             for leader in request.live_leaders
         }
-        now_ms = self.state.now_ms()
-        codes = [self._apply(s, leaders, now_ms) for s in request.partition_states]
+
+    def _log_started(self, states: Sequence[LeaderAndIsrPartitionState], codes: Sequence[ErrorCode]) -> None:
+        self._state_change_log.log(
+            logging.INFO,
+            (self._started(s) for s, code in zip(states, codes, strict=True) if code == ErrorCode.NONE),
+        )
+
+    def _leader_and_isr_applied(
+        self, request: LeaderAndIsrRequest, leaders: dict[int, Endpoint], codes: Sequence[ErrorCode]
+    ) -> LeaderAndIsrResponse:
+        """After every state is applied (`codes`): the summary line, the fetchers, the answer."""
         applied = [
             s for s, code in zip(request.partition_states, codes, strict=True) if code == ErrorCode.NONE
         ]
         leading = sum(1 for s in applied if s.leader == self.state.broker_id)
-        self._state_change_log.log(logging.INFO, (self._started(s) for s in applied))
         log.log(
             logging.WARNING if len(applied) < len(codes) else logging.INFO,
             "LeaderAndIsr from controller %d at epoch %d: leader of %d, follower of %d, refused %d",
@@ -459,6 +499,29 @@ class ReplicaManager(Actor[ReplicaMessage]):
     # --- UpdateMetadata (spec §9.3) ---
 
     def update_metadata(self, request: UpdateMetadataRequest, broker_epoch: int) -> UpdateMetadataResponse:
+        refused = self._refused_update_metadata(request, broker_epoch)
+        if refused is not None:
+            return refused
+        was_live = set(self.state.metadata.live_brokers)
+        self.state.metadata.update(request)
+        return self._metadata_updated(request, was_live)
+
+    async def _update_metadata_in_slices(
+        self, request: UpdateMetadataRequest, broker_epoch: int
+    ) -> UpdateMetadataResponse:
+        """The same, the loop turning between slices of the partition states (actors/loop_slices.py)."""
+        refused = self._refused_update_metadata(request, broker_epoch)
+        if refused is not None:
+            return refused
+        was_live = set(self.state.metadata.live_brokers)
+        self.state.metadata.take_brokers(request)
+        async for states in sliced(request.partition_states):
+            self.state.metadata.take_states(states)
+        return self._metadata_updated(request, was_live)
+
+    def _refused_update_metadata(
+        self, request: UpdateMetadataRequest, broker_epoch: int
+    ) -> UpdateMetadataResponse | None:
         refusal = self._refusal(
             "UpdateMetadata",
             request.controller_id,
@@ -466,12 +529,13 @@ class ReplicaManager(Actor[ReplicaMessage]):
             request.broker_epoch,
             broker_epoch,
         )
-        if refusal is not None:
-            return UpdateMetadataResponse(
-                error_code=refusal, error_message=f"{refusal.name} from controller {request.controller_id}"
-            )
-        was_live = set(self.state.metadata.live_brokers)
-        self.state.metadata.update(request)
+        if refusal is None:
+            return None
+        return UpdateMetadataResponse(
+            error_code=refusal, error_message=f"{refusal.name} from controller {request.controller_id}"
+        )
+
+    def _metadata_updated(self, request: UpdateMetadataRequest, was_live: set[int]) -> UpdateMetadataResponse:
         self.state.controller_epoch = request.controller_epoch
         if not self.state.metadata.live_brokers.keys() <= was_live:
             # A follower that caught up while its broker was not yet known live here was

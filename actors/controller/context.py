@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from enum import IntEnum
 
 from actors.ports import LeaderAndIsr, LeadershipInfo, RegisteredBroker, ReplicaAssignment, TopicPartition
@@ -240,12 +241,12 @@ class ControllerContext:
     # --- gauges (spec §13) ---
 
     def offline_partition_count(self) -> int:
+        return self.offline_among(self.partition_states.items())
+
+    def offline_among(self, states: Iterable[tuple[TopicPartition, PartitionState]]) -> int:
+        """OfflinePartitionsCount over some partitions' states (all of them, or a slice)."""
         started = self.topics_with_deletion_started
-        return sum(
-            1
-            for tp, state in self.partition_states.items()
-            if state == PartitionState.OFFLINE and tp.topic not in started
-        )
+        return sum(1 for tp, state in states if state == PartitionState.OFFLINE and tp.topic not in started)
 
     def topics_to_delete_count(self) -> int:
         return len(self.topics_to_be_deleted)
@@ -270,9 +271,13 @@ class ControllerContext:
     def preferred_replica_imbalance_count(self) -> int:
         """Partitions with a leader other than their preferred replica, topics queued for
         deletion left out (spec §4.3)."""
+        return self.imbalanced_among(self.leadership.items())
+
+    def imbalanced_among(self, leadership: Iterable[tuple[TopicPartition, LeadershipInfo]]) -> int:
+        """PreferredReplicaImbalanceCount over some partitions (all of them, or a slice)."""
         deleting = self.topics_to_be_deleted
         count = 0
-        for tp, info in self.leadership.items():
+        for tp, info in leadership:
             assignment = self.assignment(tp)
             if assignment.replicas and tp.topic not in deleting:
                 count += not has_preferred_leader(assignment, info.leader_and_isr)

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 
 from actors.clock import Clock
 from actors.controller.events import ControllerState, Event, ShutdownEventThread
+from actors.loop_slices import turn_if_held
 
 log = logging.getLogger(__name__)
 
@@ -155,6 +156,9 @@ class ControllerEventManager:
 
     async def _run(self) -> None:
         while True:
+            # Events queued behind a long one (an answer per broker per request it sent) are
+            # each short, but run back to back they would hold the loop as long as one.
+            await turn_if_held()
             while not self._queue:
                 self._wakeup.clear()
                 await self._wakeup.wait()

@@ -24,6 +24,7 @@ from actors.controller.partition_state_machine import (
     StateChangeFailed,
     Strategy,
 )
+from actors.loop_slices import turn_if_held
 from actors.ports import ClusterStore, ControllerMovedError, LeaderAndIsr, TopicPartition
 from wire.api import ElectionType, ElectLeadersResponse, PartitionElectionResult, ReplicaElectionResult
 from wire.errors import ErrorCode, WireError
@@ -85,35 +86,53 @@ def rebalance_candidates(context: ControllerContext, imbalance_percentage: int) 
     """The auto-rebalance's choice (spec §7.8): group partitions by preferred replica; for
     each broker whose share of partitions led by another broker is strictly greater than
     the threshold, those partitions whose preferred replica is online and in the ISR."""
-    deleting = context.topics_to_be_deleted
     by_preferred: dict[int, list[TopicPartition]] = {}
-    for tp in context.all_partitions():
+    group_by_preferred_replica(context, context.all_partitions(), by_preferred)
+    candidates: list[TopicPartition] = []
+    for broker, owned in sorted(by_preferred.items()):
+        candidates += broker_rebalance_candidates(context, broker, owned, imbalance_percentage)
+    return sorted(candidates)
+
+
+def group_by_preferred_replica(
+    context: ControllerContext,
+    partitions: Iterable[TopicPartition],
+    by_preferred: dict[int, list[TopicPartition]],
+) -> None:
+    """Add `partitions` to `by_preferred` under their preferred (first) replica, but those of
+    topics queued for deletion."""
+    deleting = context.topics_to_be_deleted
+    for tp in partitions:
         replicas = context.replicas(tp)
         if replicas and tp.topic not in deleting:
             by_preferred.setdefault(replicas[0], []).append(tp)
-    candidates: list[TopicPartition] = []
-    for broker, owned in sorted(by_preferred.items()):
-        not_led = [
-            tp
-            for tp in owned
-            if (info := context.leadership.get(tp)) is not None and info.leader_and_isr.leader != broker
-        ]
-        if len(not_led) * 100 <= imbalance_percentage * len(owned):
-            continue
-        log.info(
-            "broker %d leads %d of the %d partitions it prefers; rebalancing",
-            broker,
-            len(owned) - len(not_led),
-            len(owned),
-        )
-        candidates.extend(
-            tp
-            for tp in not_led
-            if tp.topic in context.all_topics
-            and context.is_replica_online(broker)
-            and broker in context.leadership[tp].leader_and_isr.isr
-        )
-    return sorted(candidates)
+
+
+def broker_rebalance_candidates(
+    context: ControllerContext, broker: int, owned: list[TopicPartition], imbalance_percentage: int
+) -> list[TopicPartition]:
+    """Of the partitions `broker` prefers, those to move back to it, if its share led by
+    others is strictly greater than the threshold."""
+    not_led = [
+        tp
+        for tp in owned
+        if (info := context.leadership.get(tp)) is not None and info.leader_and_isr.leader != broker
+    ]
+    if len(not_led) * 100 <= imbalance_percentage * len(owned):
+        return []
+    log.info(
+        "broker %d leads %d of the %d partitions it prefers; rebalancing",
+        broker,
+        len(owned) - len(not_led),
+        len(owned),
+    )
+    return [
+        tp
+        for tp in not_led
+        if tp.topic in context.all_topics
+        and context.is_replica_online(broker)
+        and broker in context.leadership[tp].leader_and_isr.isr
+    ]
 
 
 def outcome_of(result: PartitionResult | None, election_type: ElectionType) -> ElectionOutcome:
@@ -218,7 +237,18 @@ class LeaderElections:
         return outcomes
 
     async def on_auto_rebalance(self, imbalance_percentage: int) -> None:
-        candidates = rebalance_candidates(self._context, imbalance_percentage)
+        # rebalance_candidates, its passes over every partition in slices between which the
+        # loop turns (actors/loop_slices.py): at 200k partitions each takes a tenth of a second.
+        context = self._context
+        by_preferred: dict[int, list[TopicPartition]] = {}
+        for topic, assignment in list(context.assignments.items()):
+            await turn_if_held()
+            group_by_preferred_replica(context, (TopicPartition(topic, p) for p in assignment), by_preferred)
+        candidates: list[TopicPartition] = []
+        for broker, owned in sorted(by_preferred.items()):
+            await turn_if_held()
+            candidates += broker_rebalance_candidates(context, broker, owned, imbalance_percentage)
+        candidates.sort()
         if candidates:
             await self.elect(candidates, ElectionType.PREFERRED, ElectionTrigger.AUTO_TRIGGERED)
 

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from actors.controller.context import ControllerContext, PartitionReplica, ReplicaState
 from actors.controller.partition_state_machine import cached_or_read, write_states
 from actors.controller.request_batch import RequestBatch
+from actors.loop_slices import SLICE, turn_if_held
 from actors.ports import ClusterStore, LeaderAndIsr, LeadershipInfo, ReplicaAssignment, TopicPartition
 from actors.state_change_log import StateChangeLogger
 
@@ -74,19 +75,29 @@ class ReplicaStateMachine:
     async def startup(self) -> None:
         """Online replicas get LeaderAndIsr with the current state; offline ones leave the ISR."""
         online, offline = [], []
-        for replica in self._context.all_replicas():
-            if self._context.is_replica_online(replica.replica, replica.tp):
-                self._context.replica_states[replica] = ReplicaState.ONLINE
-                online.append(replica)
-            else:
-                self._context.replica_states[replica] = ReplicaState.DELETION_INELIGIBLE
-                offline.append(replica)
+        # Topic by topic (all_replicas would make 600k replicas at 200k partitions in one step).
+        for topic, partitions in list(self._context.assignments.items()):
+            await turn_if_held()
+            replicas = [
+                PartitionReplica(tp, r)
+                for tp in (TopicPartition(topic, p) for p in partitions)
+                for r in self._context.replicas(tp)
+            ]
+            for replica in replicas:
+                if self._context.is_replica_online(replica.replica, replica.tp):
+                    self._context.replica_states[replica] = ReplicaState.ONLINE
+                    online.append(replica)
+                else:
+                    self._context.replica_states[replica] = ReplicaState.DELETION_INELIGIBLE
+                    offline.append(replica)
         await self.handle_state_changes(online, ReplicaState.ONLINE)
         await self.handle_state_changes(offline, ReplicaState.OFFLINE)
 
     async def handle_state_changes(self, replicas: Iterable[PartitionReplica], target: ReplicaState) -> None:
         valid = []
-        for replica in replicas:
+        for count, replica in enumerate(replicas, 1):
+            if count % SLICE == 0:
+                await turn_if_held()  # a failover moves every replica: 600k at 200k partitions
             if self.state(replica) in _VALID_FROM[target]:
                 valid.append(replica)
             else:
@@ -172,7 +183,9 @@ class ReplicaStateMachine:
 
     async def _to_offline(self, batch: RequestBatch, replicas: list[PartitionReplica]) -> None:
         by_broker: dict[int, list[TopicPartition]] = {}
-        for replica in replicas:
+        for count, replica in enumerate(replicas, 1):
+            if count % SLICE == 0:
+                await turn_if_held()  # a broker gone: every replica it hosts
             batch.add_stop_replica([replica.replica], replica.tp, delete=False)
             by_broker.setdefault(replica.replica, []).append(replica.tp)
         for broker, partitions in sorted(by_broker.items()):
@@ -199,7 +212,9 @@ class ReplicaStateMachine:
         current = await cached_or_read(context, self._store, remaining)
         while remaining:
             updates: dict[TopicPartition, LeaderAndIsr] = {}
-            for tp in remaining:
+            for count, tp in enumerate(remaining, 1):
+                if count % SLICE == 0:
+                    await turn_if_held()
                 info = current.get(tp)
                 if info is None:
                     if not context.is_topic_queued_up_for_deletion(tp.topic):

@@ -2,9 +2,12 @@
 
 State changes add to the batch; `send` then emits, per broker, one LeaderAndIsr, one
 UpdateMetadata and one StopReplica, in that order, and only to brokers that are live or
-shutting down at send time. A LeaderAndIsr add also adds UpdateMetadata for the partition
-to every live-or-shutting-down broker; `is_new` and `delete` are sticky within a batch. Each
-request sent is a line of the state-change log, as Kafka's ControllerChannelManager writes.
+shutting down at send time. Past PARTITIONS_PER_REQUEST partitions, each is several requests
+of at most that many, in partition order (Kafka sends one, however large; Keel's brokers
+would spend seconds of their event loop on one of 200k). A LeaderAndIsr add also adds
+UpdateMetadata for the partition to every live-or-shutting-down broker; `is_new` and `delete`
+are sticky within a batch. Each request sent is a line of the state-change log, as Kafka's
+ControllerChannelManager writes.
 """
 
 from __future__ import annotations
@@ -13,8 +16,10 @@ import asyncio
 import dataclasses
 import logging
 from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from actors.controller.context import ControllerContext
+from actors.loop_slices import SLICE, turn_if_held
 from actors.ports import (
     BrokerChannel,
     LeaderAndIsr,
@@ -40,12 +45,19 @@ from wire.api.update_metadata import LEADER_DURING_DELETE
 
 log = logging.getLogger(__name__)
 
+# Partition states per request: a state change of more goes to each broker as several requests,
+# in order. A request is encoded on the controller, and decoded, applied and answered on the
+# broker, each in one step of an event loop that also carries a ZooKeeper session; one of 200k
+# partition states takes seconds at each end (actors/loop_slices.py).
+PARTITIONS_PER_REQUEST = 1000
+
 make_leader_and_isr_state = LeaderAndIsrPartitionState.make
 make_update_metadata_state = UpdateMetadataPartitionState.make
 make_stop_replica_partition = StopReplicaPartition.make
 
 
 _StateKey = tuple[TopicPartition, int, int, bool]
+T = TypeVar("T")
 
 
 @dataclasses.dataclass
@@ -139,46 +151,51 @@ class RequestBatch:
         built: dict[_StateKey, LeaderAndIsrPartitionState] = {}
         for broker, entries in sorted(self._leader_and_isr.items()):
             if broker in targets:
-                order = self._leader_and_isr_request(broker, entries, epoch, built)
-                leading = sum(1 for state in order.partition_states if state.leader == broker)
-                self._state_change_log.info(
-                    f"Sending LeaderAndIsr request to broker {broker} with {leading} become-leader and "
-                    f"{len(order.partition_states) - leading} become-follower partitions"
-                )
-                self._channel.send(broker, order, self._leader_and_isr_callback(broker))
-                await asyncio.sleep(0)
+                ordered = [(tp, entries[tp]) for tp in await _in_partition_order(entries)]
+                for part in _parts(ordered):
+                    order = self._leader_and_isr_request(broker, part, epoch, built)
+                    leading = sum(1 for state in order.partition_states if state.leader == broker)
+                    self._state_change_log.info(
+                        f"Sending LeaderAndIsr request to broker {broker} with {leading} become-leader and "
+                        f"{len(order.partition_states) - leading} become-follower partitions"
+                    )
+                    self._channel.send(broker, order, self._leader_and_isr_callback(broker))
+                    await asyncio.sleep(0)
         if self._update_metadata_to_all:
             self._update_metadata_brokers |= targets
         if self._update_metadata_brokers:
-            states = self._update_metadata_states()
+            states = await self._update_metadata_states()
             live = self._live_brokers()
             receivers = sorted(self._update_metadata_brokers & targets)
-            if receivers:
-                self._state_change_log.info(
-                    f"Sending UpdateMetadata request to brokers {','.join(map(str, receivers))} "
-                    f"for {len(states)} partitions"
-                )
-            for broker in receivers:
-                request = UpdateMetadataRequest(
-                    controller_id=self._controller_id,
-                    controller_epoch=epoch,
-                    broker_epoch=self._context.broker_epoch(broker),
-                    partition_states=states,
-                    live_brokers=live,
-                )
-                self._channel.send(broker, request, _log_errors(broker))
-        for broker, stops in sorted(self._stop_replica.items()):
+            # An UpdateMetadata without partitions (brokers came or went) is still sent.
+            for shared in _parts(states) or [states]:
+                if receivers:
+                    self._state_change_log.info(
+                        f"Sending UpdateMetadata request to brokers {','.join(map(str, receivers))} "
+                        f"for {len(shared)} partitions"
+                    )
+                for broker in receivers:
+                    request = UpdateMetadataRequest(
+                        controller_id=self._controller_id,
+                        controller_epoch=epoch,
+                        broker_epoch=self._context.broker_epoch(broker),
+                        partition_states=shared,
+                        live_brokers=live,
+                    )
+                    self._channel.send(broker, request, _log_errors(broker))
+        for broker, all_stops in sorted(self._stop_replica.items()):
             if broker in targets:
-                deleting = sum(1 for delete in stops.values() if delete)
-                self._state_change_log.info(
-                    f"Sending StopReplica request for {len(stops)} replicas to broker {broker} "
-                    f"({deleting} with deletion)"
-                )
-                self._channel.send(
-                    broker,
-                    self._stop_replica_request(broker, stops, epoch),
-                    self._stop_replica_callback(broker, stops),
-                )
+                for stops in map(dict, _parts(sorted(all_stops.items()))):
+                    deleting = sum(1 for delete in stops.values() if delete)
+                    self._state_change_log.info(
+                        f"Sending StopReplica request for {len(stops)} replicas to broker {broker} "
+                        f"({deleting} with deletion)"
+                    )
+                    self._channel.send(
+                        broker,
+                        self._stop_replica_request(broker, stops, epoch),
+                        self._stop_replica_callback(broker, stops),
+                    )
         self._leader_and_isr.clear()
         self._update_metadata_brokers.clear()
         self._update_metadata_to_all = False
@@ -188,13 +205,14 @@ class RequestBatch:
     def _leader_and_isr_request(
         self,
         broker: int,
-        entries: dict[TopicPartition, _LeaderAndIsrEntry],
+        entries: list[tuple[TopicPartition, _LeaderAndIsrEntry]],
         epoch: int,
         built: dict[_StateKey, LeaderAndIsrPartitionState],
     ) -> LeaderAndIsrRequest:
+        """A LeaderAndIsr of `entries`, in the order given."""
         states = []
         leaders = set()
-        for tp, entry in sorted(entries.items()):
+        for tp, entry in entries:
             state = entry.leadership.leader_and_isr
             leaders.add(state.leader)
             # The objects the state is made of (alive for the whole send) and is_new.
@@ -234,12 +252,14 @@ class RequestBatch:
             live_leaders=live_leaders,
         )
 
-    def _update_metadata_states(self) -> list[UpdateMetadataPartitionState]:
+    async def _update_metadata_states(self) -> list[UpdateMetadataPartitionState]:
         states = []
         online = self._context.live_ids()
         on_offline_dirs = self._context.replicas_on_offline_dirs
         queued = self._context.topics_to_be_deleted
-        for tp in sorted(self._update_metadata_partitions):
+        for count, tp in enumerate(await _in_partition_order(self._update_metadata_partitions), 1):
+            if count % SLICE == 0:
+                await turn_if_held()
             info = self._context.leadership.get(tp)
             if info is None:
                 continue  # partitions without leadership are skipped, as Kafka does
@@ -327,6 +347,26 @@ class RequestBatch:
 
     def _leader_epoch(self, tp: TopicPartition) -> int:
         return self._context.leader_epoch(tp)
+
+
+async def _in_partition_order(partitions: Iterable[TopicPartition]) -> list[TopicPartition]:
+    """`sorted(partitions)`, topic by topic, the loop turning between topics if held: a
+    failover's 200k partitions sorted as tuples would take a fifth of a second in one step."""
+    by_topic: dict[str, list[int]] = {}
+    for count, tp in enumerate(partitions, 1):
+        if count % SLICE == 0:
+            await turn_if_held()
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    ordered: list[TopicPartition] = []
+    for topic in sorted(by_topic):
+        await turn_if_held()
+        ordered += [TopicPartition(topic, p) for p in sorted(by_topic[topic])]
+    return ordered
+
+
+def _parts(items: list[T]) -> list[list[T]]:
+    """`items` in requests of at most PARTITIONS_PER_REQUEST."""
+    return [items[i : i + PARTITIONS_PER_REQUEST] for i in range(0, len(items), PARTITIONS_PER_REQUEST)]
 
 
 def _log_errors(broker: int) -> _ErrorLogger:

@@ -18,6 +18,7 @@ from actors.controller.partition_state_machine import PartitionStateMachine, Str
 from actors.controller.replica_state_machine import ReplicaStateMachine
 from actors.controller.request_batch import RequestBatch
 from actors.controller.topic_deletion import TopicDeletionManager
+from actors.loop_slices import sliced, turn_if_held
 from actors.ports import (
     BrokerChannel,
     ClusterStore,
@@ -31,6 +32,9 @@ if TYPE_CHECKING:
     from actors.controller.reassignment import PartitionReassignment
 
 log = logging.getLogger(__name__)
+
+# New partitions taken through their creation together (on_new_partition_creation).
+NEW_PARTITIONS_PER_STEP = 1000
 
 
 class Workflows:
@@ -68,7 +72,7 @@ class Workflows:
         batch.add_update_metadata(self._context.live_or_shutting_down_ids())
         await batch.send()
         await self._replicas.startup()
-        self._partitions.startup()
+        await self._partitions.startup()
         await self._partitions.trigger_online_partition_state_change()
         if self._reassignment is not None:
             await self._reassignment.resume_at_failover()
@@ -87,13 +91,15 @@ class Workflows:
         context.live_brokers = {b.info.broker_id: b for b in brokers}
         context.all_topics = topics
         assignments = await self._store.topic_assignments(topics, watch=True)
-        for topic, assignment in assignments.items():
-            for partition, replicas in assignment.partitions.items():
-                context.set_assignment(TopicPartition(topic, partition), replicas)
         # Spec §4.1 step 4.4: partitions whose znode shows adding or removing replicas.
-        context.partitions_being_reassigned = {
-            tp for tp in context.all_partitions() if context.assignment(tp).is_being_reassigned
-        }
+        context.partitions_being_reassigned = set()
+        for topic, assignment in assignments.items():
+            await turn_if_held()  # 200 topics of 1,000 partitions: a pass of 200k
+            for partition, replicas in assignment.partitions.items():
+                tp = TopicPartition(topic, partition)
+                context.set_assignment(tp, replicas)
+                if replicas.is_being_reassigned:
+                    context.partitions_being_reassigned.add(tp)
         context.leadership = await self._store.partition_states(context.all_partitions())
         # The failover's UpdateMetadata to every broker follows, with what these reads show.
         await self._watch_brokers(list(context.live_brokers))
@@ -111,7 +117,13 @@ class Workflows:
         partition being reassigned cannot be deleted for now."""
         context = self._context
         marked = await self._store.topics_to_delete(watch=True)
-        offline = {r.tp.topic for r in context.all_replicas() if not context.is_replica_online(r.replica)}
+        # Only the marked topics' replicas matter here: not a pass over every replica.
+        offline = {
+            r.tp.topic
+            for topic in marked & context.all_topics
+            for r in context.replicas_for_topic(topic)
+            if not context.is_replica_online(r.replica)
+        }
         reassigning = {tp.topic for tp in context.partitions_being_reassigned}
         await self._topic_deletion.init(marked & context.all_topics, (offline | reassigning) & marked)
         unknown = marked - context.all_topics
@@ -250,6 +262,7 @@ class Workflows:
             return
         created = []
         for topic, assignment in sorted(assignments.items()):
+            await turn_if_held()  # 200 topics of 1,000 partitions: a pass of 200k
             for partition, replicas in sorted(assignment.partitions.items()):
                 tp = TopicPartition(topic, partition)
                 context.set_assignment(tp, replicas)
@@ -298,8 +311,16 @@ class Workflows:
         )
 
     async def on_new_partition_creation(self, partitions: list[TopicPartition]) -> None:
-        replicas = [PartitionReplica(tp, r) for tp in partitions for r in self._context.replicas(tp)]
-        await self._partitions.handle_state_changes(partitions, PartitionState.NEW)
-        await self._replicas.handle_state_changes(replicas, ReplicaState.NEW)
-        await self._partitions.handle_state_changes(partitions, PartitionState.ONLINE, Strategy.OFFLINE)
-        await self._replicas.handle_state_changes(replicas, ReplicaState.ONLINE)
+        """Kafka's onNewPartitionCreation, NEW_PARTITIONS_PER_STEP partitions at a time: each
+        group goes New, its replicas New, Online (its state znodes created, LeaderAndIsr and
+        UpdateMetadata sent) and its replicas Online before the next begins. Done for 200k
+        partitions at once, every step is a pass of seconds over all of them, and each
+        broker's requests hold 200k partition states to encode, decode and apply; in groups,
+        each step and each request is bounded, and the brokers start on the first group while
+        the controller writes the next."""
+        async for group in sliced(partitions, NEW_PARTITIONS_PER_STEP):
+            replicas = [PartitionReplica(tp, r) for tp in group for r in self._context.replicas(tp)]
+            await self._partitions.handle_state_changes(group, PartitionState.NEW)
+            await self._replicas.handle_state_changes(replicas, ReplicaState.NEW)
+            await self._partitions.handle_state_changes(group, PartitionState.ONLINE, Strategy.OFFLINE)
+            await self._replicas.handle_state_changes(replicas, ReplicaState.ONLINE)

@@ -170,11 +170,13 @@ def _metrics_listener(key: str, raw: str) -> tuple[str, int]:
 # unset: nowhere. The JMX exporter's agent takes its `host:port` the same way.
 METRICS_DEFINITIONS = {"metrics.http.listener": _Def(_metrics_listener, "")}
 
-# A broker's and the planner's ZooKeeper session, and how long start-up waits for the first one
-# (unset: the session timeout).
+# A broker's and the planner's ZooKeeper session, how long start-up waits for the first one
+# (unset: the session timeout), and how many requests of a bulk read or write may be
+# unanswered at a time (node/zk/in_flight.py).
 ZOOKEEPER_TIMEOUT_DEFINITIONS = {
     "zookeeper.session.timeout.ms": _Def(_int(1), "18000"),
     "zookeeper.connection.timeout.ms": _Def(_int(1), ""),
+    "zookeeper.max.in.flight.requests": _Def(_int(1), "10"),
 }
 
 

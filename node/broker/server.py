@@ -45,6 +45,7 @@ from node.broker.replica_link import RpcReplicaLink
 from node.broker.scheduler import every
 from node.metrics.broker import BrokerMetrics
 from node.metrics.http import MetricsServer, registry_of
+from node.metrics.loop_lag import LoopLagMonitor
 from node.metrics.requests import RequestMetrics
 from node.security.settings import LISTENER_DEFAULTS, getter, listener_security
 from node.zk.client import ZooKeeperClient
@@ -108,6 +109,7 @@ class KeelBroker:
             session_timeout_s=config.session_timeout_s,
             connection_timeout_s=config.connection_timeout_s,
             security=config.zookeeper_security,
+            max_in_flight_requests=config.get_int("zookeeper.max.in.flight.requests"),
         )
         self.store = ZkClusterStore(self.zk, self.clock)
         self.servers: list[RpcServer] = []
@@ -167,6 +169,8 @@ class KeelBroker:
         self._periodic: list[asyncio.Task[None]] = []
         # RequestMetrics of every listener; the endpoint only with metrics.http.listener.
         self.request_metrics = RequestMetrics()
+        # Measured (and logged past its threshold) with or without the endpoint.
+        self.loop_lag = LoopLagMonitor()
         self.metrics_server = self._metrics_server()
 
     def _metrics_server(self) -> MetricsServer | None:
@@ -179,7 +183,9 @@ class KeelBroker:
             self.request_metrics,
             default_min_isr=self.config.get_int("min.insync.replicas"),
         )
-        return MetricsServer(*listener, registry_of(collector), self.not_ready)
+        return MetricsServer(
+            *listener, registry_of(collector, self.loop_lag), self.not_ready, prepare=collector.prepare
+        )
 
     def not_ready(self) -> str | None:
         """Why this broker is not ready for clients yet (/readyz), or None: it must be
@@ -203,6 +209,7 @@ class KeelBroker:
     async def startup(self) -> None:
         for key in self.config.unknown:
             log.warning("the configuration %s was supplied but isn't a known config", key)
+        self.loop_lag.start()
         if self.metrics_server is not None:
             # First, so that /healthz and /readyz answer while the rest starts.
             await self.metrics_server.start()
@@ -381,4 +388,5 @@ class KeelBroker:
         await self.zk.close()
         if self.metrics_server is not None:
             await self.metrics_server.close()
+        self.loop_lag.stop()
         log.info("broker %d shut down", self.broker_id)

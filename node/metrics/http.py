@@ -3,7 +3,8 @@ event loop (aiohttp).
 
 - `/metrics`: Prometheus's text format, rendered by prometheus_client from the process's
   collector, which reads the process's state at that moment (on the loop, between requests:
-  nothing is locked, and a scrape holds the loop only while it renders);
+  nothing is locked, and a scrape holds the loop only while it renders; what would hold it
+  longer, the passes over every partition, is done just before, in slices);
 - `/healthz`: 200 while the process runs;
 - `/readyz`: 200 once the process is ready (for a broker: registered in ZooKeeper and its
   metadata loaded), else 503 with the reason in one line.
@@ -15,7 +16,7 @@ an address only the monitoring network reaches.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, ProcessCollector, generate_latest
@@ -28,6 +29,8 @@ log = logging.getLogger(__name__)
 
 # What a not-ready process says: None when ready, else why not.
 Readiness = Callable[[], str | None]
+# What a scrape awaits before rendering: the long passes, in slices (node/metrics/broker.py).
+Preparation = Callable[[], Awaitable[None]]
 
 
 class MetricsListenerUnavailable(ListenerUnavailable):
@@ -35,11 +38,19 @@ class MetricsListenerUnavailable(ListenerUnavailable):
 
 
 class MetricsServer:
-    def __init__(self, host: str, port: int, registry: CollectorRegistry, ready: Readiness) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        registry: CollectorRegistry,
+        ready: Readiness,
+        prepare: Preparation | None = None,
+    ) -> None:
         self._host = host
         self._port = port
         self._registry = registry
         self._ready = ready
+        self._prepare = prepare
         self._runner: web.AppRunner | None = None
         self._site: web.TCPSite | None = None
 
@@ -74,6 +85,8 @@ class MetricsServer:
             self._runner = self._site = None
 
     async def _metrics(self, request: web.Request) -> web.Response:
+        if self._prepare is not None:
+            await self._prepare()
         body = generate_latest(self._registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
@@ -87,10 +100,12 @@ class MetricsServer:
         return web.Response(status=503, text=f"not ready: {reason}\n")
 
 
-def registry_of(collector: Collector) -> CollectorRegistry:
-    """The process's own registry (not prometheus_client's global one): its collector, and the
-    process's CPU time and memory (`process_*`), which the JMX exporter also exports."""
+def registry_of(*collectors: Collector) -> CollectorRegistry:
+    """The process's own registry (not prometheus_client's global one): its collectors (its
+    own metrics, its event loop's lag), and the process's CPU time and memory (`process_*`),
+    which the JMX exporter also exports."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(collector)
+    for collector in collectors:
+        registry.register(collector)
     ProcessCollector(registry=registry)
     return registry

@@ -27,6 +27,7 @@ from node.broker.acl_authorizer import ZkAclAuthorizer, authorizer_config
 from node.clients.admin import KeelAdminClient
 from node.clients.replica_sizes import ReplicaSizeReader
 from node.metrics.http import MetricsServer, registry_of
+from node.metrics.loop_lag import LoopLagMonitor
 from node.metrics.planner import PlannerMetrics
 from node.planner.broker_watch import follow_brokers
 from node.planner.config import PlannerConfig
@@ -64,6 +65,7 @@ class KeelPlanner:
             session_timeout_s=config.session_timeout_s,
             connection_timeout_s=config.connection_timeout_s,
             security=config.zookeeper_security,
+            max_in_flight_requests=config.get_int("zookeeper.max.in.flight.requests"),
         )
         self.store = ZkClusterStore(self.zk, self.clock)
         # The SCRAM users of `/config/users`, followed as a broker follows them: one
@@ -94,6 +96,8 @@ class KeelPlanner:
         self._bootstrap = ""
         self.healer = self._self_healer()
         self.service.healer = self.healer
+        # Measured (and logged past its threshold) with or without the endpoint.
+        self.loop_lag = LoopLagMonitor()
         self.metrics_server = self._metrics_server()
 
     def _metrics_server(self) -> MetricsServer | None:
@@ -101,7 +105,7 @@ class KeelPlanner:
         if listener is None:
             return None
         collector = PlannerMetrics(lambda: self.active, self.service.stats, self.executor, self.healer)
-        return MetricsServer(*listener, registry_of(collector), self.not_ready)
+        return MetricsServer(*listener, registry_of(collector, self.loop_lag), self.not_ready)
 
     def not_ready(self) -> str | None:
         """Why the planner is not ready (/readyz), or None once it is registered in ZooKeeper
@@ -156,6 +160,7 @@ class KeelPlanner:
     async def startup(self) -> None:
         for key in self.config.unknown:
             log.warning("the configuration %s was supplied but isn't a known config", key)
+        self.loop_lag.start()
         if self.metrics_server is not None:
             await self.metrics_server.start()
         await self.zk.start()
@@ -314,4 +319,5 @@ class KeelPlanner:
         self.active = False
         if self.metrics_server is not None:
             await self.metrics_server.close()
+        self.loop_lag.stop()
         log.info("planner shut down")

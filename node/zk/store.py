@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -22,6 +23,7 @@ from aiozk.protocol.acl import ACL
 from aiozk.protocol.stat import Stat
 
 from actors.clock import Clock
+from actors.loop_slices import SLICE, turn_if_held
 from actors.ports import (
     BrokerIdTakenError,
     BrokerInfo,
@@ -56,6 +58,7 @@ from node.zk.client import (
     ZooKeeperClient,
     multi_failure,
 )
+from node.zk.in_flight import windowed
 from node.zk.watches import ZNodeChangeHandler, ZNodeChildChangeHandler, ZNodeCreationHandler
 
 log = logging.getLogger(__name__)
@@ -300,6 +303,9 @@ class ZkClusterStore:
         for name, value in zip(names, values, strict=True):
             if value is None:
                 continue
+            # A topic of 1,000 partitions takes a millisecond or two to decode; 200 of them
+            # read together would hold the loop (actors/loop_slices.py).
+            await turn_if_held()
             try:
                 assignments[name] = data.decode_topic(name, value[0])
             except data.ZNodeDataError as e:
@@ -323,7 +329,9 @@ class ZkClusterStore:
     ) -> dict[TopicPartition, LeadershipInfo]:
         values = await self.zk.get_many([paths.partition_state(tp.topic, tp.partition) for tp in partitions])
         states = {}
-        for tp, value in zip(partitions, values, strict=True):
+        for count, (tp, value) in enumerate(zip(partitions, values, strict=True), 1):
+            if count % SLICE == 0:
+                await turn_if_held()  # a failover decodes every partition's state: 200k
             if value is None:
                 continue
             try:
@@ -335,7 +343,9 @@ class ZkClusterStore:
     async def create_partition_states(
         self, states: dict[TopicPartition, LeaderAndIsr], controller_epoch: int, epoch_zk_version: int
     ) -> dict[TopicPartition, LeaderAndIsr | Exception]:
-        return await _per_chunk(states, controller_epoch, epoch_zk_version, self._create_chunk)
+        return await _per_chunk(
+            states, controller_epoch, epoch_zk_version, self._create_chunk, self.zk.max_in_flight_requests
+        )
 
     async def _create_chunk(
         self,
@@ -345,9 +355,11 @@ class ZkClusterStore:
         epoch_zk_version: int,
     ) -> dict[TopicPartition, LeaderAndIsr | Exception]:
         # The common case (a new topic) is one multi-op for the whole chunk; anything
-        # already there fails it, and then each partition goes on its own.
+        # already there fails it, and then each partition goes on its own. A topic's
+        # `partitions` znode goes with its partition 0: the chunks after the first of a
+        # topic larger than a chunk would otherwise fail on it, every one of them.
         ops = []
-        for topic in sorted({tp.topic for tp in chunk}):
+        for topic in sorted({tp.topic for tp in chunk if tp.partition == 0}):
             ops.append(self.zk.create_op(paths.topic_partitions(topic)))
         for tp in chunk:
             ops.append(self.zk.create_op(paths.topic_partition(tp.topic, tp.partition)))
@@ -391,7 +403,9 @@ class ZkClusterStore:
     async def update_partition_states(
         self, states: dict[TopicPartition, LeaderAndIsr], controller_epoch: int, epoch_zk_version: int
     ) -> dict[TopicPartition, LeaderAndIsr | Exception]:
-        return await _per_chunk(states, controller_epoch, epoch_zk_version, self._update_chunk)
+        return await _per_chunk(
+            states, controller_epoch, epoch_zk_version, self._update_chunk, self.zk.max_in_flight_requests
+        )
 
     def _set_state_op(self, tp: TopicPartition, state: LeaderAndIsr, controller_epoch: int) -> Any:
         return self.zk.set_op(
@@ -826,14 +840,15 @@ async def _per_chunk(
     controller_epoch: int,
     epoch_zk_version: int,
     write: ChunkWriter,
+    window: int,
 ) -> StateResults:
-    """Split a write into multi-ops of _PARTITIONS_PER_MULTI partitions, sent pipelined."""
+    """Split a write into multi-ops of _PARTITIONS_PER_MULTI partitions, sent pipelined, at
+    most `window` at a time (zookeeper.max.in.flight.requests, node/zk/in_flight.py)."""
     ordered = sorted(states)
     chunks = [ordered[i : i + _PARTITIONS_PER_MULTI] for i in range(0, len(ordered), _PARTITIONS_PER_MULTI)]
     results: StateResults = {}
-    for outcome in await asyncio.gather(
-        *(write(c, states, controller_epoch, epoch_zk_version) for c in chunks)
-    ):
+    writes = (functools.partial(write, c, states, controller_epoch, epoch_zk_version) for c in chunks)
+    for outcome in await windowed(writes, window):
         results.update(outcome)
     return results
 

@@ -85,6 +85,11 @@ async def test_broker_metrics_follow_the_cluster(brokers: Brokers, kazoo: KazooC
     assert await total(started, "kafka_controller_kafkacontroller_activecontrollercount") == 1
     assert value(samples, "keel_controller_epoch") >= 1
     assert value(samples, "keel_server_broker_epoch") > 0
+    # Every process measures how long its event loop was held (its ZooKeeper session with it).
+    for broker in started:
+        lag = await scrape(broker)
+        assert ("keel_eventloop_lag_max_seconds", frozenset()) in lag
+        assert value(lag, "keel_eventloop_lag_max_seconds") >= 0
     assert value(samples, "kafka_controller_kafkacontroller_globaltopiccount") == 0
 
     await create_topic(brokers.by_id(controller), "watched", partitions=3, rf=3)
