@@ -53,6 +53,7 @@ from node.zk.watches import (
 )
 
 log = logging.getLogger(__name__)
+_AIOZK_SESSION_LOG = logging.getLogger("aiozk.session")
 
 NoNode = exc.NoNode
 NoAuth = exc.NoAuth
@@ -161,7 +162,9 @@ class _KeelSession(Session):  # type: ignore[misc]
         try:
             await conn.connect()
         except Exception:
-            log.exception("Couldn't connect to %s:%s", host, port)
+            # Under aiozk's own logger, as aiozk's make_connection reports it: the commands
+            # keep library logs out of their one-line errors unless asked (--verbose).
+            _AIOZK_SESSION_LOG.exception("Couldn't connect to %s:%s", host, port)
             return None
         return conn
 
