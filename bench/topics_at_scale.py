@@ -17,7 +17,9 @@ thus includes up to one pause between these requests (0.2 s). Alongside, every b
 Reported per run: the settle time; ZooKeeper sessions that expired ("session ... expired" in
 each broker's server.log) and the controller epoch before and after; partitions the
 controller could not initialise ("cannot initialise" in controller.log, per partition); each broker's
-largest loop lag and peak resident memory.
+largest loop lag and peak resident memory; the machine's load average, and the largest lag of
+an idle process's event loop over the same time (what the machine itself imposes on any loop:
+the brokers wait for the processor as long as it is busy elsewhere).
 
     .venv/bin/python -m bench.topics_at_scale [--partitions 200000] [--runs 3] [--keep-logs]
 """
@@ -30,6 +32,7 @@ import contextlib
 import dataclasses
 import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -44,7 +47,7 @@ from bench.failover import BROKERS, PER_TOPIC, topic_names
 from node.broker.logs import CONTROLLER_LOG, SERVER_LOG
 from node.broker.main import tune_gc
 from node.clients.admin import KeelAdminClient
-from node.cluster.local import BrokerProcess, LocalCluster
+from node.cluster.local import ROOT, BrokerProcess, LocalCluster
 from node.cluster.zookeeper import EmbeddedZooKeeper, free_ports
 from node.metrics.loop_lag import LAG_MAX
 from node.zk import data, paths
@@ -77,6 +80,12 @@ class RunResult:
     cannot_initialise: int
     lag_s: dict[int, float]
     peak_rss_mib: dict[int, float]
+    # The machine's 1-minute load average as the topics were written and once settled: the
+    # brokers share its cores with whatever else runs.
+    load: tuple[float, float] = (0.0, 0.0)
+    # The most an idle process's event loop was late over the run: what the machine itself
+    # (other work, the brokers' and ZooKeeper's own demand) imposes on every loop.
+    idle_lag_s: float | None = None
 
 
 def assignment(topic: str, count: int) -> TopicAssignment:
@@ -188,7 +197,9 @@ async def settle(cluster: LocalCluster, connect: str, partitions: int, timeout_s
     scraper = asyncio.create_task(follow_lag(brokers, worst, stop))
     zk = ZooKeeperClient(connect, session_timeout_s=30, connection_timeout_s=10)
     await zk.start()
+    idle = IdleLoop()
     try:
+        load_before = load_average()
         started = time.monotonic()
         await write_topics(zk, topics)
         written_s = time.monotonic() - started
@@ -208,6 +219,8 @@ async def settle(cluster: LocalCluster, connect: str, partitions: int, timeout_s
         await zk.close()
         stop.set()
         await scraper
+    load_after = load_average()
+    idle_lag_s = idle.stop()
     epoch_after = await controller_epoch(cluster)
     return RunResult(
         settle_s=settle_s,
@@ -217,7 +230,42 @@ async def settle(cluster: LocalCluster, connect: str, partitions: int, timeout_s
         cannot_initialise=sum(cannot_initialise(b.broker_log(CONTROLLER_LOG)) for b in brokers),
         lag_s=worst,
         peak_rss_mib={b.broker_id: peak_rss_kib(b) / 1024 for b in brokers},
+        load=(load_before, load_after),
+        idle_lag_s=idle_lag_s,
     )
+
+
+_IDLE_LOOP = """
+import asyncio, sys
+from node.metrics.loop_lag import LoopLagMonitor
+async def main():
+    monitor = LoopLagMonitor(window_s=3600)
+    monitor.start()
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    print(monitor.max_lag_s())
+asyncio.run(main())
+"""
+
+
+class IdleLoop:
+    """A process that does nothing but measure its own event loop's lag, for the run."""
+
+    def __init__(self) -> None:
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", _IDLE_LOOP], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT
+        )
+
+    def stop(self) -> float | None:
+        try:
+            out, _ = self._process.communicate(b"", timeout=30)
+            return float(out.decode().strip())
+        except (subprocess.TimeoutExpired, ValueError):
+            self._process.kill()
+            return None
+
+
+def load_average() -> float:
+    return float(Path("/proc/loadavg").read_text().split()[0])
 
 
 def cannot_initialise(log: str) -> int:
@@ -260,7 +308,9 @@ def describe(run: int, result: RunResult) -> str:
     return (
         f"run {run}: settled {settled}; session expiries {sum(result.expiries.values())} "
         f"{result.expiries}; controller epoch {result.epochs[0]} -> {result.epochs[1]}; "
-        f"cannot initialise {result.cannot_initialise}; max loop lag {lags}; peak RSS {rss}"
+        f"cannot initialise {result.cannot_initialise}; max loop lag {lags}; peak RSS {rss}; "
+        f"load average {result.load[0]:.1f} -> {result.load[1]:.1f}; an idle process's loop lag "
+        + ("?" if result.idle_lag_s is None else f"{result.idle_lag_s * 1000:.0f} ms")
     )
 
 
