@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -75,3 +75,12 @@ async def sliced(items: Sequence[T], size: int = SLICE) -> AsyncIterator[Sequenc
         if start:
             await turn_if_held()
         yield items[start : start + size]
+
+
+async def each(items: Iterable[T], size: int = SLICE) -> AsyncIterator[T]:
+    """`items` one by one, the loop turning after every `size` of them if it has been held:
+    for a pass that is not over a sequence, or that does a little per item."""
+    for count, item in enumerate(items, 1):
+        if count % size == 0:
+            await turn_if_held()
+        yield item

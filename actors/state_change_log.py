@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 
+from actors.loop_slices import turn_if_held
 from actors.ports import LeaderAndIsr
 
 STATE_CHANGE_LOGGER = "state.change.logger"
@@ -23,6 +24,9 @@ _logger = logging.getLogger(STATE_CHANGE_LOGGER)
 
 # Lines per record: a failover's state change stays a few records, each of bounded size.
 _LINES_PER_RECORD = 10_000
+# Lines per record when logged in slices (`log_in_slices`): each record a few milliseconds
+# to format and write, the loop turning between two.
+_LINES_PER_SLICE = 1_000
 
 
 def describe_leader_and_isr(state: LeaderAndIsr) -> str:
@@ -63,6 +67,23 @@ class StateChangeLogger:
         batch = [prefix + line for line in lines]
         for start in range(0, len(batch), _LINES_PER_RECORD):
             _logger.log(level, "\n".join(batch[start : start + _LINES_PER_RECORD]))
+
+    async def log_in_slices(self, level: int, lines: Iterable[str]) -> None:
+        """`log`, in records of a thousand lines between which the loop turns if it has been
+        held (actors/loop_slices.py): a controlled shutdown or a broker failure at 200k
+        partitions logs 70k changes at once, half a second or more to format and write."""
+        if not _logger.isEnabledFor(level):
+            return
+        prefix = self._prefix()
+        batch: list[str] = []
+        for line in lines:
+            batch.append(prefix + line)
+            if len(batch) == _LINES_PER_SLICE:
+                _logger.log(level, "\n".join(batch))
+                batch = []
+                await turn_if_held()
+        if batch:
+            _logger.log(level, "\n".join(batch))
 
     def info(self, line: str) -> None:
         self.log(logging.INFO, (line,))

@@ -30,7 +30,7 @@ import uvloop
 from aiozk import protocol
 
 from bench.election import cpu_model, zk_client
-from node.broker.main import tune_gc
+from node.broker.gc_tuning import tune_gc
 from node.clients.admin import KeelAdminClient
 from node.cluster.local import LocalCluster
 from node.cluster.zookeeper import EmbeddedZooKeeper

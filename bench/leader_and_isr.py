@@ -23,9 +23,9 @@ import uvloop
 
 from actors.broker.replica_manager import ReplicaManager
 from bench.election import cpu_model
+from node.broker.gc_tuning import tune_gc
 from node.broker.log.config import LogConfig
 from node.broker.log.manager import LogManager
-from node.broker.main import tune_gc
 from node.clients.admin import KeelAdminClient
 from node.cluster.local import LocalCluster
 from node.cluster.zookeeper import EmbeddedZooKeeper

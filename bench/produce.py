@@ -33,7 +33,7 @@ from pathlib import Path
 import uvloop
 
 from bench.election import cpu_model, percentile
-from node.broker.main import tune_gc
+from node.broker.gc_tuning import tune_gc
 from node.clients.admin import KeelAdminClient
 from node.clients.consumer import KeelConsumer
 from node.cluster.local import LocalCluster

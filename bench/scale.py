@@ -17,7 +17,7 @@ import uvloop
 
 from bench.election import cpu_model
 from bench.failover import BROKERS, ControllerHold, populate
-from node.broker.main import tune_gc
+from node.broker.gc_tuning import tune_gc
 from node.cluster.local import LocalCluster
 from node.cluster.zookeeper import EmbeddedZooKeeper
 

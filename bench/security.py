@@ -37,7 +37,7 @@ import uvloop
 from bench.election import cpu_model
 from bench.leader_and_isr import request as leader_and_isr
 from bench.leader_and_isr import wait_up
-from node.broker.main import tune_gc
+from node.broker.gc_tuning import tune_gc
 from node.clients.admin import KeelAdminClient
 from node.cluster.local import LocalCluster
 from node.cluster.security import make_cluster_security

@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import aiohttp
@@ -44,12 +45,12 @@ import uvloop
 from actors.ports import ReplicaAssignment, TopicAssignment
 from bench.election import cpu_model
 from bench.failover import BROKERS, PER_TOPIC, topic_names
+from node.broker.gc_tuning import tune_gc
 from node.broker.logs import CONTROLLER_LOG, SERVER_LOG
-from node.broker.main import tune_gc
 from node.clients.admin import KeelAdminClient
 from node.cluster.local import ROOT, BrokerProcess, LocalCluster
 from node.cluster.zookeeper import EmbeddedZooKeeper, free_ports
-from node.metrics.loop_lag import LAG_MAX
+from node.metrics.loop_lag import GC_PAUSE_MAX, LAG_MAX
 from node.zk import data, paths
 from node.zk.client import ZooKeeperClient
 from wire.errors import ErrorCode
@@ -69,6 +70,7 @@ _EXPIRED = re.compile(r"ZooKeeper session 0x[0-9a-f]+ expired")
 # "cannot initialise t-0: ..." per partition, or "cannot initialise 12 partition(s) yet; ...".
 _CANNOT_INITIALISE = re.compile(r"cannot initialise (?:(\d+) partition\(s\)|\S+)")
 _LAG = re.compile(rf"^{LAG_MAX} (\S+)$", re.MULTILINE)
+_GC_PAUSE = re.compile(rf"^{GC_PAUSE_MAX} (\S+)$", re.MULTILINE)
 
 
 @dataclasses.dataclass
@@ -86,6 +88,7 @@ class RunResult:
     # The most an idle process's event loop was late over the run: what the machine itself
     # (other work, the brokers' and ZooKeeper's own demand) imposes on every loop.
     idle_lag_s: float | None = None
+    operations: list[OperationResult] = dataclasses.field(default_factory=list)
 
 
 def assignment(topic: str, count: int) -> TopicAssignment:
@@ -108,15 +111,21 @@ async def write_topics(zk: ZooKeeperClient, topics: dict[str, int]) -> None:
         await asyncio.gather(*(one(t, c) for t, c in items[i : i + WRITE_WINDOW]))
 
 
-def _complete(answer_topic, expected: int) -> bool:  # type: ignore[no-untyped-def]
+def _complete(answer_topic, expected: int, live: frozenset[int] | None = None) -> bool:  # type: ignore[no-untyped-def]
+    """Every partition of the topic listed, each with a leader (one of `live` if given)."""
     return (
         answer_topic.error_code == ErrorCode.NONE
         and len(answer_topic.partitions) == expected
-        and all(p.error_code == ErrorCode.NONE and p.leader >= 0 for p in answer_topic.partitions)
+        and all(
+            p.error_code == ErrorCode.NONE and p.leader >= 0 and (live is None or p.leader in live)
+            for p in answer_topic.partitions
+        )
     )
 
 
-async def confirm(port: int, topics: dict[str, int], deadline: float) -> tuple[float | None, set[str]]:
+async def confirm(
+    port: int, topics: dict[str, int], deadline: float, live: frozenset[int] | None = None
+) -> tuple[float | None, set[str]]:
     """Ask one broker about its oldest topics not yet seen complete, a few at a time, until
     none is left: (when the last was seen complete, or None at the deadline; those left).
     Topics complete about in the order they were written, so each is asked about once or
@@ -133,7 +142,7 @@ async def confirm(port: int, topics: dict[str, int], deadline: float) -> tuple[f
             except Exception:  # a broker busy past the timeout, or between connections
                 await asyncio.sleep(PROBE_PAUSE_S)
                 continue
-            done = {t.name for t in answer.topics if _complete(t, topics[t.name])}
+            done = {t.name for t in answer.topics if _complete(t, topics[t.name], live)}
             pending = [t for t in pending if t not in done]
             if done:
                 idle = 0
@@ -156,29 +165,41 @@ async def still_complete(port: int, topics: dict[str, int]) -> set[str]:
     return lost
 
 
-async def scrape_lag(session: aiohttp.ClientSession, broker: BrokerProcess) -> float | None:
+async def scrape_lag(session: aiohttp.ClientSession, broker: BrokerProcess) -> tuple[float, float] | None:
+    """(loop lag, longest garbage collection), each a maximum over the last minute."""
     assert broker.metrics_url is not None
     try:
         async with session.get(broker.metrics_url, timeout=aiohttp.ClientTimeout(total=30)) as response:
-            found = _LAG.search(await response.text())
+            text = await response.text()
     except (aiohttp.ClientError, TimeoutError):
         return None
-    return float(found.group(1)) if found else None
+    lag, pause = _LAG.search(text), _GC_PAUSE.search(text)
+    if lag is None:
+        return None
+    return float(lag.group(1)), float(pause.group(1)) if pause else 0.0
 
 
-async def follow_lag(brokers: list[BrokerProcess], worst: dict[int, float], stop: asyncio.Event) -> None:
-    """Scrape every broker every SCRAPE_INTERVAL_S (and once more when stopped), keeping the
-    largest lag each reported."""
+async def follow_lag(
+    brokers: list[BrokerProcess],
+    worst: dict[int, float],
+    stop: asyncio.Event,
+    interval_s: float = SCRAPE_INTERVAL_S,
+    worst_gc: dict[int, float] | None = None,
+) -> None:
+    """Scrape every broker every `interval_s` (and once more when stopped), keeping the
+    largest lag each reported (a broker down at the time is skipped)."""
     async with aiohttp.ClientSession() as session:
         while True:
             values = await asyncio.gather(*(scrape_lag(session, b) for b in brokers))
             for broker, value in zip(brokers, values, strict=True):
                 if value is not None:
-                    worst[broker.broker_id] = max(worst.get(broker.broker_id, 0.0), value)
+                    worst[broker.broker_id] = max(worst.get(broker.broker_id, 0.0), value[0])
+                    if worst_gc is not None:
+                        worst_gc[broker.broker_id] = max(worst_gc.get(broker.broker_id, 0.0), value[1])
             if stop.is_set():
                 return
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), SCRAPE_INTERVAL_S)
+                await asyncio.wait_for(stop.wait(), interval_s)
 
 
 async def controller_epoch(cluster: LocalCluster) -> int:
@@ -235,6 +256,95 @@ async def settle(cluster: LocalCluster, connect: str, partitions: int, timeout_s
     )
 
 
+@dataclasses.dataclass
+class OperationResult:
+    name: str
+    # From the operation until every running broker's Metadata again showed every partition
+    # led by a running broker (None: not within the timeout).
+    settle_s: float | None
+    lag_s: dict[int, float]
+    # For a controlled shutdown, how long the broker took to exit once asked.
+    exit_s: float | None = None
+    # The longest garbage collection of each broker (node/broker/gc_tuning.py).
+    gc_s: dict[int, float] = dataclasses.field(default_factory=dict)
+
+
+async def operate(
+    cluster: LocalCluster, connect: str, partitions: int, timeout_s: float
+) -> list[OperationResult]:
+    """After settling: what an operator does to a cluster of that size, each timed until the
+    cluster has settled again, with every broker's loop lag scraped throughout (every 5 s; the
+    metric is a maximum over the last minute, so a figure may carry the previous step's).
+    A controlled shutdown of a broker that is not the controller, and its restart; the other
+    broker that is not the controller killed (it leads a share of the partitions, and more
+    since the first one's moved to it; its session expires and the controller moves its
+    leaders), and its restart; a controller failover (`/controller` deleted)."""
+    names = topic_names(partitions)
+    topics = {t: min(PER_TOPIC, partitions - i * PER_TOPIC) for i, t in enumerate(names)}
+    results: list[OperationResult] = []
+
+    async def step(name: str, action: Callable[[], Awaitable[float | None]]) -> None:
+        worst: dict[int, float] = {}
+        worst_gc: dict[int, float] = {}
+        stop = asyncio.Event()
+        scraper = asyncio.create_task(follow_lag(list(cluster.all), worst, stop, 5.0, worst_gc))
+        try:
+            started = time.monotonic()
+            exit_s = await action()
+            running = cluster.running()
+            live = frozenset(b.broker_id for b in running)
+            deadline = started + timeout_s
+            confirmed = await asyncio.gather(*(confirm(b.port, topics, deadline, live) for b in running))
+            times = [t for t, _ in confirmed]
+            settle_s = None if any(t is None for t in times) else max(t for t in times if t) - started
+        finally:
+            stop.set()
+            await scraper
+        results.append(OperationResult(name, settle_s, worst, exit_s, worst_gc))
+        print(f"  {describe_operation(results[-1])}", flush=True)
+
+    controller_id, _ = await cluster.wait_for_controller(60)
+    stopped, killed = (cluster.by_id(b) for b in BROKERS if b != controller_id)
+
+    async def controlled_shutdown() -> float:
+        started = time.monotonic()
+        await asyncio.to_thread(stopped.stop, 120.0)
+        return time.monotonic() - started
+
+    def restart(broker: BrokerProcess) -> Callable[[], Awaitable[None]]:
+        async def action() -> None:
+            broker.start()
+            await cluster.wait_for_full_metadata(120)
+
+        return action
+
+    async def kill() -> None:
+        killed.kill()
+
+    async def failover() -> None:
+        zk = ZooKeeperClient(connect, session_timeout_s=30, connection_timeout_s=10)
+        await zk.start()
+        try:
+            await zk.delete(paths.CONTROLLER)
+        finally:
+            await zk.close()
+
+    await step(f"controlled shutdown of broker {stopped.broker_id}", controlled_shutdown)
+    await step(f"broker {stopped.broker_id} restarted", restart(stopped))
+    await step(f"broker {killed.broker_id} killed", kill)
+    await step(f"broker {killed.broker_id} restarted", restart(killed))
+    await step("controller failover", failover)
+    return results
+
+
+def describe_operation(result: OperationResult) -> str:
+    settled = f"{result.settle_s:.1f} s" if result.settle_s is not None else "NOT settled"
+    lags = ", ".join(f"broker {b} {s * 1000:.0f} ms" for b, s in sorted(result.lag_s.items()))
+    exited = f" (exited in {result.exit_s:.1f} s)" if result.exit_s is not None else ""
+    pauses = ", ".join(f"broker {b} {s * 1000:.0f} ms" for b, s in sorted(result.gc_s.items()))
+    return f"{result.name}: settled {settled}{exited}; max loop lag {lags}; longest collection {pauses}"
+
+
 _IDLE_LOOP = """
 import asyncio, sys
 from node.metrics.loop_lag import LoopLagMonitor
@@ -280,7 +390,7 @@ def peak_rss_kib(broker: BrokerProcess) -> int:
     return 0
 
 
-def one_run(home: Path, partitions: int, timeout_s: float) -> RunResult:
+def one_run(home: Path, partitions: int, timeout_s: float, operations: bool) -> RunResult:
     zookeeper = EmbeddedZooKeeper(home / "zk", heap_mb=2048)
     zookeeper.start()
     connect = f"{zookeeper.connect_string}/topics"
@@ -291,7 +401,14 @@ def one_run(home: Path, partitions: int, timeout_s: float) -> RunResult:
             cluster.new(
                 broker_id, {"metrics.http.listener": listener}, home=home / f"broker-{broker_id}"
             ).start()
-        return uvloop.run(settle(cluster, connect, partitions, timeout_s))
+
+        async def run() -> RunResult:
+            result = await settle(cluster, connect, partitions, timeout_s)
+            if operations and result.settle_s is not None:
+                result.operations = await operate(cluster, connect, partitions, timeout_s)
+            return result
+
+        return uvloop.run(run())
     finally:
         cluster.kill_all()
         zookeeper.stop()
@@ -319,6 +436,11 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=600, help="seconds a run may take to settle")
+    parser.add_argument(
+        "--operations",
+        action="store_true",
+        help="once settled, also time a controlled shutdown, a killed broker and a controller failover",
+    )
     parser.add_argument("--keep-logs", action="store_true", help="keep broker logs in a directory it prints")
     args = parser.parse_args()
     tune_gc()
@@ -336,11 +458,18 @@ def main() -> None:
         for run in range(1, args.runs + 1):
             home = Path(tmp) / f"run{run}"
             home.mkdir()
-            result = one_run(home, args.partitions, args.timeout)
+            result = one_run(home, args.partitions, args.timeout, args.operations)
             results.append(result)
             print(describe(run, result), flush=True)
     settled = [r.settle_s for r in results if r.settle_s is not None]
-    worst_lag = max((s for r in results for s in r.lag_s.values()), default=0.0)
+    worst_lag = max(
+        (
+            s
+            for r in results
+            for s in [*r.lag_s.values(), *(x for o in r.operations for x in o.lag_s.values())]
+        ),
+        default=0.0,
+    )
     print(
         f"settled in {len(settled)} of {len(results)} runs"
         + (f", median {statistics.median(settled):.1f} s" if settled else "")

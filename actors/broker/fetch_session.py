@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import heapq
 import itertools
+from collections.abc import Iterable
 
 from actors.ports import TopicPartition
 from wire.api import FetchPartition, FetchRequest, ForgottenTopic
@@ -24,6 +26,18 @@ FULL_EPOCH = 0
 NO_SESSION_EPOCH = -1
 # Sessions a leader keeps; each follower has at most one (a new full fetch replaces it).
 MAX_SESSIONS = 1000
+# Partitions a follower adds to its session per fetch. A session over 100k partitions (a big
+# broker after another one failed) is not opened by one fetch naming them all: building it,
+# decoding it on the leader and answering it each held a loop for a second at 200k partitions
+# (bench/topics_at_scale.py --operations). It opens with this many and grows by as many per
+# fetch, each answered at once (no long poll) while partitions wait to be added; a partition
+# already in the session is always sent when its offset or epoch moves.
+PARTITIONS_ADDED_PER_FETCH = 1000
+# Partitions that changed since a session's last answer, answered per fetch: after a broker
+# failure a new leader marks 70k partitions at once (their high watermarks move), and one
+# answer for all of them held both loops for half a second; the rest are answered by the
+# next fetches, each at once.
+DIRTY_ANSWERED_PER_FETCH = 1000
 
 
 @dataclasses.dataclass(slots=True)
@@ -133,14 +147,23 @@ class FetchSessionCache:
     def get(self, session_id: int) -> FetchSession | None:
         return self._sessions.get(session_id)
 
-    def take_dirty(self, session: FetchSession) -> list[tuple[TopicPartition, FetchPartition]]:
-        """The partitions of `session` that changed since its last answer (a long poll woke)."""
+    def take_dirty(
+        self, session: FetchSession, limit: int = DIRTY_ANSWERED_PER_FETCH
+    ) -> list[tuple[TopicPartition, FetchPartition]]:
+        """The partitions of `session` that changed since its last answer (a long poll woke),
+        at most `limit` of them, first in partition order; the rest stay dirty, and the next
+        fetch is answered at once with them."""
+        if len(session.dirty) <= limit:
+            taken = sorted(session.dirty)
+            session.dirty.clear()
+        else:
+            taken = heapq.nsmallest(limit, session.dirty)
+            session.dirty.difference_update(taken)
         wanted = []
-        for tp in sorted(session.dirty):
+        for tp in taken:
             cached = session.partitions.get(tp)
             if cached is not None:
                 wanted.append((tp, _cached_request(tp, cached)))
-        session.dirty.clear()
         return wanted
 
     def read_again(self, tp: TopicPartition) -> None:
@@ -167,9 +190,33 @@ class FetchSessionClient:
     next_epoch: int = FULL_EPOCH
     sent: dict[TopicPartition, tuple[int, int]] = dataclasses.field(default_factory=dict)
     in_flight: bool = False
+    # The leader answered a full fetch without opening a session: every fetch is full, so each
+    # names every partition (growing a session is then impossible).
+    sessionless: bool = False
 
     def reset(self) -> None:
         self.session_id, self.next_epoch, self.sent, self.in_flight = 0, FULL_EPOCH, {}, False
+
+    def split_additions(
+        self, wanted: Iterable[TopicPartition], limit: int = PARTITIONS_ADDED_PER_FETCH
+    ) -> tuple[list[TopicPartition], set[TopicPartition]]:
+        """(to send now, in partition order; to add later) of the partitions `wanted` in the
+        next fetch: every one already in the session, and the first `limit` of those new to
+        it (all of them when the next fetch is full and the leader keeps no session). Only
+        what is sent is sorted: sorting 100k partitions for a thousand held a loop for
+        half a second."""
+        full = self.needs_full_fetch
+        in_session: list[TopicPartition] = []
+        new: set[TopicPartition] = set()
+        for tp in wanted:
+            if not full and tp in self.sent:
+                in_session.append(tp)
+            else:
+                new.add(tp)
+        if (full and self.sessionless) or len(new) <= limit:
+            return sorted([*in_session, *new]), set()
+        added = heapq.nsmallest(limit, new)
+        return sorted([*in_session, *added]), new.difference(added)
 
     @property
     def needs_full_fetch(self) -> bool:
@@ -206,7 +253,9 @@ class FetchSessionClient:
             return
         if session_id == 0:
             self.reset()  # the leader keeps no session: every fetch is full
+            self.sessionless = True
             return
+        self.sessionless = False
         self.session_id = session_id
         self.next_epoch += 1
 

@@ -4,13 +4,15 @@ partition epoch the leader saw, then announced with UpdateMetadata to every brok
 
 from __future__ import annotations
 
+import itertools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from actors.controller.context import ControllerContext
 from actors.controller.partition_state_machine import write_states
 from actors.controller.request_batch import RequestBatch
-from actors.ports import ClusterStore, LeaderAndIsr, TopicPartition
+from actors.loop_slices import SLICE, turn_if_held
+from actors.ports import ClusterStore, LeaderAndIsr, LeadershipInfo, TopicPartition
 from wire.api import (
     AlterPartitionItem,
     AlterPartitionRequest,
@@ -65,8 +67,15 @@ async def alter_partition(
         )
     outcomes: dict[TopicPartition, ErrorCode | LeaderAndIsr] = {}
     writes: dict[TopicPartition, LeaderAndIsr] = {}
+    # After a broker fails, each leader shrinks the ISR of every partition the broker
+    # followed: at 200k partitions one request names 100k, and each pass over it is cut into
+    # slices between which the loop turns (actors/loop_slices.py).
+    count = 0
     for topic in request.topics:
         for item in topic.partitions:
+            count += 1
+            if count % SLICE == 0:
+                await turn_if_held()
             tp = TopicPartition(topic.topic_name, item.partition_index)
             checked = check(context, request.broker_id, tp, item)
             if checked is None:
@@ -82,15 +91,15 @@ async def alter_partition(
         log.warning("AlterPartition for %s failed: %s", tp, error)
         outcomes[tp] = ErrorCode.UNKNOWN_SERVER_ERROR
     for tp, info in written.written.items():
-        log.info(
-            "ISR of %s changed to %s by its leader %d", tp, list(info.leader_and_isr.isr), request.broker_id
-        )
         outcomes[tp] = info.leader_and_isr
+    log_changes(request.broker_id, written.written)
     batch = new_batch()
     batch.add_update_metadata(context.live_or_shutting_down_ids(), list(outcomes))
     await batch.send()
     by_topic: dict[str, list[AlterPartitionResult]] = {}
-    for tp, outcome in outcomes.items():
+    for count, (tp, outcome) in enumerate(outcomes.items(), 1):
+        if count % SLICE == 0:
+            await turn_if_held()
         if isinstance(outcome, LeaderAndIsr):
             result = AlterPartitionResult(
                 partition_index=tp.partition,
@@ -104,4 +113,31 @@ async def alter_partition(
         by_topic.setdefault(tp.topic, []).append(result)
     return AlterPartitionResponse(
         topics=[AlterPartitionTopicResult(topic_name=t, partitions=r) for t, r in by_topic.items()]
+    )
+
+
+# Partitions named in the one line that reports a request's ISR changes.
+LOGGED_PARTITIONS = 10
+
+
+def log_changes(leader: int, written: Mapping[TopicPartition, LeadershipInfo]) -> None:
+    """One line per request, naming its first partitions and how many more, rather than one
+    line per partition: a line costs tens of microseconds, and a request after a broker
+    failure changes 100k ISRs. Each partition's change is logged at DEBUG."""
+    if not written:
+        return
+    if log.isEnabledFor(logging.DEBUG):
+        for tp, info in written.items():
+            log.debug("ISR of %s changed to %s by its leader %d", tp, list(info.leader_and_isr.isr), leader)
+    named = ", ".join(
+        f"{tp} {list(info.leader_and_isr.isr)}"
+        for tp, info in itertools.islice(written.items(), LOGGED_PARTITIONS)
+    )
+    more = len(written) - LOGGED_PARTITIONS
+    log.info(
+        "ISR of %d partition(s) changed by their leader %d: %s%s",
+        len(written),
+        leader,
+        named,
+        f" and {more} more" if more > 0 else "",
     )

@@ -9,6 +9,7 @@ import dataclasses
 from collections.abc import Iterable
 from enum import IntEnum
 
+from actors.loop_slices import each
 from actors.ports import LeaderAndIsr, LeadershipInfo, RegisteredBroker, ReplicaAssignment, TopicPartition
 
 
@@ -155,10 +156,12 @@ class ControllerContext:
             for partition in partitions
         ]
 
-    def replicas_on_brokers(self, broker_ids: set[int]) -> list[PartitionReplica]:
+    async def replicas_on_brokers(self, broker_ids: set[int]) -> list[PartitionReplica]:
+        """A pass over every replica (600k at 200k partitions), in slices between which the
+        loop turns (actors/loop_slices.py)."""
         return [
             PartitionReplica(tp, replica)
-            for tp in self.all_partitions()
+            async for tp in each(self.all_partitions())
             for replica in self.replicas(tp)
             if replica in broker_ids
         ]

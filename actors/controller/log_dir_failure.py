@@ -51,7 +51,7 @@ class LogDirFailures:
             brokers = sorted({b for b in events.values() if b is not None})
             if brokers:
                 log.info("log directories failed on brokers %s: resending their LeaderAndIsr", brokers)
-                hosted = self._context.replicas_on_brokers(set(brokers))
+                hosted = await self._context.replicas_on_brokers(set(brokers))
                 await self._replicas.handle_state_changes(hosted, ReplicaState.ONLINE)
         finally:
             if events:

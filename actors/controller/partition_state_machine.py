@@ -31,7 +31,7 @@ from actors.controller.elections import (
 )
 from actors.controller.initialization_retries import InitializationRetries
 from actors.controller.request_batch import RequestBatch
-from actors.loop_slices import SLICE, sliced, turn_if_held
+from actors.loop_slices import SLICE, each, sliced, turn_if_held
 from actors.ports import ClusterStore, LeaderAndIsr, LeadershipInfo, PartitionStateConflict, TopicPartition
 from actors.state_change_log import StateChangeLogger, describe_leader_and_isr
 
@@ -53,8 +53,8 @@ async def cached_or_read(
     """The controller's cached state, read from ZooKeeper only where it has none. Every write
     is conditional on the cached partition epoch and fenced by the controller epoch, so a
     stale cache costs a conflict and a re-read, never a wrong write."""
-    cached = {tp: context.leadership[tp] for tp in partitions if tp in context.leadership}
-    missing = [tp for tp in partitions if tp not in cached]
+    cached = {tp: context.leadership[tp] async for tp in each(partitions) if tp in context.leadership}
+    missing = [tp async for tp in each(partitions) if tp not in cached]
     if missing:
         cached.update(await store.partition_states(missing))
     return cached
@@ -78,9 +78,8 @@ async def write_states(
     outcome = WrittenStates()
     if not updates:
         return outcome
-    for tp, result in (
-        await store.update_partition_states(updates, context.epoch, context.epoch_zk_version)
-    ).items():
+    answers = await store.update_partition_states(updates, context.epoch, context.epoch_zk_version)
+    async for tp, result in each(answers.items()):
         if isinstance(result, PartitionStateConflict):
             outcome.conflicts.append(tp)
         elif isinstance(result, Exception):
@@ -183,7 +182,7 @@ class PartitionStateMachine:
         deleting = context.topics_whose_deletion_may_proceed()
         candidates = [
             tp
-            for tp, state in context.partition_states.items()
+            async for tp, state in each(context.partition_states.items())
             if state in (PartitionState.NEW, PartitionState.OFFLINE) and tp.topic not in deleting
         ]
         return await self.handle_state_changes(candidates, PartitionState.ONLINE, Strategy.OFFLINE)
@@ -198,7 +197,7 @@ class PartitionStateMachine:
     ) -> dict[TopicPartition, PartitionResult]:
         batch = self._new_batch()
         valid = []
-        for tp in partitions:
+        async for tp in each(partitions):
             if self.state(tp) in _VALID_FROM[target]:
                 valid.append(tp)
             else:
@@ -206,10 +205,10 @@ class PartitionStateMachine:
                     "invalid partition state change of %s from %s to %s", tp, self.state(tp).name, target.name
                 )
         results: dict[TopicPartition, PartitionResult] = {}
-        before = {tp: self.state(tp) for tp in valid}
+        before = {tp: self.state(tp) async for tp in each(valid)}
         if target == PartitionState.ONLINE:
-            new = [tp for tp in valid if self.state(tp) == PartitionState.NEW]
-            elect = [tp for tp in valid if self.state(tp) != PartitionState.NEW]
+            new = [tp for tp, state in before.items() if state == PartitionState.NEW]
+            elect = [tp for tp, state in before.items() if state != PartitionState.NEW]
             if new:
                 results.update(await self._initialize(batch, new))
             if elect:
@@ -218,24 +217,24 @@ class PartitionStateMachine:
                         "moving an Online or Offline partition Online needs an election strategy"
                     )
                 results.update(await self._elect(batch, elect, strategy, allow_unclean))
-            for tp, result in results.items():
+            async for tp, result in each(results.items()):
                 if isinstance(result, LeaderAndIsr):
                     self._context.partition_states[tp] = PartitionState.ONLINE
-            self._log_online(before, results)
+            await self._log_online(before, results)
         else:
-            for tp in valid:
+            async for tp in each(valid):
                 self._context.partition_states[tp] = target
-            self._log_changes(before, target)
+            await self._log_changes(before, target)
         await batch.send()
         return results
 
-    def _log_online(
+    async def _log_online(
         self,
         before: Mapping[TopicPartition, PartitionState],
         results: Mapping[TopicPartition, PartitionResult],
     ) -> None:
         online = PartitionState.ONLINE.kafka_name
-        self._state_change_log.log(
+        await self._state_change_log.log_in_slices(
             logging.INFO,
             (
                 f"Changed partition {tp} from {before[tp].kafka_name} to {online} with state "
@@ -253,7 +252,9 @@ class PartitionStateMachine:
             ),
         )
 
-    def _log_changes(self, before: Mapping[TopicPartition, PartitionState], target: PartitionState) -> None:
+    async def _log_changes(
+        self, before: Mapping[TopicPartition, PartitionState], target: PartitionState
+    ) -> None:
         context = self._context
         if target == PartitionState.NEW:
             lines = (
@@ -266,7 +267,7 @@ class PartitionStateMachine:
                 f"Changed partition {tp} state from {state.kafka_name} to {target.kafka_name}"
                 for tp, state in before.items()
             )
-        self._state_change_log.log(logging.INFO, lines)
+        await self._state_change_log.log_in_slices(logging.INFO, lines)
 
     async def _initialize(
         self, batch: RequestBatch, partitions: list[TopicPartition]
@@ -411,7 +412,7 @@ class PartitionStateMachine:
             outcome = await write_states(context, self._store, updates)
             remaining = outcome.conflicts
             results.update(outcome.failed)
-            for tp, info in outcome.written.items():
+            async for tp, info in each(outcome.written.items()):
                 batch.add_leader_and_isr(chosen[tp].recipients, tp, info, context.assignment(tp))
                 if chosen[tp].unclean:
                     log.warning(
@@ -439,7 +440,7 @@ class PartitionStateMachine:
         online = self._context.is_replica_online
         needing = {
             tp.topic
-            for tp in partitions
+            async for tp in each(partitions)
             if tp in current and not any(online(r, tp) for r in current[tp].leader_and_isr.isr)
         }
         if forced or not needing:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from actors.controller.context import ControllerContext, PartitionReplica, ReplicaState
 from actors.controller.partition_state_machine import cached_or_read, write_states
 from actors.controller.request_batch import RequestBatch
-from actors.loop_slices import SLICE, turn_if_held
+from actors.loop_slices import SLICE, each, turn_if_held
 from actors.ports import ClusterStore, LeaderAndIsr, LeadershipInfo, ReplicaAssignment, TopicPartition
 from actors.state_change_log import StateChangeLogger
 
@@ -189,16 +189,16 @@ class ReplicaStateMachine:
             batch.add_stop_replica([replica.replica], replica.tp, delete=False)
             by_broker.setdefault(replica.replica, []).append(replica.tp)
         for broker, partitions in sorted(by_broker.items()):
-            with_leadership = [tp for tp in partitions if tp in self._context.leadership]
+            with_leadership = [tp async for tp in each(partitions) if tp in self._context.leadership]
             updated = await self.remove_from_isr(broker, with_leadership)
-            for tp, info in updated.items():
+            async for tp, info in each(updated.items()):
                 if self._context.is_topic_queued_up_for_deletion(tp.topic):
                     continue  # the topic is going: nobody needs to follow its new leadership
                 others = [r for r in self._context.replicas(tp) if r != broker]
                 batch.add_leader_and_isr(others, tp, info, self._context.assignment(tp))
-            without = [tp for tp in partitions if tp not in self._context.leadership]
+            without = [tp async for tp in each(partitions) if tp not in self._context.leadership]
             batch.add_update_metadata(self._context.live_or_shutting_down_ids(), without)
-            for tp in partitions:
+            async for tp in each(partitions):
                 self._context.replica_states[PartitionReplica(tp, broker)] = ReplicaState.OFFLINE
 
     async def remove_from_isr(

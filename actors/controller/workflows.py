@@ -193,7 +193,7 @@ class Workflows:
         batch.add_update_metadata(context.live_or_shutting_down_ids() - set(new))
         batch.add_update_metadata(new, [tp for tp in context.leadership])
         await batch.send()
-        hosted = context.replicas_on_brokers(set(new))
+        hosted = await context.replicas_on_brokers(set(new))
         await self._replicas.handle_state_changes(hosted, ReplicaState.ONLINE)
         await self._partitions.trigger_online_partition_state_change()
         if self._reassignment is not None:
@@ -208,7 +208,7 @@ class Workflows:
         self._context.shutting_down.difference_update(dead)
         for broker_id in dead:
             self._context.replicas_on_offline_dirs.pop(broker_id, None)
-        await self.on_replicas_become_offline(self._context.replicas_on_brokers(set(dead)))
+        await self.on_replicas_become_offline(await self._context.replicas_on_brokers(set(dead)))
 
     async def on_replicas_become_offline(self, replicas: list[PartitionReplica]) -> None:
         context = self._context

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import gc
 import logging
 import os
 import signal
@@ -31,6 +30,7 @@ from node.broker.config import (
     prepare_log_dirs,
     read_properties_file,
 )
+from node.broker.gc_tuning import tune_gc
 from node.broker.logs import LogSettings, configure_logging
 from node.broker.server import KeelBroker
 from node.entry import (
@@ -119,20 +119,6 @@ async def start(broker: KeelBroker) -> None:
 async def _close_quietly(broker: KeelBroker) -> None:
     with contextlib.suppress(Exception):
         await asyncio.wait_for(broker.shutdown(), 5)
-
-
-def tune_gc() -> None:
-    """Controller requests and ZooKeeper reads allocate hundreds of thousands of small maps
-    and lists; with CPython's default first-generation threshold (700) the cyclic collector
-    then runs thousands of times per request and dominates decoding (measured: 0.72 s to
-    0.25 s to unpack a 100k-partition LeaderAndIsr). Keel's objects are not cyclic, so a
-    much larger threshold costs little memory. But each collection holds the event loop
-    (node/metrics/loop_lag.py) for as long as it examines objects: a second-generation one
-    examines what survived the first-generation ones since the last, after (50,000, 20) up
-    to a million objects, 0.2 s or more at 200k partitions. After (25,000, 2) a twentieth as
-    many, twenty times as often, for about the same work in all (measured in process over
-    200 LeaderAndIsr of 1,000 states: the longest second-generation collection 14 ms)."""
-    gc.set_threshold(25_000, 2, 100)
 
 
 def main(argv: list[str] | None = None) -> int:

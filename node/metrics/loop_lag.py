@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import gc
 import logging
 import time
 from collections.abc import Iterator
@@ -31,6 +32,8 @@ from node.metrics.names import Exposition
 log = logging.getLogger(__name__)
 
 LAG_MAX = "keel_eventloop_lag_max_seconds"
+GC_PAUSE_MAX = "keel_gc_pause_max_seconds"
+GC_FROZEN = "keel_gc_frozen_objects"
 
 # Often enough that a hold is measured to within 20 ms; cheap enough (50 callbacks a second)
 # to run in every process all the time.
@@ -40,6 +43,36 @@ WINDOW_S = 60.0
 # A hold this long is a twelfth of a 6 s session timeout: worth a line in server.log.
 DEFAULT_WARN_THRESHOLD_S = 0.5
 DEFAULT_WARN_EVERY_S = 10.0
+
+
+class WindowedMax:
+    """The most of the values recorded over the last `window_s` seconds: a maximum per second,
+    oldest first."""
+
+    def __init__(self, window_s: float = WINDOW_S) -> None:
+        self._window_s = window_s
+        self._buckets: collections.deque[list[float]] = collections.deque()
+
+    def record(self, value: float, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        second = float(int(now))
+        buckets = self._buckets
+        if buckets and buckets[-1][0] == second:
+            buckets[-1][1] = max(buckets[-1][1], value)
+        else:
+            buckets.append([second, value])
+        while buckets and buckets[0][0] <= now - self._window_s:
+            buckets.popleft()
+
+    def max(self, now: float | None = None) -> float:
+        """0 with nothing recorded in the window."""
+        horizon = (time.monotonic() if now is None else now) - self._window_s
+        return max((value for second, value in self._buckets if second > horizon), default=0.0)
+
+
+# The garbage collector's collections, each of which holds the loop for as long as it runs
+# (node/broker/gc_tuning.py records them; a process that does not tune it records none).
+COLLECTIONS = WindowedMax()
 
 
 class LoopLagMonitor(Collector):
@@ -55,11 +88,9 @@ class LoopLagMonitor(Collector):
         warn_every_s: float = DEFAULT_WARN_EVERY_S,
     ) -> None:
         self._interval_s = interval_s
-        self._window_s = window_s
         self._warn_threshold_s = warn_threshold_s
         self._warn_every_s = warn_every_s
-        # (second, the most lag seen in it), oldest first; at most one per second of the window.
-        self._buckets: collections.deque[list[float]] = collections.deque()
+        self._lag = WindowedMax(window_s)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._handle: asyncio.TimerHandle | None = None
         self._due = 0.0
@@ -89,14 +120,7 @@ class LoopLagMonitor(Collector):
 
     def record(self, lag_s: float, now: float) -> None:
         """One measured lag at `now` (the loop's clock)."""
-        second = float(int(now))
-        buckets = self._buckets
-        if buckets and buckets[-1][0] == second:
-            buckets[-1][1] = max(buckets[-1][1], lag_s)
-        else:
-            buckets.append([second, lag_s])
-        while buckets and buckets[0][0] <= now - self._window_s:
-            buckets.popleft()
+        self._lag.record(lag_s, now)
         if lag_s >= self._warn_threshold_s:
             self._warn(lag_s, now)
 
@@ -122,8 +146,7 @@ class LoopLagMonitor(Collector):
         (asyncio's is `time.monotonic`'s)."""
         if now is None:
             now = self._loop.time() if self._loop is not None else time.monotonic()
-        horizon = now - self._window_s
-        return max((lag for second, lag in self._buckets if second > horizon), default=0.0)
+        return self._lag.max(now)
 
     def export(self, out: Exposition) -> None:
         out.keel_gauge(
@@ -131,6 +154,18 @@ class LoopLagMonitor(Collector):
             "The longest the event loop ran a periodic check late over the last minute: how long "
             "one step held the loop, ZooKeeper heartbeats included",
             self.max_lag_s(),
+        )
+        out.keel_gauge(
+            GC_PAUSE_MAX,
+            "The longest collection of the cyclic garbage collector over the last minute: it "
+            "holds the event loop as long",
+            COLLECTIONS.max(),
+        )
+        out.keel_gauge(
+            GC_FROZEN,
+            "Objects the garbage collector no longer examines: what survived its last full "
+            "collection, frozen then (node/broker/gc_tuning.py)",
+            gc.get_freeze_count(),
         )
 
     def collect(self) -> Iterator[Metric]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from actors.broker.alter_partition_manager import AlterPartitionManager
+from actors.broker.alter_partition_manager import PARTITIONS_PER_REQUEST, AlterPartitionManager
 from actors.broker.partition import PendingIsr
 from actors.ports import TopicPartition
 from tests.support import eventually
@@ -70,5 +70,26 @@ async def test_an_unexpected_error_is_retried_and_the_sender_goes_on() -> None:
         # The task is still there for the next change.
         manager.submit(TopicPartition("t", 1), PROPOSAL)
         await eventually(lambda: asyncio.sleep(0, len(answers) == 2), timeout=5, message="no second answer")
+    finally:
+        await manager.stop()
+
+
+async def test_many_changes_go_in_requests_of_bounded_size_until_every_one_is_answered() -> None:
+    controller = _Controller(failures=0)
+    answered: set[TopicPartition] = set()
+
+    async def answer(tp: TopicPartition, proposal: PendingIsr, result: AlterPartitionResult) -> None:
+        answered.add(tp)
+
+    count = 2 * PARTITIONS_PER_REQUEST + 500
+    manager = AlterPartitionManager(1, lambda: 7, controller, answer, retry_backoff_s=0.01)  # type: ignore[arg-type]
+    try:
+        for p in range(count):
+            manager.submit(TopicPartition("t", p), PROPOSAL)
+        await eventually(
+            lambda: asyncio.sleep(0, len(answered) == count), timeout=10, message="not every change answered"
+        )
+        sizes = [sum(len(t.partitions) for t in r.topics) for r in controller.requests]
+        assert sizes == [PARTITIONS_PER_REQUEST, PARTITIONS_PER_REQUEST, 500]
     finally:
         await manager.stop()

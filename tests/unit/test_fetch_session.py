@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from actors.broker.fetch_session import FetchSessionCache, FetchSessionClient
+from actors.broker.fetch_session import (
+    DIRTY_ANSWERED_PER_FETCH,
+    PARTITIONS_ADDED_PER_FETCH,
+    FetchSessionCache,
+    FetchSessionClient,
+)
 from actors.broker.replica_manager import ReplicaManager
 from actors.ports import TopicPartition
 from node.broker.log.config import LogConfig
@@ -18,6 +23,7 @@ from wire.api import (
     ForgottenTopic,
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
+    LiveLeader,
     ProducePartitionData,
     ProduceRequest,
     ProduceTopicData,
@@ -87,6 +93,100 @@ def test_the_client_sends_changes_and_starts_over_after_a_lost_answer() -> None:
     assert client.needs_full_fetch
     client.answered(ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id=0)
     assert client.needs_full_fetch and client.session_id == 0
+
+
+def test_a_session_opens_with_a_bounded_number_of_partitions_and_grows_by_as_many() -> None:
+    client = FetchSessionClient()
+    wanted = [TopicPartition("t", p) for p in range(5)]
+    now, later = client.split_additions(wanted, limit=2)
+    assert (now, later) == (wanted[:2], set(wanted[2:]))
+    client.build_full({tp: (0, 0) for tp in now})
+    client.answered(ErrorCode.NONE, session_id=7)
+    # Partitions already in the session are always sent; at most `limit` new ones.
+    now, later = client.split_additions([wanted[0], *later], limit=2)
+    assert (now, later) == ([wanted[0], wanted[2], wanted[3]], {wanted[4]})
+
+
+def test_a_leader_that_keeps_no_session_is_sent_every_partition_in_each_full_fetch() -> None:
+    client = FetchSessionClient()
+    wanted = [TopicPartition("t", p) for p in range(5)]
+    client.build_full({tp: (0, 0) for tp in wanted[:2]})
+    client.answered(ErrorCode.NONE, session_id=0)
+    assert client.split_additions(wanted, limit=2) == (wanted, set())
+
+
+def following(tmp_path: Path, partitions: int) -> ReplicaManager:
+    """Broker 2, following partitions 0..n-1 of "t" on broker 1."""
+    follower = ReplicaManager(2, LogManager([tmp_path / "follower"], LogConfig()))
+    states = [
+        LeaderAndIsrPartitionState(
+            topic="t",
+            partition=p,
+            controller_epoch=1,
+            leader=1,
+            leader_epoch=0,
+            isr=[1, 2],
+            partition_epoch=0,
+            replicas=[1, 2],
+        )
+        for p in range(partitions)
+    ]
+    follower.become_leader_or_follower(
+        LeaderAndIsrRequest(
+            controller_id=9,
+            controller_epoch=1,
+            partition_states=states,
+            live_leaders=[LiveLeader(broker_id=1, host="127.0.0.1", port=9001)],
+        ),
+        -1,
+    )
+    return follower
+
+
+def test_a_follower_of_many_partitions_adds_them_to_its_session_a_bounded_number_per_fetch(
+    tmp_path: Path,
+) -> None:
+    count = 2 * PARTITIONS_ADDED_PER_FETCH + 500
+    leader, follower = leading(tmp_path / "leader", count), following(tmp_path, count)
+    named, waits = [], []
+    while True:
+        plan = follower.follower_path.plan_fetch(1)
+        assert plan is not None and plan.fetch_request is not None
+        request = plan.fetch_request
+        named.append(sum(len(t.partitions) for t in request.topics))
+        waits.append(request.max_wait_ms)
+        follower.follower_path.process_fetched(1, plan, leader.leader_path.read(request, wait=False).response)
+        if named[-1] == 0:
+            break
+    assert named == [PARTITIONS_ADDED_PER_FETCH, PARTITIONS_ADDED_PER_FETCH, 500, 0]
+    assert waits[:2] == [0, 0], "while partitions wait to be added, the leader answers at once"
+    assert waits[2] > 0, "once all are in, the fetch long-polls again"
+    (session,) = leader.state.fetch_sessions._sessions.values()
+    assert len(session.partitions) == count
+
+
+async def test_a_leader_answers_a_bounded_number_of_changed_partitions_per_fetch(tmp_path: Path) -> None:
+    count = 2 * DIRTY_ANSWERED_PER_FETCH + 500
+    leader = leading(tmp_path, count)
+    opened = leader.leader_path.read(fetch({p: 0 for p in range(count)}, session_id=0, epoch=0), wait=False)
+    session_id = opened.response.session_id
+    batch = records.build_batch([(None, b"x")], timestamp=1)
+    leader.leader_path.append_records(  # a record on every partition: each session partition dirty
+        ProduceRequest(
+            acks=1,
+            topic_data=[
+                ProduceTopicData(
+                    name="t",
+                    partition_data=[ProducePartitionData(index=p, records=batch) for p in range(count)],
+                )
+            ],
+        )
+    )
+    answered = []
+    for epoch in range(1, 5):
+        response = leader.leader_path.read(fetch({}, session_id=session_id, epoch=epoch), wait=False).response
+        answered.append(sum(len(t.partitions) for t in response.responses))
+    assert answered == [DIRTY_ANSWERED_PER_FETCH, DIRTY_ANSWERED_PER_FETCH, 500, 0]
 
 
 def leading(tmp_path: Path, partitions: int) -> ReplicaManager:

@@ -32,7 +32,7 @@ async def _measured_hold() -> float:
     monitor.start()
     try:
         # A tick has run, so the next is due within one interval of the hold's start.
-        await _until(lambda: len(monitor._buckets) > 0, 5, "the first tick")
+        await _until(lambda: len(monitor._lag._buckets) > 0, 5, "the first tick")
         time.sleep(_HOLD_S)  # noqa: ASYNC251 (holds the loop on purpose, as a long step would)
         await _until(lambda: monitor.max_lag_s() >= _HOLD_S - _INTERVAL_S, 5, "the hold to be measured")
         return monitor.max_lag_s()
@@ -60,7 +60,7 @@ def test_the_maximum_covers_the_last_minute_only() -> None:
     assert monitor.max_lag_s(now=70.5) == pytest.approx(0.1)
     monitor.record(0.05, now=101.0)
     assert monitor.max_lag_s(now=101.0) == pytest.approx(0.05)
-    assert len(monitor._buckets) == 1
+    assert len(monitor._lag._buckets) == 1
 
 
 def test_a_long_hold_is_logged_once_per_interval_with_what_came_since(
