@@ -21,7 +21,11 @@ largest loop lag and peak resident memory; the machine's load average, and the l
 an idle process's event loop over the same time (what the machine itself imposes on any loop:
 the brokers wait for the processor as long as it is busy elsewhere).
 
-    .venv/bin/python -m bench.topics_at_scale [--partitions 200000] [--runs 3] [--keep-logs]
+With `--operations`, each settled run goes on with a controlled shutdown, a killed broker and
+a controller failover, each timed until the cluster has settled again, with every broker's
+loop lag and longest garbage collection (`operate`).
+
+    .venv/bin/python -m bench.topics_at_scale [--partitions 200000] [--runs 3] [--operations] [--keep-logs]
 """
 
 from __future__ import annotations
