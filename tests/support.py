@@ -121,3 +121,26 @@ def run_command(
 def keel(*args: str, timeout: float = 120, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     """`keel ARGS` as a process."""
     return run_command("node.cli.main", *args, timeout=timeout, stdin=stdin)
+
+
+async def turns_while(work: Awaitable[T]) -> tuple[T, int]:
+    """`work`'s result, and how many times another task ran while it did: how often the loop
+    turned in the meantime (actors/loop_slices.py)."""
+    turns = 0
+    done = False
+
+    async def other() -> None:
+        nonlocal turns
+        while not done:
+            turns += 1
+            await asyncio.sleep(0)
+
+    counter = asyncio.create_task(other())
+    await asyncio.sleep(0)
+    before = turns
+    try:
+        result = await work
+    finally:
+        done = True
+        await counter
+    return result, turns - before

@@ -17,7 +17,10 @@ plain tuples of strings and ints would not). Two things follow.
   bench/topics_at_scale.py --operations), a third of a 6 s session. So once a full collection
   is done, what survived it (every object then reachable, and nothing else: it has just
   removed the rest) is frozen (`gc.freeze`), and later collections do not examine it: the next
-  full one examines only what came since. Frozen objects are still freed by reference counting
+  full one examines only what came since. And a full collection comes every 2 of the middle
+  generation's (CPython's default is 10, and 100 here before), so that what came since stays
+  small: at 100 they were put off until they examined millions of objects at once. Frozen
+  objects are still freed by reference counting
   when the last reference goes, as Keel's partition, replica and metadata states are: they
   hold no reference cycles. What freezing gives up is a cycle among frozen objects that later
   becomes garbage, which no collection reclaims; the frozen count is exported

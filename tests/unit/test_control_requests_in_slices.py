@@ -5,7 +5,6 @@ lines."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from actors.broker.replica_manager import ControlRequest, ReplicaManager
 from actors.state_change_log import STATE_CHANGE_LOGGER
 from node.broker.log.config import LogConfig
 from node.broker.log.manager import LogManager
+from tests.support import turns_while
 from tests.unit.test_replica_manager import MY_EPOCH, leader_and_isr, state
 from wire.api import (
     Endpoint,
@@ -31,27 +31,6 @@ PARTITIONS = 3 * loop_slices.SLICE + 7
 def _manager(path: Path) -> ReplicaManager:
     path.mkdir()
     return ReplicaManager(ME, LogManager([path], LogConfig()))
-
-
-async def _turns_while(work) -> tuple[object, int]:  # type: ignore[no-untyped-def]
-    turns = 0
-    done = False
-
-    async def other() -> None:
-        nonlocal turns
-        while not done:
-            turns += 1
-            await asyncio.sleep(0)
-
-    counter = asyncio.create_task(other())
-    await asyncio.sleep(0)
-    before = turns
-    try:
-        result = await work
-    finally:
-        done = True
-        await counter
-    return result, turns - before
 
 
 def _roles(manager: ReplicaManager) -> dict[object, tuple[object, ...]]:
@@ -78,7 +57,7 @@ async def test_a_large_leader_and_isr_is_applied_in_slices_as_in_one_go(
         expected = whole.become_leader_or_follower(request, MY_EPOCH)
         lines_whole = [line for r in caplog.records for line in r.getMessage().splitlines()]
         caplog.clear()
-        answer, turns = await _turns_while(sliced.receive(ControlRequest(request, MY_EPOCH)))
+        answer, turns = await turns_while(sliced.receive(ControlRequest(request, MY_EPOCH)))
         lines_sliced = [line for r in caplog.records for line in r.getMessage().splitlines()]
     assert answer == expected
     assert turns >= 3
@@ -114,7 +93,7 @@ async def test_a_large_update_metadata_is_applied_in_slices_as_in_one_go(tmp_pat
     )
     whole, sliced = _manager(tmp_path / "whole"), _manager(tmp_path / "sliced")
     expected = whole.update_metadata(request, MY_EPOCH)
-    answer, turns = await _turns_while(sliced.receive(ControlRequest(request, MY_EPOCH)))
+    answer, turns = await turns_while(sliced.receive(ControlRequest(request, MY_EPOCH)))
     assert answer == expected
     assert turns >= 3
     assert sliced.state.metadata == whole.state.metadata

@@ -115,39 +115,11 @@ def test_a_leader_that_keeps_no_session_is_sent_every_partition_in_each_full_fet
     assert client.split_additions(wanted, limit=2) == (wanted, set())
 
 
-def following(tmp_path: Path, partitions: int) -> ReplicaManager:
-    """Broker 2, following partitions 0..n-1 of "t" on broker 1."""
-    follower = ReplicaManager(2, LogManager([tmp_path / "follower"], LogConfig()))
-    states = [
-        LeaderAndIsrPartitionState(
-            topic="t",
-            partition=p,
-            controller_epoch=1,
-            leader=1,
-            leader_epoch=0,
-            isr=[1, 2],
-            partition_epoch=0,
-            replicas=[1, 2],
-        )
-        for p in range(partitions)
-    ]
-    follower.become_leader_or_follower(
-        LeaderAndIsrRequest(
-            controller_id=9,
-            controller_epoch=1,
-            partition_states=states,
-            live_leaders=[LiveLeader(broker_id=1, host="127.0.0.1", port=9001)],
-        ),
-        -1,
-    )
-    return follower
-
-
 def test_a_follower_of_many_partitions_adds_them_to_its_session_a_bounded_number_per_fetch(
     tmp_path: Path,
 ) -> None:
     count = 2 * PARTITIONS_ADDED_PER_FETCH + 500
-    leader, follower = leading(tmp_path / "leader", count), following(tmp_path, count)
+    leader, follower = leading(tmp_path / "leader", count), following(tmp_path / "follower", count)
     named, waits = [], []
     while True:
         plan = follower.follower_path.plan_fetch(1)
@@ -189,9 +161,10 @@ async def test_a_leader_answers_a_bounded_number_of_changed_partitions_per_fetch
     assert answered == [DIRTY_ANSWERED_PER_FETCH, DIRTY_ANSWERED_PER_FETCH, 500, 0]
 
 
-def leading(tmp_path: Path, partitions: int) -> ReplicaManager:
-    """Broker 1, leading partitions 0..n-1 of "t" with broker 2 as follower."""
-    leader = ReplicaManager(1, LogManager([tmp_path], LogConfig()))
+def replica(broker_id: int, path: Path, partitions: int) -> ReplicaManager:
+    """Broker `broker_id` (1 or 2) with partitions 0..n-1 of "t", led by broker 1 and followed
+    by broker 2."""
+    manager = ReplicaManager(broker_id, LogManager([path], LogConfig()))
     states = [
         LeaderAndIsrPartitionState(
             topic="t",
@@ -205,10 +178,24 @@ def leading(tmp_path: Path, partitions: int) -> ReplicaManager:
         )
         for p in range(partitions)
     ]
-    leader.become_leader_or_follower(
-        LeaderAndIsrRequest(controller_id=9, controller_epoch=1, partition_states=states), -1
+    manager.become_leader_or_follower(
+        LeaderAndIsrRequest(
+            controller_id=9,
+            controller_epoch=1,
+            partition_states=states,
+            live_leaders=[LiveLeader(broker_id=1, host="127.0.0.1", port=9001)],
+        ),
+        -1,
     )
-    return leader
+    return manager
+
+
+def leading(path: Path, partitions: int) -> ReplicaManager:
+    return replica(1, path, partitions)
+
+
+def following(path: Path, partitions: int) -> ReplicaManager:
+    return replica(2, path, partitions)
 
 
 async def test_an_idle_session_answers_nothing_and_a_produce_wakes_it(tmp_path: Path) -> None:

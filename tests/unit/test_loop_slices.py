@@ -4,7 +4,6 @@ while a step runs, nothing yields at all."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 import pytest
@@ -12,28 +11,12 @@ import pytest
 from actors import loop_slices
 from actors.loop_slices import BUDGET_S, sliced, turn_if_held
 from node.sim.loop import VirtualTimeLoop
+from tests.support import turns_while
 
 
 async def _count_turns_during(work) -> int:  # type: ignore[no-untyped-def]
     """How many times another task ran while `work` (a coroutine) did."""
-    turns = 0
-    done = False
-
-    async def other() -> None:
-        nonlocal turns
-        while not done:
-            turns += 1
-            await asyncio.sleep(0)
-
-    counter = asyncio.create_task(other())
-    await asyncio.sleep(0)
-    before = turns
-    try:
-        await work
-    finally:
-        done = True
-        await counter
-    return turns - before
+    return (await turns_while(work))[1]
 
 
 def _hold(seconds: float) -> None:
