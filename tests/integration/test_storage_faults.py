@@ -51,12 +51,13 @@ def flip_byte_in_batch(broker: BrokerProcess, topic: str, batch: int) -> None:
 
 
 def whole_log(broker: BrokerProcess, topic: str) -> list[records.Record] | None:
-    """The partition's records on the broker's disk, or None while a batch fails its CRC."""
+    """The partition's records on the broker's disk, or None while a batch fails its CRC or
+    a segment listed goes before it is read (the broker cutting its log meanwhile)."""
     out = []
     try:
         for segment in sorted(data_dir(broker, topic, 0).glob("*.log")):
             out.extend(records.records(segment.read_bytes()))
-    except CorruptMessage:
+    except (CorruptMessage, FileNotFoundError):
         return None
     return out
 
