@@ -86,6 +86,8 @@ class RunResult:
     cannot_initialise: int
     lag_s: dict[int, float]
     peak_rss_mib: dict[int, float]
+    # The longest garbage collection of each broker (node/broker/gc_tuning.py).
+    gc_s: dict[int, float] = dataclasses.field(default_factory=dict)
     # The machine's 1-minute load average as the topics were written and once settled: the
     # brokers share its cores with whatever else runs.
     load: tuple[float, float] = (0.0, 0.0)
@@ -218,8 +220,9 @@ async def settle(cluster: LocalCluster, connect: str, partitions: int, timeout_s
     await cluster.wait_for_full_metadata(60)
     epoch_before = await controller_epoch(cluster)
     worst: dict[int, float] = {}
+    worst_gc: dict[int, float] = {}
     stop = asyncio.Event()
-    scraper = asyncio.create_task(follow_lag(brokers, worst, stop))
+    scraper = asyncio.create_task(follow_lag(brokers, worst, stop, worst_gc=worst_gc))
     zk = ZooKeeperClient(connect, session_timeout_s=30, connection_timeout_s=10)
     await zk.start()
     idle = IdleLoop()
@@ -254,6 +257,7 @@ async def settle(cluster: LocalCluster, connect: str, partitions: int, timeout_s
         epochs=(epoch_before, epoch_after),
         cannot_initialise=sum(cannot_initialise(b.broker_log(CONTROLLER_LOG)) for b in brokers),
         lag_s=worst,
+        gc_s=worst_gc,
         peak_rss_mib={b.broker_id: peak_rss_kib(b) / 1024 for b in brokers},
         load=(load_before, load_after),
         idle_lag_s=idle_lag_s,
@@ -426,10 +430,12 @@ def describe(run: int, result: RunResult) -> str:
     )
     lags = ", ".join(f"broker {b} {s * 1000:.0f} ms" for b, s in sorted(result.lag_s.items()))
     rss = ", ".join(f"broker {b} {m:.0f} MiB" for b, m in sorted(result.peak_rss_mib.items()))
+    pauses = ", ".join(f"broker {b} {s * 1000:.0f} ms" for b, s in sorted(result.gc_s.items()))
     return (
         f"run {run}: settled {settled}; session expiries {sum(result.expiries.values())} "
         f"{result.expiries}; controller epoch {result.epochs[0]} -> {result.epochs[1]}; "
-        f"cannot initialise {result.cannot_initialise}; max loop lag {lags}; peak RSS {rss}; "
+        f"cannot initialise {result.cannot_initialise}; max loop lag {lags}; longest collection "
+        f"{pauses}; peak RSS {rss}; "
         f"load average {result.load[0]:.1f} -> {result.load[1]:.1f}; an idle process's loop lag "
         + ("?" if result.idle_lag_s is None else f"{result.idle_lag_s * 1000:.0f} ms")
     )

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import gc
 import logging
 import time
 from collections.abc import Iterator
@@ -33,7 +32,6 @@ log = logging.getLogger(__name__)
 
 LAG_MAX = "keel_eventloop_lag_max_seconds"
 GC_PAUSE_MAX = "keel_gc_pause_max_seconds"
-GC_FROZEN = "keel_gc_frozen_objects"
 
 # Often enough that a hold is measured to within 20 ms; cheap enough (50 callbacks a second)
 # to run in every process all the time.
@@ -160,12 +158,6 @@ class LoopLagMonitor(Collector):
             "The longest collection of the cyclic garbage collector over the last minute: it "
             "holds the event loop as long",
             COLLECTIONS.max(),
-        )
-        out.keel_gauge(
-            GC_FROZEN,
-            "Objects the garbage collector no longer examines: what survived its last full "
-            "collection, frozen then (node/broker/gc_tuning.py)",
-            gc.get_freeze_count(),
         )
 
     def collect(self) -> Iterator[Metric]:
