@@ -498,6 +498,11 @@ class PartitionLog(Protocol):
         (wrapping to the log start); the bytes checked. Raises LogCorruption."""
         ...
 
+    @property
+    def scrubbed_to_end(self) -> bool:
+        """Whether the last scrub reached the log end (the next one starts over)."""
+        ...
+
 
 class LogStore(Protocol):
     """Every log on this broker and the high-watermark checkpoint (Kafka's LogManager)."""
@@ -512,7 +517,7 @@ class LogStore(Protocol):
 
     def checkpointed_high_watermark(self, tp: TopicPartition) -> int: ...
 
-    def checkpoint_high_watermarks(self, high_watermarks: dict[TopicPartition, int]) -> None: ...
+    async def checkpoint_high_watermarks(self, high_watermarks: dict[TopicPartition, int]) -> None: ...
 
 
 class ReplicaLink(Protocol):

@@ -20,6 +20,7 @@ from actors.broker.replica_messages import Snapshot
 from actors.broker.replication import ReplicationConfig
 from actors.broker.replication_quota import ReplicationThrottle
 from actors.clock import Clock, SystemClock
+from actors.loop_slices import each
 from actors.ports import LogStore, PartitionLog
 from wire.errors import ErrorCode
 
@@ -184,14 +185,15 @@ class ReplicaState:
             log.error("%d replica(s) offline (%s): %s", len(newly), why, ", ".join(map(str, newly[:10])))
         return bool(newly)
 
-    def checkpoint_high_watermarks(self) -> None:
-        self.logs.checkpoint_high_watermarks(
-            {
-                tp: p.high_watermark
-                for tp, p in self.partitions.items()
-                if p.log is not None and tp not in self.offline
-            }
-        )
+    async def checkpoint_high_watermarks(self) -> None:
+        high_watermarks = {}
+        # Over a copy of the keys, not of the items: 200k new pairs would each be tracked by
+        # the garbage collector, and collected for (node/broker/gc_tuning.py).
+        async for tp in each(list(self.partitions)):
+            p = self.partitions.get(tp)
+            if p is not None and p.log is not None and tp not in self.offline:
+                high_watermarks[tp] = p.high_watermark
+        await self.logs.checkpoint_high_watermarks(high_watermarks)
 
 
 def epoch_error(requested: int, current: int) -> ErrorCode | None:

@@ -308,13 +308,13 @@ class KeelBroker:
             await self.replica_manager.maintain(checkpoint=True, shrink=False)
 
         async def retention() -> None:
-            self.logs.cleanup(self.clock.wall_ms())
+            await self.logs.cleanup(self.clock.wall_ms())
 
         async def flush() -> None:
-            self.logs.flush_due()
+            await self.logs.flush_due()
 
         async def checkpoint_recovery_points() -> None:
-            self.logs.checkpoint_recovery_points()
+            await self.logs.checkpoint_recovery_points()
 
         async def scrub() -> None:
             await self.replica_manager.scrub(config.get_int("log.scrub.bytes"))
@@ -384,7 +384,7 @@ class KeelBroker:
             await self.acl_authorizer.shutdown()
         await self.replica_manager.stop()
         await self.replica_link.close()
-        self.logs.close()
+        await self.logs.close()
         await self.zk.close()
         if self.metrics_server is not None:
             await self.metrics_server.close()

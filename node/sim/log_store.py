@@ -144,6 +144,10 @@ class MemoryLog:
             self._scrub_slot += 1
         return checked
 
+    @property
+    def scrubbed_to_end(self) -> bool:
+        return self._scrub_slot >= len(self._batches)
+
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int, int] | None:
         for batch in self._batches:
             header = records.read_header(batch)
@@ -215,5 +219,5 @@ class MemoryLogStore:
     def checkpointed_high_watermark(self, tp: TopicPartition) -> int:
         return self._high_watermarks.get(tp, 0)
 
-    def checkpoint_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
+    async def checkpoint_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
         self._high_watermarks.update(high_watermarks)

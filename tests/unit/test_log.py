@@ -229,7 +229,9 @@ def test_the_epoch_cache_drops_entries_a_new_assignment_contradicts() -> None:
     assert cache.entries == [(4, 9)]
 
 
-def test_new_logs_go_to_the_directory_holding_fewest_and_high_watermarks_survive(tmp_path: Path) -> None:
+async def test_new_logs_go_to_the_directory_holding_fewest_and_high_watermarks_survive(
+    tmp_path: Path,
+) -> None:
     dirs = [tmp_path / "a", tmp_path / "b"]
     manager = LogManager(dirs, LogConfig())
     manager.load()
@@ -239,12 +241,24 @@ def test_new_logs_go_to_the_directory_holding_fewest_and_high_watermarks_survive
     manager.delete(TopicPartition("t", 0))
     manager.get_or_create(TopicPartition("u", 0), {})
     assert (dirs[0] / "u-0").is_dir(), "the directory that lost a log gets the next one"
-    manager.checkpoint_high_watermarks({TopicPartition("t", 1): 7})
-    manager.close()
+    await manager.checkpoint_high_watermarks({TopicPartition("t", 1): 7})
+    await manager.close()
     again = LogManager(dirs, LogConfig())
     again.load()
     assert again.checkpointed_high_watermark(TopicPartition("t", 1)) == 7
     assert set(again.logs) == {TopicPartition("t", p) for p in (1, 2, 3)} | {TopicPartition("u", 0)}
+
+
+async def test_a_checkpoint_that_cannot_be_written_takes_only_its_directory_offline(tmp_path: Path) -> None:
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    manager = LogManager(dirs, LogConfig())
+    manager.load()
+    for p in range(2):
+        manager.get_or_create(TopicPartition("t", p), {})
+    (dirs[0] / "replication-offset-checkpoint.tmp").mkdir()  # where the write goes first
+    await manager.checkpoint_high_watermarks({TopicPartition("t", 0): 3, TopicPartition("t", 1): 4})
+    assert [manager.failures.is_offline(d) for d in dirs] == [True, False]
+    assert len(read_checkpoint(dirs[1] / "replication-offset-checkpoint")) == 1
 
 
 # --- recovery from the recovery point (Kafka's recovery-point-offset-checkpoint) ---
@@ -313,7 +327,9 @@ def test_flush_moves_the_recovery_point_and_truncation_brings_it_back(tmp_path: 
     assert log.recovery_point == 20
 
 
-def test_the_log_manager_checkpoints_recovery_points_and_marks_a_clean_shutdown(tmp_path: Path) -> None:
+async def test_the_log_manager_checkpoints_recovery_points_and_marks_a_clean_shutdown(
+    tmp_path: Path,
+) -> None:
     config = LogConfig(segment_bytes=400)
     manager = LogManager([tmp_path], config)
     manager.load()
@@ -323,7 +339,7 @@ def test_the_log_manager_checkpoints_recovery_points_and_marks_a_clean_shutdown(
     log.flush()  # the recovery point is 6: the first two segments are on disk
     for i in range(6, 9):
         log.append_as_leader(batch(bytes([i]) * 50), leader_epoch=0)
-    manager.checkpoint_recovery_points()
+    await manager.checkpoint_recovery_points()
     assert read_checkpoint(tmp_path / "recovery-point-offset-checkpoint") == [["orders", "0", "6"]]
     log.close()  # a crash: no clean-shutdown marker
     segments = sorted((tmp_path / "orders-0").glob("*.log"))
@@ -332,7 +348,7 @@ def test_the_log_manager_checkpoints_recovery_points_and_marks_a_clean_shutdown(
     crashed.load()
     recovered = crashed.get(TP)
     assert recovered is not None and recovered.log_end_offset == 8
-    crashed.close()
+    await crashed.close()
     assert (tmp_path / ".kafka_cleanshutdown").exists()
     assert read_checkpoint(tmp_path / "recovery-point-offset-checkpoint") == [["orders", "0", "8"]]
     clean = LogManager([tmp_path], config)
@@ -380,8 +396,13 @@ def test_a_damaged_header_is_reported_from_the_index_entry_before_it(tmp_path: P
 def test_the_scrub_walks_the_log_and_wraps_around(tmp_path: Path) -> None:
     log, segments = three_segments(tmp_path)
     third = log.size // 3  # a segment's worth
-    checked = [log.scrub(third) for _ in range(4)]
-    assert sum(checked[:3]) == log.size, "three passes cover the three segments"
+    checked = []
+    for _ in range(3):
+        assert not log.scrubbed_to_end
+        checked.append(log.scrub(third))
+    assert sum(checked) == log.size, "three passes cover the three segments"
+    assert log.scrubbed_to_end
+    checked.append(log.scrub(third))
     assert checked[3] > 0, "then it starts again at the log start"
     flip_byte(segments[2], from_end=2)
     with pytest.raises(LogCorruption) as found:

@@ -43,23 +43,30 @@ class RecordedEffects:
         self.reports += 1
 
 
-def manager_with_log(tmp_path: Path, *, leader: int) -> tuple[ReplicaManager, RecordedEffects, LogManager]:
-    """Broker 1 hosting t-0 (leader or follower) with three batches in its log."""
+def manager_with_log(
+    tmp_path: Path, *, leader: int, partitions: int = 1
+) -> tuple[ReplicaManager, RecordedEffects, LogManager]:
+    """Broker 1 hosting t-0 (and t-1, ... up to `partitions`; leader or follower) with three
+    batches in each log."""
     logs = LogManager([tmp_path], LogConfig())
     logs.load()
     effects = RecordedEffects()
     manager = ReplicaManager(1, logs, effects=effects)
-    manager.become_leader_or_follower(leader_and_isr(state(0, leader=leader)), MY_EPOCH)
-    partition_log = logs.get_or_create(TP, {})
-    for i in range(3):
-        partition_log.append_as_leader(records.build_batch([(None, bytes([i]) * 50)], timestamp=1), 0)
-    manager.state.partitions[TP].log = partition_log
-    manager.state.partitions[TP].high_watermark = 3
+    manager.become_leader_or_follower(
+        leader_and_isr(*(state(p, leader=leader) for p in range(partitions))), MY_EPOCH
+    )
+    for p in range(partitions):
+        tp = TopicPartition("t", p)
+        partition_log = logs.get_or_create(tp, {})
+        for i in range(3):
+            partition_log.append_as_leader(records.build_batch([(None, bytes([i]) * 50)], timestamp=1), 0)
+        manager.state.partitions[tp].log = partition_log
+        manager.state.partitions[tp].high_watermark = 3
     return manager, effects, logs
 
 
-def damage_last_batch(tmp_path: Path) -> None:
-    segment = tmp_path / "t-0" / f"{0:020d}.log"
+def damage_last_batch(tmp_path: Path, partition: int = 0) -> None:
+    segment = tmp_path / f"t-{partition}" / f"{0:020d}.log"
     data = bytearray(segment.read_bytes())
     data[-2] ^= 0xFF
     segment.write_bytes(bytes(data))
@@ -105,16 +112,30 @@ def test_a_leader_never_serves_a_damaged_batch_and_its_replica_goes_offline(tmp_
     assert codes(response) == [ErrorCode.KAFKA_STORAGE_ERROR]
 
 
-def test_a_follower_cuts_a_damaged_batch_off_and_fetches_it_again(tmp_path: Path) -> None:
+async def test_a_follower_cuts_a_damaged_batch_off_and_fetches_it_again(tmp_path: Path) -> None:
     manager, effects, logs = manager_with_log(tmp_path, leader=2)
     damage_last_batch(tmp_path)
-    manager.scrub(1 << 20)
+    await manager.scrub(1 << 20)
     partition_log = logs.get(TP)
     assert partition_log is not None and partition_log.log_end_offset == 2
     assert manager.state.partitions[TP].high_watermark == 2
     source = manager.state.fetch_targets.get(2)
     assert source is None or TP in source.updates or not source.followed, "the next fetch asks from offset 2"
     assert effects.reports == 0 and TP not in manager.state.offline
+
+
+async def test_scrubs_of_a_small_budget_go_on_where_the_last_stopped_until_every_log_is_checked(
+    tmp_path: Path,
+) -> None:
+    manager, _, logs = manager_with_log(tmp_path, leader=2, partitions=3)
+    damage_last_batch(tmp_path, partition=2)
+    # One byte of budget checks one batch: the damaged one is the last of 9.
+    for _ in range(8):
+        await manager.scrub(1)
+    assert all(logs.get(TopicPartition("t", p)).log_end_offset == 3 for p in range(3))  # type: ignore[union-attr]
+    await manager.scrub(1)
+    assert logs.get(TopicPartition("t", 2)).log_end_offset == 2  # type: ignore[union-attr]
+    assert [logs.get(TopicPartition("t", p)).log_end_offset for p in range(2)] == [3, 3]  # type: ignore[union-attr]
 
 
 async def test_a_failed_log_directory_takes_its_replicas_offline(tmp_path: Path) -> None:

@@ -337,6 +337,11 @@ class Log:
             self._scrub_offset = last.next_offset
         return len(data)
 
+    @property
+    def scrubbed_to_end(self) -> bool:
+        """Whether the last scrub reached the log end (the next one starts over)."""
+        return self._scrub_offset >= self.log_end_offset
+
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int, int] | None:
         """(offset, timestamp, leader epoch) of the first batch with a timestamp at or after
         `timestamp`, or None."""
