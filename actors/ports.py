@@ -448,7 +448,9 @@ class LogCorruption(Exception):
 
 class PartitionLog(Protocol):
     """One partition's log; `node.broker.log.log.Log` implements it on files. Appends raise
-    CorruptMessage or MessageTooLarge and append nothing; reads raise OffsetOutOfRange or
+    CorruptMessage or MessageTooLarge (and, as a leader, InvalidRecord or
+    UnsupportedCompressionType: node/broker/log/validator.py) and append nothing; reads raise
+    OffsetOutOfRange or
     LogCorruption. Any operation raises KafkaStorageError once the log's directory is
     offline (an I/O error there)."""
 

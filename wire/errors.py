@@ -54,11 +54,13 @@ class ErrorCode(IntEnum):
     TOPIC_DELETION_DISABLED = 73
     FENCED_LEADER_EPOCH = 74
     UNKNOWN_LEADER_EPOCH = 75
+    UNSUPPORTED_COMPRESSION_TYPE = 76
     STALE_BROKER_EPOCH = 77
     PREFERRED_LEADER_NOT_AVAILABLE = 80
     ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
     ELECTION_NOT_NEEDED = 84
     NO_REASSIGNMENT_IN_PROGRESS = 85
+    INVALID_RECORD = 87
     INVALID_UPDATE_VERSION = 95
     BROKER_ID_NOT_REGISTERED = 102
     INELIGIBLE_REPLICA = 107
@@ -99,6 +101,18 @@ class UnknownServerError(WireError):
 class CorruptMessage(WireError):
     code = ErrorCode.CORRUPT_MESSAGE
     retriable = True
+
+
+class InvalidRecord(WireError):
+    """A batch whose records do not match its header, or that a client may not write
+    (Kafka's InvalidRecordException): nothing of it is appended, and sending it again fails
+    the same way."""
+
+    code = ErrorCode.INVALID_RECORD
+
+
+class UnsupportedCompressionType(WireError):
+    code = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
 
 
 class InvalidRequest(WireError):

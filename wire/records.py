@@ -22,7 +22,7 @@ import zlib
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
-from wire.errors import CorruptMessage
+from wire.errors import CorruptMessage, InvalidRecord
 
 MAGIC = 2
 HEADER_SIZE = 61
@@ -30,6 +30,12 @@ HEADER_SIZE = 61
 LOG_OVERHEAD = 12
 _CRC_START = 21
 NO_TIMESTAMP = -1
+
+# The batch attributes' bits (Kafka's DefaultRecordBatch).
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_BIT = 0x08
+TRANSACTIONAL_BIT = 0x10
+CONTROL_BIT = 0x20
 
 Buffer = bytes | bytearray | memoryview
 _HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -210,6 +216,66 @@ def batches(buffer: Buffer, *, check_crc: bool = True) -> Iterator[tuple[int, Ba
         position += header.size
 
 
+def check_records(buffer: Buffer, position: int, header: BatchHeader) -> None:
+    """That the records of the (whole, CRC-checked) batch at `position` are what its header
+    says, as Kafka's LogValidator checks a produce: each record framed within the batch, as
+    many as `records_count`, their offset deltas 0, 1, 2, ... and the header's max timestamp
+    their largest. Raises InvalidRecord. The walk reads each record's framing and skips its
+    key, value and headers: its work is bounded by the batch's bytes, not by the count its
+    header claims."""
+    body = bytes(memoryview(buffer)[position + HEADER_SIZE : position + header.size])
+    end = len(body)
+    cursor = 0
+    count = 0
+    largest = NO_TIMESTAMP
+    try:
+        while cursor < end:
+            length, cursor = _varint(body, cursor)
+            record_end = cursor + length
+            if length < 0 or record_end > end:
+                raise InvalidRecord(f"record {count} runs past the end of its batch")
+            timestamp_delta, cursor = _varint(body, cursor + 1)  # after the attributes
+            offset_delta, cursor = _varint(body, cursor)
+            if offset_delta != count:
+                raise InvalidRecord(f"record {count} has offset delta {offset_delta}")
+            largest = max(largest, header.base_timestamp + timestamp_delta)
+            cursor = _skip_field(body, _skip_field(body, cursor, count), count)  # key, value
+            header_count, cursor = _varint(body, cursor)
+            if header_count < 0 or header_count > length:
+                raise InvalidRecord(f"record {count} claims {header_count} headers")
+            for _ in range(header_count):
+                cursor = _skip_field(body, _skip_field(body, cursor, count), count)  # name, value
+                if cursor > record_end:
+                    break
+            if cursor != record_end:
+                raise InvalidRecord(f"record {count}'s length does not match its fields")
+            count += 1
+    except (CorruptMessage, IndexError):
+        raise InvalidRecord(f"record {count} ends inside a field") from None
+    if count != header.records_count:
+        raise InvalidRecord(f"the batch holds {count} records, its header says {header.records_count}")
+    if header.max_timestamp != largest:
+        raise InvalidRecord(
+            f"the batch's max timestamp {header.max_timestamp} is not its records' largest, {largest}"
+        )
+
+
+def _varint(body: bytes, cursor: int) -> tuple[int, int]:
+    """`_get_varint`, with the one-byte case (most lengths and deltas) inline."""
+    byte = body[cursor]
+    if byte < 0x80:
+        return (byte >> 1) ^ -(byte & 1), cursor + 1
+    return _get_varint(body, cursor)
+
+
+def _skip_field(body: bytes, cursor: int, record: int) -> int:
+    """Past a length-prefixed field (-1: null)."""
+    length, cursor = _varint(body, cursor)
+    if length < -1:
+        raise InvalidRecord(f"record {record} has a field of length {length}")
+    return cursor + max(length, 0)
+
+
 def stamp(batch: bytearray | memoryview, position: int, base_offset: int, leader_epoch: int) -> None:
     """Write the offset and leader epoch the leader gives a batch (outside the CRC)."""
     _STAMP.pack_into(batch, position, base_offset)
@@ -247,3 +313,5 @@ def records(buffer: Buffer) -> Iterator[Record]:
                 value,
                 tuple(headers),
             )
+        if cursor != end:
+            raise CorruptMessage(f"{end - cursor} bytes after the batch's {header.records_count} records")

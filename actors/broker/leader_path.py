@@ -68,7 +68,15 @@ class LeaderPath:
         for topic in request.topic_data:
             for data in topic.partition_data:
                 tp = TopicPartition(topic.name, data.index)
-                answer = self._append(tp, data.records, request.acks, outcome)
+                try:
+                    answer = self._append(tp, data.records, request.acks, outcome)
+                except Exception:  # one partition's failure never fails the request's others
+                    log.exception("appending to %s failed", tp)
+                    answer = ProducePartitionResponse(
+                        index=tp.partition,
+                        error_code=ErrorCode.UNKNOWN_SERVER_ERROR,
+                        error_message="the append failed on the broker",
+                    )
                 stats.produce_requests[topic.name] += 1
                 if answer.error_code:
                     stats.failed_produce_requests[topic.name] += 1

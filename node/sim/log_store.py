@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from actors.ports import TopicPartition
 from node.broker.log.config import LogConfig
 from node.broker.log.epoch_cache import LeaderEpochCache
-from node.broker.log.log import validate_batches
+from node.broker.log.validator import validate_as_leader, validate_batches
 from wire import records
 from wire.errors import CorruptMessage, OffsetOutOfRange
 
@@ -76,7 +76,7 @@ class MemoryLog:
 
     def append_as_leader(self, data: bytes, leader_epoch: int) -> tuple[int, int]:
         buffer = bytearray(data)
-        headers = self._validate(buffer)
+        headers = validate_as_leader(buffer, self.config.max_message_bytes)
         first = offset = self._end
         for position, header in headers:
             records.stamp(buffer, position, offset, leader_epoch)
@@ -87,7 +87,7 @@ class MemoryLog:
         return first, offset - 1
 
     def append_as_follower(self, data: bytes | memoryview) -> int:
-        headers = self._validate(data)
+        headers = validate_batches(data, self.config.max_message_bytes)
         expected = self._end
         for _, header in headers:
             if header.base_offset != expected:
@@ -99,9 +99,6 @@ class MemoryLog:
                 self.epochs.assign(header.partition_leader_epoch, header.base_offset)
         self._write(bytes(data))
         return len(headers)
-
-    def _validate(self, data: bytes | bytearray | memoryview) -> list[tuple[int, records.BatchHeader]]:
-        return validate_batches(data, self.config.max_message_bytes)
 
     def _write(self, data: bytes | bytearray) -> None:
         self.generation = next(_GENERATIONS)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import zlib
 from pathlib import Path
 
 import pytest
@@ -441,3 +442,77 @@ def test_a_leaders_epoch_is_kept_in_memory_until_its_first_append_saves_it(tmp_p
     assert LeaderEpochCache(tmp_path / "orders-0").entries == [(1, 0)], "no checkpoint write yet"
     log.append_as_leader(batch(b"b"), leader_epoch=2)
     assert LeaderEpochCache(tmp_path / "orders-0").entries == [(1, 0), (2, 1)]
+
+
+# --- offsets that a 32-bit index cannot hold, and batches out of order on disk ---
+
+
+def claiming(base_offset: int, count: int, value: bytes = b"x") -> bytes:
+    """A batch whose header claims `count` records (a follower appends what its leader gave
+    it without walking the records), at `base_offset`."""
+    out = bytearray(records.build_batch([(None, value)], timestamp=1, base_offset=base_offset))
+    out[23:27] = (count - 1).to_bytes(4, "big")  # last offset delta
+    out[57:61] = count.to_bytes(4, "big")  # records count
+    out[17:21] = zlib.crc32(out[21:]).to_bytes(4, "big")
+    return bytes(out)
+
+
+def test_a_segment_rolls_before_an_offset_would_leave_its_32_bit_index(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append_as_follower(claiming(0, 2**31 - 1))  # offsets 0 to 2^31 - 2
+    log.append_as_follower(claiming(2**31 - 1, 2))  # the last would be 2^31 past the base
+    assert log.log_end_offset == 2**31 + 1
+    assert [p.name for p in sorted((tmp_path / "orders-0").glob("*.log"))] == [
+        f"{0:020d}.log",
+        f"{2**31 - 1:020d}.log",
+    ]
+    log.close()
+    again = open_log(tmp_path)
+    assert again.log_end_offset == 2**31 + 1
+
+
+def test_recovery_stops_at_a_batch_whose_offset_does_not_follow(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append_as_leader(batch(b"a", b"b"), leader_epoch=0)
+    log.close()
+    segment = tmp_path / "orders-0" / f"{0:020d}.log"
+    with segment.open("ab") as f:  # offset 1 again, after offsets 0-1
+        f.write(records.build_batch([(None, b"c")], timestamp=1, base_offset=1))
+    recovered = open_log(tmp_path)
+    assert recovered.log_end_offset == 2
+    assert values(recovered.read(0, 1 << 20)) == [b"a", b"b"]
+
+
+def test_a_segment_append_that_cannot_be_indexed_writes_nothing(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append_as_leader(batch(b"a"), leader_epoch=0)
+    segment = log._segments[-1]
+    size, end = segment.size, segment.next_offset
+    forged = claiming(2**31 + 5, 1)  # past what 32 bits above the segment's base hold
+    header = records.read_header(forged)
+    with pytest.raises(ValueError):
+        segment.append(forged, header, header)
+    assert (segment.size, segment.next_offset) == (size, end)
+    assert (tmp_path / "orders-0" / f"{0:020d}.log").stat().st_size == size
+
+
+async def test_a_log_that_cannot_be_loaded_takes_its_directory_offline_not_the_broker(tmp_path: Path) -> None:
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    manager = LogManager(dirs, LogConfig())
+    manager.load()
+    manager.get_or_create(TopicPartition("t", 0), {}).append_as_leader(batch(b"x"), leader_epoch=0)
+    manager.get_or_create(TopicPartition("t", 1), {}).append_as_leader(batch(b"y"), leader_epoch=0)
+    await manager.close()
+    broken = next(d for d in dirs if (d / "t-0").exists())
+    (broken / "t-0" / f"{0:020d}.log").unlink()
+    (broken / "t-0" / f"{0:020d}.log").mkdir()  # unreadable as a segment
+    again = LogManager(dirs, LogConfig())
+    again.load()
+    assert again.failures.is_offline(broken)
+    assert await again.failures.take_next_offline_log_dir() == broken
+    assert TopicPartition("t", 0) in again.handle_log_dir_failure(broken)
+    with pytest.raises(KafkaStorageError):
+        again.get_or_create(TopicPartition("t", 0), {})  # never afresh in the other directory
+    assert not (broken / "t-1").exists(), "new logs go to the directory holding fewest"
+    log = again.get(TopicPartition("t", 1))
+    assert log is not None and values(log.read(0, 1 << 20)) == [b"y"], "the other directory serves on"

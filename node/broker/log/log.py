@@ -31,31 +31,16 @@ from actors.ports import LogCorruption, TopicPartition
 from node.broker.log.config import LogConfig
 from node.broker.log.epoch_cache import LeaderEpochCache
 from node.broker.log.failure_channel import LogDirFailureChannel
-from node.broker.log.segment import LogSegment
+from node.broker.log.segment import MAX_RELATIVE_OFFSET, LogSegment
+from node.broker.log.validator import validate_as_leader, validate_batches
 from wire import records
-from wire.errors import CorruptMessage, KafkaStorageError, MessageTooLarge, OffsetOutOfRange
+from wire.errors import CorruptMessage, KafkaStorageError, OffsetOutOfRange
 
 log = logging.getLogger(__name__)
 
 
 def directory_name(tp: TopicPartition) -> str:
     return f"{tp.topic}-{tp.partition}"
-
-
-def validate_batches(
-    data: bytes | bytearray | memoryview, max_message_bytes: int
-) -> list[tuple[int, records.BatchHeader]]:
-    """The batches of an append, each whole, its CRC right and within `max.message.bytes`: the
-    checks any log (on disk, or in a simulation's memory) makes before it appends."""
-    if not data:
-        raise CorruptMessage("no record batch")
-    headers = list(records.batches(data))
-    for _, header in headers:
-        if header.size > max_message_bytes:
-            raise MessageTooLarge(
-                f"a batch of {header.size} bytes exceeds max.message.bytes {max_message_bytes}"
-            )
-    return headers
 
 
 class Log:
@@ -198,10 +183,11 @@ class Log:
     # --- appends ---
 
     def append_as_leader(self, data: bytes, leader_epoch: int) -> tuple[int, int]:
-        """Stamp offsets and `leader_epoch` on every batch, append, and return the first and
-        last offsets given."""
+        """Check the batches as a client sent them (node/broker/log/validator.py), stamp
+        offsets and `leader_epoch` on every batch, append, and return the first and last
+        offsets given."""
         buffer = bytearray(data)
-        headers = self._validate(buffer)
+        headers = validate_as_leader(buffer, self.config.max_message_bytes)
         offset = self.log_end_offset
         first = offset
         for position, header in headers:
@@ -216,7 +202,7 @@ class Log:
     def append_as_follower(self, data: bytes | memoryview) -> int:
         """Append batches copied from the leader, offsets and epochs as the leader gave them.
         Returns the number of batches appended."""
-        headers = self._validate(data)
+        headers = validate_batches(data, self.config.max_message_bytes)
         expected = self.log_end_offset
         for _, header in headers:
             if header.base_offset != expected:
@@ -231,14 +217,14 @@ class Log:
             self._write(data, headers[0][1], headers[-1][1])
         return len(headers)
 
-    def _validate(self, data: bytes | bytearray | memoryview) -> list[tuple[int, records.BatchHeader]]:
-        return validate_batches(data, self.config.max_message_bytes)
-
     def _write(
         self, data: bytes | bytearray | memoryview, first: records.BatchHeader, last: records.BatchHeader
     ) -> None:
         active = self._segments[-1]
-        if active.size and active.size + len(data) > self.config.segment_bytes:
+        if active.size and (
+            active.size + len(data) > self.config.segment_bytes
+            or last.last_offset - active.base_offset > MAX_RELATIVE_OFFSET
+        ):
             self._roll(self.log_end_offset)
             active = self._segments[-1]
         active.append(data, first, last)

@@ -53,6 +53,9 @@ class LogManager:
         self._high_watermarks: dict[TopicPartition, int] = {}
         # Logs per directory, so that placing a new log does not count them all.
         self._per_dir: dict[Path, int] = {}
+        # Logs that failed to load, by the directory (offline since) that holds them: never
+        # created afresh elsewhere, where an empty log would pass for this replica's data.
+        self._unloadable: dict[TopicPartition, Path] = {}
         # The checkpoint writes in flight, by file name.
         self._writes: dict[str, asyncio.Future[list[tuple[Path, OSError]]]] = {}
 
@@ -66,7 +69,9 @@ class LogManager:
             clean = marker.exists()
             for child in sorted(directory.iterdir()):
                 tp = _parse_directory(child.name)
-                if tp is not None and child.is_dir():
+                if tp is None or not child.is_dir():
+                    continue
+                try:
                     self._logs[tp] = Log(
                         child,
                         tp,
@@ -74,7 +79,12 @@ class LogManager:
                         recovery_point=recovery_points.get(tp, 0),
                         clean_shutdown=clean,
                     )
-                    self._per_dir[directory] = self._per_dir.get(directory, 0) + 1
+                except Exception as e:  # whatever it is, the broker starts without this directory
+                    log.exception("cannot load the log of %s from %s", tp, child)
+                    self._unloadable[tp] = directory
+                    self.failures.maybe_add_offline_log_dir(directory, f"cannot load the log of {tp}: {e}")
+                    continue
+                self._per_dir[directory] = self._per_dir.get(directory, 0) + 1
             if not clean:
                 log.info(
                     "%s was not shut down cleanly: its logs were recovered from their recovery points",
@@ -96,6 +106,8 @@ class LogManager:
         if existing is not None:
             existing.config = config
             return existing
+        if tp in self._unloadable:
+            raise KafkaStorageError(f"the log of {tp} in {self._unloadable[tp]} could not be loaded")
         online = self.online_dirs
         if not online:
             raise KafkaStorageError(f"cannot create the log of {tp}: every log directory is offline")
@@ -133,6 +145,7 @@ class LogManager:
                 partition_log.offline = True
                 partition_log.close()
                 offline.append(tp)
+        offline += [tp for tp, held_in in self._unloadable.items() if held_in == directory]
         return sorted(offline)
 
     def checkpointed_high_watermark(self, tp: TopicPartition) -> int:

@@ -8,6 +8,7 @@ is missing or damaged rebuilds it by scanning batch headers.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import errno
 import logging
 import os
@@ -21,6 +22,9 @@ from wire.errors import CorruptMessage
 log = logging.getLogger(__name__)
 
 _INDEX_ENTRY = struct.Struct(">II")  # offset relative to the base, position
+# The most an offset may lie past its segment's base: a relative offset is 32 bits in the
+# index (Kafka's int). The log rolls a new segment before an append would pass it.
+MAX_RELATIVE_OFFSET = 2**31 - 1
 
 
 def segment_name(base_offset: int, suffix: str) -> str:
@@ -84,6 +88,14 @@ class LogSegment:
                     header = records.read_header(data, position)
                     if position + header.size > len(data):
                         raise CorruptMessage("batch cut short")
+                if header.base_offset < self.next_offset:
+                    raise CorruptMessage(
+                        f"batch at offset {header.base_offset} does not follow offset {self.next_offset - 1}"
+                    )
+                if header.last_offset - self.base_offset > MAX_RELATIVE_OFFSET:
+                    raise CorruptMessage(
+                        f"batch ending at offset {header.last_offset} is past this segment's"
+                    )
             except CorruptMessage as e:
                 log.warning(
                     "%s: truncating %d bytes at position %d after the last good batch: %s",
@@ -108,23 +120,39 @@ class LogSegment:
     def append(
         self, data: bytes | bytearray | memoryview, first: records.BatchHeader, last: records.BatchHeader
     ) -> None:
-        """Append whole batches; `first` and `last` are the first and last batch's headers."""
+        """Append whole batches; `first` and `last` are the first and last batch's headers.
+        On any exception `size`, `next_offset` and the index still describe the file: what
+        cannot be indexed is refused before a byte is written, and a torn write is cut off."""
+        if (
+            not 0
+            <= first.base_offset - self.base_offset
+            <= last.last_offset - self.base_offset
+            <= MAX_RELATIVE_OFFSET
+        ):
+            raise ValueError(
+                f"offsets {first.base_offset}-{last.last_offset} do not fit segment {self.base_offset}"
+            )
         position = self.size
         written = os.write(self._fd, data)
         if written != len(data):
-            # A full disk may take part of a write: the torn tail goes at the next recovery.
+            # A full disk may take part of a write: cut it off (and should that fail too, the
+            # torn tail goes at the next recovery).
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, position)
             raise OSError(errno.ENOSPC, f"wrote {written} of {len(data)} bytes to {self.path}")
         self.size += len(data)
-        self._maybe_index(first.base_offset, position, len(data))
         self.next_offset = last.next_offset
         self.max_timestamp = max(self.max_timestamp, last.max_timestamp, first.max_timestamp)
+        self._maybe_index(first.base_offset, position, len(data))
 
     def _maybe_index(self, offset: int, position: int, size: int) -> None:
         if not self._index_offsets or self._bytes_since_index >= self._interval:
             self._index_offsets.append(offset)
             self._index_positions.append(position)
-            os.write(self._index_fd, _INDEX_ENTRY.pack(offset - self.base_offset, position))
             self._bytes_since_index = 0
+            # A failed write leaves the file an entry short: loading finds it damaged and
+            # rebuilds it from the batch headers.
+            os.write(self._index_fd, _INDEX_ENTRY.pack(offset - self.base_offset, position))
         self._bytes_since_index += size
 
     def truncate_to(self, offset: int) -> None:
