@@ -9,7 +9,7 @@ bound to the request's context.
 What each API needs:
 - LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown, AlterPartition: Cluster
   ClusterAction.
-- Fetch: from a replica (replica_id >= 0) Cluster ClusterAction, else every partition is
+- Fetch: from a replica (replica_id >= 0) Cluster ClusterAction, else the whole request is
   refused; from a consumer Topic Read.
 - OffsetsForLeaderEpoch: Cluster ClusterAction, else Topic Describe per topic (KIP-320: consumers
   use it too; Kafka asks the same of a replica, whose answers reveal no records).
@@ -111,11 +111,6 @@ def _topics(check: Check, operation: AclOperation) -> Callable[[str], bool]:
     return allowed
 
 
-def _every_topic(answer: bool) -> Callable[[str], bool]:
-    """The same answer for every topic (a whole-request check answered per partition)."""
-    return lambda _: answer
-
-
 def produce(check: Check, request: ProduceRequest) -> tuple[ProduceRequest, list[ProduceTopicResponse]]:
     allowed = _topics(check, _O.WRITE)
     refused = [
@@ -133,12 +128,14 @@ def produce(check: Check, request: ProduceRequest) -> tuple[ProduceRequest, list
 
 
 def fetch(check: Check, request: FetchRequest) -> tuple[FetchRequest, list[FetchableTopicResponse]]:
-    """A follower needs ClusterAction (claiming to be replica N is a privilege: CVE-2018-1288);
-    without it every partition is refused, as Kafka does. A consumer needs Read per topic."""
+    """A follower needs ClusterAction (claiming to be replica N is a privilege: CVE-2018-1288):
+    without it the whole request is refused, before the fetch session code sees it (a
+    follower's Fetch naming no topic still opens, resets or continues replica N's session,
+    which then answers that session's partitions). A consumer needs Read per topic."""
     if request.replica_id >= 0:
-        allowed = _every_topic(cluster_allowed(check, _O.CLUSTER_ACTION))
-    else:
-        allowed = _topics(check, _O.READ)
+        require_cluster(check, _O.CLUSTER_ACTION, "a follower's Fetch")
+        return request, []
+    allowed = _topics(check, _O.READ)
     refused = [
         FetchableTopicResponse(
             topic=t.topic,

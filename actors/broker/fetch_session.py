@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import heapq
-import itertools
+import random
 from collections.abc import Iterable
 
 from actors.ports import TopicPartition
@@ -67,7 +67,6 @@ class FetchSessionCache:
         self._sessions: dict[int, FetchSession] = {}
         self._by_replica: dict[int, int] = {}
         self._by_partition: dict[TopicPartition, set[int]] = {}
-        self._ids = itertools.count(1)
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -107,10 +106,19 @@ class FetchSessionCache:
             self._close(previous)
         if len(self._sessions) >= MAX_SESSIONS:
             self._close(next(iter(self._sessions)))
-        session = FetchSession(next(self._ids), replica, 1, {})
+        session = FetchSession(self._new_id(), replica, 1, {})
         self._sessions[session.session_id] = session
         self._by_replica[replica] = session.session_id
         return session
+
+    def _new_id(self) -> int:
+        """A random id (as Kafka's), not the next of a sequence: a session is not found by
+        counting (and only a principal with ClusterAction reaches the session code at all:
+        actors/api_authorization.py). The simulation seeds `random`, so it replays the same."""
+        while True:
+            session_id = random.getrandbits(31)
+            if session_id and session_id not in self._sessions:
+                return session_id
 
     def _close(self, session_id: int) -> None:
         session = self._sessions.pop(session_id, None)

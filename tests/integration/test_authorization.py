@@ -29,6 +29,8 @@ from wire.api import (
     ElectLeadersRequest,
     ElectLeadersResponse,
     ElectLeadersTopicPartitions,
+    FetchRequest,
+    FetchResponse,
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
     ListOffsetsPartition,
@@ -234,6 +236,35 @@ async def test_forged_control_requests_are_refused_and_change_nothing(
         return await log_end(leader, "later") == 0
 
     await eventually(later_served, timeout=20, message="the controller's LeaderAndIsr was not applied")
+
+
+async def test_a_follower_fetch_without_cluster_action_is_refused_whole_and_touches_no_session(
+    secured: list[BrokerProcess], kazoo: KazooClient, zk_connect: str
+) -> None:
+    """An outsider claiming to be the follower: a full fetch naming no topic (which used to
+    pass authorization with nothing to refuse, and replace the follower's session), and
+    incremental fetches of guessed session ids (which used to be sequential). Each is refused
+    as a whole; the real follower replicates on."""
+    leader = next(b for b in secured if b.broker_id == leader_of(kazoo, "orders"))
+    follower_id = next(b.broker_id for b in secured if b is not leader)
+    claims = [FetchRequest(replica_id=follower_id, max_wait_ms=0, session_id=0, session_epoch=0)]
+    claims += [
+        FetchRequest(replica_id=follower_id, max_wait_ms=0, session_id=guess, session_epoch=epoch)
+        for guess in range(1, 6)
+        for epoch in (1, 2)
+    ]
+    for claim in claims:
+        answer = await ask(leader, claim)
+        assert isinstance(answer, FetchResponse)
+        assert answer.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED, claim
+        assert answer.responses == []
+    acl(zk_connect, "add", "--allow-principal", "User:ANONYMOUS", "--allow-host", "127.0.0.1",
+        "--operation", "Write", "--topic", "orders")  # fmt: skip
+
+    async def replicated() -> bool:  # acks=-1: the follower's session still serves it
+        return await produce_error(leader, "orders", "127.0.0.1") == ErrorCode.NONE
+
+    await eventually(replicated, timeout=20, message="the follower stopped replicating")
 
 
 async def test_produce_and_create_topics_wait_for_an_acl_which_applies_without_a_restart(
