@@ -18,6 +18,7 @@ them; the node layer (node/broker/acl_authorizer.py) loads it and keeps it curre
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from collections.abc import Iterable
 
@@ -60,19 +61,31 @@ class AclAuthorizer:
     def __init__(self, config: AuthorizerConfig) -> None:
         self.config = config
         self._acls: dict[ResourcePattern, frozenset[AclEntry]] = {}
+        # The lengths of the PREFIXED patterns held, per resource type, each with how many
+        # patterns have it: a name is looked up at those lengths only, so that a decision
+        # costs the name's length times the lengths in use, not the square of the name's length
+        # (a Metadata naming a 200,000-character topic held the loop for tens of seconds).
+        self._prefix_lengths: dict[ResourceType, collections.Counter[int]] = {}
 
     # --- the cache ---
 
     def set_acls(self, pattern: ResourcePattern, entries: Iterable[AclEntry]) -> None:
         """Replace what the cache holds for one resource pattern (none: forget it)."""
         acls = frozenset(entries)
+        held = pattern in self._acls
         if acls:
             self._acls[pattern] = acls
         else:
             self._acls.pop(pattern, None)
+        if pattern.pattern_type is PatternType.PREFIXED and held != bool(acls):
+            lengths = self._prefix_lengths.setdefault(pattern.resource_type, collections.Counter())
+            lengths[len(pattern.name)] += 1 if acls else -1
+            if not lengths[len(pattern.name)]:
+                del lengths[len(pattern.name)]
 
     def clear(self) -> None:
         self._acls.clear()
+        self._prefix_lengths.clear()
 
     def acls(self, pattern: ResourcePattern) -> frozenset[AclEntry]:
         return self._acls.get(pattern, frozenset())
@@ -105,12 +118,14 @@ class AclAuthorizer:
 
     def _matching_acls(self, resource_type: ResourceType, name: str) -> list[AclEntry]:
         found: list[AclEntry] = []
+        lengths = self._prefix_lengths.get(resource_type, ())
         for pattern in (
             ResourcePattern(resource_type, name),
             ResourcePattern(resource_type, WILDCARD_RESOURCE),
             *(
                 ResourcePattern(resource_type, name[:n], PatternType.PREFIXED)
-                for n in range(1, len(name) + 1)
+                for n in sorted(lengths)
+                if n <= len(name)
             ),
         ):
             found.extend(self._acls.get(pattern, ()))

@@ -267,6 +267,24 @@ async def test_a_follower_fetch_without_cluster_action_is_refused_whole_and_touc
     await eventually(replicated, timeout=20, message="the follower stopped replicating")
 
 
+async def test_a_metadata_naming_a_200k_character_topic_is_answered_at_once(
+    secured: list[BrokerProcess], kazoo: KazooClient, zk_connect: str
+) -> None:
+    """Every prefix of the name used to be built and looked up in the ACL cache: tens of
+    seconds of the broker's loop for one request, past its ZooKeeper session."""
+    acl(zk_connect, "add", "--allow-principal", "User:ANONYMOUS", "--operation", "Describe",
+        "--topic", "pay", "--resource-pattern-type", "prefixed")  # fmt: skip
+    broker = secured[0]
+    registered = kazoo.get(f"/brokers/ids/{broker.broker_id}")[1].czxid
+    answer = await asyncio.wait_for(ask(broker, MetadataRequest(topics=["t" * 200_000, "payments"])), 5)
+    assert isinstance(answer, MetadataResponse)
+    assert sorted((len(t.name), t.error_code) for t in answer.topics) == [
+        (len("payments"), ErrorCode.NONE),
+        (200_000, ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+    ]
+    assert kazoo.get(f"/brokers/ids/{broker.broker_id}")[1].czxid == registered, "its session held"
+
+
 async def test_produce_and_create_topics_wait_for_an_acl_which_applies_without_a_restart(
     secured: list[BrokerProcess], kazoo: KazooClient, zk_connect: str
 ) -> None:

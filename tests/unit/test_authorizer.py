@@ -221,3 +221,39 @@ def test_super_users_must_name_their_type() -> None:
     assert parse_super_users("") == frozenset()
     with pytest.raises(AclError, match="Type:name"):
         parse_super_users("User:a;bob")
+
+
+class _CountingAcls(dict[ResourcePattern, frozenset[AclEntry]]):
+    """The authorizer's cache, counting the patterns a decision looks up."""
+
+    lookups = 0
+
+    def get(self, key, default=None):  # type: ignore[no-untyped-def, override]
+        self.lookups += 1
+        return super().get(key, default)
+
+
+def test_a_decision_looks_up_a_long_name_at_the_prefix_lengths_in_use_only() -> None:
+    """Every prefix of a 200,000-character name was looked up (each built and hashed: the
+    square of the length); now only the lengths of the PREFIXED patterns held."""
+    checked = authorizer(
+        acl("ord", Op.READ, pattern=PREFIXED),
+        acl("pay", Op.WRITE, pattern=PREFIXED),
+        acl("orders-", Op.READ, DENY, pattern=PREFIXED),
+    )
+    counting = _CountingAcls(checked._acls)
+    checked._acls = counting
+    long_name = "orders-" + "x" * 200_000
+    assert not checked.authorize(ALICE, Op.READ, T.TOPIC, long_name), "the longer prefix's Deny"
+    assert counting.lookups == 2 + 2  # literal, wildcard, and the lengths 3 and 7
+    assert checked.authorize(ALICE, Op.READ, T.TOPIC, "ordinary")
+
+
+def test_a_prefix_length_is_forgotten_with_its_last_pattern() -> None:
+    checked = authorizer(acl("ord", Op.READ, pattern=PREFIXED), acl("pay", Op.READ, pattern=PREFIXED))
+    checked.set_acls(ResourcePattern(T.TOPIC, "ord", PREFIXED), [])
+    assert checked.authorize(ALICE, Op.READ, T.TOPIC, "payments")
+    assert not checked.authorize(ALICE, Op.READ, T.TOPIC, "orders")
+    checked.set_acls(ResourcePattern(T.TOPIC, "pay", PREFIXED), [])
+    assert not checked.authorize(ALICE, Op.READ, T.TOPIC, "payments")
+    assert checked._prefix_lengths[T.TOPIC] == {}
