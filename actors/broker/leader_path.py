@@ -37,6 +37,9 @@ from wire.errors import ErrorCode, KafkaStorageError, OffsetOutOfRange, WireErro
 
 log = logging.getLogger(__name__)
 
+# acks=-1 (every in-sync replica), 1 (the leader), 0 (no answer awaited).
+VALID_ACKS = (-1, 0, 1)
+
 # One per partition of a fetch, and a new follower fetches thousands: built without the
 # dataclass constructor, in FetchPartitionData's field order.
 make_fetch_answer = FetchPartitionData.make
@@ -68,6 +71,14 @@ class LeaderPath:
         for topic in request.topic_data:
             for data in topic.partition_data:
                 tp = TopicPartition(topic.name, data.index)
+                if request.acks not in VALID_ACKS:  # Kafka's answer: nothing is appended
+                    answer = ProducePartitionResponse(
+                        index=tp.partition,
+                        error_code=ErrorCode.INVALID_REQUIRED_ACKS,
+                        error_message=f"acks must be -1, 0 or 1, not {request.acks}",
+                    )
+                    outcome.add(tp, answer)
+                    continue
                 try:
                     answer = self._append(tp, data.records, request.acks, outcome)
                 except Exception:  # one partition's failure never fails the request's others

@@ -182,3 +182,14 @@ def test_a_produce_answers_per_partition_and_a_refused_one_fails_no_other(tmp_pa
     assert answers[TopicPartition("t", 0)].error_code == ErrorCode.NONE
     assert answers[TopicPartition("t", 1)].error_code == ErrorCode.INVALID_RECORD
     assert [logs.get(TopicPartition("t", p)).log_end_offset for p in (0, 1)] == [6, 3]  # type: ignore[union-attr]
+
+
+def test_acks_other_than_minus_one_zero_or_one_append_nothing(tmp_path: Path) -> None:
+    manager, _, logs = manager_with_log(tmp_path, leader=1, partitions=1)
+    request = ProduceRequest(
+        acks=2,
+        topic_data=[ProduceTopicData(name="t", partition_data=[ProducePartitionData(index=0, records=GOOD)])],
+    )
+    answers = manager.leader_path.append_records(request).answers
+    assert answers[TopicPartition("t", 0)].error_code == ErrorCode.INVALID_REQUIRED_ACKS
+    assert logs.get(TopicPartition("t", 0)).log_end_offset == 3  # type: ignore[union-attr]

@@ -5,7 +5,10 @@ appended), -1 (every in-sync replica has). `records` is one or more record batch
 (`wire.records`), passed to the log without re-encoding. Per partition errors:
 NOT_LEADER_OR_FOLLOWER (6), UNKNOWN_TOPIC_OR_PARTITION (3), CORRUPT_MESSAGE (2),
 MESSAGE_TOO_LARGE (10), NOT_ENOUGH_REPLICAS (19) before the append,
-NOT_ENOUGH_REPLICAS_AFTER_APPEND (20) and REQUEST_TIMED_OUT (7) after it (acks=-1).
+NOT_ENOUGH_REPLICAS_AFTER_APPEND (20) and REQUEST_TIMED_OUT (7) after it (acks=-1);
+INVALID_RECORD (87) and UNSUPPORTED_COMPRESSION_TYPE (76) for a batch the leader refuses
+(node/broker/log/validator.py); INVALID_REQUIRED_ACKS (21) on every partition, nothing
+appended, for acks other than -1, 0 or 1.
 """
 
 from __future__ import annotations
