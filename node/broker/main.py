@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import resource
 import signal
 import sys
 import time
@@ -127,9 +128,20 @@ def main(argv: list[str] | None = None) -> int:
     return run_main("keel-node", lambda: serve(argv, verbose), verbose=verbose)
 
 
+def raise_file_limit() -> None:
+    """The soft limit on open files raised to the hard one, as Kafka's packaging does: every
+    connection and every log segment (two files each) holds a descriptor, and the usual soft
+    limit (1,024) is soon reached."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
 def serve(argv: list[str], verbose: bool) -> int:
     args = parse_args(argv)
     tune_gc()
+    raise_file_limit()
     try:
         config = build_config(args)
         prepare_log_dirs(config)

@@ -189,3 +189,62 @@ async def test_the_broker_serves_a_normal_client_through_thousands_of_useless_co
     await client.close()
     assert "Traceback" not in broker.log()
     assert broker.running
+
+
+FD_LIMIT = 256
+
+
+@pytest.mark.plain_pass_only("its idle connections are raw TCP to a plaintext listener")
+async def test_a_broker_out_of_file_descriptors_keeps_its_log_directory_and_serves_again(
+    brokers: Brokers,
+) -> None:
+    """Idle connections take every descriptor a broker may open: the checkpoints it writes
+    meanwhile fail with EMFILE, which used to take its only log directory offline and halt it.
+    Now each waits for the next interval, and once the connections go the broker serves on."""
+    broker = brokers.new(1, {"replica.high.watermark.checkpoint.interval.ms": "200"}).start()
+    await eventually(broker.describe, timeout=30, message="broker did not come up")
+    async with KeelAdminClient(f"127.0.0.1:{broker.port}") as admin:
+        (created,) = (await admin.create_topics([CreatableTopic(name=TOPIC, num_partitions=1)])).topics
+    assert created.error_code == ErrorCode.NONE
+    client = await RpcClient.connect("127.0.0.1", broker.port, request_timeout=30)
+
+    async def leader_ready() -> bool:
+        try:
+            await round_trip(client, 0)
+        except AssertionError:
+            return False
+        return True
+
+    await eventually(leader_ready, timeout=30, message="the topic never took a record")
+    await client.close()
+    # A small limit, as on a host that never raised it (the broker raises its soft limit to
+    # the hard one at start; this lowers both under it).
+    resource.prlimit(broker.pid, resource.RLIMIT_NOFILE, (FD_LIMIT, FD_LIMIT))
+    idle: list[asyncio.StreamWriter] = []
+    try:
+        for _ in range(FD_LIMIT + 50):
+            _, writer = await asyncio.open_connection("127.0.0.1", broker.port)
+            idle.append(writer)
+
+        async def checkpoint_met_the_limit() -> bool:
+            return "no file descriptor free" in broker.log() or not broker.running
+
+        await eventually(checkpoint_met_the_limit, timeout=30, message="no checkpoint met the limit")
+        assert broker.running, f"the broker halted: {broker.log()[-600:]}"
+    finally:
+        for writer in idle:
+            writer.close()
+    client = await RpcClient.connect("127.0.0.1", broker.port, request_timeout=30)
+    try:
+
+        async def serves() -> bool:
+            try:
+                await round_trip(client, 1)
+            except AssertionError:
+                return False
+            return True
+
+        await eventually(serves, timeout=30, message="the broker did not serve again")
+    finally:
+        await client.close()
+    assert "goes offline" not in broker.log() and broker.running

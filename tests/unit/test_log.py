@@ -3,6 +3,7 @@ and the leader-epoch cache."""
 
 from __future__ import annotations
 
+import errno
 import logging
 import shutil
 import zlib
@@ -11,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from actors.ports import LogCorruption, TopicPartition
+from node.broker.log import manager as manager_module
+from node.broker.log import segment as segment_module
 from node.broker.log.checkpoint import read_checkpoint
 from node.broker.log.config import LogConfig
 from node.broker.log.epoch_cache import LeaderEpochCache
@@ -516,3 +519,42 @@ async def test_a_log_that_cannot_be_loaded_takes_its_directory_offline_not_the_b
     assert not (broken / "t-1").exists(), "new logs go to the directory holding fewest"
     log = again.get(TopicPartition("t", 1))
     assert log is not None and values(log.read(0, 1 << 20)) == [b"y"], "the other directory serves on"
+
+
+# --- out of file descriptors: not a failed disk ---
+
+
+def test_an_append_out_of_file_descriptors_fails_alone_and_the_log_stays_online(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    failures = LogDirFailureChannel()
+    log = Log(tmp_path / "orders-0", TP, LogConfig(segment_bytes=100), failures=failures)
+    log.append_as_leader(batch(b"a" * 80), leader_epoch=0)
+
+    def no_descriptor(*_: object) -> int:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(segment_module.os, "open", no_descriptor)
+        with pytest.raises(KafkaStorageError):
+            log.append_as_leader(batch(b"b" * 80), leader_epoch=0)  # rolls: a new segment's files
+    assert not log.offline and not failures.is_offline(tmp_path)
+    assert log.append_as_leader(batch(b"c" * 80), leader_epoch=0) == (1, 1)
+
+
+async def test_a_checkpoint_out_of_file_descriptors_is_retried_not_an_offline_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manager = LogManager([tmp_path], LogConfig())
+    manager.load()
+    manager.get_or_create(TP, {})
+
+    def no_descriptor(*_: object) -> None:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(manager_module, "write_checkpoint", no_descriptor)
+        await manager.checkpoint_high_watermarks({TP: 5})
+    assert not manager.failures.is_offline(tmp_path)
+    await manager.checkpoint_high_watermarks({TP: 5})
+    assert read_checkpoint(tmp_path / "replication-offset-checkpoint") == [["orders", "0", "5"]]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import errno
 import logging
 import shutil
 import time
@@ -41,6 +42,10 @@ log = logging.getLogger(__name__)
 
 def directory_name(tp: TopicPartition) -> str:
     return f"{tp.topic}-{tp.partition}"
+
+
+# The process is out of file descriptors (its own limit, or the system's): not a disk failure.
+OUT_OF_DESCRIPTORS = frozenset({errno.EMFILE, errno.ENFILE})
 
 
 class Log:
@@ -79,12 +84,17 @@ class Log:
 
     @contextlib.contextmanager
     def _io(self, doing: str) -> Iterator[None]:
-        """Kafka's maybeHandleIOException: an OSError takes the directory offline."""
+        """Kafka's maybeHandleIOException: an OSError takes the directory offline, but for a
+        process out of file descriptors (EMFILE, ENFILE), which says nothing about the disk:
+        that operation fails (KAFKA_STORAGE_ERROR, which clients retry) and the log stays."""
         if self.offline:
             raise KafkaStorageError(f"{self.tp}: the log directory {self.directory.parent} is offline")
         try:
             yield
         except OSError as e:
+            if e.errno in OUT_OF_DESCRIPTORS:
+                log.warning("%s the log of %s failed, no file descriptor free: %s", doing, self.tp, e)
+                raise KafkaStorageError(f"error while {doing} the log of {self.tp}: {e}") from e
             self.offline = True
             message = f"error while {doing} the log of {self.tp} in {self.directory.parent}: {e}"
             if self._failures is not None:

@@ -27,7 +27,7 @@ from actors.ports import TopicPartition
 from node.broker.log.checkpoint import CheckpointError, read_checkpoint, write_checkpoint
 from node.broker.log.config import LogConfig
 from node.broker.log.failure_channel import LogDirFailureChannel
-from node.broker.log.log import Log, directory_name
+from node.broker.log.log import OUT_OF_DESCRIPTORS, Log, directory_name
 from wire.errors import KafkaStorageError
 
 log = logging.getLogger(__name__)
@@ -181,6 +181,9 @@ class LogManager:
         write = asyncio.ensure_future(asyncio.to_thread(_write_checkpoints, name, entries))
         self._writes[name] = write
         for directory, error in await asyncio.shield(write):
+            if error.errno in OUT_OF_DESCRIPTORS:  # not the disk: the next checkpoint retries
+                log.warning("cannot write %s now, no file descriptor free: %s", directory / name, error)
+                continue
             self.failures.maybe_add_offline_log_dir(
                 directory, f"error while writing {directory / name}: {error}"
             )
