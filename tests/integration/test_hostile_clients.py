@@ -22,13 +22,15 @@ import resource
 import statistics
 import sys
 import time
+from pathlib import Path
 
+import msgpack
 import pytest
 
 from node.clients.admin import KeelAdminClient
 from tests.integration.conftest import ROOT, BrokerProcess, Brokers
 from tests.support import eventually
-from wire import records
+from wire import frames, records
 from wire.api import (
     CreatableTopic,
     FetchPartition,
@@ -248,3 +250,33 @@ async def test_a_broker_out_of_file_descriptors_keeps_its_log_directory_and_serv
     finally:
         await client.close()
     assert "goes offline" not in broker.log() and broker.running
+
+
+def peak_rss_kib(broker: BrokerProcess) -> int:
+    for line in Path(f"/proc/{broker.pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmHWM")
+
+
+@pytest.mark.plain_pass_only("it writes a raw frame to a plaintext listener")
+async def test_a_frame_of_empty_maps_is_refused_without_unpacking_it_all(brokers: Brokers) -> None:
+    """4 MiB of one-byte msgpack maps unpacked to 4M dicts (73 times the frame, before any
+    authentication): the frame is refused once it holds more than its size allows, the
+    connection closed, and the broker's peak memory grows by a few times the frame at most."""
+    (broker,) = brokers.start(1)
+    await eventually(broker.describe, timeout=30, message="broker did not come up")
+    peak_before = peak_rss_kib(broker)
+    payload = msgpack.packb([0, 0, 1, None, [{}] * (4 << 20)])
+    reader, writer = await asyncio.open_connection("127.0.0.1", broker.port)
+    try:
+        writer.write(frames.encode_frame(payload))
+        await writer.drain()
+        assert await asyncio.wait_for(reader.read(), 30) == b"", "the connection is closed, unanswered"
+    finally:
+        writer.close()
+    growth_mib = (peak_rss_kib(broker) - peak_before) / 1024
+    assert growth_mib < 64, f"peak memory grew {growth_mib:.0f} MiB for a {len(payload) >> 20} MiB frame"
+    assert "more maps and arrays than it may" in broker.log()
+    async with KeelAdminClient(f"127.0.0.1:{broker.port}") as admin:
+        assert (await admin.metadata([])).brokers, "the broker serves on"

@@ -5,7 +5,14 @@ from __future__ import annotations
 import msgpack
 import pytest
 
-from wire.api import ApiKey, DescribeClusterRequest, DescribeClusterResponse, DescribedBroker
+from wire.api import (
+    ApiKey,
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+    DescribedBroker,
+    LeaderAndIsrPartitionState,
+    LeaderAndIsrRequest,
+)
 from wire.envelope import (
     RequestHeader,
     decode_response,
@@ -110,3 +117,30 @@ def test_error_response_carries_code_and_message() -> None:
 def test_response_of_the_wrong_shape_is_corrupt() -> None:
     with pytest.raises(CorruptMessage):
         decode_response(msgpack.packb([1, 2, 3]))
+
+
+@pytest.mark.parametrize(
+    "body",
+    [[{}] * 200_000, [[]] * 200_000, [0] * 2_000_000],
+    ids=["empty maps", "empty arrays", "a long array of one-byte ints"],
+)
+def test_a_frame_that_would_unpack_to_many_times_its_size_is_refused(body: list[object]) -> None:
+    """A one-byte map or array becomes a Python object of 56-64 bytes: 73 times the frame."""
+    payload = msgpack.packb([0, 0, 1, None, body])
+    with pytest.raises(CorruptMessage, match="more"):
+        parse_request(payload)
+
+
+def test_a_controller_request_of_a_thousand_partition_states_unpacks() -> None:
+    states = [
+        LeaderAndIsrPartitionState(
+            topic=f"t{i // 100}", partition=i % 100, controller_epoch=1, leader=1, leader_epoch=3,
+            isr=[1, 2, 3], partition_epoch=2, replicas=[1, 2, 3],
+        )
+        for i in range(1000)
+    ]  # fmt: skip
+    request = LeaderAndIsrRequest(
+        controller_id=1, controller_epoch=1, broker_epoch=5, partition_states=states
+    )
+    parsed = parse_request(encode_request(RequestHeader(ApiKey.LEADER_AND_ISR, 0, 7, "c"), request))
+    assert parsed.body == request
