@@ -1,14 +1,16 @@
 """`keel-ui`: the web console.
 
     keel-ui --zookeeper-connect host:port[/chroot] [--listen 127.0.0.1:8080]
-            [--command-config client.properties] [--verbose]
+            [--allowed-host NAME ...] [--command-config client.properties] [--verbose]
 
 It reads the cluster from ZooKeeper and the brokers and serves it at http://LISTEN/ until
 stopped (SIGTERM or Ctrl-C). `--command-config` is Kafka's client properties file: how the
 console reaches the brokers and the planner (security.protocol, sasl.*, ssl.*) and, through
 `java.security.auth.login.config`, its ZooKeeper credentials, as `keel`'s commands read it.
 It binds to 127.0.0.1 by default: without SASL on the cluster, whoever reaches the console
-can change the cluster through it.
+can change the cluster through it. It answers only requests whose Host header is its --listen
+address, localhost or an --allowed-host name, so that a web page the operator opens elsewhere
+cannot reach it through a name that points at its address (DNS rebinding).
 """
 
 from __future__ import annotations
@@ -62,6 +64,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help=f"where to serve the console (default {DEFAULT_LISTEN})",
     )
     parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="another Host name the console answers to (repeatable): the one a browser reaches it "
+        "by, if not its --listen address or localhost; any other is refused (DNS rebinding)",
+    )
+    parser.add_argument(
         "--command-config",
         type=Path,
         default=None,
@@ -99,7 +109,7 @@ async def run(args: argparse.Namespace, verbose: bool) -> int:
         await observer.start()
         stack.push_async_callback(observer.stop)
         try:
-            runner = await serve(observer, host, port)
+            runner = await serve(observer, host, port, args.allowed_host)
         except OSError as e:
             raise UsageError(f"--listen {host}:{port}: {e.strerror or e}") from None
         stack.push_async_callback(close, runner)

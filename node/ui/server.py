@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 
 from aiohttp import web
@@ -253,8 +253,49 @@ async def healthz(_: web.Request) -> web.Response:
     return web.Response(text="ok\n")
 
 
-def make_app(observer: ConsoleObserver) -> web.Application:
-    app = web.Application(middlewares=[csrf_cookie])
+def served_host_names(listen_host: str, extra: Iterable[str] = ()) -> frozenset[str]:
+    """The Host names the console answers: the address it listens on, the loopback names,
+    and those it was told (`--allowed-host`, for a name it is reached by)."""
+    names = {listen_host.strip("[]").lower(), "localhost", "127.0.0.1", "::1"}
+    names.update(name.strip("[]").lower() for name in extra)
+    return frozenset(names)
+
+
+def host_check(allowed: frozenset[str]) -> Callable[..., Awaitable[web.StreamResponse]]:
+    """Refuse a request whose Host header names another host (DNS rebinding: a web page at
+    evil.example whose name later points at the console's address is, to the browser, the
+    same origin as the console, cookies and all)."""
+
+    @web.middleware
+    async def check(request: web.Request, handler: Callable[[web.Request], object]) -> web.StreamResponse:
+        name = _host_name(request.host)
+        if name not in allowed:
+            log.warning("refused a request for host %r: the console serves %s", request.host, sorted(allowed))
+            return _html(
+                render.message_page(
+                    "Refused", f"this console does not serve the host {request.host!r}", ok=False
+                ),
+                421,
+            )
+        response = await handler(request)  # type: ignore[misc]
+        assert isinstance(response, web.StreamResponse)
+        return response
+
+    return check
+
+
+def _host_name(host: str) -> str:
+    """The name of a Host header, without its port: `[::1]:8080` is `::1`."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def make_app(observer: ConsoleObserver, allowed_hosts: frozenset[str] | None = None) -> web.Application:
+    """`allowed_hosts` None: any Host (the tests' apps)."""
+    middlewares = [csrf_cookie] if allowed_hosts is None else [host_check(allowed_hosts), csrf_cookie]
+    app = web.Application(middlewares=middlewares)
     app[OBSERVER] = observer
     app.router.add_get("/", _page_handler("cluster"))
     for name in ("topics", "reassignments", "timeline"):
@@ -268,8 +309,11 @@ def make_app(observer: ConsoleObserver) -> web.Application:
     return app
 
 
-async def serve(observer: ConsoleObserver, host: str, port: int) -> web.AppRunner:
-    runner = web.AppRunner(make_app(observer), access_log=None, shutdown_timeout=1.0)
+async def serve(
+    observer: ConsoleObserver, host: str, port: int, allowed_hosts: Iterable[str] = ()
+) -> web.AppRunner:
+    app = make_app(observer, served_host_names(host, allowed_hosts))
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
     await runner.setup()
     await web.TCPSite(runner, host, port).start()
     return runner

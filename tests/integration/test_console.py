@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from node.cluster.local import ConsoleProcess
@@ -159,3 +160,23 @@ async def test_the_pages_mark_a_killed_broker_down_and_show_its_leaders_move_wit
     text = web.find_element("id", "timeline").text
     assert f"broker {victim} went down" in text
     web.save_screenshot(str(SHOTS / "5-timeline.png"))
+
+
+async def test_the_console_refuses_a_host_it_was_not_started_for(console: ConsoleProcess) -> None:
+    """DNS rebinding: a page at evil.example, its name later pointed at 127.0.0.1, reaches the
+    console as the same origin, cookies and all; only the Host header tells it apart."""
+    async with aiohttp.ClientSession() as session:
+        for host, status in (
+            (f"127.0.0.1:{console.port}", 200),
+            (f"localhost:{console.port}", 200),
+            (f"evil.example:{console.port}", 421),
+            ("evil.example", 421),
+        ):
+            async with session.get(console.url, headers={"Host": host}) as response:
+                assert response.status == status, host
+        form = {"action": "delete-topic", "topic": "orders", "csrf": "x"}
+        async with session.post(
+            f"{console.url}actions", data=form, headers={"Host": f"evil.example:{console.port}"}
+        ) as response:
+            assert response.status == 421
+    assert "refused a request for host 'evil.example" in console.log()
