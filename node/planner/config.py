@@ -54,7 +54,8 @@ DEFINITIONS: dict[str, _Def] = {
     **METRICS_DEFINITIONS,
     "zookeeper.connect": _Def(_str, None),
     **ZOOKEEPER_TIMEOUT_DEFINITIONS,
-    "listeners": _Def(_str, "PLAINTEXT://:9099"),
+    # Loopback only unless told: the planner changes the cluster for whoever reaches it.
+    "listeners": _Def(_str, "PLAINTEXT://127.0.0.1:9099"),
     "advertised.host.name": _Def(_str, ""),
     "listener.security.protocol.map": _Def(_str, DEFAULT_PROTOCOL_MAP),
     # The listener's TLS and SASL, with a broker's names (node/security/settings.py).
@@ -131,6 +132,30 @@ class PlannerConfig:
         return Endpoint(self.listener.listener, self.listener.security_protocol, str(host), bound_port)
 
 
+def _check_credentials_guarded(
+    listener_protocol: str, client_security: ClientSecurity, values: Mapping[str, object]
+) -> None:
+    """A planner that reaches the brokers with a password (a SASL client: usually a super user,
+    as it moves partitions) acts on the cluster for whoever its own listener lets in: that
+    listener must authenticate (SASL) and authorize (`authorizer.class.name`), or the planner
+    does not start."""
+    if not client_security.security_protocol.startswith("SASL_"):
+        return
+    if not listener_protocol.startswith("SASL_"):
+        raise ConfigError(
+            "listeners",
+            f"the planner reaches the brokers as a {client_security.security_protocol} user but its "
+            f"own listener is {listener_protocol}: whoever reaches it could act as that user "
+            "(use a SASL listener and authorizer.class.name)",
+        )
+    if not values.get("authorizer.class.name"):
+        raise ConfigError(
+            "authorizer.class.name",
+            "the planner reaches the brokers as a SASL user but authorizes nobody on its own "
+            "listener: every authenticated user could act as that user",
+        )
+
+
 def load_config(props: Mapping[str, str]) -> PlannerConfig:
     values = parse_values(DEFINITIONS, props)
     protocols = _parse_protocol_map(
@@ -151,6 +176,7 @@ def load_config(props: Mapping[str, str]) -> PlannerConfig:
         limits = listener_connection_limits(values, props, listeners, None)
     except SettingError as e:
         raise ConfigError(e.key, e.message) from None
+    _check_credentials_guarded(listeners[0].security_protocol, client_security, values)
     spark_conf = {k: v for k, v in props.items() if k.startswith("spark.") and k != "spark.master"}
     for key, value in spark_conf.items():
         if not value.strip():

@@ -623,6 +623,27 @@ ENTRY_POINTS: list[BadInput] = [
         PLANNER,
     ),
     BadInput(
+        # Credentials for the brokers behind a listener that lets anyone in (issue: hostile
+        # clients): refused before anything starts.
+        "planner-credentials-behind-plaintext",
+        (
+            "/dev/null",
+            "--override",
+            "zookeeper.connect={zk}",
+            "--override",
+            "security.protocol=SASL_PLAINTEXT",
+            "--override",
+            "sasl.mechanism=SCRAM-SHA-512",
+            "--override",
+            "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+            'username="admin" password="p";',
+        ),
+        2,
+        "whoever reaches it could act as that user",
+        5,
+        PLANNER,
+    ),
+    BadInput(
         # After Spark has started: its two lines, the stop's two, then the error naming the key.
         "planner-zookeeper-connection-timeout",
         (

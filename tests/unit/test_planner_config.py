@@ -80,3 +80,30 @@ def test_plan_requests_refused_before_planning(request_: PlanReassignmentRequest
 
 def test_a_dead_broker_may_be_removed() -> None:
     check_request(PlanReassignmentRequest(goals=["remove-brokers"], remove_brokers=[4]), SNAPSHOT)
+
+
+SASL_CLIENT = {
+    "security.protocol": "SASL_PLAINTEXT",
+    "sasl.mechanism": "SCRAM-SHA-512",
+    "sasl.jaas.config": (
+        'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="p";'
+    ),
+}
+
+
+def test_a_planner_with_broker_credentials_needs_an_authenticating_authorizing_listener() -> None:
+    base = {"zookeeper.connect": "127.0.0.1:2181"}
+    assert load_config(base).listener.host == "127.0.0.1", "loopback unless told"
+    with pytest.raises(ConfigError, match=r"listeners: .*whoever reaches it could act as that user"):
+        load_config(base | SASL_CLIENT)
+    sasl_listener = {
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:9099",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+    }
+    with pytest.raises(ConfigError, match=r"authorizer\.class\.name"):
+        load_config(base | SASL_CLIENT | sasl_listener)
+    authorizer = {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"}
+    assert (
+        load_config(base | SASL_CLIENT | sasl_listener | authorizer).listener.security_protocol
+        == "SASL_PLAINTEXT"
+    )
