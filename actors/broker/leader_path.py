@@ -33,9 +33,12 @@ from wire.api import (
     ProducePartitionResponse,
     ProduceRequest,
 )
+from wire.connection_quotas import RefusalLog
 from wire.errors import ErrorCode, KafkaStorageError, OffsetOutOfRange, WireError
 
 log = logging.getLogger(__name__)
+# A client sending bad batches over and over is a few lines, not one per batch.
+_refusals = RefusalLog(log)
 
 # acks=-1 (every in-sync replica), 1 (the leader), 0 (no answer awaited).
 VALID_ACKS = (-1, 0, 1)
@@ -114,7 +117,7 @@ class LeaderPath:
         try:
             first, last = partition_log.append_as_leader(records, partition.leader_epoch)
         except WireError as e:
-            log.warning("refused a produce to %s: %s", tp, e.message)
+            _refusals.report("produce", "refused a produce to %s: %s", tp, e.message)
             return ProducePartitionResponse(index=tp.partition, error_code=e.code, error_message=e.message)
         stats = self.state.stats
         stats.bytes_in[tp.topic] += len(records)

@@ -57,6 +57,7 @@ from wire.api.describe_configs import DescribeConfigsRequest
 from wire.api.describe_log_dirs import DescribeLogDirsRequest
 from wire.api.incremental_alter_configs import IncrementalAlterConfigsRequest
 from wire.api.planner import DescribePlannerResponse
+from wire.connection_quotas import RefusalLog
 from wire.context import ANONYMOUS, RequestContext
 from wire.envelope import ParsedRequest
 from wire.errors import BrokerNotAvailable, ClusterAuthorizationFailed, InvalidRequest, NotController
@@ -72,6 +73,7 @@ if TYPE_CHECKING:
     from node.zk.store import ZkClusterStore
 
 log = logging.getLogger(__name__)
+_refusals = RefusalLog(log)
 
 # The pauses between reads of topic configs that ZooKeeper left unanswered.
 TOPIC_CONFIGS_BACKOFF_S = 0.1
@@ -99,9 +101,16 @@ def _allow_everything(operation: AclOperation, resource_type: ResourceType, name
 
 
 def _log_refusal(request: ParsedRequest, what: str) -> None:
+    """One line per refusal, at most a few per API and interval (RefusalLog): a client
+    repeating a refused request over and over does not fill the log."""
     context = request.context
-    log.info(
-        "refused %s from %s at %s: %s", request.spec.key.name, context.principal, context.client_host, what
+    _refusals.report(
+        request.spec.key.name,
+        "refused %s from %s at %s: %s",
+        request.spec.key.name,
+        context.principal,
+        context.client_host,
+        what,
     )
 
 

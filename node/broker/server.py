@@ -149,6 +149,14 @@ class KeelBroker:
         self.acl_authorizer = (
             None if authorization is None else ZkAclAuthorizer(self.zk, authorization, self.clock)
         )
+        secured = sorted({listener.security_protocol for listener in config.listeners} - {"PLAINTEXT"})
+        if authorization is None and secured:
+            # Authentication without authorization: every authenticated user may do anything.
+            log.warning(
+                "listeners use %s but no authorizer.class.name is set: every client that "
+                "authenticates may do anything, the controller's requests included",
+                ", ".join(secured),
+            )
         self.apis = BrokerApis(
             broker_id=self.broker_id,
             store=self.store,

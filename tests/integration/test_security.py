@@ -131,6 +131,8 @@ async def test_tls_clients_and_a_plaintext_client_on_the_tls_port(
     assert broker.running
     async with KeelAdminClient(f"127.0.0.1:{ssl_port}", security=tls) as admin:
         assert (await admin.describe_cluster()).cluster_id == described.cluster_id
+    # Authentication without an authorizer lets every authenticated client do anything: said once.
+    assert broker.log().count("but no authorizer.class.name is set") == 1
 
 
 async def test_mutual_tls_is_required_when_ssl_client_auth_is_required(

@@ -4,6 +4,7 @@ nothing of it is appended; whatever is accepted reads back as its header says.""
 
 from __future__ import annotations
 
+import logging
 import struct
 import zlib
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from actors.broker import leader_path
 from actors.ports import TopicPartition
 from node.broker.log.config import LogConfig
 from node.broker.log.log import Log
@@ -19,6 +21,7 @@ from node.broker.log.validator import validate_as_leader
 from tests.unit.test_storage_faults import manager_with_log
 from wire import records
 from wire.api import ProducePartitionData, ProduceRequest, ProduceTopicData
+from wire.connection_quotas import RefusalLog
 from wire.errors import CorruptMessage, ErrorCode, InvalidRecord, UnsupportedCompressionType, WireError
 
 MAX = 1 << 20
@@ -193,3 +196,22 @@ def test_acks_other_than_minus_one_zero_or_one_append_nothing(tmp_path: Path) ->
     answers = manager.leader_path.append_records(request).answers
     assert answers[TopicPartition("t", 0)].error_code == ErrorCode.INVALID_REQUIRED_ACKS
     assert logs.get(TopicPartition("t", 0)).log_end_offset == 3  # type: ignore[union-attr]
+
+
+def test_refused_produces_are_a_few_lines_not_one_per_batch(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(leader_path, "_refusals", RefusalLog(leader_path.log))  # a fresh window
+    manager, _, _ = manager_with_log(tmp_path, leader=1, partitions=1)
+    bad = ProduceRequest(
+        acks=1,
+        topic_data=[
+            ProduceTopicData(
+                name="t", partition_data=[ProducePartitionData(index=0, records=forge(GOOD, max_timestamp=0))]
+            )
+        ],
+    )
+    with caplog.at_level(logging.WARNING, logger="actors.broker.leader_path"):
+        for _ in range(50):
+            manager.leader_path.append_records(bad)
+    assert sum("refused a produce" in r.getMessage() for r in caplog.records) == 5
