@@ -49,6 +49,7 @@ class ReplyLosingProxy:
         self._stopping: asyncio.Event | None = None
         self._thread = threading.Thread(target=self._run, name="zk-reply-losing-proxy", daemon=True)
         self._connections: set[asyncio.Task[None]] = set()
+        self._handlers: set[asyncio.Task[Any]] = set()
         self._lost_xids: set[int] = set()
 
     def start(self) -> ReplyLosingProxy:
@@ -88,8 +89,15 @@ class ReplyLosingProxy:
             for task in list(self._connections):
                 task.cancel()
             await asyncio.gather(*self._connections, return_exceptions=True)
+            # The handlers close the client's side once their forwarding ended: wait for them,
+            # or the loop closes with them pending and their sockets are left to the collector.
+            await asyncio.gather(*self._handlers, return_exceptions=True)
 
     async def _accept(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        handler = asyncio.current_task()
+        assert handler is not None
+        self._handlers.add(handler)
+        handler.add_done_callback(self._handlers.discard)
         task = asyncio.create_task(self._forward(client_reader, client_writer))
         self._connections.add(task)
         task.add_done_callback(self._connections.discard)

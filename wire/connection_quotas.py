@@ -21,9 +21,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+
+from wire.refusals import RefusalLog
 
 # Kafka's default for the connection limits: Int.MaxValue, i.e. none.
 NO_LIMIT = 2**31 - 1
@@ -46,42 +47,6 @@ class ConnectionLimits:
 
     def per_ip(self, host: str) -> int:
         return self.max_connections_per_ip_overrides.get(host, self.max_connections_per_ip)
-
-
-class RefusalLog:
-    """Warnings about refused or closed connections, rate-limited per kind: at most `burst`
-    lines of a kind per `interval_s`; the first line after a quiet spell says how many
-    were not logged."""
-
-    def __init__(
-        self,
-        logger: logging.Logger,
-        *,
-        burst: int = 5,
-        interval_s: float = 10.0,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._log = logger
-        self._burst = burst
-        self._interval_s = interval_s
-        self._clock = clock
-        self._window: dict[str, tuple[float, int]] = {}  # kind -> (window start, lines logged)
-        self._suppressed: Counter[str] = Counter()
-
-    def report(self, kind: str, message: str, *args: object) -> None:
-        now = self._clock()
-        start, logged = self._window.get(kind, (now, 0))
-        if now - start >= self._interval_s:
-            start, logged = now, 0
-        if logged >= self._burst:
-            self._suppressed[kind] += 1
-            return
-        self._window[kind] = (start, logged + 1)
-        suppressed = self._suppressed.pop(kind, 0)
-        if suppressed:
-            message += " (and %d more like it not logged)"
-            args = (*args, suppressed)
-        self._log.warning(message, *args)
 
 
 class ConnectionQuotas:

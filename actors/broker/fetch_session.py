@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import heapq
+import itertools
 import random
 from collections.abc import Iterable
 
@@ -38,6 +39,7 @@ PARTITIONS_ADDED_PER_FETCH = 1000
 # answer for all of them held both loops for half a second; the rest are answered by the
 # next fetches, each at once.
 DIRTY_ANSWERED_PER_FETCH = 1000
+_IDS = random.SystemRandom()
 
 
 @dataclasses.dataclass(slots=True)
@@ -56,6 +58,9 @@ class FetchSession:
     replica: int
     next_epoch: int
     partitions: dict[TopicPartition, CachedPartition]
+    # The session's number in the order sessions were opened: what the leader goes by
+    # internally (the id, random, is what the follower sends).
+    seq: int = 0
     dirty: set[TopicPartition] = dataclasses.field(default_factory=set)
     waiter: asyncio.Future[None] | None = None
 
@@ -66,7 +71,11 @@ class FetchSessionCache:
     def __init__(self) -> None:
         self._sessions: dict[int, FetchSession] = {}
         self._by_replica: dict[int, int] = {}
+        # The sessions holding each partition, by their `seq`: they are woken in that order,
+        # whatever their ids.
         self._by_partition: dict[TopicPartition, set[int]] = {}
+        self._by_seq: dict[int, FetchSession] = {}
+        self._seqs = itertools.count(1)
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -106,17 +115,19 @@ class FetchSessionCache:
             self._close(previous)
         if len(self._sessions) >= MAX_SESSIONS:
             self._close(next(iter(self._sessions)))
-        session = FetchSession(self._new_id(), replica, 1, {})
+        session = FetchSession(self._new_id(), replica, 1, {}, next(self._seqs))
         self._sessions[session.session_id] = session
+        self._by_seq[session.seq] = session
         self._by_replica[replica] = session.session_id
         return session
 
     def _new_id(self) -> int:
         """A random id (as Kafka's), not the next of a sequence: a session is not found by
         counting (and only a principal with ClusterAction reaches the session code at all:
-        actors/api_authorization.py). The simulation seeds `random`, so it replays the same."""
+        actors/api_authorization.py). Drawn from the system's generator, not from `random`,
+        which the simulation seeds: its seeds replay as before."""
         while True:
-            session_id = random.getrandbits(31)
+            session_id = _IDS.getrandbits(31)
             if session_id and session_id not in self._sessions:
                 return session_id
 
@@ -124,8 +135,9 @@ class FetchSessionCache:
         session = self._sessions.pop(session_id, None)
         if session is None:
             return
+        del self._by_seq[session.seq]
         for tp in session.partitions:
-            self._by_partition.get(tp, set()).discard(session_id)
+            self._by_partition.get(tp, set()).discard(session.seq)
         if self._by_replica.get(session.replica) == session_id:
             del self._by_replica[session.replica]
         if session.waiter is not None and not session.waiter.done():
@@ -139,14 +151,14 @@ class FetchSessionCache:
     ) -> None:
         for tp in forgotten:
             if session.partitions.pop(tp, None) is not None:
-                self._by_partition.get(tp, set()).discard(session.session_id)
+                self._by_partition.get(tp, set()).discard(session.seq)
         for tp, item in asked:
             cached = session.partitions.get(tp)
             if cached is None:
                 session.partitions[tp] = CachedPartition(
                     item.fetch_offset, item.current_leader_epoch, item.partition_max_bytes
                 )
-                self._by_partition.setdefault(tp, set()).add(session.session_id)
+                self._by_partition.setdefault(tp, set()).add(session.seq)
             else:
                 cached.fetch_offset = item.fetch_offset
                 cached.leader_epoch = item.current_leader_epoch
@@ -178,13 +190,13 @@ class FetchSessionCache:
         """Read `tp` at each session's next fetch, without waking a long poll: the next fetch
         comes at the follower's pace, as Kafka's leader reads every partition of a session at
         each fetch."""
-        for session_id in self._by_partition.get(tp, ()):
-            self._sessions[session_id].dirty.add(tp)
+        for seq in self._by_partition.get(tp, ()):
+            self._by_seq[seq].dirty.add(tp)
 
     def mark_dirty(self, tp: TopicPartition) -> None:
         """Something followers should hear about changed for `tp`: wake their long polls."""
-        for session_id in self._by_partition.get(tp, ()):
-            session = self._sessions[session_id]
+        for seq in self._by_partition.get(tp, ()):
+            session = self._by_seq[seq]
             session.dirty.add(tp)
             if session.waiter is not None and not session.waiter.done():
                 session.waiter.set_result(None)

@@ -33,8 +33,8 @@ from wire.api import (
     ProducePartitionResponse,
     ProduceRequest,
 )
-from wire.connection_quotas import RefusalLog
 from wire.errors import ErrorCode, KafkaStorageError, OffsetOutOfRange, WireError
+from wire.refusals import RefusalLog
 
 log = logging.getLogger(__name__)
 # A client sending bad batches over and over is a few lines, not one per batch.

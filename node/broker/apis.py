@@ -57,10 +57,10 @@ from wire.api.describe_configs import DescribeConfigsRequest
 from wire.api.describe_log_dirs import DescribeLogDirsRequest
 from wire.api.incremental_alter_configs import IncrementalAlterConfigsRequest
 from wire.api.planner import DescribePlannerResponse
-from wire.connection_quotas import RefusalLog
 from wire.context import ANONYMOUS, RequestContext
 from wire.envelope import ParsedRequest
 from wire.errors import BrokerNotAvailable, ClusterAuthorizationFailed, InvalidRequest, NotController
+from wire.refusals import RefusalLog
 from wire.retry import Backoff
 
 if TYPE_CHECKING:

@@ -27,11 +27,12 @@ from wire.api import (
     Response,
 )
 from wire.client import RpcClient
-from wire.connection_quotas import ConnectionLimits, ConnectionQuotas, RefusalLog
+from wire.connection_quotas import ConnectionLimits, ConnectionQuotas
 from wire.credentials import SCRAM_MECHANISMS
 from wire.envelope import ParsedRequest
 from wire.errors import NetworkException
 from wire.frames import encode_frame
+from wire.refusals import RefusalLog
 from wire.sasl import SaslCredentials
 from wire.security import ClientSecurity, ListenerSecurity
 from wire.server import RpcServer

@@ -21,8 +21,8 @@ from node.broker.log.validator import validate_as_leader
 from tests.unit.test_storage_faults import manager_with_log
 from wire import records
 from wire.api import ProducePartitionData, ProduceRequest, ProduceTopicData
-from wire.connection_quotas import RefusalLog
 from wire.errors import CorruptMessage, ErrorCode, InvalidRecord, UnsupportedCompressionType, WireError
+from wire.refusals import RefusalLog
 
 MAX = 1 << 20
 # Offsets in the header: attributes at 21, last offset delta 23, max timestamp 35, count 57.
