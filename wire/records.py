@@ -216,7 +216,7 @@ def batches(buffer: Buffer, *, check_crc: bool = True) -> Iterator[tuple[int, Ba
         position += header.size
 
 
-def check_records(buffer: Buffer, position: int, header: BatchHeader) -> None:
+def check_records(buffer: Buffer, position: int, header: BatchHeader) -> None:  # noqa: PLR0915 - varints inline
     """That the records of the (whole, CRC-checked) batch at `position` are what its header
     says, as Kafka's LogValidator checks a produce: each record framed within the batch, as
     many as `records_count`, their offset deltas 0, 1, 2, ... and the header's max timestamp
@@ -227,26 +227,54 @@ def check_records(buffer: Buffer, position: int, header: BatchHeader) -> None:
     end = len(body)
     cursor = 0
     count = 0
-    largest = NO_TIMESTAMP
+    largest = NO_TIMESTAMP - header.base_timestamp  # the largest timestamp delta
+    # The varints are read inline (one and two bytes: every length below 8 KiB), as this
+    # walks every record a leader is sent; longer ones go through _get_varint.
+    get = _get_varint
     try:
         while cursor < end:
-            length, cursor = _varint(body, cursor)
+            byte = body[cursor]
+            if byte < 0x80:
+                length, cursor = (byte >> 1) ^ -(byte & 1), cursor + 1
+            elif body[cursor + 1] < 0x80:
+                n = (byte & 0x7F) | (body[cursor + 1] << 7)
+                length, cursor = (n >> 1) ^ -(n & 1), cursor + 2
+            else:
+                length, cursor = get(body, cursor)
             record_end = cursor + length
             if length < 0 or record_end > end:
                 raise InvalidRecord(f"record {count} runs past the end of its batch")
-            timestamp_delta, cursor = _varint(body, cursor + 1)  # after the attributes
-            offset_delta, cursor = _varint(body, cursor)
+            cursor += 1  # attributes
+            byte = body[cursor]
+            if byte < 0x80:
+                timestamp_delta, cursor = (byte >> 1) ^ -(byte & 1), cursor + 1
+            else:
+                timestamp_delta, cursor = get(body, cursor)
+            byte = body[cursor]
+            if byte < 0x80:
+                offset_delta, cursor = (byte >> 1) ^ -(byte & 1), cursor + 1
+            else:
+                offset_delta, cursor = get(body, cursor)
             if offset_delta != count:
                 raise InvalidRecord(f"record {count} has offset delta {offset_delta}")
-            largest = max(largest, header.base_timestamp + timestamp_delta)
-            cursor = _skip_field(body, _skip_field(body, cursor, count), count)  # key, value
-            header_count, cursor = _varint(body, cursor)
-            if header_count < 0 or header_count > length:
-                raise InvalidRecord(f"record {count} claims {header_count} headers")
-            for _ in range(header_count):
-                cursor = _skip_field(body, _skip_field(body, cursor, count), count)  # name, value
-                if cursor > record_end:
-                    break
+            largest = max(largest, timestamp_delta)
+            for _ in range(2):  # key, value
+                byte = body[cursor]
+                if byte < 0x80:
+                    field, cursor = (byte >> 1) ^ -(byte & 1), cursor + 1
+                elif body[cursor + 1] < 0x80:
+                    n = (byte & 0x7F) | (body[cursor + 1] << 7)
+                    field, cursor = (n >> 1) ^ -(n & 1), cursor + 2
+                else:
+                    field, cursor = get(body, cursor)
+                if field > 0:
+                    cursor += field
+                elif field < -1:
+                    raise InvalidRecord(f"record {count} has a field of length {field}")
+            if body[cursor] == 0:  # no headers
+                cursor += 1
+            else:
+                cursor = _skip_headers(body, cursor, record_end, count, length)
             if cursor != record_end:
                 raise InvalidRecord(f"record {count}'s length does not match its fields")
             count += 1
@@ -254,26 +282,27 @@ def check_records(buffer: Buffer, position: int, header: BatchHeader) -> None:
         raise InvalidRecord(f"record {count} ends inside a field") from None
     if count != header.records_count:
         raise InvalidRecord(f"the batch holds {count} records, its header says {header.records_count}")
+    largest += header.base_timestamp
     if header.max_timestamp != largest:
         raise InvalidRecord(
             f"the batch's max timestamp {header.max_timestamp} is not its records' largest, {largest}"
         )
 
 
-def _varint(body: bytes, cursor: int) -> tuple[int, int]:
-    """`_get_varint`, with the one-byte case (most lengths and deltas) inline."""
-    byte = body[cursor]
-    if byte < 0x80:
-        return (byte >> 1) ^ -(byte & 1), cursor + 1
-    return _get_varint(body, cursor)
-
-
-def _skip_field(body: bytes, cursor: int, record: int) -> int:
-    """Past a length-prefixed field (-1: null)."""
-    length, cursor = _varint(body, cursor)
-    if length < -1:
-        raise InvalidRecord(f"record {record} has a field of length {length}")
-    return cursor + max(length, 0)
+def _skip_headers(body: bytes, cursor: int, record_end: int, record: int, length: int) -> int:
+    """Past a record's headers (their count, then each one's name and value)."""
+    header_count, cursor = _get_varint(body, cursor)
+    if header_count < 0 or header_count > length:
+        raise InvalidRecord(f"record {record} claims {header_count} headers")
+    for _ in range(header_count):
+        for _ in range(2):  # name, value
+            field, cursor = _get_varint(body, cursor)
+            if field < -1:
+                raise InvalidRecord(f"record {record} has a field of length {field}")
+            cursor += max(field, 0)
+        if cursor > record_end:
+            break
+    return cursor
 
 
 def stamp(batch: bytearray | memoryview, position: int, base_offset: int, leader_epoch: int) -> None:
