@@ -43,8 +43,9 @@ class _Budget:
     a Python object of 56 to 64 bytes: a frame of empty maps took 73 times its size in memory
     and a second of the loop per MiB. Keel's requests spend at least 8 bytes of frame per map
     or array (their fields are named) and 4 per array element, so a frame may unpack to at most
-    one map or array per 8 of its bytes and one element per 4 (past a floor for small ones):
-    what a request holds is then within a few times its frame."""
+    one map or array per 8 of its bytes and one array element or map entry per 4 (past a
+    floor for small ones). What is left is the scalars: a string of two characters takes 3
+    bytes of frame and 51 of memory, so a frame unpacks to at most about 17 times its size."""
 
     FLOOR = 10_000
 
@@ -80,6 +81,7 @@ def _unpack(payload: bytes) -> object:
             use_list=True,
             object_hook=budget.map,
             list_hook=budget.array,
+            max_map_len=budget.elements,
         )
     except _OverBudget as e:
         raise CorruptMessage(f"a frame of {len(payload)} bytes holding more {e} than it may") from None
