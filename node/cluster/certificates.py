@@ -20,6 +20,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from node.cluster.private_files import private
+
 _VALIDITY = datetime.timedelta(days=365)
 LOCAL_NAMES = ("127.0.0.1", "localhost")
 
@@ -97,12 +99,11 @@ class CertificateAuthority:
             if password is None
             else serialization.BestAvailableEncryption(password.encode())
         )
-        path.write_bytes(
+        private(path).write_bytes(
             certificate.public_bytes(serialization.Encoding.PEM)
             + self.certificate.public_bytes(serialization.Encoding.PEM)
             + key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption)
         )
-        path.chmod(0o600)
         return path
 
 

@@ -23,6 +23,7 @@ import javaproperties
 
 from node.broker.logs import SERVER_LOG, read_log
 from node.clients.admin import KeelAdminClient
+from node.cluster.private_files import private
 from node.cluster.zookeeper import free_ports
 from wire.api import DescribeClusterResponse
 from wire.errors import WireError
@@ -133,7 +134,8 @@ class ManagedProcess:
 
     def arguments(self) -> list[str]:
         """What follows `python -m MODULE`: the properties file, written here."""
-        with self.properties.open("w", encoding="utf-8") as f:
+        # They may hold passwords (sasl.jaas.config).
+        with private(self.properties).open("w", encoding="utf-8") as f:
             javaproperties.dump(self.settings, f, timestamp=False)
         return [str(self.properties)]
 

@@ -26,6 +26,7 @@ import javaproperties
 
 from actors.clock import SystemClock
 from node.cluster.certificates import CertificateAuthority
+from node.cluster.private_files import private
 from node.security.jaas import SCRAM_LOGIN_MODULE, sasl_credentials
 from node.security.settings import client_security_from_properties
 from node.zk.client import ZooKeeperClient
@@ -172,9 +173,7 @@ def load_cluster_security(directory: Path) -> ClusterSecurity | None:
 
 
 def _write(path: Path, properties: dict[str, str]) -> None:
-    path.touch(mode=0o600)
-    path.chmod(0o600)
-    with path.open("w", encoding="utf-8") as f:
+    with private(path).open("w", encoding="utf-8") as f:
         javaproperties.dump(properties, f, timestamp=False)
 
 
