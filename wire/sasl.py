@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import hashlib
 import hmac
+import secrets
 from collections.abc import Callable, Collection, Mapping
 
 import scramp
@@ -171,6 +173,25 @@ def _failed(mechanism: str) -> SaslAuthenticationFailed:
     )
 
 
+# A process's own secret, for the made-up credentials of users that do not exist.
+_MADE_UP_KEY = secrets.token_bytes(32)
+# What `keel user add` gives a user unless told (node/zk/scram_users.py).
+_MADE_UP_ITERATIONS = 4096
+
+
+def _made_up_credential(username: str, mechanism: str) -> tuple[bytes, bytes, bytes, int]:
+    """RFC 5802 §5.1: a server answers a user it does not know with a salt and an iteration
+    count as for one it does (the same ones each time for that name), so that the exchange
+    fails at the client's proof, as for a wrong password, not at its first message: which
+    users exist is not told to whoever asks. No proof can match the made-up keys."""
+    digest = hashlib.sha256 if mechanism == "SCRAM-SHA-256" else hashlib.sha512
+
+    def derive(label: bytes) -> bytes:
+        return hmac.new(_MADE_UP_KEY, label + username.encode("utf-8"), digest).digest()
+
+    return derive(b"salt")[:16], derive(b"stored"), derive(b"server"), _MADE_UP_ITERATIONS
+
+
 class _ScramExchange:
     """RFC 5802's two round trips, the server's side."""
 
@@ -186,7 +207,7 @@ class _ScramExchange:
         self._claimed = username
         credential = self._credentials(username, self.mechanism)
         if credential is None:
-            return None
+            return _made_up_credential(username, self.mechanism)
         return credential.salt, credential.stored_key, credential.server_key, credential.iterations
 
     def step(self, token: bytes) -> bytes:

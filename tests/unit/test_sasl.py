@@ -76,6 +76,44 @@ def test_a_wrong_password_or_unknown_user_fails_with_58(mechanism: str, username
     assert (sasl.state, sasl.principal) == (SaslState.FAILED, None)
 
 
+def rounds_until_refused(credentials: SaslCredentials) -> tuple[int, list[bytes]]:
+    """How many SaslAuthenticate rounds a client's exchange gets through before it is refused,
+    and the server's answers on the way."""
+    sasl = server()
+    client = SaslClient(credentials)
+    sasl.receive(client.handshake())
+    token: bytes | None = client.first_token()
+    answers = []
+    rounds = 0
+    while token is not None:
+        rounds += 1
+        step = sasl.receive(SaslAuthenticateRequest(auth_bytes=token))
+        assert step is not None and isinstance(step.response, SaslAuthenticateResponse)
+        if step.response.error_code:
+            return rounds, answers
+        answers.append(step.response.auth_bytes)
+        try:
+            token = client.respond(step.response.auth_bytes)
+        except Exception:  # the client's own check of a server's final message
+            return rounds, answers
+    return rounds, answers
+
+
+@pytest.mark.parametrize("mechanism", SCRAM_MECHANISMS)
+def test_an_unknown_scram_user_is_refused_where_a_wrong_password_is(mechanism: str) -> None:
+    """RFC 5802 §5.1: a made-up salt and iteration count, the same each time for a name, so
+    that the exchange fails at the client's proof for both, and which users exist is not told."""
+    wrong = rounds_until_refused(SaslCredentials(mechanism, "alice", "wrong"))
+    unknown = rounds_until_refused(SaslCredentials(mechanism, "mallory", "anything"))
+    assert wrong[0] == unknown[0] == 2, "refused at the client's final message, not its first"
+    salt_and_count = [a.decode().split(",")[1:] for a in unknown[1]]
+    again = [
+        a.decode().split(",")[1:] for a in rounds_until_refused(SaslCredentials(mechanism, "mallory", "x"))[1]
+    ]
+    assert salt_and_count == again, "the same made-up salt and iterations for the same name"
+    assert salt_and_count[0][1] == wrong[1][0].decode().split(",")[2], "the iteration count of a real user"
+
+
 @pytest.mark.parametrize(
     ("mechanism", "username"), [(PLAIN, "scram-only"), *((m, "plain-only") for m in SCRAM_MECHANISMS)]
 )
