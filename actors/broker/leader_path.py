@@ -91,9 +91,10 @@ class LeaderPath:
                         error_code=ErrorCode.UNKNOWN_SERVER_ERROR,
                         error_message="the append failed on the broker",
                     )
-                stats.produce_requests[topic.name] += 1
-                if answer.error_code:
-                    stats.failed_produce_requests[topic.name] += 1
+                if tp in self.state.partitions:  # not per topic for any name a client sends
+                    stats.produce_requests[topic.name] += 1
+                    if answer.error_code:
+                        stats.failed_produce_requests[topic.name] += 1
                 outcome.add(tp, answer)
         return outcome
 
@@ -157,9 +158,10 @@ class LeaderPath:
         stats = self.state.stats
         for tp, item in wanted:
             answer = self._read_partition(tp, item, replica, budget, now_ms)
-            stats.fetch_requests[tp.topic] += 1
-            if answer.error_code:
-                stats.failed_fetch_requests[tp.topic] += 1
+            if tp in self.state.partitions:  # not per topic for any name a client sends
+                stats.fetch_requests[tp.topic] += 1
+                if answer.error_code:
+                    stats.failed_fetch_requests[tp.topic] += 1
             if session is not None and not self._worth_answering(
                 session, tp, item, answer, full=not reread and request.session_epoch == FULL_EPOCH
             ):

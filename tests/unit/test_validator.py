@@ -215,3 +215,20 @@ def test_refused_produces_are_a_few_lines_not_one_per_batch(
         for _ in range(50):
             manager.leader_path.append_records(bad)
     assert sum("refused a produce" in r.getMessage() for r in caplog.records) == 5
+
+
+def test_per_topic_request_counts_are_kept_for_topics_hosted_here_only(tmp_path: Path) -> None:
+    """A client naming made-up topics does not grow the per-topic metrics without end."""
+    manager, _, _ = manager_with_log(tmp_path, leader=1, partitions=1)
+    names = [f"made-up-{i}" for i in range(100)] + ["t"]
+    request = ProduceRequest(
+        acks=1,
+        topic_data=[
+            ProduceTopicData(name=name, partition_data=[ProducePartitionData(index=0, records=GOOD)])
+            for name in names
+        ],
+    )
+    answers = manager.leader_path.append_records(request).answers
+    assert answers[TopicPartition("made-up-0", 0)].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    stats = manager.state.stats
+    assert set(stats.produce_requests) == {"t"} and not stats.failed_produce_requests
