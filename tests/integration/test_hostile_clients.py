@@ -22,6 +22,7 @@ import resource
 import statistics
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import msgpack
@@ -95,6 +96,30 @@ async def round_trip(client: RpcClient, offset: int) -> float:
     return elapsed
 
 
+def takes_a_record(client: RpcClient, offset: int) -> Callable[[], Awaitable[bool]]:
+    """A condition for `eventually`: a round trip at `offset` succeeds."""
+
+    async def check() -> bool:
+        try:
+            await round_trip(client, offset)
+        except AssertionError:
+            return False
+        return True
+
+    return check
+
+
+async def serving_client(broker: BrokerProcess) -> RpcClient:
+    """Once the broker is up: the test's topic created and a client it takes records from."""
+    await eventually(broker.describe, timeout=30, message="broker did not come up")
+    async with KeelAdminClient(f"127.0.0.1:{broker.port}") as admin:
+        (created,) = (await admin.create_topics([CreatableTopic(name=TOPIC, num_partitions=1)])).topics
+    assert created.error_code == ErrorCode.NONE
+    client = await RpcClient.connect("127.0.0.1", broker.port, request_timeout=30)
+    await eventually(takes_a_record(client, 0), timeout=30, message="the topic never took a record")
+    return client
+
+
 async def median_latency(client: RpcClient, offset: list[int]) -> float:
     """The median of SAMPLES round trips, one every SPACING_S, so that they sample a few
     seconds of the broker's (and the machine's) life rather than one busy instant."""
@@ -117,21 +142,7 @@ async def test_the_broker_serves_a_normal_client_through_thousands_of_useless_co
 ) -> None:
     raise_file_limit(IDLE + TORN + SLOW + 1024)
     (broker,) = brokers.start(1)
-    await eventually(broker.describe, timeout=30, message="broker did not come up")
-    async with KeelAdminClient(f"127.0.0.1:{broker.port}") as admin:
-        (created,) = (await admin.create_topics([CreatableTopic(name=TOPIC, num_partitions=1)])).topics
-    assert created.error_code == ErrorCode.NONE
-
-    client = await RpcClient.connect("127.0.0.1", broker.port, request_timeout=30)
-
-    async def leader_ready() -> bool:
-        try:
-            await round_trip(client, 0)
-        except AssertionError:
-            return False
-        return True
-
-    await eventually(leader_ready, timeout=30, message="the topic never took a record")
+    client = await serving_client(broker)
     offset = [1]
     for _ in range(WARM_UP):
         await round_trip(client, offset[0])
@@ -204,21 +215,7 @@ async def test_a_broker_out_of_file_descriptors_keeps_its_log_directory_and_serv
     meanwhile fail with EMFILE, which used to take its only log directory offline and halt it.
     Now each waits for the next interval, and once the connections go the broker serves on."""
     broker = brokers.new(1, {"replica.high.watermark.checkpoint.interval.ms": "200"}).start()
-    await eventually(broker.describe, timeout=30, message="broker did not come up")
-    async with KeelAdminClient(f"127.0.0.1:{broker.port}") as admin:
-        (created,) = (await admin.create_topics([CreatableTopic(name=TOPIC, num_partitions=1)])).topics
-    assert created.error_code == ErrorCode.NONE
-    client = await RpcClient.connect("127.0.0.1", broker.port, request_timeout=30)
-
-    async def leader_ready() -> bool:
-        try:
-            await round_trip(client, 0)
-        except AssertionError:
-            return False
-        return True
-
-    await eventually(leader_ready, timeout=30, message="the topic never took a record")
-    await client.close()
+    await (await serving_client(broker)).close()
     # A small limit, as on a host that never raised it (the broker raises its soft limit to
     # the hard one at start; this lowers both under it).
     resource.prlimit(broker.pid, resource.RLIMIT_NOFILE, (FD_LIMIT, FD_LIMIT))
@@ -238,15 +235,7 @@ async def test_a_broker_out_of_file_descriptors_keeps_its_log_directory_and_serv
             writer.close()
     client = await RpcClient.connect("127.0.0.1", broker.port, request_timeout=30)
     try:
-
-        async def serves() -> bool:
-            try:
-                await round_trip(client, 1)
-            except AssertionError:
-                return False
-            return True
-
-        await eventually(serves, timeout=30, message="the broker did not serve again")
+        await eventually(takes_a_record(client, 1), timeout=30, message="the broker did not serve again")
     finally:
         await client.close()
     assert "goes offline" not in broker.log() and broker.running
