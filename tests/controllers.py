@@ -12,7 +12,13 @@ from actors.controller.controller import ControllerConfig
 from actors.ports import BrokerInfo, LeaderAndIsr, ReplicaAssignment, TopicAssignment, TopicPartition
 from tests.fakes import FakeBrokerChannel, FakeClusterStore, FakeZooKeeper
 from tests.support import ManualClock, eventually
-from wire.api import AlterPartitionItem, AlterPartitionRequest, AlterPartitionTopic, LeaderAndIsrRequest
+from wire.api import (
+    AlterPartitionItem,
+    AlterPartitionRequest,
+    AlterPartitionTopic,
+    BrokerState,
+    LeaderAndIsrRequest,
+)
 from wire.endpoint import Endpoint
 from wire.errors import ErrorCode
 
@@ -92,7 +98,10 @@ class ControllerCluster:
         item = AlterPartitionItem(
             partition_index=tp.partition,
             leader_epoch=state.leader_epoch,
-            new_isr=list(isr),
+            new_isr_with_epochs=[
+                BrokerState(broker_id=r, broker_epoch=self.controller.context.live_brokers[r].broker_epoch)
+                for r in isr
+            ],
             partition_epoch=state.partition_epoch,
         )
         answer = await self.controller.alter_partition(

@@ -19,6 +19,9 @@ class RequestContext:
     client_host: str = ""
     listener_name: str = "PLAINTEXT"
     security_protocol: str = "PLAINTEXT"
+    # Unique per connection of a server (0: none, in process): what a follower's fetch
+    # session is bound to, with the principal.
+    connection_id: int = 0
 
 
 ANONYMOUS_CONTEXT = RequestContext()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import logging
 import os
 import socket
@@ -301,6 +302,9 @@ class RpcServer:
         return encode_response(correlation_id, response), True
 
 
+_CONNECTION_IDS = itertools.count(1)
+
+
 class _Connection:
     """One connection's security state: its request context, and its SASL exchange on a
     SASL listener. A verified client certificate names the principal from the start."""
@@ -311,6 +315,7 @@ class _Connection:
             client_host=client_host,
             listener_name=security.listener_name,
             security_protocol=security.security_protocol,
+            connection_id=next(_CONNECTION_IDS),
         )
         self.sasl: SaslServer | None = None
         if uses_sasl(security.security_protocol):

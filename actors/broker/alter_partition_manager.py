@@ -20,6 +20,7 @@ from wire.api import (
     AlterPartitionRequest,
     AlterPartitionResult,
     AlterPartitionTopic,
+    BrokerState,
 )
 from wire.errors import ErrorCode, WireError
 from wire.retry import Backoff
@@ -91,6 +92,17 @@ class AlterPartitionManager:
             if self._pending:
                 self._wake.set()
 
+    def _with_epochs(self, proposal: PendingIsr) -> list[BrokerState]:
+        """Each member with the broker epoch its fetches carried (KIP-903); this broker, the
+        leader, with its own."""
+        epochs = proposal.broker_epochs or (-1,) * len(proposal.new_isr)
+        return [
+            BrokerState(
+                broker_id=member, broker_epoch=self._broker_epoch() if member == self._broker_id else epoch
+            )
+            for member, epoch in zip(proposal.new_isr, epochs, strict=True)
+        ]
+
     async def _send(self, batch: dict[TopicPartition, PendingIsr], answered: set[TopicPartition]) -> None:
         """One AlterPartition for the batch; each partition answered goes into `answered`."""
         by_topic: dict[str, list[AlterPartitionItem]] = {}
@@ -99,7 +111,7 @@ class AlterPartitionManager:
                 AlterPartitionItem(
                     partition_index=tp.partition,
                     leader_epoch=proposal.leader_epoch,
-                    new_isr=list(proposal.new_isr),
+                    new_isr_with_epochs=self._with_epochs(proposal),
                     partition_epoch=proposal.partition_epoch,
                 )
             )

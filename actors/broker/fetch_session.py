@@ -61,6 +61,14 @@ class FetchSession:
     # The session's number in the order sessions were opened: what the leader goes by
     # internally (the id, random, is what the follower sends).
     seq: int = 0
+    # Who opened it (principal, connection id): only its fetches use it; any other's naming
+    # its id are answered as if it did not exist.
+    owner: tuple[str, int] = ("", 0)
+    # The follower's broker epoch when it opened the session (KIP-903). A fetch of a later
+    # incarnation (after its ZooKeeper session expired and it registered again) finds no
+    # session: its full fetch then names every partition, and the leader learns each
+    # partition's offset from the incarnation that is live now.
+    replica_epoch: int = -1
     dirty: set[TopicPartition] = dataclasses.field(default_factory=set)
     waiter: asyncio.Future[None] | None = None
 
@@ -81,10 +89,11 @@ class FetchSessionCache:
         return len(self._sessions)
 
     def open_or_update(
-        self, request: FetchRequest
+        self, request: FetchRequest, owner: tuple[str, int] = ("", 0)
     ) -> tuple[FetchSession | None, ErrorCode, list[tuple[TopicPartition, FetchPartition]]]:
         """(session, error, partitions to answer now). Without a session: every partition
-        of the request."""
+        of the request. `owner`, the principal and connection the request came on, is bound
+        to a session it opens; a session is found only by its owner's fetches."""
         asked = [
             (TopicPartition(topic.topic, item.partition), item)
             for topic in request.topics
@@ -93,11 +102,14 @@ class FetchSessionCache:
         if request.session_epoch == NO_SESSION_EPOCH or request.replica_id < 0:
             return None, ErrorCode.NONE, asked
         if request.session_id == 0:
-            opened = self._open(request.replica_id)
+            opened = self._open(request.replica_id, owner, request.replica_epoch)
             self._update(opened, asked, [])
             return opened, ErrorCode.NONE, asked
         session = self._sessions.get(request.session_id)
-        if session is None or session.replica != request.replica_id:
+        if session is None or session.replica != request.replica_id or session.owner != owner:
+            return None, ErrorCode.FETCH_SESSION_ID_NOT_FOUND, []
+        if session.replica_epoch != request.replica_epoch:
+            self._close(session.session_id)
             return None, ErrorCode.FETCH_SESSION_ID_NOT_FOUND, []
         if request.session_epoch != session.next_epoch:
             return None, ErrorCode.INVALID_FETCH_SESSION_EPOCH, []
@@ -109,13 +121,13 @@ class FetchSessionCache:
             wanted.setdefault(tp, item)
         return session, ErrorCode.NONE, list(wanted.items())
 
-    def _open(self, replica: int) -> FetchSession:
+    def _open(self, replica: int, owner: tuple[str, int], replica_epoch: int) -> FetchSession:
         previous = self._by_replica.pop(replica, None)
         if previous is not None:
             self._close(previous)
         if len(self._sessions) >= MAX_SESSIONS:
             self._close(next(iter(self._sessions)))
-        session = FetchSession(self._new_id(), replica, 1, {}, next(self._seqs))
+        session = FetchSession(self._new_id(), replica, 1, {}, next(self._seqs), owner, replica_epoch)
         self._sessions[session.session_id] = session
         self._by_seq[session.seq] = session
         self._by_replica[replica] = session.session_id

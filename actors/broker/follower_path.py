@@ -108,6 +108,7 @@ class FollowerPath:
             )
         request = FetchRequest(
             replica_id=self.state.broker_id,
+            replica_epoch=self.state.broker_epoch,
             max_wait_ms=wait_ms,
             min_bytes=self.state.config.fetch_min_bytes,
             max_bytes=self.state.config.fetch_response_max_bytes,

@@ -222,8 +222,10 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
             responses=[ProduceTopicResponse(name=t, partition_responses=a) for t, a in by_topic.items()]
         )
 
-    async def fetch(self, request: FetchRequest) -> FetchResponse:
-        outcome = await self.ask(Read(request, wait=request.max_wait_ms > 0))
+    async def fetch(self, request: FetchRequest, owner: tuple[str, int] = ("", 0)) -> FetchResponse:
+        """`owner`: the principal and connection it came from, which a fetch session it
+        opens is bound to."""
+        outcome = await self.ask(Read(request, wait=request.max_wait_ms > 0, owner=owner))
         assert isinstance(outcome, ReadOutcome)
         if outcome.waiter is None:
             return outcome.response
@@ -240,7 +242,7 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
         except TimeoutError:
             if outcome.retry_s is None or not outcome.session_id:
                 return outcome.response
-        again = await self.ask(Read(request, wait=False, reread=outcome.session_id))
+        again = await self.ask(Read(request, wait=False, reread=outcome.session_id, owner=owner))
         assert isinstance(again, ReadOutcome)
         return again.response
 

@@ -137,14 +137,16 @@ class LeaderPath:
 
     # --- Fetch: consumers and followers read from the leader ---
 
-    def read(self, request: FetchRequest, *, wait: bool, reread: int = 0) -> ReadOutcome:
+    def read(
+        self, request: FetchRequest, *, wait: bool, reread: int = 0, owner: tuple[str, int] = ("", 0)
+    ) -> ReadOutcome:
         if reread:
             session = self.state.fetch_sessions.get(reread)
-            if session is None:
+            if session is None or session.owner != owner:
                 return ReadOutcome(FetchResponse(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND), 0)
             wanted = self.state.fetch_sessions.take_dirty(session)
         else:
-            session, error, wanted = self.state.fetch_sessions.open_or_update(request)
+            session, error, wanted = self.state.fetch_sessions.open_or_update(request, owner)
             if error:
                 log.info("fetch from replica %d: %s", request.replica_id, error.name)
                 return ReadOutcome(FetchResponse(error_code=error), 0)
@@ -157,7 +159,9 @@ class LeaderPath:
         errors = False
         stats = self.state.stats
         for tp, item in wanted:
-            answer = self._read_partition(tp, item, replica, budget, now_ms)
+            answer = self._read_partition(
+                tp, item, replica, request.replica_epoch, budget=budget, now_ms=now_ms
+            )
             if tp in self.state.partitions:  # not per topic for any name a client sends
                 stats.fetch_requests[tp.topic] += 1
                 if answer.error_code:
@@ -226,7 +230,14 @@ class LeaderPath:
         return bool(changed)
 
     def _read_partition(
-        self, tp: TopicPartition, item: FetchPartition, replica: int | None, budget: int, now_ms: int
+        self,
+        tp: TopicPartition,
+        item: FetchPartition,
+        replica: int | None,
+        replica_epoch: int,
+        *,
+        budget: int,
+        now_ms: int,
     ) -> FetchPartitionData:
         partition, code = self.state.leader_partition(tp)
         if partition is None:
@@ -239,7 +250,11 @@ class LeaderPath:
             and replica in partition.replicas
             and item.fetch_offset <= partition.log_end_offset
         ):
-            partition.update_follower_fetch(replica, item.fetch_offset, now_ms)
+            if not partition.update_follower_fetch(replica, item.fetch_offset, now_ms, replica_epoch):
+                # A fetch of an incarnation that a newer one has replaced.
+                return FetchPartitionData(
+                    partition_index=item.partition, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER
+                )
             self._maybe_expand_isr(partition, replica)
             self.state.advance_high_watermark(partition)
         limit = None if replica is not None else partition.high_watermark
@@ -378,20 +393,25 @@ class LeaderPath:
     # --- ISR maintenance on the leader (spec §9.5) ---
 
     def _maybe_expand_isr(self, partition: Partition, replica: int) -> None:
-        if partition.pending_isr is not None or replica not in self.state.metadata.live_brokers:
+        if partition.pending_isr is not None:
             return
-        if partition.may_join_isr(replica):
+        if partition.may_join_isr(replica, self.state.metadata.live_broker_epoch(replica)):
             self._propose(partition, (*partition.isr, replica))
 
     def _expand_caught_up(self, partition: Partition) -> None:
         """After an ISR change, propose the next follower that caught up while it was
         pending: a follower at the log end sends no more fetch offsets for the partition in
-        its incremental fetch session, so no later fetch would bring it in."""
+        its incremental fetch session, so no later fetch would bring it in. Only one at the
+        leader's log end: a follower that stopped fetching (its broker died, and ZooKeeper
+        has not said so yet) and was shrunk out of the ISR still reaches the high watermark
+        it held back, and would be proposed again at once, for as long as its session lasts."""
         for replica in partition.replicas:
             if partition.pending_isr is not None:
                 return
             if replica not in partition.isr:
-                self._maybe_expand_isr(partition, replica)
+                state = partition.followers.get(replica)
+                if state is not None and state.log_end_offset >= partition.log_end_offset:
+                    self._maybe_expand_isr(partition, replica)
 
     def expand_caught_up_followers(self) -> None:
         """Every partition led here: propose a caught-up follower back into the ISR."""
@@ -418,7 +438,9 @@ class LeaderPath:
                 self._propose(partition, tuple(r for r in partition.isr if r not in out))
 
     def _propose(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
-        proposal = PendingIsr(new_isr, partition.leader_epoch, partition.partition_epoch)
+        proposal = PendingIsr(
+            new_isr, partition.leader_epoch, partition.partition_epoch, partition.broker_epochs(new_isr)
+        )
         partition.pending_isr = proposal
         self._effects.propose_isr(partition.tp, proposal)
 

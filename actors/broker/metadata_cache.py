@@ -44,6 +44,14 @@ class MetadataCache:
         self.controller_id = request.controller_id
         self.live_brokers = {b.broker_id: b for b in request.live_brokers}
 
+    def live_broker_epochs(self) -> dict[int, int]:
+        return {broker_id: broker.broker_epoch for broker_id, broker in self.live_brokers.items()}
+
+    def live_broker_epoch(self, broker_id: int) -> int | None:
+        """The broker epoch of `broker_id`'s live registration; None while it is not live."""
+        broker = self.live_brokers.get(broker_id)
+        return None if broker is None else broker.broker_epoch
+
     def take_states(self, states: Iterable[UpdateMetadataPartitionState]) -> list[TopicPartition]:
         """Merge partition states of an accepted UpdateMetadata (all at once, or slice by slice
         after `take_brokers`); returns the partitions they removed."""

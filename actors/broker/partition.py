@@ -29,6 +29,9 @@ class FollowerState:
     last_caught_up_ms: int = 0
     last_fetch_leader_log_end_offset: int = -1
     last_fetch_ms: int = 0
+    # The broker epoch its fetches carry (KIP-903): what is above was learnt from that
+    # incarnation of the broker, and is forgotten when a newer one fetches.
+    broker_epoch: int = -1
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -38,6 +41,9 @@ class PendingIsr:
     new_isr: tuple[int, ...]
     leader_epoch: int
     partition_epoch: int
+    # Each member's broker epoch, in `new_isr`'s order: -1 for one not seen fetching (and
+    # for the leader itself, whose own epoch its request carries).
+    broker_epochs: tuple[int, ...] = ()
 
 
 @dataclasses.dataclass(slots=True)
@@ -100,10 +106,24 @@ class Partition:
             state = self.followers[replica] = FollowerState(last_caught_up_ms=caught_up)
         return state
 
-    def update_follower_fetch(self, replica: int, fetch_offset: int, now_ms: int) -> None:
+    def update_follower_fetch(
+        self, replica: int, fetch_offset: int, now_ms: int, broker_epoch: int = -1
+    ) -> bool:
         """A follower fetched from `fetch_offset`: its log ends there. It is caught up when it
-        reached the leader's log end now, or the one the leader had at its previous fetch."""
+        reached the leader's log end now, or the one the leader had at its previous fetch.
+
+        False, and nothing changed, for a fetch of an older incarnation than one already seen
+        (Kafka's updateFetchStateOrThrow). A newer incarnation starts from nothing: the
+        previous one's progress says nothing of a log that may have lost its unflushed tail."""
         state = self.follower(replica)
+        if broker_epoch != state.broker_epoch:
+            if broker_epoch < state.broker_epoch:
+                return False
+            if state.broker_epoch != -1:
+                del self.followers[replica]
+                state = self.follower(replica)
+                state.last_caught_up_ms = 0
+            state.broker_epoch = broker_epoch
         leader_end = self.log_end_offset
         if fetch_offset >= leader_end:
             state.last_caught_up_ms = now_ms
@@ -112,6 +132,15 @@ class Partition:
         state.log_end_offset = fetch_offset
         state.last_fetch_leader_log_end_offset = leader_end
         state.last_fetch_ms = now_ms
+        return True
+
+    def broker_epochs(self, isr: tuple[int, ...]) -> tuple[int, ...]:
+        """The broker epoch each member of `isr` fetched with, -1 where not known."""
+        epochs = []
+        for replica in isr:
+            state = self.followers.get(replica)
+            epochs.append(-1 if state is None or replica == self.leader else state.broker_epoch)
+        return tuple(epochs)
 
     def maybe_advance_high_watermark(self) -> bool:
         """Raise the high watermark to the smallest log end in the maximal ISR."""
@@ -138,14 +167,17 @@ class Partition:
                 out.add(replica)
         return out
 
-    def may_join_isr(self, replica: int) -> bool:
+    def may_join_isr(self, replica: int, live_broker_epoch: int | None) -> bool:
         """A follower outside the ISR that has reached the high watermark and this leader
-        epoch's start offset (spec §9.5)."""
+        epoch's start offset (spec §9.5), in fetches of the incarnation registered now,
+        `live_broker_epoch` (KIP-903; None: not live)."""
         if replica in self.maximal_isr or replica not in self.replicas:
             return False
         state = self.followers.get(replica)
         return (
             state is not None
+            and live_broker_epoch is not None
+            and state.broker_epoch == live_broker_epoch
             and state.log_end_offset >= self.high_watermark
             and state.log_end_offset >= self.leader_epoch_start_offset
         )

@@ -115,8 +115,8 @@ class ReplicaManager(Actor[ReplicaMessage]):
                 return dataclasses.replace(answer, controller_epoch=self.state.controller_epoch)
             case ProduceRequest():
                 return self.leader_path.append_records(message)
-            case Read(request=request, wait=wait, reread=reread):
-                return self.leader_path.read(request, wait=wait, reread=reread)
+            case Read(request=request, wait=wait, reread=reread, owner=owner):
+                return self.leader_path.read(request, wait=wait, reread=reread, owner=owner)
             case ListOffsetsRequest():
                 return self.leader_path.list_offsets(message)
             case OffsetsForLeaderEpochRequest():
@@ -218,6 +218,9 @@ class ReplicaManager(Actor[ReplicaMessage]):
         request_broker_epoch: int,
         broker_epoch: int,
     ) -> ErrorCode | None:
+        """Why a controller's request is refused, or None. `broker_epoch`, this broker's own,
+        comes with every such request, and is kept: its fetches carry it (KIP-903)."""
+        self.state.broker_epoch = max(self.state.broker_epoch, broker_epoch)
         if request_broker_epoch != -1 and request_broker_epoch < broker_epoch:
             log.warning(
                 "refusing %s from controller %d: broker epoch %d is older than %d",
@@ -502,7 +505,7 @@ class ReplicaManager(Actor[ReplicaMessage]):
         refused = self._refused_update_metadata(request, broker_epoch)
         if refused is not None:
             return refused
-        was_live = set(self.state.metadata.live_brokers)
+        was_live = self.state.metadata.live_broker_epochs()
         self.state.metadata.update(request)
         return self._metadata_updated(request, was_live)
 
@@ -513,7 +516,7 @@ class ReplicaManager(Actor[ReplicaMessage]):
         refused = self._refused_update_metadata(request, broker_epoch)
         if refused is not None:
             return refused
-        was_live = set(self.state.metadata.live_brokers)
+        was_live = self.state.metadata.live_broker_epochs()
         self.state.metadata.take_brokers(request)
         async for states in sliced(request.partition_states):
             self.state.metadata.take_states(states)
@@ -535,11 +538,15 @@ class ReplicaManager(Actor[ReplicaMessage]):
             error_code=refusal, error_message=f"{refusal.name} from controller {request.controller_id}"
         )
 
-    def _metadata_updated(self, request: UpdateMetadataRequest, was_live: set[int]) -> UpdateMetadataResponse:
+    def _metadata_updated(
+        self, request: UpdateMetadataRequest, was_live: dict[int, int]
+    ) -> UpdateMetadataResponse:
         self.state.controller_epoch = request.controller_epoch
-        if not self.state.metadata.live_brokers.keys() <= was_live:
-            # A follower that caught up while its broker was not yet known live here was
-            # not let into the ISR, and its fetches no longer name the partition: look again.
+        live = self.state.metadata.live_broker_epochs()
+        if any(was_live.get(broker_id) != epoch for broker_id, epoch in live.items()):
+            # A follower that caught up while its broker (at this broker epoch) was not yet
+            # known live here was not let into the ISR, and its fetches no longer name the
+            # partition: look again.
             self.leader_path.expand_caught_up_followers()
         return UpdateMetadataResponse()
 

@@ -50,6 +50,8 @@ class Read:
     request: FetchRequest
     wait: bool
     reread: int = 0
+    # Who sent it (principal, connection): a fetch session is used only by who opened it.
+    owner: tuple[str, int] = ("", 0)
 
 
 @dataclasses.dataclass(frozen=True)

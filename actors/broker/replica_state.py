@@ -41,6 +41,9 @@ class ReplicaState:
         self.config = config or ReplicationConfig()
         self.clock = clock or SystemClock()
         self.controller_epoch = 0
+        # This broker's own epoch (its registration's), as the controller's requests last
+        # told it: the fetches it sends as a follower carry it (KIP-903).
+        self.broker_epoch = -1
         self.partitions: dict[TopicPartition, Partition] = {}
         # Replicas whose log is unusable (Kafka's HostedPartition.Offline): in a failed log
         # directory, or a leader's log with a damaged batch. They answer KAFKA_STORAGE_ERROR

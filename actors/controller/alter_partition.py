@@ -47,10 +47,27 @@ def check(
         return None
     if item.partition_epoch < current.partition_epoch:
         return ErrorCode.INVALID_UPDATE_VERSION
-    live = context.live_ids() - context.shutting_down
-    if any(r not in live for r in proposed.isr):
+    if not eligible(context, current.isr, item):
         return ErrorCode.INELIGIBLE_REPLICA
     return proposed
+
+
+def eligible(context: ControllerContext, current_isr: tuple[int, ...], item: AlterPartitionItem) -> bool:
+    """Every proposed member is live, not shutting down, and named with the broker epoch it
+    is registered with (KIP-903). A member the ISR already holds may come without an epoch
+    (its leader has not seen it fetch yet); one joining must come with its own: a replica
+    that restarted, having lost the unflushed tail of its log, is not let back in on what
+    its previous incarnation had fetched."""
+    for member in item.new_isr_with_epochs:
+        registered = context.live_brokers.get(member.broker_id)
+        if registered is None or member.broker_id in context.shutting_down:
+            return False
+        if member.broker_epoch == -1:
+            if member.broker_id not in current_isr:
+                return False
+        elif member.broker_epoch != registered.broker_epoch:
+            return False
+    return True
 
 
 async def alter_partition(

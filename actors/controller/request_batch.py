@@ -298,6 +298,7 @@ class RequestBatch:
                     for e in registered.info.endpoints
                 ],
                 rack=registered.info.rack,
+                broker_epoch=registered.broker_epoch,
             )
             for broker_id, registered in sorted(self._context.live_brokers.items())
         ]

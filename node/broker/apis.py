@@ -306,7 +306,10 @@ class BrokerApis:
                 return _with_refused(request, answer, "responses", refused)
             case FetchRequest():
                 fetch, refused_fetch = authz.fetch(check, request.body)
-                answer = await rm.fetch(fetch) if fetch.topics or not refused_fetch else FetchResponse()
+                owner = (request.context.principal, request.context.connection_id)
+                answer = (
+                    await rm.fetch(fetch, owner) if fetch.topics or not refused_fetch else FetchResponse()
+                )
                 return _with_refused(request, answer, "responses", refused_fetch)
             case ListOffsetsRequest():
                 offsets, refused_offsets = authz.list_offsets(check, request.body)

@@ -84,6 +84,16 @@ class Checker:
         self._events: dict[int, list[QueuedEvent]] = {}
         # Since when `/controller` has been absent while some broker could elect itself.
         self._absent_since: float | None = None
+        # (broker, partition) -> the broker's incarnation that lost its logs' unflushed tail,
+        # for every partition it is a replica of: an ISR may name it on the strength of what
+        # it fetched before (it was in the ISR, or its leader proposed it and the change
+        # landed after the loss, its registration not yet gone). It is held to the
+        # acknowledged writes again once that registration is gone and the partition's ISR
+        # does not name it (the controller removes a broker that died): from then on it may
+        # join only with what its next incarnation fetched (KIP-903).
+        self._tail_lost: dict[tuple[int, TopicPartition], int] = {}
+        # The czxid of the registration of each broker that lost a tail, while it stands.
+        self._lost_registration: dict[int, int] = {}
         # Since when each partition has not been led while a replica that could lead it was live.
         self._leaderless_since: dict[TopicPartition, float] = {}
 
@@ -221,6 +231,8 @@ class Checker:
         self._partition_states()
         self._applied_leader_epochs(brokers)
         self._no_event_lost(brokers)
+        self._vouched_for_no_more()
+        self._leading_after_a_lost_tail(brokers)
         self._acknowledged_writes()
 
     def _one_controller_per_epoch(self, brokers: dict[int, tuple[int, SimBroker]]) -> None:
@@ -278,6 +290,54 @@ class Checker:
             # What is spent and answered needs no more watching.
             events[:] = [e for e in events if not e.spent or not _answered(e)]
 
+    def another_isr_member_everywhere(self, broker_id: int) -> bool:
+        """Whether every ISR in ZooKeeper that names `broker_id` names another broker too,
+        one that has not itself lost a tail since."""
+        return all(
+            any(m != broker_id and (m, tp) not in self._tail_lost for m in state.isr)
+            for tp, (state, _, _) in self.zk.partition_states.items()
+            if broker_id in state.isr
+        )
+
+    def lost_tail(self, broker_id: int, incarnation: int) -> None:
+        registration = self.zk.brokers.get(broker_id)
+        if registration is not None:
+            self._lost_registration[broker_id] = registration.czxid
+        for topic, assignment in self.zk.topics.items():
+            for partition, replicas in assignment.partitions.items():
+                if broker_id in replicas.replicas:
+                    self._tail_lost[(broker_id, TopicPartition(topic, partition))] = incarnation
+
+    def _vouched_for_no_more(self) -> None:
+        """End the let-offs of brokers whose registration from before their loss is gone,
+        for the partitions whose ISR no longer names them."""
+        for broker_id, czxid in list(self._lost_registration.items()):
+            registration = self.zk.brokers.get(broker_id)
+            if registration is None or registration.czxid != czxid:
+                del self._lost_registration[broker_id]
+        for broker_id, tp in list(self._tail_lost):
+            if broker_id in self._lost_registration:
+                continue
+            found = self.zk.partition_states.get(tp)
+            if found is None or broker_id not in found[0].isr:
+                del self._tail_lost[(broker_id, tp)]
+
+    def named_from_before_its_loss(self, broker_id: int) -> bool:
+        """Whether some ISR still names `broker_id` from before it lost its logs' tail."""
+        return any(b == broker_id for b, _ in self._tail_lost)
+
+    def _leading_after_a_lost_tail(self, brokers: dict[int, tuple[int, SimBroker]]) -> None:
+        """A broker back from a power loss that leads a partition whose ISR still named it
+        from before: a controller that took over while it was away never saw it go, and
+        found it live and in the ISR (ZooKeeper-mode Kafka cannot tell either; KRaft's
+        KIP-966 can). What it lost is lost, as in an unclean election, and counted as one."""
+        for (broker_id, tp), incarnation in list(self._tail_lost.items()):
+            current, broker = brokers[broker_id]
+            found = self.zk.partition_states.get(tp)
+            if current > incarnation and broker.alive and found is not None and found[0].leader == broker_id:
+                self._unclean[tp] = self._unclean.get(tp, 0) + 1
+                del self._tail_lost[(broker_id, tp)]
+
     def _acknowledged_writes(self) -> None:
         by_partition: dict[TopicPartition, list[Ack]] = {}
         for ack in self.acks:
@@ -291,7 +351,8 @@ class Checker:
             if state is None or tp.topic in self._deleted:
                 continue
             for member in state.isr:
-                self._check_replica(member, tp, acks)
+                if (member, tp) not in self._tail_lost:
+                    self._check_replica(member, tp, acks)
 
     def _check_replica(self, broker_id: int, tp: TopicPartition, acks: list[Ack]) -> None:
         log = self.logs[broker_id].get(tp)

@@ -181,6 +181,15 @@ class MemoryLog:
         self._end = records.read_header(self._batches[-1]).next_offset if self._batches else self._start
         self.epochs.truncate_from_end(self._end)
 
+    @property
+    def batch_count(self) -> int:
+        return len(self._batches)
+
+    def lose_tail(self, kept: int) -> None:
+        """A power loss: every batch after the first `kept` is gone, as if never written."""
+        if kept < len(self._bases):
+            self.truncate_to(self._bases[kept])
+
     def truncate_fully_and_start_at(self, offset: int) -> None:
         self.generation = next(_GENERATIONS)
         self._forget_values()

@@ -16,6 +16,7 @@ from wire.api import (
     AlterPartitionRequest,
     AlterPartitionResponse,
     AlterPartitionTopic,
+    BrokerState,
     UpdateMetadataRequest,
 )
 from wire.errors import ErrorCode
@@ -33,6 +34,10 @@ async def cluster() -> AsyncIterator[Cluster]:
     )
     yield cluster
     await cluster.stop()
+
+
+# Stands for the broker epoch a member is registered with, which `send` fills in.
+REGISTERED = -99
 
 
 def request(
@@ -53,7 +58,7 @@ def request(
                     AlterPartitionItem(
                         partition_index=0,
                         leader_epoch=leader_epoch,
-                        new_isr=isr,
+                        new_isr_with_epochs=[BrokerState(broker_id=r, broker_epoch=REGISTERED) for r in isr],
                         partition_epoch=partition_epoch,
                     )
                 ],
@@ -64,10 +69,37 @@ def request(
 
 async def send(cluster: Cluster, req: AlterPartitionRequest) -> AlterPartitionResponse:
     controller = cluster.controller
+    live = controller.context.live_brokers
     if req.broker_epoch == -99:
-        epoch = controller.context.live_brokers[req.broker_id].broker_epoch
-        req = AlterPartitionRequest(broker_id=req.broker_id, broker_epoch=epoch, topics=req.topics)
-    return await controller.alter_partition(req)
+        req = AlterPartitionRequest(
+            broker_id=req.broker_id, broker_epoch=live[req.broker_id].broker_epoch, topics=req.topics
+        )
+    topics = [
+        AlterPartitionTopic(
+            topic_name=topic.topic_name,
+            partitions=[
+                AlterPartitionItem(
+                    partition_index=item.partition_index,
+                    leader_epoch=item.leader_epoch,
+                    new_isr_with_epochs=[
+                        BrokerState(
+                            broker_id=m.broker_id,
+                            broker_epoch=live[m.broker_id].broker_epoch
+                            if m.broker_epoch == REGISTERED and m.broker_id in live
+                            else m.broker_epoch,
+                        )
+                        for m in item.new_isr_with_epochs
+                    ],
+                    partition_epoch=item.partition_epoch,
+                )
+                for item in topic.partitions
+            ],
+        )
+        for topic in req.topics
+    ]
+    return await controller.alter_partition(
+        AlterPartitionRequest(broker_id=req.broker_id, broker_epoch=req.broker_epoch, topics=topics)
+    )
 
 
 def code(response: AlterPartitionResponse) -> int:
@@ -99,6 +131,45 @@ async def test_each_check_in_kafkas_order(cluster: Cluster) -> None:
     assert code(await send(cluster, request([1, 3], partition_epoch=0))) == ErrorCode.INVALID_UPDATE_VERSION
     assert code(await send(cluster, request([1, 2, 9], partition_epoch=1))) == ErrorCode.INELIGIBLE_REPLICA
     assert cluster.state("t", 0) == LeaderAndIsr(1, 0, (1, 2), 1), "a refused change writes nothing"
+
+
+def with_epochs(isr: list[tuple[int, int]], *, partition_epoch: int) -> AlterPartitionRequest:
+    """An ISR change naming each member with the broker epoch given."""
+    built = request([], partition_epoch=partition_epoch)
+    item = built.topics[0].partitions[0]
+    members = [BrokerState(broker_id=b, broker_epoch=e) for b, e in isr]
+    return AlterPartitionRequest(
+        broker_id=built.broker_id,
+        broker_epoch=built.broker_epoch,
+        topics=[
+            AlterPartitionTopic(
+                topic_name="t",
+                partitions=[
+                    AlterPartitionItem(
+                        partition_index=0,
+                        leader_epoch=item.leader_epoch,
+                        new_isr_with_epochs=members,
+                        partition_epoch=partition_epoch,
+                    )
+                ],
+            )
+        ],
+    )
+
+
+async def test_a_joining_member_must_be_named_with_its_registered_broker_epoch(cluster: Cluster) -> None:
+    """KIP-903: a replica joins the ISR only on its current incarnation's fetches. A member
+    already in the ISR may come without an epoch; one joining may not, nor with another
+    epoch than it is registered with."""
+    await send(cluster, request([1, 2]))  # 3 leaves: partition epoch 1
+    registered = cluster.controller.context.live_brokers[3].broker_epoch
+    for stale in (-1, registered - 1, registered + 1):
+        answer = await send(cluster, with_epochs([(1, REGISTERED), (2, -1), (3, stale)], partition_epoch=1))
+        assert code(answer) == ErrorCode.INELIGIBLE_REPLICA, stale
+    assert cluster.state("t", 0).isr == (1, 2), "a refused change writes nothing"
+    answer = await send(cluster, with_epochs([(1, REGISTERED), (2, -1), (3, registered)], partition_epoch=1))
+    assert code(answer) == ErrorCode.NONE
+    assert cluster.state("t", 0).isr == (1, 2, 3)
 
 
 async def test_an_older_leader_epoch_is_fenced(cluster: Cluster) -> None:

@@ -13,6 +13,7 @@ from wire.api import (
     AlterPartitionItem,
     AlterPartitionRequest,
     AlterPartitionTopic,
+    BrokerState,
     ControlledShutdownRequest,
     ControlledShutdownResponse,
     RemainingPartition,
@@ -140,24 +141,32 @@ async def test_a_shutting_down_broker_may_not_rejoin_an_isr_until_it_registers_a
     await with_topic(cluster, {0: (0, 1, 2)})
     await shut_down(cluster, 2)
     state = cluster.state("t", 0)
-    rejoin = AlterPartitionRequest(
-        broker_id=0,
-        broker_epoch=cluster.controllers[0].broker_epoch,
-        topics=[
-            AlterPartitionTopic(
-                topic_name="t",
-                partitions=[
-                    AlterPartitionItem(
-                        partition_index=0,
-                        leader_epoch=state.leader_epoch,
-                        new_isr=[0, 1, 2],
-                        partition_epoch=state.partition_epoch,
-                    )
-                ],
-            )
-        ],
-    )
-    answer = await cluster.controller.alter_partition(rejoin)
+
+    def rejoin() -> AlterPartitionRequest:
+        """Broker 2 back in the ISR, named with the broker epoch it is registered with now."""
+        live = cluster.controller.context.live_brokers
+        return AlterPartitionRequest(
+            broker_id=0,
+            broker_epoch=cluster.controllers[0].broker_epoch,
+            topics=[
+                AlterPartitionTopic(
+                    topic_name="t",
+                    partitions=[
+                        AlterPartitionItem(
+                            partition_index=0,
+                            leader_epoch=state.leader_epoch,
+                            new_isr_with_epochs=[
+                                BrokerState(broker_id=r, broker_epoch=live[r].broker_epoch) for r in (0, 1, 2)
+                            ],
+                            partition_epoch=state.partition_epoch,
+                        )
+                    ],
+                )
+            ],
+        )
+
+    before_restart = rejoin()
+    answer = await cluster.controller.alter_partition(before_restart)
     assert answer.topics[0].partitions[0].error_code == ErrorCode.INELIGIBLE_REPLICA
     assert cluster.state("t", 0).isr == (0, 1)
     # It stops and starts again: a new registration makes it eligible.
@@ -172,7 +181,10 @@ async def test_a_shutting_down_broker_may_not_rejoin_an_isr_until_it_registers_a
     await eventually(
         settled(cluster, lambda: 2 in cluster.controller.context.live_brokers), timeout=2, message="not back"
     )
-    answer = await cluster.controller.alter_partition(rejoin)
+    # Named with its previous incarnation's broker epoch, it is still refused (KIP-903).
+    answer = await cluster.controller.alter_partition(before_restart)
+    assert answer.topics[0].partitions[0].error_code == ErrorCode.INELIGIBLE_REPLICA
+    answer = await cluster.controller.alter_partition(rejoin())
     assert answer.topics[0].partitions[0].error_code == ErrorCode.NONE
     assert cluster.state("t", 0).isr == (0, 1, 2)
 

@@ -21,6 +21,7 @@ from wire.api import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionRequest,
     AlterPartitionTopic,
+    BrokerState,
     ElectionType,
     LeaderAndIsrRequest,
     ListPartitionReassignmentsRequest,
@@ -140,7 +141,13 @@ async def catch_up(cluster: Cluster, *isr: int) -> None:
                         AlterPartitionItem(
                             partition_index=0,
                             leader_epoch=state.leader_epoch,
-                            new_isr=list(isr),
+                            new_isr_with_epochs=[
+                                BrokerState(
+                                    broker_id=r,
+                                    broker_epoch=cluster.controller.context.live_brokers[r].broker_epoch,
+                                )
+                                for r in isr
+                            ],
                             partition_epoch=state.partition_epoch,
                         )
                     ],

@@ -76,9 +76,10 @@ def produce(values: list[bytes], *, acks: int = -1) -> ProduceRequest:
     )
 
 
-def fetch(offset: int, *, replica: int = -1, epoch: int = -1) -> FetchRequest:
+def fetch(offset: int, *, replica: int = -1, epoch: int = -1, replica_epoch: int = -1) -> FetchRequest:
     return FetchRequest(
         replica_id=replica,
+        replica_epoch=replica_epoch,
         max_wait_ms=0,
         topics=[
             FetchTopic(
@@ -87,6 +88,16 @@ def fetch(offset: int, *, replica: int = -1, epoch: int = -1) -> FetchRequest:
             )
         ],
     )
+
+
+# Each broker's epoch (its registration's), which its fetches carry (KIP-903).
+EPOCHS = {1: 100, 2: 200, 3: 300}
+
+
+def proposal(isr: tuple[int, ...], leader_epoch: int, partition_epoch: int) -> PendingIsr:
+    """Broker 1's ISR change, each follower named with its broker epoch."""
+    epochs = tuple(-1 if r == 1 else EPOCHS[r] for r in isr)
+    return PendingIsr(isr, leader_epoch, partition_epoch, epochs)
 
 
 class ProposalRecorder:
@@ -122,17 +133,19 @@ class Brokers:
                 UpdateMetadataRequest(
                     controller_id=9,
                     controller_epoch=1,
-                    live_brokers=[LiveBroker(broker_id=b, endpoints=[]) for b in (1, 2, 3)],
+                    live_brokers=[
+                        LiveBroker(broker_id=b, endpoints=[], broker_epoch=EPOCHS[b]) for b in (1, 2, 3)
+                    ],
                 ),
-                -1,
+                EPOCHS[manager.state.broker_id],
             )
 
     def __getitem__(self, broker_id: int) -> ReplicaManager:
         return self.managers[broker_id]
 
     def lead(self, leader: int, epoch: int, isr: list[int]) -> None:
-        for manager in self.managers.values():
-            manager.become_leader_or_follower(order(leader, epoch, isr), -1)
+        for broker_id, manager in self.managers.items():
+            manager.become_leader_or_follower(order(leader, epoch, isr), EPOCHS[broker_id])
 
     def replicate(self, follower: int, leader: int) -> None:
         """One fetcher round: truncate first if needed, else fetch and append."""
@@ -352,13 +365,13 @@ async def test_a_follower_that_stops_catching_up_is_proposed_out_of_the_isr(brok
     brokers.replicate(2, 1)  # reports its log end: level with the leader's
     brokers.clock.advance(31)
     brokers[1].leader_path.maybe_shrink_isr()
-    assert brokers.proposals == [(1, PendingIsr((1, 2), 0, 0))], "3 never caught up; 2 is at the log end"
+    assert brokers.proposals == [(1, proposal((1, 2), 0, 0))], "3 never caught up; 2 is at the log end"
     brokers[1].leader_path.maybe_shrink_isr()
     assert len(brokers.proposals) == 1, "one change in flight at a time"
     result = AlterPartitionResult(
         partition_index=0, leader_id=1, leader_epoch=0, isr=[1, 2], partition_epoch=1
     )
-    brokers[1].leader_path.isr_change_answered(TP, PendingIsr((1, 2), 0, 0), result)
+    brokers[1].leader_path.isr_change_answered(TP, proposal((1, 2), 0, 0), result)
     assert (partition(brokers[1]).isr, partition(brokers[1]).partition_epoch) == ((1, 2), 1)
 
 
@@ -371,7 +384,7 @@ async def test_a_follower_that_reaches_the_high_watermark_is_proposed_back_in(br
     brokers.replicate(3, 1)
     assert not brokers.proposals, "3 fetched from offset 0: behind the high watermark"
     brokers.replicate(3, 1)
-    assert brokers.proposals == [(1, PendingIsr((1, 2, 3), 0, 0))]
+    assert brokers.proposals == [(1, proposal((1, 2, 3), 0, 0))]
     refused = AlterPartitionResult(partition_index=0, error_code=ErrorCode.INELIGIBLE_REPLICA)
     brokers[1].leader_path.isr_change_answered(TP, brokers.proposals[0][1], refused)
     assert partition(brokers[1]).pending_isr is None and partition(brokers[1]).isr == (1, 2)
@@ -389,12 +402,12 @@ async def test_a_follower_that_caught_up_while_an_isr_change_was_pending_joins_a
     brokers.replicate(2, 1)
     brokers.replicate(3, 1)
     brokers.replicate(3, 1)
-    assert brokers.proposals == [(1, PendingIsr((1, 2), 0, 0))], "one change in flight at a time"
+    assert brokers.proposals == [(1, proposal((1, 2), 0, 0))], "one change in flight at a time"
     result = AlterPartitionResult(
         partition_index=0, leader_id=1, leader_epoch=0, isr=[1, 2], partition_epoch=1
     )
-    brokers[1].leader_path.isr_change_answered(TP, PendingIsr((1, 2), 0, 0), result)
-    assert brokers.proposals[1:] == [(1, PendingIsr((1, 2, 3), 0, 1))]
+    brokers[1].leader_path.isr_change_answered(TP, proposal((1, 2), 0, 0), result)
+    assert brokers.proposals[1:] == [(1, proposal((1, 2, 3), 0, 1))]
 
 
 async def test_a_follower_at_the_log_end_is_proposed_again_after_a_refused_isr_change(
@@ -407,11 +420,11 @@ async def test_a_follower_at_the_log_end_is_proposed_again_after_a_refused_isr_c
     brokers.lead(1, 0, [1])
     for follower in (2, 3, 2, 3):
         brokers.replicate(follower, 1)
-    assert brokers.proposals == [(1, PendingIsr((1, 2), 0, 0))], "one change in flight at a time"
+    assert brokers.proposals == [(1, proposal((1, 2), 0, 0))], "one change in flight at a time"
     refused = AlterPartitionResult(partition_index=0, error_code=ErrorCode.INELIGIBLE_REPLICA)
     brokers[1].leader_path.isr_change_answered(TP, brokers.proposals[0][1], refused)
     brokers.replicate(3, 1)
-    assert brokers.proposals[1:] == [(1, PendingIsr((1, 3), 0, 0))], "3's next fetch proposes it"
+    assert brokers.proposals[1:] == [(1, proposal((1, 3), 0, 0))], "3's next fetch proposes it"
 
 
 def test_caught_up_time_follows_kafkas_rule() -> None:
@@ -469,14 +482,15 @@ async def test_a_fetch_answer_is_held_to_fetch_max_bytes_whatever_the_request_as
     assert answered() == [b"a" * 1000, b"b" * 1000]
 
 
-def _live(manager: ReplicaManager, *broker_ids: int) -> None:
+def _live(manager: ReplicaManager, *broker_ids: int, epochs: dict[int, int] | None = None) -> None:
+    epochs = {**EPOCHS, **(epochs or {})}
     manager.update_metadata(
         UpdateMetadataRequest(
             controller_id=9,
             controller_epoch=1,
-            live_brokers=[LiveBroker(broker_id=b, endpoints=[]) for b in broker_ids],
+            live_brokers=[LiveBroker(broker_id=b, endpoints=[], broker_epoch=epochs[b]) for b in broker_ids],
         ),
-        -1,
+        EPOCHS[manager.state.broker_id],
     )
 
 
@@ -495,7 +509,7 @@ async def test_a_follower_caught_up_before_its_broker_was_known_live_rejoins_the
     brokers.replicate(3, 1)
     assert brokers.proposals == [], "3 is not live yet for the leader"
     _live(brokers[1], 1, 2, 3)
-    assert brokers.proposals == [(1, PendingIsr((1, 2, 3), 0, 0))]
+    assert brokers.proposals == [(1, proposal((1, 2, 3), 0, 0))]
 
 
 async def test_a_partition_whose_epoch_end_offsets_keep_failing_does_not_starve_the_others(
@@ -527,3 +541,60 @@ async def test_a_partition_whose_epoch_end_offsets_keep_failing_does_not_starve_
     brokers.replicate(2, 1)
     brokers.replicate(2, 1)
     assert values(brokers[2]) == [b"a", b"b"]
+
+
+async def test_a_restarted_follower_joins_the_isr_only_on_its_own_fetches(brokers: Brokers) -> None:
+    """KIP-903: broker 3 caught up, then restarted (broker epoch 300 -> 301) having lost the
+    unflushed tail of its log. What its previous incarnation fetched does not let it in; its
+    new incarnation's fetches do, once they reach the high watermark; and a fetch still
+    coming from the previous incarnation is refused without changing anything."""
+    _live(brokers[1], 1, 2)
+    brokers.lead(1, 0, [1, 2])
+    brokers[1].leader_path.append_records(produce([b"a"], acks=1))
+    for follower in (2, 2, 3, 3):
+        brokers.replicate(follower, 1)
+    assert partition(brokers[1]).followers[3].log_end_offset == 1
+    assert brokers.proposals == [], "3 is not live yet for the leader"
+    _live(brokers[1], 1, 2, 3, epochs={3: 301})
+    assert brokers.proposals == [], "proposed on its previous incarnation's fetches"
+    read = brokers[1].leader_path.read
+    assert read(fetch(0, replica=3, replica_epoch=301), wait=False).response.error_code == ErrorCode.NONE
+    assert partition(brokers[1]).followers[3].log_end_offset == 0
+    assert brokers.proposals == [], "behind the high watermark"
+    stale = read(fetch(1, replica=3, replica_epoch=300), wait=False).response
+    assert stale.responses[0].partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert partition(brokers[1]).followers[3].log_end_offset == 0
+    assert brokers.proposals == []
+    read(fetch(1, replica=3, replica_epoch=301), wait=False)
+    assert brokers.proposals == [(1, PendingIsr((1, 2, 3), 0, 0, (-1, 200, 301)))]
+
+
+async def test_a_follower_shrunk_out_for_not_fetching_is_not_proposed_straight_back(brokers: Brokers) -> None:
+    """Found by the simulation's power-loss fault: broker 3 stopped fetching (it died; its
+    ZooKeeper session had not yet expired), holding the high watermark at its log end. Once
+    shrunk out, the leader proposed it straight back, on the ground that it reached the
+    high watermark it had itself held back, and did so again at every shrink until its
+    session expired. A follower comes back on a fetch, or at the leader's log end."""
+    read = brokers[1].leader_path.read
+    brokers.lead(1, 0, [1, 3])
+    brokers[1].leader_path.append_records(produce([b"a"], acks=1))
+    read(fetch(0, replica=3, replica_epoch=300), wait=False)
+    read(fetch(1, replica=3, replica_epoch=300), wait=False)  # 3's last fetch: the log end then
+    brokers.clock.advance(20)
+    read(fetch(0, replica=2, replica_epoch=200), wait=False)
+    brokers[1].leader_path.append_records(produce([b"b"], acks=1))
+    read(fetch(1, replica=2, replica_epoch=200), wait=False)  # caught up with the end it saw last
+    assert brokers.proposals == [(1, proposal((1, 3, 2), 0, 0))]
+    joined = AlterPartitionResult(
+        partition_index=0, leader_id=1, leader_epoch=0, isr=[1, 3, 2], partition_epoch=1
+    )
+    brokers[1].leader_path.isr_change_answered(TP, brokers.proposals[0][1], joined)
+    brokers.clock.advance(11)
+    brokers[1].leader_path.maybe_shrink_isr()
+    assert brokers.proposals[1:] == [(1, proposal((1, 2), 0, 1))], "3 has not fetched for 31 s"
+    shrunk = AlterPartitionResult(
+        partition_index=0, leader_id=1, leader_epoch=0, isr=[1, 2], partition_epoch=2
+    )
+    brokers[1].leader_path.isr_change_answered(TP, brokers.proposals[1][1], shrunk)
+    assert partition(brokers[1]).high_watermark == 1, "2 is at offset 1 too"
+    assert brokers.proposals[2:] == [], "3 proposed back without fetching"

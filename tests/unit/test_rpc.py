@@ -4,6 +4,7 @@ and bad input that closes one connection while others are served."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import AsyncIterator
 
@@ -181,11 +182,17 @@ async def test_truncated_frame_then_disconnect_leaves_the_server_serving(
 
 async def test_each_request_carries_its_connection_context(served: tuple[RpcServer, Handler]) -> None:
     server, handler = served
-    client = await RpcClient.connect("127.0.0.1", server.port, client_id="c", request_timeout=5)
-    try:
-        await client.send(ApiVersionsRequest())
-    finally:
-        await client.close()
-    assert handler.contexts == [
-        RequestContext(principal=ANONYMOUS, client_host="127.0.0.1", listener_name="PLAINTEXT")
-    ]
+    for _ in range(2):
+        client = await RpcClient.connect("127.0.0.1", server.port, client_id="c", request_timeout=5)
+        try:
+            await client.send(ApiVersionsRequest())
+            await client.send(ApiVersionsRequest())
+        finally:
+            await client.close()
+    first, again, second, _ = handler.contexts
+    assert first == dataclasses.replace(
+        RequestContext(principal=ANONYMOUS, client_host="127.0.0.1", listener_name="PLAINTEXT"),
+        connection_id=first.connection_id,
+    )
+    assert again.connection_id == first.connection_id != 0, "one id per connection"
+    assert second.connection_id != first.connection_id, "another connection, another id"

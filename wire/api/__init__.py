@@ -7,6 +7,7 @@ from wire.api.alter_partition import (
     AlterPartitionResult,
     AlterPartitionTopic,
     AlterPartitionTopicResult,
+    BrokerState,
 )
 from wire.api.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
@@ -233,6 +234,7 @@ __all__ = [
     "ApiVersionRange",
     "ApiVersionsRequest",
     "ApiVersionsResponse",
+    "BrokerState",
     "ControlledShutdownRequest",
     "ControlledShutdownResponse",
     "CreatableReplicaAssignment",

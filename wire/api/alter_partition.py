@@ -5,7 +5,9 @@ STALE_BROKER_EPOCH (77) for an unknown broker or a broker epoch other than the r
 one. Per partition, in the controller's order of checks: UNKNOWN_TOPIC_OR_PARTITION (3),
 NOT_CONTROLLER (41) for epochs newer than the controller knows, FENCED_LEADER_EPOCH (74),
 INVALID_UPDATE_VERSION (95), INELIGIBLE_REPLICA (107) for a proposed ISR member that is not
-live. A success carries the state as written, with its new partition epoch.
+live, or whose broker epoch is not the one it is registered with (KIP-903: each member is named
+with the broker epoch its fetches carried, so a replica's previous incarnation never vouches
+for the next one). A success carries the state as written, with its new partition epoch.
 """
 
 from __future__ import annotations
@@ -18,11 +20,24 @@ from wire.schema import Struct
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class BrokerState(Struct):
+    """An ISR member and its broker epoch; -1 when the leader has not seen it fetch yet
+    (allowed only for a member the current ISR already holds)."""
+
+    broker_id: int
+    broker_epoch: int = -1
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class AlterPartitionItem(Struct):
     partition_index: int
     leader_epoch: int
-    new_isr: list[int]
+    new_isr_with_epochs: list[BrokerState]
     partition_epoch: int
+
+    @property
+    def new_isr(self) -> list[int]:
+        return [member.broker_id for member in self.new_isr_with_epochs]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -37,6 +37,9 @@ class LiveBroker(Struct):
     broker_id: int
     endpoints: list[Endpoint]
     rack: str | None = None
+    # The epoch of the registration the controller knows (KIP-903): a leader lets a follower
+    # into the ISR only on fetches of that incarnation.
+    broker_epoch: int = -1
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
