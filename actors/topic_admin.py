@@ -82,7 +82,8 @@ TOPIC_CONFIGS = {
     "min.insync.replicas": _int_at_least(1),
     "retention.ms": _int_at_least(-1),
     "retention.bytes": _int_at_least(-1),
-    "segment.bytes": _int_at_least(14),
+    # KIP-1030's floor (node/broker/log/config.py's SEGMENT_BYTES_MIN).
+    "segment.bytes": _int_at_least(1 << 20),
     "max.message.bytes": _int_at_least(0),
     "flush.messages": _int_at_least(1),
     "flush.ms": _int_at_least(0),

@@ -17,6 +17,7 @@ import javaproperties
 from actors.acl import AclError
 from actors.authorizer import parse_super_users
 from actors.partition_limits import JUTE_MAX_BUFFER, ZNODE_REQUEST_OVERHEAD
+from node.broker.log.config import SEGMENT_BYTES_MIN
 from node.metrics.listener import MetricsListenerError, parse_listener
 from node.security.connection_limits import (
     connection_limits,
@@ -222,7 +223,9 @@ DEFINITIONS: dict[str, _Def] = {
     "num.partitions": _Def(_int(1), "1"),
     "default.replication.factor": _Def(_int(1), "1"),
     # The replicated log: broker-wide defaults of the topic configs, and replication.
-    "log.segment.bytes": _Def(_int(14), "1073741824"),
+    "log.segment.bytes": _Def(_int(SEGMENT_BYTES_MIN), "1073741824"),
+    # Keel's own, for tests: every segment rolls at this size (0: segment.bytes decides).
+    "log.internal.segment.bytes": _Def(_int(0), "0"),
     "log.index.interval.bytes": _Def(_int(0), "4096"),
     "log.retention.ms": _Def(_int(-1, _LONG_MAX), "604800000"),
     "log.retention.bytes": _Def(_int(-1, _LONG_MAX), "-1"),

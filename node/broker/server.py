@@ -63,6 +63,7 @@ def log_config(config: BrokerConfig) -> LogConfig:
     """The broker's defaults for every log, before per-topic overrides."""
     return LogConfig(
         segment_bytes=config.get_int("log.segment.bytes"),
+        internal_segment_bytes=config.get_int("log.internal.segment.bytes"),
         index_interval_bytes=config.get_int("log.index.interval.bytes"),
         retention_ms=config.get_int("log.retention.ms"),
         retention_bytes=config.get_int("log.retention.bytes"),

@@ -127,14 +127,19 @@ async def test_after_a_crash_a_damaged_older_segment_is_cut_and_fetched_again(
     brokers: Brokers, kazoo: KazooClient
 ) -> None:
     # No scrub while it runs: only the recovery at start-up can find the damage.
-    brokers.settings.update({"log.scrub.interval.ms": str(3_600_000)})
+    brokers.settings.update(
+        {
+            "log.scrub.interval.ms": str(3_600_000),
+            # A few batches per segment: the log has older segments.
+            "log.internal.segment.bytes": "2048",
+        }
+    )
     brokers.start(1, 2, 3)
     await create_topic(
         brokers.by_id(await controller_of(brokers)),
         "ledger",
         assignment={0: [1, 2, 3]},
         min_insync_replicas="2",
-        segment_bytes="2048",  # a few batches per segment: the log has older segments
     )
     await settled_to(brokers, kazoo, "ledger", lambda s: len(s[0][2]) == 3, "topic never agreed")
     acknowledged = await produce(brokers, "ledger", 300)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 import shutil
+import threading
 import zlib
 from pathlib import Path
 
@@ -322,7 +324,7 @@ def test_a_clean_shutdown_skips_recovery(tmp_path: Path) -> None:
 
 def test_flush_moves_the_recovery_point_and_truncation_brings_it_back(tmp_path: Path) -> None:
     log, _ = three_segments(tmp_path)
-    assert log.recovery_point == 0
+    assert log.recovery_point == 6, "each roll flushed (without a flusher, there and then)"
     log.flush()
     assert log.recovery_point == 9
     log.truncate_to(4)
@@ -558,3 +560,49 @@ async def test_a_checkpoint_out_of_file_descriptors_is_retried_not_an_offline_di
     assert not manager.failures.is_offline(tmp_path)
     await manager.checkpoint_high_watermarks({TP: 5})
     assert read_checkpoint(tmp_path / "replication-offset-checkpoint") == [["orders", "0", "5"]]
+
+
+async def test_a_roll_flushes_the_rolled_segments_off_the_loop_and_moves_the_recovery_point(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As Kafka's flush on roll: an unclean restart then recovers the active segment only.
+    Every fsync of a segment runs on the flusher's thread, flush.messages=1's too."""
+    synced_on: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith((".log", ".index")):
+            synced_on.append(threading.current_thread().name)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    manager = LogManager([tmp_path], LogConfig(segment_bytes=400))
+    manager.load()
+    log = manager.get_or_create(TP, {})
+    for i in range(7):  # 3 batches a segment: rolls at offsets 3 and 6
+        log.append_as_leader(batch(bytes([i]) * 50), leader_epoch=0)
+    assert log.recovery_point == 0, "nothing flushed on the loop"
+    await manager.flushed()
+    assert log.recovery_point == 6
+    await manager.checkpoint_recovery_points()
+    assert read_checkpoint(tmp_path / "recovery-point-offset-checkpoint") == [["orders", "0", "6"]]
+    every_append = manager.get_or_create(TopicPartition("audit", 0), {"flush.messages": "1"})
+    for i in range(5):
+        every_append.append_as_leader(batch(bytes([i])), leader_epoch=0)
+    await manager.flushed()
+    assert every_append.recovery_point == 5
+    assert synced_on and threading.main_thread().name not in synced_on
+    log.truncate_to(2)  # a flush that finishes after a truncation moves nothing
+    log.flush_wanted = 7
+    upto, truncations, _ = log.files_to_flush()
+    log.truncate_to(1)
+    log.flushed(upto, truncations)
+    assert log.recovery_point == 1
+
+
+def test_a_topics_segment_size_below_the_floor_counts_as_the_floor() -> None:
+    """A topic given a smaller segment.bytes before KIP-1030's floor keeps it in ZooKeeper;
+    its logs roll at 1 MiB. The broker's log.internal.segment.bytes (tests) still decides."""
+    assert LogConfig().with_topic_configs({"segment.bytes": "14"}).roll_bytes == 1 << 20
+    small = LogConfig(internal_segment_bytes=2048)
+    assert small.with_topic_configs({"segment.bytes": "14"}).roll_bytes == 2048

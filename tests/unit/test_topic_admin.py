@@ -45,12 +45,18 @@ def test_legal_names() -> None:
 
 def test_configs() -> None:
     validate_configs(
-        {"unclean.leader.election.enable": "true", "min.insync.replicas": "2", "cleanup.policy": "compact"}
+        {
+            "unclean.leader.election.enable": "true",
+            "min.insync.replicas": "2",
+            "cleanup.policy": "compact",
+            "segment.bytes": "1048576",
+        }
     )
     for bad in (
         {"no.such.config": "1"},
         {"min.insync.replicas": "0"},
         {"unclean.leader.election.enable": "yes"},
+        {"segment.bytes": "1048575"},  # KIP-1030's floor: 1 MiB
     ):
         with pytest.raises(TopicError) as caught:
             validate_configs(bad)

@@ -25,7 +25,7 @@ import errno
 import logging
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from actors.ports import LogCorruption, TopicPartition
@@ -58,10 +58,13 @@ class Log:
         recovery_point: int = 0,
         clean_shutdown: bool = False,
         failures: LogDirFailureChannel | None = None,
+        flusher: Callable[[Log], None] | None = None,
     ) -> None:
         """`recovery_point` from the directory's checkpoint (0, everything, when it has none);
         `clean_shutdown` when the directory holds the clean-shutdown marker; `failures`
-        hears of an I/O error (none: the error is only raised)."""
+        hears of an I/O error (none: the error is only raised). `flusher` is told when the
+        log wants flushing (a segment rolled, or the flush settings say so) and fsyncs it
+        off the event loop (`LogManager`); without one, the log flushes there and then."""
         self.directory = directory
         self.tp = tp
         self.config = config
@@ -79,6 +82,11 @@ class Log:
         self._unflushed = 0
         self._last_flush = time.monotonic()
         self.recovery_point = 0
+        self._flusher = flusher
+        # The offset the log wants flushed up to (exclusive), for the flusher; and how many
+        # times it was truncated, so that a flush finished after a truncation moves nothing.
+        self.flush_wanted = 0
+        self._truncations = 0
         with self._io("loading"):
             self._load(recovery_point, clean_shutdown)
 
@@ -232,7 +240,7 @@ class Log:
     ) -> None:
         active = self._segments[-1]
         if active.size and (
-            active.size + len(data) > self.config.segment_bytes
+            active.size + len(data) > self.config.roll_bytes
             or last.last_offset - active.base_offset > MAX_RELATIVE_OFFSET
         ):
             self._roll(self.log_end_offset)
@@ -240,11 +248,16 @@ class Log:
         active.append(data, first, last)
         self._unflushed += last.next_offset - first.base_offset
         if self._unflushed >= self.config.flush_messages:
-            self.flush()
+            self._unflushed = 0
+            self._want_flush(self.log_end_offset)
 
     def _roll(self, base_offset: int) -> None:
         if self._segments:
             log.debug("%s: rolling a new segment at offset %d", self.tp, base_offset)
+            # Kafka flushes on roll: the rolled segments are fsynced and the recovery point
+            # moves to the new one, so that an unclean restart recovers the active segment
+            # only, not all that was written since the last clean shutdown.
+            self._want_flush(base_offset)
         segment = LogSegment(self.directory, base_offset, self.config.index_interval_bytes)
         segment.next_offset = base_offset
         self._segments.append(segment)
@@ -374,6 +387,8 @@ class Log:
             self.epochs.truncate_from_end(self.log_end_offset)
         self._forget_corruption_from(self.log_end_offset)
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
+        self._truncations += 1
+        self.flush_wanted = min(self.flush_wanted, self.log_end_offset)
 
     def _forget_corruption_from(self, end: int) -> None:
         if self._corrupt_at is not None and self._corrupt_at >= end:
@@ -389,6 +404,8 @@ class Log:
             self.epochs.clear()
         self._corrupt_at = None
         self.recovery_point = offset
+        self._truncations += 1
+        self.flush_wanted = offset
 
     # --- retention and flushing ---
 
@@ -432,7 +449,41 @@ class Log:
 
     def maybe_flush(self) -> None:
         if self._unflushed and (time.monotonic() - self._last_flush) * 1000 >= self.config.flush_ms:
+            self._unflushed = 0
+            self._want_flush(self.log_end_offset)
+
+    def _want_flush(self, upto: int) -> None:
+        if self._flusher is None:
             self.flush()
+            return
+        self._last_flush = time.monotonic()
+        if upto > self.flush_wanted:
+            self.flush_wanted = upto
+            self._flusher(self)
+
+    def files_to_flush(self) -> tuple[int, int, list[Path]]:
+        """(flush wanted up to, truncations, the files holding offsets from the recovery point
+        to there): what the flusher fsyncs, on its thread, before it calls `flushed`."""
+        upto = min(self.flush_wanted, self.log_end_offset)
+        first = max(0, bisect.bisect_right(self._bases, self.recovery_point) - 1)
+        last = bisect.bisect_left(self._bases, upto)
+        paths = [
+            path for segment in self._segments[first:last] for path in (segment.path, segment.index_path)
+        ]
+        return upto, self._truncations, paths
+
+    def flushed(self, upto: int, truncations: int) -> None:
+        """The files `files_to_flush` named are on disk: the recovery point moves up to
+        `upto`, unless the log was truncated since (what was flushed may be gone)."""
+        if truncations != self._truncations:
+            return
+        end = upto if self._corrupt_at is None else min(upto, self._corrupt_at)
+        self.recovery_point = max(self.recovery_point, min(end, self.log_end_offset))
+
+    def flush_failed(self, error: OSError) -> None:
+        """The flusher's fsync failed: as any I/O error of this log."""
+        with contextlib.suppress(KafkaStorageError), self._io("flushing"):
+            raise error
 
     def flush(self) -> None:
         """Fsync every segment holding offsets at or after the recovery point (a rolled one

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -58,6 +59,12 @@ class LogManager:
         self._unloadable: dict[TopicPartition, Path] = {}
         # The checkpoint writes in flight, by file name.
         self._writes: dict[str, asyncio.Future[list[tuple[Path, OSError]]]] = {}
+        # Logs that want flushing (a segment rolled, or their flush settings say so), by
+        # identity; one task fsyncs them on a thread (Kafka's scheduled flush-log), never the
+        # event loop: a topic with flush.messages=1 would otherwise hold it for an fsync per
+        # append.
+        self._to_flush: dict[int, Log] = {}
+        self._flusher: asyncio.Task[None] | None = None
 
     def load(self) -> None:
         started = time.monotonic()
@@ -78,6 +85,8 @@ class LogManager:
                         self.defaults,
                         recovery_point=recovery_points.get(tp, 0),
                         clean_shutdown=clean,
+                        failures=self.failures,
+                        flusher=self._flush_wanted,
                     )
                 except Exception as e:  # whatever it is, the broker starts without this directory
                     log.exception("cannot load the log of %s from %s", tp, child)
@@ -112,7 +121,9 @@ class LogManager:
         if not online:
             raise KafkaStorageError(f"cannot create the log of {tp}: every log directory is offline")
         directory = min(online, key=lambda d: self._per_dir.get(d, 0))
-        created = Log(directory / directory_name(tp), tp, config, failures=self.failures)
+        created = Log(
+            directory / directory_name(tp), tp, config, failures=self.failures, flusher=self._flush_wanted
+        )
         self._logs[tp] = created
         self._per_dir[directory] = self._per_dir.get(directory, 0) + 1
         return created
@@ -202,9 +213,36 @@ class LogManager:
                 with contextlib.suppress(KafkaStorageError):  # reported to the failure channel
                     partition_log.maybe_flush()
 
+    def _flush_wanted(self, partition_log: Log) -> None:
+        self._to_flush[id(partition_log)] = partition_log
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.get_running_loop().create_task(self._flush(), name="log-flusher")
+
+    async def _flush(self) -> None:
+        """Flush the logs that want it, all of them in one job on a thread, then move each
+        one's recovery point; again while more came meanwhile."""
+        while self._to_flush:
+            wanted = [partition_log for partition_log in self._to_flush.values() if not partition_log.offline]
+            self._to_flush.clear()
+            work = [(partition_log, *partition_log.files_to_flush()) for partition_log in wanted]
+            errors = await asyncio.to_thread(_fsync_files, [paths for *_, paths in work])
+            for (partition_log, upto, truncations, _), error in zip(work, errors, strict=True):
+                if partition_log.offline:
+                    continue
+                if error is None:
+                    partition_log.flushed(upto, truncations)
+                else:
+                    partition_log.flush_failed(error)
+
+    async def flushed(self) -> None:
+        """Once every flush wanted so far is done (for tests and shutdown)."""
+        while self._flusher is not None and not self._flusher.done():
+            await asyncio.wait([self._flusher])
+
     async def close(self) -> None:
         """Kafka's clean shutdown: flush every log, checkpoint the recovery points (now each
         log's end), then leave the marker that lets the next start skip recovery."""
+        await self.flushed()
         for partition_log in self._logs.values():
             if not partition_log.offline:
                 with contextlib.suppress(KafkaStorageError):  # reported to the failure channel
@@ -228,6 +266,32 @@ def _write_checkpoints(name: str, entries: dict[Path, list[str]]) -> list[tuple[
         except OSError as e:
             failed.append((directory, e))
     return failed
+
+
+def _fsync_files(groups: list[list[Path]]) -> list[OSError | None]:
+    """On a thread: fsync each group's files (through a descriptor of its own: the log may
+    close its own meanwhile); per group, the first error. A file removed since (retention,
+    a truncation) has nothing left to flush."""
+    errors: list[OSError | None] = []
+    for paths in groups:
+        error = None
+        for path in paths:
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:
+                continue
+            except OSError as e:
+                error = e
+                break
+            try:
+                os.fsync(fd)
+            except OSError as e:
+                error = e
+                break
+            finally:
+                os.close(fd)
+        errors.append(error)
+    return errors
 
 
 def _recovery_point(_: TopicPartition, partition_log: Log) -> int:
