@@ -99,6 +99,19 @@ def require_cluster(check: Check, operation: AclOperation, api: str) -> None:
         raise ClusterAuthorizationFailed(f"{api} needs {operation} on the cluster")
 
 
+# The most topics (or config resources) one request from a client may name: Keel's own bound
+# (Kafka has none). A request naming a million is refused whole, before any name is
+# authorized or looked up; a controller's and a leader's requests (ClusterAction) are not
+# held to it.
+MAX_TOPICS_PER_REQUEST = 10_000
+_NAMING_FIELDS = ("topics", "topic_data", "topic_names", "resources", "topic_partitions")
+
+
+def named_topics(body: object) -> int:
+    """How many topics (or resources) a request names, over its lists of them."""
+    return sum(len(v) for f in _NAMING_FIELDS if isinstance(v := getattr(body, f, None), list))
+
+
 def _topics(check: Check, operation: AclOperation) -> Callable[[str], bool]:
     """A per-name check that asks the authorizer once per topic name."""
     answers: dict[str, bool] = {}

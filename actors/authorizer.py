@@ -35,6 +35,7 @@ from actors.acl import (
     ResourceType,
     check_principal,
 )
+from actors.topic_admin import legal_topic_name
 from wire.context import RequestContext
 
 _O = AclOperation
@@ -106,6 +107,10 @@ class AclAuthorizer:
         principal, host = context.principal, context.client_host
         if principal in self.config.super_users:
             return True
+        if resource_type is ResourceType.TOPIC and not legal_topic_name(name):
+            # No topic can have it: refused before any ACL is looked at, so that a 200,000
+            # character name costs no more than a legal one.
+            return False
         acls = self._matching_acls(resource_type, name)
         if not acls:
             return self.config.allow_everyone_if_no_acl_found

@@ -21,6 +21,11 @@ MAX_NAME_LENGTH = 249
 _LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 
+def legal_topic_name(name: str) -> bool:
+    """Whether a topic may have this name (length first: a long name is not scanned)."""
+    return 0 < len(name) <= MAX_NAME_LENGTH and name not in (".", "..") and bool(_LEGAL_NAME.match(name))
+
+
 class TopicError(Exception):
     def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(message)

@@ -214,14 +214,16 @@ class RpcServer:
                             decoder.max_frame_size = self._max_frame_size
                         if answer is not None:
                             writer.write(encode_frame(answer))
+                        # One answer at a time beyond the transport's high-water mark (64
+                        # KiB), as Kafka mutes a channel until its response is sent: a
+                        # client that pipelines thousands of Fetches in one read and never
+                        # reads is not answered all of them into memory at once.
+                        waiting = "write"
+                        deadline.reschedule(loop.time() + idle_s)
+                        await writer.drain()
+                        deadline.reschedule(None)
                         if not keep_open:
-                            waiting = "write"
-                            deadline.reschedule(loop.time() + idle_s)
-                            await writer.drain()
                             return
-                    waiting = "write"
-                    deadline.reschedule(loop.time() + idle_s)
-                    await writer.drain()
             if decoder.buffered:
                 self._refusals.report(
                     "torn frame", "connection from %s ended inside a frame (%d bytes)", peer, decoder.buffered

@@ -223,6 +223,10 @@ class BrokerApis:
         needed = CLUSTER_OPERATIONS.get(key)
         if needed is not None:
             authz.require_cluster(check, needed, key.name)
+        elif (named := authz.named_topics(request.body)) > authz.MAX_TOPICS_PER_REQUEST:
+            refusal = f"it names {named} topics, more than {authz.MAX_TOPICS_PER_REQUEST}"
+            _log_refusal(request, refusal)
+            raise InvalidRequest(refusal)
         if key in CONTROLLER_REQUESTS:
             await self._registered.wait()
         elif key in CONTROLLER_MODULE_REQUESTS and not self._registered.is_set():

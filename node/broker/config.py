@@ -153,7 +153,8 @@ def _per_ip_overrides(key: str, raw: str) -> dict[str, int]:
 # Kafka's limits on clients' connections, for the brokers and the planner; how each acts:
 # wire/connection_quotas.py. `listener.name.<l>.max.connections` is read with the listeners.
 CONNECTION_DEFINITIONS = {
-    "max.connections": _Def(_int(0), str(NO_LIMIT)),
+    # -1: half the process's open-file limit (node/security/connection_limits.py).
+    "max.connections": _Def(_int(-1), "-1"),
     "max.connections.per.ip": _Def(_int(0), str(NO_LIMIT)),
     "max.connections.per.ip.overrides": _Def(_per_ip_overrides, ""),
     "connections.max.idle.ms": _Def(_int(1, _LONG_MAX), str(CONNECTIONS_MAX_IDLE_MS)),

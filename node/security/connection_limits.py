@@ -8,6 +8,7 @@ it resolves to at start-up, as Kafka resolves it once) and `connections.max.idle
 from __future__ import annotations
 
 import ipaddress
+import resource
 import socket
 from collections.abc import Collection, Mapping
 
@@ -63,6 +64,21 @@ def _addresses(key: str, host: str) -> list[str]:
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
+def _max_connections(configured: int) -> int:
+    return default_max_connections() if configured == -1 else configured
+
+
+def default_max_connections() -> int:
+    """Half the process's soft open-file limit (which a broker raises to the hard one at
+    start): every connection holds a descriptor, and so does each log segment (two) and
+    checkpoint; connections alone never take them all, so a crowd of idle ones cannot
+    leave a log unable to roll or a checkpoint unable to be written."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= 2 * NO_LIMIT:
+        return NO_LIMIT
+    return max(1, soft // 2)
+
+
 def connection_limits(
     values: Mapping[str, object], listeners: Collection[str], protected_listener: str | None
 ) -> ConnectionLimits:
@@ -80,7 +96,7 @@ def connection_limits(
             "max.connections.per.ip", "0 refuses every client; set max.connections.per.ip.overrides too"
         )
     return ConnectionLimits(
-        max_connections=number("max.connections", NO_LIMIT),
+        max_connections=_max_connections(number("max.connections", -1)),
         listener_max_connections={
             listener: number(listener_key(listener), NO_LIMIT)
             for listener in listeners

@@ -11,6 +11,8 @@ import struct
 import time
 import zlib
 
+import pytest
+
 from node.clients.admin import KeelAdminClient
 from tests.integration.conftest import Brokers
 from tests.support import eventually
@@ -28,6 +30,8 @@ from wire.api import (
 )
 from wire.client import RpcClient
 from wire.errors import ErrorCode
+
+pytestmark = pytest.mark.hostile
 
 TOPIC = "tenants"
 

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import msgpack
 import pytest
+from kazoo.client import KazooClient
 
 from node.clients.admin import KeelAdminClient
 from tests.integration.conftest import ROOT, BrokerProcess, Brokers
@@ -38,13 +39,17 @@ from wire.api import (
     FetchRequest,
     FetchResponse,
     FetchTopic,
+    MetadataRequest,
     ProducePartitionData,
     ProduceRequest,
     ProduceResponse,
     ProduceTopicData,
 )
 from wire.client import RpcClient
+from wire.envelope import RequestHeader, decode_response, encode_request
 from wire.errors import ErrorCode
+
+pytestmark = pytest.mark.hostile
 
 IDLE, TORN, SLOW = 1000, 500, 500
 SAMPLES, WARM_UP = 50, 10
@@ -241,6 +246,13 @@ async def test_a_broker_out_of_file_descriptors_keeps_its_log_directory_and_serv
     assert "goes offline" not in broker.log() and broker.running
 
 
+def registration(kazoo: KazooClient, broker: BrokerProcess) -> int:
+    """The czxid of the broker's registration: the same while its session holds."""
+    stat = kazoo.exists(f"/brokers/ids/{broker.broker_id}")
+    assert stat is not None, "the broker is not registered"
+    return int(stat.czxid)
+
+
 def peak_rss_kib(broker: BrokerProcess) -> int:
     for line in Path(f"/proc/{broker.pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -269,3 +281,101 @@ async def test_a_frame_of_empty_maps_is_refused_without_unpacking_it_all(brokers
     assert "more maps and arrays than it may" in broker.log()
     async with KeelAdminClient(f"127.0.0.1:{broker.port}") as admin:
         assert (await admin.metadata([])).brokers, "the broker serves on"
+
+
+PIPELINED, RECORD_BYTES = 300, 128 * 1024
+
+
+@pytest.mark.plain_pass_only("it writes raw frames to a plaintext listener")
+async def test_pipelined_fetches_that_are_never_read_are_answered_one_at_a_time(
+    brokers: Brokers, kazoo: KazooClient
+) -> None:
+    """300 Fetches of 1 MiB each, pipelined in one write by a client that reads none of the
+    answers: the broker answers one at a time once the connection's buffer is full (as
+    Kafka mutes a channel until its response is sent) rather than 300 MiB into memory. It
+    serves another client meanwhile, and the patient client gets every answer in the end."""
+    (broker,) = brokers.start(1)
+    client = await serving_client(broker)
+    try:
+        for _ in range(8):  # 1 MiB in the partition: each fetch below reads all of it
+            batch = records.build_batch([(None, os.urandom(RECORD_BYTES))], timestamp=int(time.time() * 1000))
+            produced = await client.send(
+                ProduceRequest(
+                    acks=1,
+                    topic_data=[
+                        ProduceTopicData(
+                            name=TOPIC, partition_data=[ProducePartitionData(index=0, records=batch)]
+                        )
+                    ],
+                )
+            )
+            assert isinstance(produced, ProduceResponse)
+            assert produced.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+        fetch = FetchRequest(
+            max_wait_ms=0,
+            topics=[FetchTopic(topic=TOPIC, partitions=[FetchPartition(partition=0, fetch_offset=0)])],
+        )
+        pipelined = b"".join(
+            frames.encode_frame(encode_request(RequestHeader(1, 0, n, "pipeliner"), fetch))
+            for n in range(PIPELINED)
+        )
+        peak_before = peak_rss_kib(broker)
+        registered = registration(kazoo, broker)
+        reader, writer = await asyncio.open_connection("127.0.0.1", broker.port)
+        try:
+            writer.write(pipelined)
+            await writer.drain()
+            await eventually(takes_a_record(client, 9), timeout=30, message="another client is not served")
+            # Answered all at once, the 300 answers take 300 MiB within a second or two;
+            # one at a time, the broker holds one answer beyond what the sockets buffer.
+            watched_until = time.monotonic() + 5
+            while time.monotonic() < watched_until:
+                growth_mib = (peak_rss_kib(broker) - peak_before) / 1024
+                assert growth_mib < 64, f"the broker took {growth_mib:.0f} MiB for answers no one reads"
+                await asyncio.sleep(0.2)  # the interval of a watch over a window, not a wait
+            answers = frames.FrameDecoder(4 << 20)
+            received = 0
+            while received < PIPELINED:
+                data = await asyncio.wait_for(reader.read(1 << 20), 30)
+                assert data, f"the connection closed after {received} answers"
+                answers.feed(data)
+                while (frame := answers.next_frame()) is not frames.NEED_DATA:
+                    assert isinstance(frame, bytes)
+                    correlation_id, _ = decode_response(frame)
+                    assert correlation_id == received, "answered in order"
+                    received += 1
+        finally:
+            writer.close()
+        assert registration(kazoo, broker) == registered, "its ZooKeeper session held"
+    finally:
+        await client.close()
+
+
+async def test_a_request_naming_more_topics_than_a_request_may_is_refused_whole(
+    brokers: Brokers, kazoo: KazooClient
+) -> None:
+    """A Metadata or a Produce naming 20,000 topics is refused with INVALID_REQUEST before any
+    name is authorized or looked up (at most 10,000 per request); the broker serves on."""
+    (broker,) = brokers.start(1)
+    client = await serving_client(broker)
+    registered = registration(kazoo, broker)
+    try:
+        names = [f"made-up-{n}" for n in range(20_000)]
+        batch = records.build_batch([(None, b"x")], timestamp=int(time.time() * 1000))
+        for request in (
+            MetadataRequest(topics=names),
+            ProduceRequest(
+                acks=1,
+                topic_data=[
+                    ProduceTopicData(name=n, partition_data=[ProducePartitionData(index=0, records=batch)])
+                    for n in names
+                ],
+            ),
+        ):
+            answer = await asyncio.wait_for(client.send(request), 10)
+            assert answer.error_code == ErrorCode.INVALID_REQUEST, type(request).__name__
+            assert "names 20000 topics" in (answer.error_message or "")
+        assert await round_trip(client, 1) < 5, "the broker serves on"
+        assert registration(kazoo, broker) == registered, "its ZooKeeper session held"
+    finally:
+        await client.close()

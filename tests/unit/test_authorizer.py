@@ -243,10 +243,14 @@ def test_a_decision_looks_up_a_long_name_at_the_prefix_lengths_in_use_only() -> 
     )
     counting = _CountingAcls(checked._acls)
     checked._acls = counting
-    long_name = "orders-" + "x" * 200_000
-    assert not checked.authorize(ALICE, Op.READ, T.TOPIC, long_name), "the longer prefix's Deny"
+    longest = "orders-" + "x" * 242  # 249 characters, the longest a topic may have
+    assert not checked.authorize(ALICE, Op.READ, T.TOPIC, longest), "the longer prefix's Deny"
     assert counting.lookups == 2 + 2  # literal, wildcard, and the lengths 3 and 7
     assert checked.authorize(ALICE, Op.READ, T.TOPIC, "ordinary")
+    counting.lookups = 0
+    for illegal in ("orders-" + "x" * 200_000, "orders/../x", ""):
+        assert not checked.authorize(ALICE, Op.READ, T.TOPIC, illegal), "no topic can have the name"
+    assert counting.lookups == 0, "refused before any ACL is looked at"
 
 
 def test_a_prefix_length_is_forgotten_with_its_last_pattern() -> None:

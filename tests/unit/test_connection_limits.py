@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import resource
 from collections.abc import AsyncIterator, Callable
 
 import msgpack
 import pytest
 
 from node.broker.config import ConfigError, load_config
-from node.security.connection_limits import connection_limits
+from node.security.connection_limits import connection_limits, default_max_connections
 from node.security.settings import SettingError
 from node.zk.scram_users import new_credential
 from tests.support import eventually
@@ -27,7 +28,7 @@ from wire.api import (
     Response,
 )
 from wire.client import RpcClient
-from wire.connection_quotas import ConnectionLimits, ConnectionQuotas
+from wire.connection_quotas import NO_LIMIT, ConnectionLimits, ConnectionQuotas
 from wire.credentials import SCRAM_MECHANISMS
 from wire.envelope import ParsedRequest
 from wire.errors import NetworkException
@@ -294,13 +295,15 @@ def test_properties() -> None:
     assert limits.per_ip("::1") in (60, 70) and limits.per_ip("10.0.0.1") == 10
     assert "listener.name.client.max.connections" not in config.unknown
     defaults = load_config(base).connection_limits
-    assert defaults == ConnectionLimits(), "Kafka's defaults: no limit, 10 minutes idle"
+    assert defaults == ConnectionLimits(max_connections=default_max_connections()), (
+        "Kafka's defaults but for max.connections (half the open-file limit): 10 minutes idle"
+    )
 
 
 @pytest.mark.parametrize(
     ("key", "value", "phrase"),
     [
-        ("max.connections", "-1", "outside 0.."),
+        ("max.connections", "-2", "outside -1.."),
         ("max.connections.per.ip.overrides", "127.0.0.1", "is not host:count"),
         ("max.connections.per.ip.overrides", "127.0.0.1:many", "not an integer"),
         ("max.connections.per.ip.overrides", "no-such-host.invalid:3", "cannot resolve"),
@@ -324,3 +327,18 @@ def test_zero_per_ip_with_overrides_admits_only_those() -> None:
     assert (limits.per_ip("10.0.0.1"), limits.per_ip("10.0.0.2")) == (2, 0)
     with pytest.raises(SettingError):
         connection_limits({"max.connections.per.ip": 0}, [], None)
+
+
+def test_by_default_connections_leave_half_the_descriptors_to_the_logs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Idle connections up to the open-file limit left no descriptor for a segment roll or a
+    checkpoint (issue 31): unset, max.connections is half the soft limit."""
+    monkeypatch.setattr(resource, "getrlimit", lambda _: (65536, 1048576))
+    assert connection_limits({}, [], None).max_connections == 32768
+    assert connection_limits({"max.connections": -1}, [], None).max_connections == 32768
+    assert connection_limits({"max.connections": 100000}, [], None).max_connections == 100000
+    config = load_config({"broker.id": "1", "zookeeper.connect": "127.0.0.1:2181"})
+    assert config.connection_limits.max_connections == 32768
+    monkeypatch.setattr(resource, "getrlimit", lambda _: (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    assert connection_limits({}, [], None).max_connections == NO_LIMIT
