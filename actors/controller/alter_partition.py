@@ -38,6 +38,11 @@ def check(
         return ErrorCode.NOT_CONTROLLER
     if item.leader_epoch < current.leader_epoch:
         return ErrorCode.FENCED_LEADER_EPOCH
+    if current.leader != broker_id:
+        # As KRaft's controller: only the partition's leader changes its ISR. ZooKeeper-mode
+        # Kafka writes the sender in as leader, so any broker at the current leader epoch
+        # could make itself leader of a partition without an election.
+        return ErrorCode.INVALID_REQUEST
     proposed = LeaderAndIsr(broker_id, item.leader_epoch, tuple(item.new_isr), item.partition_epoch)
     if (
         current.leader == broker_id

@@ -351,6 +351,7 @@ async def test_pipelined_fetches_that_are_never_read_are_answered_one_at_a_time(
         await client.close()
 
 
+@pytest.mark.plain_pass_only("its client speaks to a plaintext listener")
 async def test_a_request_naming_more_topics_than_a_request_may_is_refused_whole(
     brokers: Brokers, kazoo: KazooClient
 ) -> None:

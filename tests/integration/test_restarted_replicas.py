@@ -26,11 +26,24 @@ from tests.integration.replication import data_dir
 from tests.integration.test_partition_leadership import controller_of, create_topic, metadata, settled_to
 from tests.integration.test_throttle import alter, setting
 from tests.support import eventually
-from wire.api import FetchPartition, FetchRequest, FetchResponse, FetchTopic
+from wire.api import (
+    AlterPartitionItem,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    AlterPartitionTopic,
+    BrokerState,
+    FetchPartition,
+    FetchRequest,
+    FetchResponse,
+    FetchTopic,
+)
 from wire.client import RpcClient
 from wire.errors import ErrorCode
 
-pytestmark = pytest.mark.hostile
+pytestmark = [
+    pytest.mark.hostile,
+    pytest.mark.plain_pass_only("its requests as a broker (ClusterAction) come from a plaintext client"),
+]
 
 TOPIC_TYPE, BROKER_TYPE = 2, 4
 TOPIC = "restarted"
@@ -108,3 +121,45 @@ async def test_a_restarted_replica_rejoins_the_isr_only_on_its_own_fetches(
         setting(TOPIC_TYPE, TOPIC, leader_replication_throttled_replicas=None),
     ) == [(0, None), (0, None)]
     await settled_to(brokers, kazoo, TOPIC, lambda s: s[0][2] == [1, 2], "broker 2 never rejoined the ISR")
+
+
+async def test_only_a_partitions_leader_changes_its_isr(brokers: Brokers, kazoo: KazooClient) -> None:
+    """Broker 2, a follower, asks the controller to make the ISR {2} at the current leader and
+    partition epochs: refused with INVALID_REQUEST, nothing written. ZooKeeper-mode Kafka's
+    controller wrote the sender in as leader: any broker could take a partition's leadership
+    and drop the others from its ISR, without an election and without telling anyone."""
+    one = brokers.new(1).start()
+    brokers.new(2).start()
+    controller = brokers.by_id(await controller_of(brokers))
+    await create_topic(one, TOPIC, assignment={0: [1, 2]})
+    state = await settled_to(brokers, kazoo, TOPIC, lambda s: s[0][2] == [1, 2], "no ISR of 1 and 2")
+    path = f"/brokers/topics/{TOPIC}/partitions/0/state"
+    written, stat = kazoo.get(path)
+    client = await RpcClient.connect("127.0.0.1", controller.port, request_timeout=10)
+    try:
+        answer = await client.send(
+            AlterPartitionRequest(
+                broker_id=2,
+                broker_epoch=broker_epoch(kazoo, 2),
+                topics=[
+                    AlterPartitionTopic(
+                        topic_name=TOPIC,
+                        partitions=[
+                            AlterPartitionItem(
+                                partition_index=0,
+                                leader_epoch=state[0][1],
+                                new_isr_with_epochs=[
+                                    BrokerState(broker_id=2, broker_epoch=broker_epoch(kazoo, 2))
+                                ],
+                                partition_epoch=stat.version,
+                            )
+                        ],
+                    )
+                ],
+            )
+        )
+    finally:
+        await client.close()
+    assert isinstance(answer, AlterPartitionResponse)
+    assert answer.topics[0].partitions[0].error_code == ErrorCode.INVALID_REQUEST
+    assert kazoo.get(path)[0] == written, "the partition's state is as it was"

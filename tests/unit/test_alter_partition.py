@@ -133,6 +133,15 @@ async def test_each_check_in_kafkas_order(cluster: Cluster) -> None:
     assert cluster.state("t", 0) == LeaderAndIsr(1, 0, (1, 2), 1), "a refused change writes nothing"
 
 
+async def test_only_the_leader_changes_its_partitions_isr(cluster: Cluster) -> None:
+    """Broker 2, a follower, at the current leader and partition epochs: refused, as KRaft's
+    controller refuses it. ZooKeeper-mode Kafka wrote the sender in as leader, without an
+    election and without telling anyone."""
+    refused = await send(cluster, request([2, 3], broker=2))
+    assert code(refused) == ErrorCode.INVALID_REQUEST
+    assert cluster.state("t", 0) == LeaderAndIsr(1, 0, (1, 2, 3), 0)
+
+
 def with_epochs(isr: list[tuple[int, int]], *, partition_epoch: int) -> AlterPartitionRequest:
     """An ISR change naming each member with the broker epoch given."""
     built = request([], partition_epoch=partition_epoch)

@@ -4,6 +4,7 @@ Top level: NOT_CONTROLLER (41) from a broker that is not the active controller;
 STALE_BROKER_EPOCH (77) for an unknown broker or a broker epoch other than the registered
 one. Per partition, in the controller's order of checks: UNKNOWN_TOPIC_OR_PARTITION (3),
 NOT_CONTROLLER (41) for epochs newer than the controller knows, FENCED_LEADER_EPOCH (74),
+INVALID_REQUEST (42) from a broker that is not the partition's leader,
 INVALID_UPDATE_VERSION (95), INELIGIBLE_REPLICA (107) for a proposed ISR member that is not
 live, or whose broker epoch is not the one it is registered with (KIP-903: each member is named
 with the broker epoch its fetches carried, so a replica's previous incarnation never vouches
