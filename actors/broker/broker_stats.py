@@ -30,6 +30,24 @@ class BrokerStats:
         # ISR changes of partitions led here, counted once the controller commits them.
         self.isr_shrinks = 0
         self.isr_expands = 0
+        # Per counter above, what the topics no longer hosted here had counted: their own
+        # series go (Kafka's removeMetrics on deletion), the all-topics totals keep it.
+        self.retired: collections.Counter[str] = collections.Counter()
+
+    PER_TOPIC = (
+        "bytes_in",
+        "messages_in",
+        "bytes_out",
+        "produce_requests",
+        "failed_produce_requests",
+        "fetch_requests",
+        "failed_fetch_requests",
+    )
+
+    def forget_topic(self, topic: str) -> None:
+        """`topic`'s partitions are all gone from this broker (deleted): its series go."""
+        for name in self.PER_TOPIC:
+            self.retired[name] += getattr(self, name).pop(topic, 0)
 
     def isr_changed(self, before: int, after: int) -> None:
         if after < before:

@@ -497,6 +497,11 @@ class ReplicaManager(Actor[ReplicaMessage]):
                     errors.append(_error(item.topic, item.partition, ErrorCode.KAFKA_STORAGE_ERROR))
                     continue
             errors.append(_error(item.topic, item.partition, ErrorCode.NONE))
+        deleted = {item.topic for item in request.partitions if item.delete_partition}
+        if deleted:
+            deleted -= {tp.topic for tp in self.state.partitions}
+            for topic in deleted:
+                self.state.stats.forget_topic(topic)
         return StopReplicaResponse(partition_errors=errors)
 
     # --- UpdateMetadata (spec §9.3) ---

@@ -157,17 +157,17 @@ class BrokerMetrics(Collector):
         stats = state.stats
         out.meter(_server_bean("ReplicaManager", "IsrShrinksPerSec"), stats.isr_shrinks)
         out.meter(_server_bean("ReplicaManager", "IsrExpandsPerSec"), stats.isr_expands)
-        for name, counts in (
-            ("BytesInPerSec", stats.bytes_in),
-            ("MessagesInPerSec", stats.messages_in),
-            ("BytesOutPerSec", stats.bytes_out),
-            ("TotalProduceRequestsPerSec", stats.produce_requests),
-            ("FailedProduceRequestsPerSec", stats.failed_produce_requests),
-            ("TotalFetchRequestsPerSec", stats.fetch_requests),
-            ("FailedFetchRequestsPerSec", stats.failed_fetch_requests),
+        for name, counter in (
+            ("BytesInPerSec", "bytes_in"),
+            ("MessagesInPerSec", "messages_in"),
+            ("BytesOutPerSec", "bytes_out"),
+            ("TotalProduceRequestsPerSec", "produce_requests"),
+            ("FailedProduceRequestsPerSec", "failed_produce_requests"),
+            ("TotalFetchRequestsPerSec", "fetch_requests"),
+            ("FailedFetchRequestsPerSec", "failed_fetch_requests"),
         ):
             bean = _server_bean("BrokerTopicMetrics", name)
-            for labels, count in topic_samples(counts):
+            for labels, count in topic_samples(getattr(stats, counter), stats.retired[counter]):
                 out.meter(bean, count, labels)
         out.meter(_server_bean("BrokerTopicMetrics", "ReplicationBytesInPerSec"), stats.replication_bytes_in)
         out.meter(

@@ -157,9 +157,10 @@ def quantiles(recent: Collection[float]) -> list[float]:
     return [ordered[min(last, int(q * len(ordered)))] for _, q in QUANTILES]
 
 
-def topic_samples(counts: Mapping[str, int]) -> Iterable[tuple[dict[str, str], int]]:
-    """Kafka's BrokerTopicMetrics come per topic and for all topics (no topic key): both."""
-    total = 0
+def topic_samples(counts: Mapping[str, int], retired: int = 0) -> Iterable[tuple[dict[str, str], int]]:
+    """Kafka's BrokerTopicMetrics come per topic and for all topics (no topic key): both. The
+    all-topics total also counts `retired`, what topics deleted since had counted."""
+    total = retired
     for topic, count in counts.items():
         total += count
         yield {"topic": topic}, count

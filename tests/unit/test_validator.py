@@ -18,9 +18,16 @@ from actors.ports import TopicPartition
 from node.broker.log.config import LogConfig
 from node.broker.log.log import Log
 from node.broker.log.validator import validate_as_leader
+from node.metrics.names import topic_samples
 from tests.unit.test_storage_faults import manager_with_log
 from wire import records
-from wire.api import ProducePartitionData, ProduceRequest, ProduceTopicData
+from wire.api import (
+    ProducePartitionData,
+    ProduceRequest,
+    ProduceTopicData,
+    StopReplicaPartition,
+    StopReplicaRequest,
+)
 from wire.errors import CorruptMessage, ErrorCode, InvalidRecord, UnsupportedCompressionType, WireError
 from wire.refusals import RefusalLog
 
@@ -232,3 +239,28 @@ def test_per_topic_request_counts_are_kept_for_topics_hosted_here_only(tmp_path:
     assert answers[TopicPartition("made-up-0", 0)].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     stats = manager.state.stats
     assert set(stats.produce_requests) == {"t"} and not stats.failed_produce_requests
+
+
+def test_a_deleted_topics_series_go_and_the_all_topics_totals_keep_its_counts(tmp_path: Path) -> None:
+    """Kafka's removeMetrics: once a topic's partitions are all deleted here, its per-topic
+    series are gone (a broker that saw thousands of short-lived topics does not export them
+    all for ever); the all-topics total, a counter, does not go down."""
+    manager, _, _ = manager_with_log(tmp_path, leader=1, partitions=1)
+    produce = ProduceRequest(
+        acks=1,
+        topic_data=[ProduceTopicData(name="t", partition_data=[ProducePartitionData(index=0, records=GOOD)])],
+    )
+    manager.leader_path.append_records(produce)
+    stats = manager.state.stats
+    assert stats.produce_requests["t"] == 1
+    manager.stop_replicas(
+        StopReplicaRequest(
+            controller_id=1,
+            controller_epoch=1,
+            partitions=[StopReplicaPartition(topic="t", partition=0, leader_epoch=-2, delete_partition=True)],
+        ),
+        -1,
+    )
+    assert "t" not in stats.produce_requests and "t" not in stats.bytes_in
+    samples = list(topic_samples(stats.produce_requests, stats.retired["produce_requests"]))
+    assert samples == [({}, 1)], "no per-topic series; the all-topics total still 1"
