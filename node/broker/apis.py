@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from actors.authorizer import AclAuthorizer
     from actors.broker.handle import ReplicaManagerHandle
     from actors.controller import KafkaController
+    from actors.ports import RegisteredBroker
     from node.broker.admin_manager import AdminManager
     from node.broker.config_admin import ConfigAdmin
     from node.broker.log.manager import LogManager
@@ -74,6 +75,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 _refusals = RefusalLog(log)
+# How long DescribeCluster reuses its read of the brokers' registrations.
+REGISTERED_BROKERS_TTL_S = 1.0
 
 # The pauses between reads of topic configs that ZooKeeper left unanswered.
 TOPIC_CONFIGS_BACKOFF_S = 0.1
@@ -164,6 +167,9 @@ class BrokerApis:
         self._logs = logs
         self._clock = clock or SystemClock()
         self._registered = asyncio.Event()
+        # DescribeCluster's read of the registrations, shared (`_registered_brokers`).
+        self._registered_read: asyncio.Future[list[RegisteredBroker]] | None = None
+        self._registered_read_at = 0.0
 
     def registered(self) -> None:
         """The broker is registered and knows its broker epoch: its controller requests are
@@ -425,10 +431,28 @@ class BrokerApis:
             ]
         )
 
+    async def _registered_brokers(self) -> list[RegisteredBroker]:
+        """The registered brokers as ZooKeeper lists them, read at most once a second and
+        once at a time however many DescribeClusters come: a client asking in a loop would
+        otherwise cost ZooKeeper, which every broker shares, a read of every registration each
+        time."""
+        now = self._clock.monotonic()
+        if self._registered_read is not None and (
+            not self._registered_read.done() or now - self._registered_read_at < REGISTERED_BROKERS_TTL_S
+        ):
+            return await asyncio.shield(self._registered_read)
+        self._registered_read_at = now
+        self._registered_read = asyncio.ensure_future(self._store.registered_brokers())
+        try:
+            return await asyncio.shield(self._registered_read)
+        except Exception:
+            self._registered_read = None  # the next call reads again
+            raise
+
     async def _describe_cluster(self, listener: str) -> DescribeClusterResponse:
         """Each broker's host and port are those of `listener`, the one the request came in
         on (else its first), so that a client can dial them as it dialled this one."""
-        registered = await self._store.registered_brokers()
+        registered = await self._registered_brokers()
         described = []
         for b in registered:
             endpoints = [
