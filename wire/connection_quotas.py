@@ -25,6 +25,8 @@ from collections import Counter
 from collections.abc import Mapping
 
 from wire.refusals import RefusalLog
+from wire.request_memory import NO_LIMIT as REQUEST_MEMORY_NO_LIMIT
+from wire.request_memory import RequestMemoryPool
 
 # Kafka's default for the connection limits: Int.MaxValue, i.e. none.
 NO_LIMIT = 2**31 - 1
@@ -44,6 +46,8 @@ class ConnectionLimits:
     connections_max_idle_ms: int = CONNECTIONS_MAX_IDLE_MS
     # The inter-broker listener (None on a process without one, such as the planner).
     protected_listener: str | None = None
+    # Bytes of requests read and not yet answered, over all connections (-1: no limit).
+    queued_max_request_bytes: int = REQUEST_MEMORY_NO_LIMIT
 
     def per_ip(self, host: str) -> int:
         return self.max_connections_per_ip_overrides.get(host, self.max_connections_per_ip)
@@ -63,6 +67,8 @@ class ConnectionQuotas:
         self._per_ip: Counter[str] = Counter()
         self._listeners: set[str] = set()
         self._freed: list[asyncio.Future[None]] = []
+        # Shared, as the connection counts are, by every listener of the process.
+        self.request_memory = RequestMemoryPool(self.limits.queued_max_request_bytes)
 
     def register_listener(self, listener: str) -> None:
         self._listeners.add(listener)

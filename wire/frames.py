@@ -47,6 +47,13 @@ class FrameDecoder:
     def feed(self, data: bytes) -> None:
         self._buffer += data
 
+    def pending_length(self) -> int | None:
+        """The declared length of the frame being assembled, once its length has arrived."""
+        if len(self._buffer) - self._start < _LENGTH.size:
+            return None
+        (length,) = _LENGTH.unpack_from(self._buffer, self._start)
+        return int(length)
+
     def next_frame(self) -> bytes | _NeedData:
         """The next whole frame's payload, or NEED_DATA; raises FrameError on a bad length."""
         available = len(self._buffer) - self._start

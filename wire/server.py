@@ -38,6 +38,7 @@ from wire.context import ANONYMOUS, RequestContext
 from wire.envelope import ParsedRequest, encode_response, error_response, parse_request
 from wire.errors import FrameError, IllegalSaslState, UnknownServerError, WireError
 from wire.frames import DEFAULT_MAX_FRAME_SIZE, NEED_DATA, FrameDecoder, encode_frame
+from wire.request_memory import HeldRequestBytes
 from wire.sasl import SaslServer
 from wire.security import PLAINTEXT_LISTENER, ListenerSecurity, uses_sasl, uses_tls
 from wire.tls import certificate_principal
@@ -193,6 +194,7 @@ class RpcServer:
         if not connection.authenticated:
             decoder.max_frame_size = min(self._max_frame_size, self._security.sasl_max_receive_size)
         waiting = "idle"
+        held = HeldRequestBytes(self._quotas.request_memory)
         try:
             async with asyncio.timeout(None) as deadline:
                 while True:
@@ -209,6 +211,7 @@ class RpcServer:
                     deadline.reschedule(None)
                     while (frame := decoder.next_frame()) is not NEED_DATA:
                         assert isinstance(frame, bytes)
+                        await held.hold(len(frame))
                         answer, keep_open = await self._answer(frame, peer, connection)
                         if connection.authenticated:
                             decoder.max_frame_size = self._max_frame_size
@@ -222,8 +225,12 @@ class RpcServer:
                         deadline.reschedule(loop.time() + idle_s)
                         await writer.drain()
                         deadline.reschedule(None)
+                        held.release()
                         if not keep_open:
                             return
+                    # The next frame's bytes are read only once the pool has room for all
+                    # of them (Kafka allocates a request's buffer when its size arrives).
+                    await held.hold(decoder.pending_length() or 0)
             if decoder.buffered:
                 self._refusals.report(
                     "torn frame", "connection from %s ended inside a frame (%d bytes)", peer, decoder.buffered
@@ -234,6 +241,8 @@ class RpcServer:
             self._refusals.report("frame", "closing connection from %s: %s", peer, e.message)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
+        finally:
+            held.release()
 
     def _log_timeout(self, waiting: str, peer: object, buffered: int) -> None:
         if waiting == "authentication":

@@ -158,6 +158,8 @@ CONNECTION_DEFINITIONS = {
     "max.connections.per.ip": _Def(_int(0), str(NO_LIMIT)),
     "max.connections.per.ip.overrides": _Def(_per_ip_overrides, ""),
     "connections.max.idle.ms": _Def(_int(1, _LONG_MAX), str(CONNECTIONS_MAX_IDLE_MS)),
+    # Kafka's: bytes of requests read and not yet answered, all connections together (-1: no limit).
+    "queued.max.request.bytes": _Def(_int(-1, _LONG_MAX), "-1"),
 }
 
 

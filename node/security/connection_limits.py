@@ -105,5 +105,6 @@ def connection_limits(
         max_connections_per_ip=per_ip,
         max_connections_per_ip_overrides=dict(overrides) if isinstance(overrides, Mapping) else {},
         connections_max_idle_ms=number("connections.max.idle.ms", 600_000),
+        queued_max_request_bytes=number("queued.max.request.bytes", -1),
         protected_listener=protected_listener,
     )
