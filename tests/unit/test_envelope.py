@@ -121,8 +121,8 @@ def test_response_of_the_wrong_shape_is_corrupt() -> None:
 
 @pytest.mark.parametrize(
     "body",
-    [[{}] * 200_000, [[]] * 200_000, [0] * 2_000_000],
-    ids=["empty maps", "empty arrays", "a long array of one-byte ints"],
+    [[{}] * 200_000, [[]] * 200_000, [0] * 2_000_000, [[{}] * 1000] * 200],
+    ids=["empty maps", "empty arrays", "a long array of one-byte ints", "short arrays of empty maps"],
 )
 def test_a_frame_that_would_unpack_to_many_times_its_size_is_refused(body: list[object]) -> None:
     """A one-byte map or array becomes a Python object of 56-64 bytes: 73 times the frame."""
