@@ -238,3 +238,49 @@ async def test_a_full_log_directory_goes_offline_and_the_broker_serves_its_other
         )
         for broker in brokers.all:
             broker.kill()
+
+
+def checkpointed_recovery_point(broker: BrokerProcess, topic: str) -> int:
+    """The partition's entry in the recovery-point checkpoint on the broker's disk (0: none)."""
+    path = broker.home / "data" / "recovery-point-offset-checkpoint"
+    if not path.exists():
+        return 0
+    for line in path.read_text().splitlines()[2:]:
+        name, partition, offset = line.split()
+        if (name, partition) == (topic, "0"):
+            return int(offset)
+    return 0
+
+
+async def test_the_recovery_point_follows_the_rolls_so_a_crash_recovers_the_active_segment_only(
+    brokers: Brokers, kazoo: KazooClient
+) -> None:
+    """As Kafka's flush on roll: each roll flushes the segments before it and moves the
+    recovery point to the new one, which the periodic checkpoint writes; after a kill -9 the
+    broker recovers from there. Before, the recovery point moved only at a clean shutdown, and
+    every unclean restart read every segment written since."""
+    brokers.settings.update(
+        {"log.internal.segment.bytes": "2048", "log.flush.offset.checkpoint.interval.ms": "200"}
+    )
+    (broker,) = brokers.start(1)
+    await controller_of(brokers)
+    await create_topic(broker, "ledger", assignment={0: [1]})
+    await settled_to(brokers, kazoo, "ledger", lambda s: s[0][0] == 1, "topic never agreed")
+    acknowledged = await produce(brokers, "ledger", 300)
+    segments = sorted(data_dir(broker, "ledger", 0).glob("*.log"))
+    assert len(segments) >= 3, "the test needs rolled segments"
+    active_base = int(segments[-1].stem)
+
+    async def checkpointed_at_the_last_roll() -> bool:
+        return checkpointed_recovery_point(broker, "ledger") == active_base
+
+    await eventually(
+        checkpointed_at_the_last_roll, timeout=20, message="the recovery point never followed the rolls"
+    )
+    broker.kill()
+    broker.wait(10)
+    broker.start()
+    await settled_to(brokers, kazoo, "ledger", lambda s: s[0][0] == 1, "broker 1 never led again")
+    got = (await consume_all(brokers, "ledger", [0], expected=300))[0]
+    assert [r.value for r in got] == acknowledged
+    assert "was not shut down cleanly" in broker.log()
