@@ -79,7 +79,7 @@ ASYNCIO_IO = {
 }
 LOOP_GETTERS = {"get_running_loop", "get_event_loop", "new_event_loop"}
 # The asyncio shell of wire/; every other module of it is sans-I/O.
-WIRE_ASYNCIO = {"wire.client", "wire.connection_quotas", "wire.pool", "wire.server"}
+WIRE_ASYNCIO = {"wire.client", "wire.connection_quotas", "wire.pool", "wire.request_memory", "wire.server"}
 
 
 def module_name(path: Path) -> str:
