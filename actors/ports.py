@@ -9,6 +9,7 @@ in-memory fake implements it too, and both pass the contract suite in
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Callable
 from typing import NamedTuple, Protocol
@@ -24,6 +25,7 @@ from wire.api import (
     Response,
 )
 from wire.endpoint import Endpoint
+from wire.errors import ErrorCode
 
 
 class ControllerMovedError(Exception):
@@ -471,6 +473,12 @@ class PartitionLog(Protocol):
         ...
 
     def append_as_follower(self, data: bytes) -> int: ...
+
+    def flush_waiter(self, offset: int) -> asyncio.Future[ErrorCode] | None:
+        """A future done (with the answer's error code) once the log is on disk up to
+        `offset`, when the append that reached it set off a flush (`flush.messages`); None
+        when nothing is to be waited for."""
+        ...
 
     def read(self, offset: int, max_bytes: int, max_offset: int | None = None) -> bytes: ...
 

@@ -49,14 +49,19 @@ class RequestMemoryPool:
 
 
 class HeldRequestBytes:
-    """What one connection holds of the pool: the frame it is handling, or the one it is
-    reading."""
+    """What one connection holds of the pool: the frame it is reading, until it is parsed.
+    As Kafka releases a request's buffer once its handler returns (a delayed produce waits in
+    purgatory, its buffer released), Keel releases it once the request is parsed: an acks=all
+    produce that held its bytes while it waits for the followers would keep out their fetches
+    once the pool is full, and wait for ever."""
 
     def __init__(self, pool: RequestMemoryPool) -> None:
         self._pool = pool
         self.held = 0
 
     async def hold(self, size: int) -> None:
+        if self._pool.max_bytes >= 0:
+            size = min(size, self._pool.max_bytes)  # a frame larger than the pool: the pool
         if size > self.held:
             self.held += await self._pool.reserve(size - self.held)
 

@@ -212,7 +212,7 @@ class RpcServer:
                     while (frame := decoder.next_frame()) is not NEED_DATA:
                         assert isinstance(frame, bytes)
                         await held.hold(len(frame))
-                        answer, keep_open = await self._answer(frame, peer, connection)
+                        answer, keep_open = await self._answer(frame, peer, connection, held)
                         if connection.authenticated:
                             decoder.max_frame_size = self._max_frame_size
                         if answer is not None:
@@ -225,7 +225,6 @@ class RpcServer:
                         deadline.reschedule(loop.time() + idle_s)
                         await writer.drain()
                         deadline.reschedule(None)
-                        held.release()
                         if not keep_open:
                             return
                     # The next frame's bytes are read only once the pool has room for all
@@ -277,16 +276,21 @@ class RpcServer:
                 self._quotas.limits.connections_max_idle_ms,
             )
 
-    async def _answer(self, frame: bytes, peer: object, connection: _Connection) -> tuple[bytes | None, bool]:
-        """The encoded response (None: none), and whether the connection stays open."""
+    async def _answer(
+        self, frame: bytes, peer: object, connection: _Connection, held: HeldRequestBytes
+    ) -> tuple[bytes | None, bool]:
+        """The encoded response (None: none), and whether the connection stays open. The
+        frame's bytes are `held` until it is parsed."""
         try:
             request = parse_request(frame, connection.context)
         except WireError as e:
+            held.release()
             if e.correlation_id is None:
                 self._refusals.report("frame", "closing connection from %s: %s", peer, e.message)
                 return None, False
             self._refusals.report("bad request", "bad request from %s: %s: %s", peer, e.code.name, e.message)
             return encode_response(e.correlation_id, error_response(e)), True
+        held.release()
         correlation_id = request.header.correlation_id
         if connection.sasl is not None:
             step = connection.sasl.receive(request.body)

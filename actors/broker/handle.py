@@ -202,16 +202,16 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
         outcome = await self.ask(request)
         assert isinstance(outcome, ProduceOutcome)
         answers = dict(outcome.answers)
-        if outcome.waiting:
-            waiters = list(outcome.waiting.values())
-            await asyncio.wait(waiters, timeout=max(request.timeout_ms, 0) / 1000)
-            for tp, waiter in outcome.waiting.items():
+        waited = [*outcome.flushing.items(), *outcome.waiting.items()]
+        if waited:
+            await asyncio.wait([w for _, w in waited], timeout=max(request.timeout_ms, 0) / 1000)
+            for tp, waiter in waited:
                 if waiter.done():
                     code = waiter.result()
                 else:
                     waiter.cancel()
                     code = ErrorCode.REQUEST_TIMED_OUT
-                if code:
+                if code and not answers[tp].error_code:
                     answers[tp] = ProducePartitionResponse(
                         index=tp.partition, error_code=code, base_offset=answers[tp].base_offset
                     )
@@ -321,7 +321,7 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
     # --- what the fetchers ask (FetchTarget), and the answers to ISR changes ---
 
     async def plan_fetch(self, source: int) -> FetchPlan | None:
-        plan = await self.ask(PlanFetch(source))
+        plan = await self.ask(PlanFetch(source, self._broker_epoch()))
         assert plan is None or isinstance(plan, FetchPlan)
         return plan
 

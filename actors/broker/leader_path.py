@@ -120,6 +120,9 @@ class LeaderPath:
         except WireError as e:
             _refusals.report("produce", "refused a produce to %s: %s", tp, e.message)
             return ProducePartitionResponse(index=tp.partition, error_code=e.code, error_message=e.message)
+        flushed = partition_log.flush_waiter(last + 1)
+        if flushed is not None:
+            outcome.flushing[tp] = flushed
         stats = self.state.stats
         stats.bytes_in[tp.topic] += len(records)
         stats.messages_in[tp.topic] += last - first + 1

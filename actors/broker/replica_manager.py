@@ -121,7 +121,8 @@ class ReplicaManager(Actor[ReplicaMessage]):
                 return self.leader_path.list_offsets(message)
             case OffsetsForLeaderEpochRequest():
                 return self.leader_path.offsets_for_leader_epoch(message)
-            case PlanFetch(source=source):
+            case PlanFetch(source=source, broker_epoch=epoch):
+                self.state.broker_epoch = max(self.state.broker_epoch, epoch)
                 return self.follower_path.plan_fetch(source)
             case Fetched(source=source, plan=plan, response=response):
                 return self.follower_path.process_fetched(source, plan, response)

@@ -57,6 +57,9 @@ class Read:
 @dataclasses.dataclass(frozen=True)
 class PlanFetch:
     source: int
+    # The broker's own epoch as its registration says now: a fetch carries it (KIP-903),
+    # even before a controller's request has brought it.
+    broker_epoch: int = -1
 
 
 @dataclasses.dataclass(frozen=True)

@@ -47,10 +47,13 @@ class FetchPlan:
 
 @dataclasses.dataclass
 class ProduceOutcome:
-    """Per-partition answers in request order; acks=all appends wait on `waiting`."""
+    """Per-partition answers in request order; acks=all appends wait on `waiting`, and an
+    append that set off a flush on `flushing`."""
 
     answers: dict[TopicPartition, ProducePartitionResponse] = dataclasses.field(default_factory=dict)
     waiting: dict[TopicPartition, asyncio.Future[ErrorCode]] = dataclasses.field(default_factory=dict)
+    # Appends that set off a flush (flush.messages): answered once it is on disk.
+    flushing: dict[TopicPartition, asyncio.Future[ErrorCode]] = dataclasses.field(default_factory=dict)
 
     def add(self, tp: TopicPartition, answer: ProducePartitionResponse) -> None:
         self.answers[tp] = answer

@@ -229,7 +229,12 @@ class BrokerApis:
         needed = CLUSTER_OPERATIONS.get(key)
         if needed is not None:
             authz.require_cluster(check, needed, key.name)
-        elif (named := authz.named_topics(request.body)) > authz.MAX_TOPICS_PER_REQUEST:
+        elif (named := authz.named_topics(request.body)) > authz.MAX_TOPICS_PER_REQUEST and not (
+            # A follower's Fetch and OffsetsForLeaderEpoch name what it follows, which can be
+            # more: a replica with ClusterAction is not held to the cap.
+            getattr(request.body, "replica_id", -1) >= 0
+            and authz.cluster_allowed(check, AclOperation.CLUSTER_ACTION)
+        ):
             refusal = f"it names {named} topics, more than {authz.MAX_TOPICS_PER_REQUEST}"
             _log_refusal(request, refusal)
             raise InvalidRequest(refusal)

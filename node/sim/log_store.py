@@ -11,6 +11,7 @@ same operations on both and compares what they answer.
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 import itertools
 from collections.abc import Mapping
@@ -20,7 +21,7 @@ from node.broker.log.config import LogConfig
 from node.broker.log.epoch_cache import LeaderEpochCache
 from node.broker.log.validator import validate_as_leader, validate_batches
 from wire import records
-from wire.errors import CorruptMessage, OffsetOutOfRange
+from wire.errors import CorruptMessage, ErrorCode, OffsetOutOfRange
 
 _GENERATIONS = itertools.count()
 
@@ -85,6 +86,9 @@ class MemoryLog:
             self.epochs.assign(leader_epoch, first)
         self._write(buffer)
         return first, offset - 1
+
+    def flush_waiter(self, offset: int) -> asyncio.Future[ErrorCode] | None:
+        return None  # memory is never flushed
 
     def append_as_follower(self, data: bytes | memoryview) -> int:
         headers = validate_batches(data, self.config.max_message_bytes)

@@ -23,7 +23,7 @@ from node.broker.log.failure_channel import LogDirFailureChannel
 from node.broker.log.log import Log
 from node.broker.log.manager import LogManager
 from wire import records
-from wire.errors import CorruptMessage, KafkaStorageError, MessageTooLarge, OffsetOutOfRange
+from wire.errors import CorruptMessage, ErrorCode, KafkaStorageError, MessageTooLarge, OffsetOutOfRange
 
 TP = TopicPartition("orders", 0)
 
@@ -606,3 +606,23 @@ def test_a_topics_segment_size_below_the_floor_counts_as_the_floor() -> None:
     assert LogConfig().with_topic_configs({"segment.bytes": "14"}).roll_bytes == 1 << 20
     small = LogConfig(internal_segment_bytes=2048)
     assert small.with_topic_configs({"segment.bytes": "14"}).roll_bytes == 2048
+
+
+async def test_an_append_that_sets_off_a_flush_is_answered_once_it_is_on_disk(tmp_path: Path) -> None:
+    """flush.messages: as Kafka's append, which flushes there and then, the produce that set
+    off the flush waits for it (on the flusher's thread, not the loop); the others do not."""
+    manager = LogManager([tmp_path], LogConfig())
+    manager.load()
+    every_second = manager.get_or_create(TP, {"flush.messages": "2"})
+    every_second.append_as_leader(batch(b"a"), leader_epoch=0)
+    assert every_second.flush_waiter(1) is None, "no flush set off: nothing to wait for"
+    every_second.append_as_leader(batch(b"b"), leader_epoch=0)
+    waiter = every_second.flush_waiter(2)
+    assert waiter is not None and not waiter.done()
+    await manager.flushed()
+    assert waiter.result() == ErrorCode.NONE and every_second.recovery_point == 2
+    every_second.append_as_leader(batch(b"c", b"d"), leader_epoch=0)
+    lost = every_second.flush_waiter(4)
+    assert lost is not None
+    every_second.close()  # its directory offline before the flush
+    assert lost.result() == ErrorCode.KAFKA_STORAGE_ERROR

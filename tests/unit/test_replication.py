@@ -598,3 +598,15 @@ async def test_a_follower_shrunk_out_for_not_fetching_is_not_proposed_straight_b
     brokers[1].leader_path.isr_change_answered(TP, brokers.proposals[1][1], shrunk)
     assert partition(brokers[1]).high_watermark == 1, "2 is at offset 1 too"
     assert brokers.proposals[2:] == [], "3 proposed back without fetching"
+
+
+async def test_a_produce_that_sets_off_a_flush_waits_for_it(brokers: Brokers) -> None:
+    brokers[1].state.topic_configs["t"] = {"flush.messages": "1"}
+    brokers.lead(1, 0, [1])
+    outcome = brokers[1].leader_path.append_records(produce([b"a"], acks=1))
+    flushed = outcome.flushing[TP]
+    assert not flushed.done(), "the fsync runs on the flusher's thread, after the append"
+    logs = brokers[1].state.logs
+    assert isinstance(logs, LogManager)
+    await logs.flushed()
+    assert flushed.result() == ErrorCode.NONE

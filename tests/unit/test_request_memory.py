@@ -18,7 +18,8 @@ from wire.api import (
 )
 from wire.client import RpcClient
 from wire.connection_quotas import ConnectionLimits, ConnectionQuotas
-from wire.envelope import ParsedRequest
+from wire.envelope import ParsedRequest, RequestHeader, encode_request
+from wire.frames import encode_frame
 from wire.request_memory import RequestMemoryPool
 from wire.server import RpcServer
 
@@ -72,28 +73,54 @@ def _produce(size: int) -> ProduceRequest:
 
 
 async def test_a_connection_reads_no_more_while_the_pool_is_full() -> None:
+    """A first client has sent the length of a 70 KB frame and part of it: its declared size
+    is held. A second client's 70 KB frame does not fit beside it, and waits unread; once the
+    first frame is whole and parsed, its bytes are released and the second is served."""
     handler = _Handler()
+    handler.release.set()
     quotas = ConnectionQuotas(ConnectionLimits(queued_max_request_bytes=100_000))
     server = RpcServer(handler, "127.0.0.1", 0, quotas=quotas)
     await server.start()
-    first = await RpcClient.connect("127.0.0.1", server.port, client_id="first", request_timeout=10)
+    first_frame = encode_frame(encode_request(RequestHeader(0, 0, 1, "first"), _produce(70_000)))
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
     second = await RpcClient.connect("127.0.0.1", server.port, client_id="second", request_timeout=10)
     try:
-        answered_first = asyncio.ensure_future(first.send(_produce(70_000)))
+        writer.write(first_frame[:1000])
+        await writer.drain()
         await eventually(
-            _now(lambda: handler.started == ["first"]), timeout=5, message="the first never started"
+            _now(lambda: quotas.request_memory.used >= 70_000),
+            timeout=5,
+            message="the first size was not held",
         )
         answered_second = asyncio.ensure_future(second.send(_produce(70_000)))
-        # The second's 70 KB do not fit beside the first's: it waits, reading nothing more.
         await eventually(
             _now(lambda: quotas.request_memory.waiting == 1), timeout=5, message="the second never waited"
         )
-        assert handler.started == ["first"]
-        handler.release.set()
-        await asyncio.wait_for(asyncio.gather(answered_first, answered_second), 10)
+        assert handler.started == [], "the second's frame was not read"
+        writer.write(first_frame[1000:])
+        await writer.drain()
+        await asyncio.wait_for(answered_second, 10)
         assert handler.started == ["first", "second"]
+        assert await asyncio.wait_for(reader.read(4), 10), "the first is answered too"
         assert quotas.request_memory.used == 0, "every byte released"
     finally:
-        await first.close()
+        writer.close()
         await second.close()
+        await server.close()
+
+
+async def test_a_frame_larger_than_the_pool_gets_in_alone() -> None:
+    """Its declared size is held as the whole pool when its length arrives, and no more is
+    asked once it is whole (asking for the rest would wait on itself for ever)."""
+    handler = _Handler()
+    handler.release.set()
+    quotas = ConnectionQuotas(ConnectionLimits(queued_max_request_bytes=50_000))
+    server = RpcServer(handler, "127.0.0.1", 0, quotas=quotas)
+    await server.start()
+    client = await RpcClient.connect("127.0.0.1", server.port, client_id="big", request_timeout=10)
+    try:
+        assert isinstance(await asyncio.wait_for(client.send(_produce(400_000)), 10), ProduceResponse)
+        assert quotas.request_memory.used == 0
+    finally:
+        await client.close()
         await server.close()

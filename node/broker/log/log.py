@@ -19,6 +19,7 @@ channel and fails the operation with KAFKA_STORAGE_ERROR; so does every later op
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 import contextlib
 import errno
@@ -35,7 +36,7 @@ from node.broker.log.failure_channel import LogDirFailureChannel
 from node.broker.log.segment import MAX_RELATIVE_OFFSET, LogSegment
 from node.broker.log.validator import validate_as_leader, validate_batches
 from wire import records
-from wire.errors import CorruptMessage, KafkaStorageError, OffsetOutOfRange
+from wire.errors import CorruptMessage, ErrorCode, KafkaStorageError, OffsetOutOfRange
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,9 @@ class Log:
         # times it was truncated, so that a flush finished after a truncation moves nothing.
         self.flush_wanted = 0
         self._truncations = 0
+        # Produces whose append set off a flush (flush.messages), waiting for it: (offset the
+        # flush must reach, the future their answer waits on).
+        self._flush_waiters: list[tuple[int, asyncio.Future[ErrorCode]]] = []
         with self._io("loading"):
             self._load(recovery_point, clean_shutdown)
 
@@ -389,6 +393,7 @@ class Log:
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         self._truncations += 1
         self.flush_wanted = min(self.flush_wanted, self.log_end_offset)
+        self._answer_flush_waiters(ErrorCode.NOT_LEADER_OR_FOLLOWER)  # what they waited for is gone
 
     def _forget_corruption_from(self, end: int) -> None:
         if self._corrupt_at is not None and self._corrupt_at >= end:
@@ -406,6 +411,7 @@ class Log:
         self.recovery_point = offset
         self._truncations += 1
         self.flush_wanted = offset
+        self._answer_flush_waiters(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
     # --- retention and flushing ---
 
@@ -461,6 +467,33 @@ class Log:
             self.flush_wanted = upto
             self._flusher(self)
 
+    def flush_waiter(self, offset: int) -> asyncio.Future[ErrorCode] | None:
+        """A future done once the log is on disk up to `offset`, if a flush reaching it is
+        wanted and not done (the append that set off `flush.messages`); None otherwise. As in
+        Kafka, whose append flushes there and then: that produce is answered after its fsync,
+        the others do not wait for one."""
+        if self._flusher is None or self.recovery_point >= offset or self.flush_wanted < offset:
+            return None
+        waiter: asyncio.Future[ErrorCode] = asyncio.get_running_loop().create_future()
+        self._flush_waiters.append((offset, waiter))
+        return waiter
+
+    def _answer_flush_waiters(self, code: ErrorCode | None = None) -> None:
+        """Those whose offset is on disk now, NONE; with `code`, all of them, that code."""
+        if not self._flush_waiters:
+            return
+        waiting = []
+        for offset, waiter in self._flush_waiters:
+            if waiter.done():
+                continue
+            if code is not None:
+                waiter.set_result(code)
+            elif offset <= self.recovery_point:
+                waiter.set_result(ErrorCode.NONE)
+            else:
+                waiting.append((offset, waiter))
+        self._flush_waiters = waiting
+
     def files_to_flush(self) -> tuple[int, int, list[Path]]:
         """(flush wanted up to, truncations, the files holding offsets from the recovery point
         to there): what the flusher fsyncs, on its thread, before it calls `flushed`."""
@@ -470,7 +503,8 @@ class Log:
         paths = [
             path for segment in self._segments[first:last] for path in (segment.path, segment.index_path)
         ]
-        return upto, self._truncations, paths
+        # The directory too (Kafka's flushDirIfExists): a rolled segment's entry in it.
+        return upto, self._truncations, [*paths, self.directory]
 
     def flushed(self, upto: int, truncations: int) -> None:
         """The files `files_to_flush` named are on disk: the recovery point moves up to
@@ -479,11 +513,13 @@ class Log:
             return
         end = upto if self._corrupt_at is None else min(upto, self._corrupt_at)
         self.recovery_point = max(self.recovery_point, min(end, self.log_end_offset))
+        self._answer_flush_waiters()
 
     def flush_failed(self, error: OSError) -> None:
         """The flusher's fsync failed: as any I/O error of this log."""
         with contextlib.suppress(KafkaStorageError), self._io("flushing"):
             raise error
+        self._answer_flush_waiters(ErrorCode.KAFKA_STORAGE_ERROR)
 
     def flush(self) -> None:
         """Fsync every segment holding offsets at or after the recovery point (a rolled one
@@ -500,6 +536,7 @@ class Log:
 
     def close(self) -> None:
         """Close the files; a log whose directory failed closes what it can."""
+        self._answer_flush_waiters(ErrorCode.KAFKA_STORAGE_ERROR)
         for segment in self._segments:
             try:
                 segment.close()
