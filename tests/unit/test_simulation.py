@@ -246,18 +246,6 @@ def test_a_broker_restarted_before_its_old_session_expired_rejoins_the_isrs() ->
     assert result.violation is None, result.violation
 
 
-def test_a_follower_left_out_by_a_refused_isr_change_rejoins_the_isr() -> None:
-    """Seed 62500 (5 brokers, every fault kind), found in the 100,000-seed run on `3c50623`:
-    the leader of an empty partition proposed one caught-up follower while the other's fetch
-    waited behind that change; the controller refused it (that replica was in a controlled
-    shutdown), and neither follower was proposed again: their incremental fetches no longer
-    named the partition (the focused test: test_replication.py::
-    test_a_follower_at_the_log_end_is_proposed_again_after_a_refused_isr_change)."""
-    result = run_seed(RunConfig(seed=62500, faults=FOUND_WITH))
-    assert result.faults["shutdown"] >= 1
-    assert result.violation is None, result.violation
-
-
 @pytest.mark.parametrize("seed", [8, 14, 28])
 def test_every_partition_comes_online_when_the_replies_to_the_controllers_writes_are_lost(seed: int) -> None:
     """Seeds of lost replies (issue 32): on the code before it, each left a partition not led
