@@ -17,11 +17,7 @@ from tests.controllers import ControllerCluster as Cluster
 from tests.controllers import settled, started
 from tests.support import eventually
 from wire.api import (
-    AlterPartitionItem,
     AlterPartitionReassignmentsRequest,
-    AlterPartitionRequest,
-    AlterPartitionTopic,
-    BrokerState,
     ElectionType,
     LeaderAndIsrRequest,
     ListPartitionReassignmentsRequest,
@@ -128,34 +124,7 @@ async def topic_on(cluster: Cluster, *replicas: int) -> None:
 
 async def catch_up(cluster: Cluster, *isr: int) -> None:
     """What the partition leader does once the new replicas caught up: AlterPartition."""
-    state = cluster.state("t", 0)
-    controller = cluster.controller
-    answer = await controller.alter_partition(
-        AlterPartitionRequest(
-            broker_id=state.leader,
-            broker_epoch=controller.context.broker_epoch(state.leader),
-            topics=[
-                AlterPartitionTopic(
-                    topic_name="t",
-                    partitions=[
-                        AlterPartitionItem(
-                            partition_index=0,
-                            leader_epoch=state.leader_epoch,
-                            new_isr_with_epochs=[
-                                BrokerState(
-                                    broker_id=r,
-                                    broker_epoch=cluster.controller.context.live_brokers[r].broker_epoch,
-                                )
-                                for r in isr
-                            ],
-                            partition_epoch=state.partition_epoch,
-                        )
-                    ],
-                )
-            ],
-        )
-    )
-    assert answer.topics[0].partitions[0].error_code == 0
+    await cluster.expand_isr(TP, isr)
 
 
 def stop_replicas(cluster: Cluster, broker: int) -> list[bool]:
