@@ -278,11 +278,7 @@ class BrokerApis:
                 self._forget_deleted_topic_configs(request.body, stopped)
                 return stopped
             case ApiKey.UPDATE_METADATA:
-                assert isinstance(request.body, UpdateMetadataRequest)
-                self._log_handling(
-                    "UpdateMetadata", request, request.body, len(request.body.partition_states)
-                )
-                return await self._replica_manager.update_metadata(request.body, self._broker_epoch())
+                return await self._update_metadata(request)
             case ApiKey.DESCRIBE_CONTROLLER:
                 if not self._registered.is_set():
                     return DescribeControllerResponse(broker_id=self._broker_id, controller_id=-1)
@@ -428,6 +424,14 @@ class BrokerApis:
                 known.setdefault(topic, {})
         return {t: known[t] for t in new}
 
+    async def _update_metadata(self, request: ParsedRequest) -> Response:
+        assert isinstance(request.body, UpdateMetadataRequest)
+        self._log_handling("UpdateMetadata", request, request.body, len(request.body.partition_states))
+        # The controller sends UpdateMetadata when a broker comes or goes: the next
+        # DescribeCluster reads the registrations afresh rather than within the second.
+        self._registered_read = None
+        return await self._replica_manager.update_metadata(request.body, self._broker_epoch())
+
     def _api_versions(self) -> ApiVersionsResponse:
         return ApiVersionsResponse(
             api_keys=[
@@ -437,10 +441,10 @@ class BrokerApis:
         )
 
     async def _registered_brokers(self) -> list[RegisteredBroker]:
-        """The registered brokers as ZooKeeper lists them, read at most once a second and
-        once at a time however many DescribeClusters come: a client asking in a loop would
-        otherwise cost ZooKeeper, which every broker shares, a read of every registration each
-        time."""
+        """The registered brokers as ZooKeeper lists them, read at most once a second (or once
+        per UpdateMetadata) and once at a time however many DescribeClusters come: a client
+        asking in a loop would otherwise cost ZooKeeper, which every broker shares, a read of
+        every registration each time."""
         now = self._clock.monotonic()
         if self._registered_read is not None and (
             not self._registered_read.done() or now - self._registered_read_at < REGISTERED_BROKERS_TTL_S

@@ -11,6 +11,7 @@ from kazoo.exceptions import NoNodeError
 
 from tests.integration.conftest import SESSION_TIMEOUT_MS, Brokers
 from tests.support import eventually
+from wire.api import DescribeClusterResponse
 
 
 def controller_epoch(kazoo: KazooClient) -> int:
@@ -160,8 +161,13 @@ async def test_describe_cluster_matches_zookeeper(brokers: Brokers, kazoo: Kazoo
     brokers.new(1, broker_rack="rack-a").start()
     brokers.new(2, broker_rack="rack-b").start()
     controller, epoch = await settle(brokers)
-    view = await brokers.by_id(1).describe()
-    assert view is not None
+
+    async def both_listed() -> DescribeClusterResponse | None:
+        # A registration shows within a second, or at once on the controller's UpdateMetadata.
+        view = await brokers.by_id(1).describe()
+        return view if view is not None and len(view.brokers) == 2 else None
+
+    view = await eventually(both_listed, timeout=10, message="broker 1 did not describe both brokers")
     assert view.cluster_id == orjson.loads(kazoo.get("/cluster/id")[0])["id"]
     assert (view.controller_id, view.controller_epoch) == (controller, epoch)
     assert [(b.broker_id, b.rack, b.port) for b in view.brokers] == [
