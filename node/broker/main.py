@@ -34,7 +34,7 @@ from node.broker.config import (
 from node.broker.gc_tuning import tune_gc
 from node.broker.logs import LogSettings, configure_logging
 from node.broker.server import KeelBroker
-from node.entry import (
+from node.command.entry import (
     EXIT_STATUS_HELP,
     CommandError,
     KeelArgumentParser,

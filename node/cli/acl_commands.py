@@ -33,8 +33,8 @@ from actors.acl import (
     check_principal,
     parse_name,
 )
-from node.cli.output import print_json, print_table
-from node.entry import CommandError, UsageError
+from node.command.entry import CommandError, UsageError
+from node.command.output import print_json, print_table
 from node.zk.acl_store import ZkAclStore
 from node.zk.client import ZooKeeperClient, ZooKeeperUnavailable
 

@@ -1,22 +1,19 @@
 """What every `keel` command shares: the global options, which a user may give before or
 after the command (`keel --bootstrap-server h:9092 topic list` and `keel topic list
---bootstrap-server h:9092` are the same), the admin-client properties file of
-`--command-config`, and argument types that refuse bad values before anything connects.
+--bootstrap-server h:9092` are the same), and the admin-client properties file of
+`--command-config`. The argument types are node/command/options.py.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import javaproperties
 
-from node.entry import add_verbose_option
+from node.command.entry import add_verbose_option
+from node.command.options import positive_float
 from node.security.settings import CLIENT_KEYS, SettingError, client_security_from_properties
-
-N = TypeVar("N", int, float)
 
 # The keys of Kafka's admin-client properties that mean something to Keel's clients: the
 # connection's, its security (security.protocol, sasl.*, ssl.*), and the ZooKeeper credentials
@@ -90,29 +87,3 @@ def apply_command_config(args: argparse.Namespace) -> None:
     if args.timeout is None:
         timeout_ms = props.get("request.timeout.ms", props.get("default.api.timeout.ms"))
         args.timeout = DEFAULT_TIMEOUT_S if timeout_ms is None else int(timeout_ms) / 1000
-
-
-def _bounded(parse: Callable[[str], N], low: N, *, inclusive: bool, what: str) -> Callable[[str], N]:
-    """An argparse type: `parse` the text, then hold it to `low` (argparse prints the message)."""
-
-    def check(text: str) -> N:
-        try:
-            value = parse(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
-        if value < low or (value == low and not inclusive):
-            bound = f"at least {low}" if inclusive else f"more than {low}"
-            raise argparse.ArgumentTypeError(f"must be {bound}, not {text}")
-        return value
-
-    return check
-
-
-def at_least(low: int, what: str) -> Callable[[str], int]:
-    """An argparse type for a whole number of at least `low`."""
-    return _bounded(int, low, inclusive=True, what=what)
-
-
-positive_int = _bounded(int, 1, inclusive=True, what="a whole number")
-non_negative_int = _bounded(int, 0, inclusive=True, what="a whole number")
-positive_float = _bounded(float, 0.0, inclusive=False, what="a number")

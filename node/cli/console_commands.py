@@ -29,11 +29,11 @@ from typing import Protocol, cast
 
 import orjson
 
-from node.cli.arguments import non_negative_int, positive_int
 from node.clients.consumer import ConsumedRecord, KeelConsumer
 from node.clients.metadata import UnknownPartitionError, UnknownTopicError
 from node.clients.producer import KeelProducer, ProduceFailed
-from node.entry import CommandError, PartialError, UsageError
+from node.command.entry import CommandError, PartialError, UsageError
+from node.command.options import non_negative_int, positive_int
 from wire import records
 
 ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0}

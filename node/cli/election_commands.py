@@ -10,9 +10,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from node.cli.output import print_json
 from node.cli.partition_file import EXIT_BAD_FILE, PartitionFileError, parse_partition_list, read_text
 from node.clients.admin import KeelAdminClient
+from node.command.output import print_json
 from wire.api import ElectionType
 from wire.errors import ErrorCode
 

@@ -26,7 +26,7 @@ is given) and `--verbose`, before or after the command.
 
 An error is one line, `keel: ...` (a bad argument: `keel topic create: ...`), with exit status
 1 when the action failed, 2 for a bad argument, property or file (nothing was sent), 3 when the
-action ran and a later step failed; `--verbose` adds the traceback (node/entry.py).
+action ran and a later step failed; `--verbose` adds the traceback (node/command/entry.py).
 """
 
 from __future__ import annotations
@@ -48,9 +48,8 @@ from node.cli import (
     zookeeper_commands,
 )
 from node.cli.arguments import CommandConfigError, add_global_options, apply_command_config
-from node.cli.output import print_json, print_table
 from node.clients.admin import KeelAdminClient
-from node.entry import (
+from node.command.entry import (
     EXIT_STATUS_HELP,
     CommandError,
     KeelArgumentParser,
@@ -59,6 +58,7 @@ from node.entry import (
     run_main,
     verbose_requested,
 )
+from node.command.output import print_json, print_table
 from wire.api import DescribeClusterResponse
 from wire.errors import BrokerUnreachable
 

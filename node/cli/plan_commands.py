@@ -33,8 +33,6 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from node.cli.arguments import non_negative_int
-from node.cli.output import OutputFile, print_json, print_table
 from node.cli.plan_status import check_planner_address
 from node.cli.zookeeper_access import (
     add_zookeeper_argument,
@@ -43,7 +41,9 @@ from node.cli.zookeeper_access import (
     zookeeper_session,
 )
 from node.clients.planner import PlannerClient, PlannerNotRunning, find_planner
-from node.entry import CommandError, PartialError, UsageError
+from node.command.entry import CommandError, PartialError, UsageError
+from node.command.options import non_negative_int
+from node.command.output import OutputFile, print_json, print_table
 from wire.api.planner import PlanReassignmentRequest
 from wire.errors import ErrorCode
 

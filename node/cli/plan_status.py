@@ -23,10 +23,10 @@ from collections.abc import Awaitable, Callable
 
 import orjson
 
-from node.cli.output import print_json
 from node.cli.reassignment_plan import mib
 from node.clients.planner import PlannerClient, PlannerNotRunning, find_planner
-from node.entry import CommandError, UsageError
+from node.command.entry import CommandError, UsageError
+from node.command.output import print_json
 from wire.endpoint import parse_bootstrap
 
 # Seconds between two looks of `--wait`, and between two lines when stderr is not a terminal.

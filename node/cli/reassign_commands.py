@@ -27,8 +27,6 @@ import time
 import orjson
 
 from node.cli import plan_commands, plan_status
-from node.cli.arguments import non_negative_int
-from node.cli.output import print_json, print_table
 from node.cli.partition_file import Partition
 from node.cli.reassignment_plan import (
     ReassignmentFileError,
@@ -42,7 +40,9 @@ from node.cli.reassignment_plan import (
 from node.clients.admin import KeelAdminClient
 from node.clients.replica_sizes import ReplicaSizeReader, bytes_to_copy
 from node.clients.throttles import clear_throttle_resources, throttle_plan, throttle_resources
-from node.entry import CommandError, PartialError, UsageError
+from node.command.entry import CommandError, PartialError, UsageError
+from node.command.options import non_negative_int
+from node.command.output import print_json, print_table
 from wire.api import AlterConfigsResource, AlterConfigsResourceResponse, MetadataResponse
 from wire.errors import ErrorCode, WireError
 

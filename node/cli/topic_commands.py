@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from node.cli.arguments import positive_int
-from node.cli.output import print_json, print_table
 from node.clients.admin import KeelAdminClient
+from node.command.options import positive_int
+from node.command.output import print_json, print_table
 from wire.api import (
     CreatableReplicaAssignment,
     CreatableTopic,

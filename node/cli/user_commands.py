@@ -22,15 +22,15 @@ import re
 import sys
 from pathlib import Path
 
-from node.cli.arguments import positive_int
-from node.cli.output import print_json, print_table
 from node.cli.zookeeper_access import (
     add_zookeeper_argument,
     command_security,
     zookeeper_connect,
     zookeeper_session,
 )
-from node.entry import CommandError, UsageError
+from node.command.entry import CommandError, UsageError
+from node.command.options import positive_int
+from node.command.output import print_json, print_table
 from node.zk.scram_users import (
     DEFAULT_ITERATIONS,
     ScramUserError,

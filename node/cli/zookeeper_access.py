@@ -20,7 +20,7 @@ from pathlib import Path
 from node.broker.config import ZOOKEEPER_SECURITY_DEFINITIONS as SECURITY_DEFINITIONS
 from node.broker.config import ConfigError, parse_values, zookeeper_security
 from node.cli.arguments import read_command_config
-from node.entry import CommandError, UsageError
+from node.command.entry import CommandError, UsageError
 from node.zk.acls import ZkSecurity
 from node.zk.client import NO_AUTH_HINT, NoAuth, ZooKeeperClient, ZooKeeperUnavailable
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import argparse
 
-from node.cli.output import print_json
 from node.cli.zookeeper_access import (
     add_zookeeper_argument,
     command_security,
     zookeeper_connect,
     zookeeper_session,
 )
-from node.entry import UsageError
+from node.command.entry import UsageError
+from node.command.output import print_json
 from node.zk.security_migration import migrate
 
 GROUP = "zookeeper"

@@ -48,8 +48,6 @@ from typing import Any, TypeVar
 import orjson
 
 from node.broker.logs import CONTROLLER_LOG, SERVER_LOG, STATE_CHANGE_LOG, follow_log, log_files, read_log
-from node.cli.arguments import positive_float, positive_int
-from node.cli.output import print_json, print_table
 from node.cluster.local import (
     BrokerProcess,
     ConsoleProcess,
@@ -67,7 +65,7 @@ from node.cluster.security import (
     make_cluster_security,
 )
 from node.cluster.zookeeper import EmbeddedZooKeeper, JavaMissing, ZooKeeperStartError, free_ports
-from node.entry import (
+from node.command.entry import (
     EXIT_STATUS_HELP,
     CommandError,
     KeelArgumentParser,
@@ -77,6 +75,8 @@ from node.entry import (
     run_main,
     verbose_requested,
 )
+from node.command.options import positive_float, positive_int
+from node.command.output import print_json, print_table
 from wire.security import PLAINTEXT_CLIENT, ClientSecurity
 
 T = TypeVar("T")

@@ -18,7 +18,7 @@ from pathlib import Path
 import uvloop
 
 from node.broker.config import ConfigError, read_properties_file
-from node.entry import (
+from node.command.entry import (
     EXIT_STATUS_HELP,
     CommandError,
     KeelArgumentParser,

@@ -27,8 +27,7 @@ import sys
 import time
 from collections.abc import Iterator
 
-from node.cli.arguments import at_least, positive_int
-from node.entry import (
+from node.command.entry import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_STATUS_HELP,
@@ -37,6 +36,7 @@ from node.entry import (
     run_main,
     verbose_requested,
 )
+from node.command.options import at_least, positive_int
 from node.sim.simulation import DEFAULT_FAULTS, FAULTS, RunConfig, RunResult, run_seed
 
 

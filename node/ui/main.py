@@ -25,7 +25,7 @@ from pathlib import Path
 
 from node.cli.arguments import CommandConfigError, read_command_config
 from node.cli.zookeeper_access import command_security, zookeeper_session
-from node.entry import (
+from node.command.entry import (
     EXIT_STATUS_HELP,
     KeelArgumentParser,
     UsageError,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from node.broker.config import ConfigError, load_config, prepare_log_dirs
-from node.entry import (
+from node.command.entry import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_PARTIAL,

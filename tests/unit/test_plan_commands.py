@@ -10,8 +10,8 @@ import pytest
 
 from node.cli import plan_commands
 from node.cli.main import main
-from node.cli.output import OutputFile
-from node.entry import CommandError, PartialError
+from node.command.entry import CommandError, PartialError
+from node.command.output import OutputFile
 from node.planner.session import master_problem
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from node.cli.plan_status import describe, progress_line, status_command
 from node.cluster.zookeeper import free_ports
-from node.entry import CommandError, UsageError
+from node.command.entry import CommandError, UsageError
 from wire.api import Response
 from wire.api.planner import PlannerStatusResponse
 from wire.envelope import ParsedRequest

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from node.cli.console_commands import BATCH_LINES, RecordTooLarge, _refused, read_lines, to_batches
-from node.entry import EXIT_PARTIAL, EXIT_USAGE
+from node.command.entry import EXIT_PARTIAL, EXIT_USAGE
 from wire import records
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import orjson
 
-from node.entry import UsageError
+from node.command.entry import UsageError
 
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
