@@ -34,7 +34,8 @@ from typing import TextIO
 import orjson
 
 from actors.state_change_log import STATE_CHANGE_LOGGER
-from node.broker.config import BrokerConfig, ConfigError
+from node.broker.config import BrokerConfig
+from node.config.properties import ConfigError
 
 SERVER_LOG = "server.log"
 CONTROLLER_LOG = "controller.log"

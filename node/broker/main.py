@@ -24,13 +24,7 @@ from pathlib import Path
 import uvloop
 
 from actors.ports import BrokerIdTakenError
-from node.broker.config import (
-    BrokerConfig,
-    ConfigError,
-    load_config,
-    prepare_log_dirs,
-    read_properties_file,
-)
+from node.broker.config import BrokerConfig, load_config, prepare_log_dirs
 from node.broker.gc_tuning import tune_gc
 from node.broker.logs import LogSettings, configure_logging
 from node.broker.server import KeelBroker
@@ -44,6 +38,7 @@ from node.command.entry import (
     run_main,
     verbose_requested,
 )
+from node.config.properties import ConfigError, read_properties_file
 from node.metrics.http import MetricsListenerUnavailable
 from node.zk.client import NO_AUTH_HINT, UNREACHABLE_HINT, NoAuth, ZooKeeperUnavailable
 from wire.server import ListenerUnavailable

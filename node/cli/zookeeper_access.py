@@ -17,10 +17,11 @@ import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from node.broker.config import ZOOKEEPER_SECURITY_DEFINITIONS as SECURITY_DEFINITIONS
-from node.broker.config import ConfigError, parse_values, zookeeper_security
 from node.cli.arguments import read_command_config
 from node.command.entry import CommandError, UsageError
+from node.config.properties import ConfigError, parse_values
+from node.config.zookeeper import ZOOKEEPER_SECURITY_DEFINITIONS as SECURITY_DEFINITIONS
+from node.config.zookeeper import zookeeper_security
 from node.zk.acls import ZkSecurity
 from node.zk.client import NO_AUTH_HINT, NoAuth, ZooKeeperClient, ZooKeeperUnavailable
 

@@ -11,24 +11,29 @@ import dataclasses
 import socket
 from collections.abc import Mapping
 
-from node.broker.config import (
-    AUTHORIZER_DEFINITIONS,
+from node.config.authorizer import AUTHORIZER_DEFINITIONS
+from node.config.listeners import (
     CONNECTION_DEFINITIONS,
     DEFAULT_PROTOCOL_MAP,
     METRICS_DEFINITIONS,
-    ZOOKEEPER_SECURITY_DEFINITIONS,
-    ZOOKEEPER_TIMEOUT_DEFINITIONS,
-    ConfigError,
-    _bool,
-    _Def,
-    _int,
-    _parse_listeners,
-    _parse_protocol_map,
-    _str,
-    _text,
     listener_connection_limits,
     metrics_listener,
+    parse_listeners,
+    parse_protocol_map,
+)
+from node.config.properties import (
+    LONG_MAX,
+    ConfigError,
+    Definition,
+    boolean,
+    integer,
     parse_values,
+    string,
+    text,
+)
+from node.config.zookeeper import (
+    ZOOKEEPER_SECURITY_DEFINITIONS,
+    ZOOKEEPER_TIMEOUT_DEFINITIONS,
     zookeeper_security,
     zookeeper_timeouts_s,
 )
@@ -45,41 +50,39 @@ from wire.connection_quotas import ConnectionLimits
 from wire.endpoint import Endpoint
 from wire.security import SECURITY_PROTOCOLS, ClientSecurity
 
-_LONG_MAX = 2**63 - 1
-
-DEFINITIONS: dict[str, _Def] = {
+DEFINITIONS: dict[str, Definition] = {
     **ZOOKEEPER_SECURITY_DEFINITIONS,
     # A broker's limits on its clients' connections, on the planner's listener.
     **CONNECTION_DEFINITIONS,
     **METRICS_DEFINITIONS,
-    "zookeeper.connect": _Def(_str, None),
+    "zookeeper.connect": Definition(string, None),
     **ZOOKEEPER_TIMEOUT_DEFINITIONS,
     # Loopback only unless told: the planner changes the cluster for whoever reaches it.
-    "listeners": _Def(_str, "PLAINTEXT://127.0.0.1:9099"),
-    "advertised.host.name": _Def(_str, ""),
-    "listener.security.protocol.map": _Def(_str, DEFAULT_PROTOCOL_MAP),
+    "listeners": Definition(string, "PLAINTEXT://127.0.0.1:9099"),
+    "advertised.host.name": Definition(string, ""),
+    "listener.security.protocol.map": Definition(string, DEFAULT_PROTOCOL_MAP),
     # The listener's TLS and SASL, with a broker's names (node/security/settings.py).
-    **{key: _Def(_text, default) for key, default in LISTENER_DEFAULTS.items()},
+    **{key: Definition(text, default) for key, default in LISTENER_DEFAULTS.items()},
     # The planner as a client of the brokers: Kafka's client properties.
-    "security.protocol": _Def(_str, "PLAINTEXT"),
-    "sasl.mechanism": _Def(_text, ""),
-    "sasl.jaas.config": _Def(_text, ""),
-    "socket.request.max.bytes": _Def(_int(1), "104857600"),
-    "request.timeout.ms": _Def(_int(1), "30000"),
-    "spark.master": _Def(_str, "local[*]"),
-    "planner.snapshot.dir": _Def(_str, "/tmp/keel-planner/snapshots"),
+    "security.protocol": Definition(string, "PLAINTEXT"),
+    "sasl.mechanism": Definition(text, ""),
+    "sasl.jaas.config": Definition(text, ""),
+    "socket.request.max.bytes": Definition(integer(1), "104857600"),
+    "request.timeout.ms": Definition(integer(1), "30000"),
+    "spark.master": Definition(string, "local[*]"),
+    "planner.snapshot.dir": Definition(string, "/tmp/keel-planner/snapshots"),
     # 0: no periodic snapshots (each plan still takes one).
-    "planner.snapshot.interval.ms": _Def(_int(0, _LONG_MAX), "300000"),
+    "planner.snapshot.interval.ms": Definition(integer(0, LONG_MAX), "300000"),
     # Snapshots kept under planner.snapshot.dir, the newest (0: all); a week at the interval.
-    "planner.snapshot.retention.count": _Def(_int(0), "2016"),
-    "planner.state.dir": _Def(_str, "/tmp/keel-planner/state"),
-    "planner.max.concurrent.moves.per.broker": _Def(_int(1), "5"),
+    "planner.snapshot.retention.count": Definition(integer(0), "2016"),
+    "planner.state.dir": Definition(string, "/tmp/keel-planner/state"),
+    "planner.max.concurrent.moves.per.broker": Definition(integer(1), "5"),
     # The replication throttle a plan is executed with, bytes/s per broker; -1: none.
-    "planner.execution.throttle.bytes.per.second": _Def(_int(-1, _LONG_MAX), "52428800"),
+    "planner.execution.throttle.bytes.per.second": Definition(integer(-1, LONG_MAX), "52428800"),
     # Run the plan jobs once at start-up on a tiny made-up cluster (the first plan is then warm).
-    "planner.warm.up.enable": _Def(_bool, "true"),
-    "planner.self.healing.enable": _Def(_bool, "false"),
-    "planner.self.healing.broker.failure.threshold.ms": _Def(_int(0, _LONG_MAX), "1800000"),
+    "planner.warm.up.enable": Definition(boolean, "true"),
+    "planner.self.healing.enable": Definition(boolean, "false"),
+    "planner.self.healing.broker.failure.threshold.ms": Definition(integer(0, LONG_MAX), "1800000"),
     # Who may execute plans (Cluster Alter) and read their status (Cluster Describe).
     **AUTHORIZER_DEFINITIONS,
 }
@@ -158,10 +161,10 @@ def _check_credentials_guarded(
 
 def load_config(props: Mapping[str, str]) -> PlannerConfig:
     values = parse_values(DEFINITIONS, props)
-    protocols = _parse_protocol_map(
+    protocols = parse_protocol_map(
         "listener.security.protocol.map", str(values["listener.security.protocol.map"])
     )
-    listeners = _parse_listeners("listeners", str(values["listeners"]), protocols)
+    listeners = parse_listeners("listeners", str(values["listeners"]), protocols)
     if len(listeners) != 1:
         raise ConfigError("listeners", "the planner takes exactly one listener")
     if listeners[0].security_protocol not in SECURITY_PROTOCOLS:

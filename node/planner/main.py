@@ -17,7 +17,6 @@ from pathlib import Path
 
 import uvloop
 
-from node.broker.config import ConfigError, read_properties_file
 from node.command.entry import (
     EXIT_STATUS_HELP,
     CommandError,
@@ -28,6 +27,7 @@ from node.command.entry import (
     run_main,
     verbose_requested,
 )
+from node.config.properties import ConfigError, read_properties_file
 from node.metrics.http import MetricsListenerUnavailable
 from node.planner.config import PlannerConfig, load_config
 from node.planner.server import KeelPlanner

@@ -15,7 +15,7 @@ import pytest
 
 from actors.ports import LeaderAndIsr
 from actors.state_change_log import StateChangeLogger, describe_leader_and_isr
-from node.broker.config import ConfigError, load_config
+from node.broker.config import load_config
 from node.broker.logs import (
     CONTROLLER_LOG,
     SERVER_LOG,
@@ -27,6 +27,7 @@ from node.broker.logs import (
     log_files,
     read_log,
 )
+from node.config.properties import ConfigError
 from tests.support import eventually_sync
 
 Configure = Callable[..., tuple[BrokerLogs, io.StringIO]]

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from node.broker.config import ConfigError, load_config, parse_overrides, read_properties
+from node.broker.config import load_config
+from node.config.properties import ConfigError, parse_overrides, read_properties
 
 BASE = {"broker.id": "1", "zookeeper.connect": "127.0.0.1:2181/keel"}
 

@@ -14,7 +14,8 @@ from collections.abc import AsyncIterator, Callable
 import msgpack
 import pytest
 
-from node.broker.config import ConfigError, load_config
+from node.broker.config import load_config
+from node.config.properties import ConfigError
 from node.security.connection_limits import connection_limits, default_max_connections
 from node.security.settings import SettingError
 from node.zk.scram_users import new_credential

@@ -7,8 +7,9 @@ import time
 
 import pytest
 
-from node.broker.config import ConfigError, load_config
+from node.broker.config import load_config
 from node.broker.controlled_shutdown import ControlledShutdownConfig, controlled_shutdown
+from node.config.properties import ConfigError
 from wire.api import ControlledShutdownRequest, ControlledShutdownResponse, RemainingPartition
 from wire.errors import ErrorCode, NetworkException
 

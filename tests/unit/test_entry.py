@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from node.broker.config import ConfigError, load_config, prepare_log_dirs
+from node.broker.config import load_config, prepare_log_dirs
 from node.command.entry import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -23,6 +23,7 @@ from node.command.entry import (
     libraries_quiet,
     run_main,
 )
+from node.config.properties import ConfigError
 from wire.errors import NetworkException
 
 

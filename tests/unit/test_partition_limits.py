@@ -18,7 +18,8 @@ from actors.partition_limits import (
 )
 from actors.ports import ReplicaAssignment, TopicAssignment
 from actors.topic_admin import TopicError, partitions_to_add, validate_counts
-from node.broker.config import ConfigError, load_config
+from node.broker.config import load_config
+from node.config.properties import ConfigError
 from node.zk.data import encode_topic
 from wire.api import UpdateMetadataPartitionState, UpdateMetadataRequest
 from wire.api.update_metadata import LEADER_DURING_DELETE

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from node.broker.config import ConfigError
+from node.config.properties import ConfigError
 from node.planner.config import load_config
 from node.planner.live_snapshot import LiveSnapshot
 from node.planner.service import check_request

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from node.broker.config import ConfigError, load_config
+from node.broker.config import load_config
 from node.cluster.security import ClusterSecurity, jaas_entry, load_cluster_security, make_cluster_security
+from node.config.properties import ConfigError
 from node.security.jaas import PLAIN_LOGIN_MODULE
 from node.security.settings import (
     LISTENER_DEFAULTS,

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from node.broker.config import ConfigError, load_config
+from node.broker.config import load_config
+from node.config.properties import ConfigError
 from node.security.jaas import JaasConfigError, parse_jaas_config, parse_jaas_file
 from node.zk.acls import (
     CREATOR_ALL_ACL,
