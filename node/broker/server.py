@@ -31,7 +31,6 @@ from actors.controller.controller import ControllerConfig
 from actors.credential_cache import CredentialCache
 from actors.partition_limits import PartitionLimits
 from actors.ports import BrokerInfo
-from node.broker.acl_authorizer import ZkAclAuthorizer, authorizer_config
 from node.broker.admin_manager import AdminManager
 from node.broker.apis import BrokerApis
 from node.broker.channel_manager import ControllerChannelManager
@@ -48,6 +47,7 @@ from node.metrics.http import MetricsServer, registry_of
 from node.metrics.loop_lag import LoopLagMonitor
 from node.metrics.requests import RequestMetrics
 from node.security.settings import LISTENER_DEFAULTS, getter, listener_security
+from node.zk.acl_authorizer import ZkAclAuthorizer, authorizer_config
 from node.zk.client import ZooKeeperClient
 from node.zk.store import ZkClusterStore
 from wire.api import MetadataRequest

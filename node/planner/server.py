@@ -23,19 +23,19 @@ from typing import TYPE_CHECKING, Any
 
 from actors.clock import SystemClock
 from actors.credential_cache import CredentialCache
-from node.broker.acl_authorizer import ZkAclAuthorizer, authorizer_config
 from node.clients.admin import KeelAdminClient
 from node.clients.replica_sizes import ReplicaSizeReader
 from node.metrics.http import MetricsServer, registry_of
 from node.metrics.loop_lag import LoopLagMonitor
-from node.metrics.planner import PlannerMetrics
 from node.planner.broker_watch import follow_brokers
 from node.planner.config import PlannerConfig
 from node.planner.healing import SelfHealer
+from node.planner.metrics import PlannerMetrics
 from node.planner.plan_state import ZkPlanRecord
 from node.planner.service import PlannerService
 from node.security.settings import LISTENER_DEFAULTS, getter, listener_security
 from node.zk import paths
+from node.zk.acl_authorizer import ZkAclAuthorizer, authorizer_config
 from node.zk.client import ZooKeeperClient
 from node.zk.data import PlannerRegistration
 from node.zk.dynamic_config import credential_follower

@@ -1,4 +1,4 @@
-"""What the planner counts of its own work for its metrics (node/metrics/planner.py): the
+"""What the planner counts of its own work for its metrics (node/planner/metrics.py): the
 snapshots and plans it made, how long each stage of the last plan took, the heals it began."""
 
 from __future__ import annotations
