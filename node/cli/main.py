@@ -68,7 +68,7 @@ DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 def default_bootstrap() -> str:
     if env := os.environ.get("KEEL_BOOTSTRAP_SERVER"):
         return env
-    from node.cluster.command import ClusterState
+    from node.cluster.state import ClusterState
 
     state = ClusterState.load(Path(os.environ.get("KEEL_CLUSTER_DIR", ".keel-cluster")))
     if state is not None and state.brokers:
@@ -83,8 +83,8 @@ def default_command_config(args: argparse.Namespace) -> Path | None:
         return None
     if args.group in (user_commands.GROUP, zookeeper_commands.GROUP, acl_commands.GROUP):
         return None  # ZooKeeper's commands: their --command-config names ZooKeeper credentials
-    from node.cluster.command import ClusterState
     from node.cluster.security import CLIENT_CONFIG
+    from node.cluster.state import ClusterState
 
     state = ClusterState.load(Path(os.environ.get("KEEL_CLUSTER_DIR", ".keel-cluster")))
     if state is None or state.security is None:

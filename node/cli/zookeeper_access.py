@@ -45,7 +45,7 @@ def add_zookeeper_argument(parser: argparse.ArgumentParser) -> None:
 def default_zookeeper() -> str | None:
     if env := os.environ.get("KEEL_ZOOKEEPER"):
         return env
-    from node.cluster.command import ClusterState
+    from node.cluster.state import ClusterState
 
     state = ClusterState.load(Path(os.environ.get("KEEL_CLUSTER_DIR", ".keel-cluster")))
     if state is not None and state.zookeeper_ports:

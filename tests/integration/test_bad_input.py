@@ -538,7 +538,7 @@ COMMANDS: list[BadInput] = [
 # fails to start prints the log lines of what it started and stopped, then the one error line.
 NODE = "node.broker.main"
 PLANNER = "node.planner.main"
-CLUSTER = "node.cluster.command"
+CLUSTER = "node.cli.keel_cluster"
 ENTRY_POINTS: list[BadInput] = [
     BadInput(
         "node-unknown-argument", ("{props}", "--partitions", "3"), 2, "keel-node: unrecognized", 5, NODE

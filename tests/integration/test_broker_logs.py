@@ -26,7 +26,7 @@ CHANGE = r"LeaderAndIsr\(leader=\d+, leaderEpoch=\d+, isr=[\d,]+, partitionEpoch
 
 
 def _cluster(*args: str) -> subprocess.CompletedProcess[str]:
-    return run_command("node.cluster.command", *args)
+    return run_command("node.cli.keel_cluster", *args)
 
 
 async def _create_topic(bootstrap: str) -> list[int]:
@@ -57,7 +57,7 @@ def _follow(broker: int, directory: list[str], out: Path) -> subprocess.Popen[st
                 [
                     sys.executable,
                     "-m",
-                    "node.cluster.command",
+                    "node.cli.keel_cluster",
                     "logs",
                     str(broker),
                     "--state-change",

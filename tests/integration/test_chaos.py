@@ -48,7 +48,7 @@ async def test_a_seeded_chaos_run_passes_every_check(seed: int, tmp_path: Path) 
 
 
 def test_chaos_refuses_an_unknown_fault_kind_and_too_few_brokers() -> None:
-    unknown = run_command("node.cluster.command", "chaos", "--faults", "kill,meteor")
+    unknown = run_command("node.cli.keel_cluster", "chaos", "--faults", "kill,meteor")
     assert unknown.returncode == 2 and "unknown fault kind(s) meteor" in unknown.stderr
-    few = run_command("node.cluster.command", "chaos", "--brokers", "2")
+    few = run_command("node.cli.keel_cluster", "chaos", "--brokers", "2")
     assert few.returncode == 2 and "at least 3 brokers" in few.stderr

@@ -95,14 +95,14 @@ def page_text(url: str) -> str:
 @pytest.mark.plain_pass_only(security_pass.OWN_PLAINTEXT_CLUSTER)
 def test_keel_cluster_up_kill_status_restart_stop(tmp_path: Path) -> None:
     directory = ["--dir", str(tmp_path / "cluster")]
-    up = run_command("node.cluster.command", "up", "--brokers", "3", *directory)
+    up = run_command("node.cli.keel_cluster", "up", "--brokers", "3", *directory)
     try:
         assert up.returncode == 0, up.stdout + up.stderr
         assert "CONTROLLER" in up.stdout
         check_metrics_urls(up.stdout, ["broker 1", "broker 2", "broker 3", "planner"])
 
         def status() -> dict[str, object]:
-            result = run_command("node.cluster.command", "status", "--format", "json", *directory)
+            result = run_command("node.cli.keel_cluster", "status", "--format", "json", *directory)
             assert result.returncode == 0, result.stderr
             return orjson.loads(result.stdout)  # type: ignore[no-any-return]
 
@@ -116,11 +116,11 @@ def test_keel_cluster_up_kill_status_restart_stop(tmp_path: Path) -> None:
         planner = first["planner"]
         assert isinstance(planner, dict) and planner["pid"] and planner["spark_master"] == "local[*]"
         assert planner["state"] in ("starting", "active")
-        again = run_command("node.cluster.command", "up", "--brokers", "3", *directory)
+        again = run_command("node.cli.keel_cluster", "up", "--brokers", "3", *directory)
         assert again.returncode == 0, "up is idempotent"
 
         run_command(
-            "node.cluster.command", "kill", str(controller["broker_id"]), "--signal", "KILL", *directory
+            "node.cli.keel_cluster", "kill", str(controller["broker_id"]), "--signal", "KILL", *directory
         )
 
         def taken_over() -> dict[str, object] | None:
@@ -134,10 +134,10 @@ def test_keel_cluster_up_kill_status_restart_stop(tmp_path: Path) -> None:
         new = eventually_sync(taken_over, timeout=20, interval=0.2, message="no new controller after kill")
         assert new["broker_id"] != controller["broker_id"]
 
-        restarted = run_command("node.cluster.command", "restart", str(controller["broker_id"]), *directory)
+        restarted = run_command("node.cli.keel_cluster", "restart", str(controller["broker_id"]), *directory)
         assert restarted.returncode == 0
         assert all(r["state"] == "running" for r in status()["brokers"])  # type: ignore[union-attr]
-        logs = run_command("node.cluster.command", "logs", str(controller["broker_id"]), *directory)
+        logs = run_command("node.cli.keel_cluster", "logs", str(controller["broker_id"]), *directory)
         assert f"broker {controller['broker_id']} is controller at epoch" in logs.stdout
         # The planner's Spark UI, at the URL up printed, once its Spark has started.
         spark_ui = first["spark_ui"]
@@ -149,7 +149,7 @@ def test_keel_cluster_up_kill_status_restart_stop(tmp_path: Path) -> None:
             message=f"the planner's Spark UI never answered at {spark_ui}",
         )
     finally:
-        stopped = run_command("node.cluster.command", "stop", *directory)
+        stopped = run_command("node.cli.keel_cluster", "stop", *directory)
     assert stopped.returncode == 0
     assert all(r["state"] == "stopped" for r in status()["brokers"])  # type: ignore[union-attr]
     assert status()["planner"]["state"] == "stopped"  # type: ignore[index]
@@ -161,7 +161,7 @@ def test_keel_cluster_on_a_three_server_zookeeper_ensemble(tmp_path: Path) -> No
     directory = ["--dir", str(tmp_path / "ensemble")]
     try:
         up = run_command(
-            "node.cluster.command",
+            "node.cli.keel_cluster",
             "up",
             "--brokers",
             "2",
@@ -172,13 +172,13 @@ def test_keel_cluster_on_a_three_server_zookeeper_ensemble(tmp_path: Path) -> No
         )
         assert up.returncode == 0, up.stdout + up.stderr
         status = orjson.loads(
-            run_command("node.cluster.command", "status", "--format", "json", *directory).stdout
+            run_command("node.cli.keel_cluster", "status", "--format", "json", *directory).stdout
         )
         assert status["zookeeper"]["running"] is True
         assert len(status["zookeeper"]["connect"].split(",")) == 3
         assert sum(1 for row in status["brokers"] if row["controller"]) == 1
     finally:
-        assert run_command("node.cluster.command", "stop", *directory).returncode == 0
+        assert run_command("node.cli.keel_cluster", "stop", *directory).returncode == 0
 
 
 @pytest.mark.plain_pass_only(
@@ -192,7 +192,7 @@ def test_keel_cluster_up_with_sasl_security(tmp_path: Path) -> None:
     directory = ["--dir", str(cluster_dir)]
     local = {"KEEL_CLUSTER_DIR": str(cluster_dir)}
     up = run_command(
-        "node.cluster.command", "up", "--brokers", "2", "--no-planner", "--security", "sasl", *directory
+        "node.cli.keel_cluster", "up", "--brokers", "2", "--no-planner", "--security", "sasl", *directory
     )
     try:
         assert up.returncode == 0, up.stdout + up.stderr
@@ -200,7 +200,7 @@ def test_keel_cluster_up_with_sasl_security(tmp_path: Path) -> None:
         assert f"--command-config {client_config}" in up.stdout, "it says how to connect"
         assert client_config.stat().st_mode & 0o077 == 0
         status = orjson.loads(
-            run_command("node.cluster.command", "status", "--format", "json", *directory).stdout
+            run_command("node.cli.keel_cluster", "status", "--format", "json", *directory).stdout
         )
         assert [row["state"] for row in status["brokers"]] == ["running", "running"]
         assert status["connect"]["security"] == "sasl"
@@ -246,7 +246,7 @@ def test_keel_cluster_up_with_sasl_security(tmp_path: Path) -> None:
         refused = run_command("node.cli.main", "--command-config", str(stranger), "topic", "list", *bootstrap)
         assert refused.returncode == 1 and "invalid credentials" in refused.stderr, refused.stderr
     finally:
-        stopped = run_command("node.cluster.command", "stop", *directory)
+        stopped = run_command("node.cli.keel_cluster", "stop", *directory)
     assert stopped.returncode == 0, stopped.stderr
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from actors.acl import AclEntry, AclOperation, AclPermissionType, PatternType, ResourcePattern, ResourceType
 from actors.authorizer import AclAuthorizer, AuthorizerConfig
-from node.cluster.command import ClusterState
+from node.cluster.state import ClusterState
 from node.cluster.zookeeper import EmbeddedZooKeeper
 from node.planner.service import PlannerService
 from node.zk import data

@@ -84,7 +84,7 @@ ENTRY_POINTS = [
     ("node.cli.main", ["topic", "create", "--topic", "t", "--partitions", "0"], "keel topic create: "),
     ("node.broker.main", ["server.properties", "--bogus"], "keel-node: "),
     ("node.planner.main", [], "keel-planner: "),
-    ("node.cluster.command", ["up", "--brokers", "0"], "keel-cluster up: "),
+    ("node.cli.keel_cluster", ["up", "--brokers", "0"], "keel-cluster up: "),
 ]
 
 
@@ -132,7 +132,7 @@ def test_log_dirs_that_cannot_be_used_name_the_key_and_path(tmp_path: Path, path
 
 
 def test_a_chaos_run_with_too_few_brokers_is_a_bad_argument(capsys: pytest.CaptureFixture[str]) -> None:
-    from node.cluster.command import main
+    from node.cli.keel_cluster import main
 
     assert main(["chaos", "--brokers", "2"]) == EXIT_USAGE
     err = capsys.readouterr().err
