@@ -12,12 +12,14 @@ import dataclasses
 import importlib.util
 import logging
 import os
+import random
 import shutil
 import signal
 import socket
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -94,23 +96,54 @@ def classpath() -> str:
 # same port, and the second would fail to listen.
 _HANDED_OUT: set[int] = set()
 _HANDED_OUT_LOCK = threading.Lock()
+# Listening ports are drawn from here up to the kernel's ephemeral range, never inside it: a
+# port inside it can be given, between its probe and its listener, to any outgoing connection
+# as its source port (a ZooKeeper server's connection to another member lasts the whole run),
+# and the listener then fails to bind for as long as that connection lives.
+LISTEN_PORTS_LOW = 10000
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_random = random.Random()
+
+
+def _port_candidates() -> Iterator[int]:
+    """Ports below the ephemeral range in a random order (so that two processes choosing at
+    once rarely try the same); where that range leaves too few, the kernel's choice."""
+    try:
+        ephemeral_low = int(_EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        ephemeral_low = 0
+    if ephemeral_low - LISTEN_PORTS_LOW < 1000:
+        while True:
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                yield probe.getsockname()[1]
+    while True:
+        yield _random.randrange(LISTEN_PORTS_LOW, ephemeral_low)
 
 
 def free_ports(count: int) -> list[int]:
-    """`count` loopback ports that are free now and that this process never handed out before."""
+    """`count` loopback ports, free now, outside the kernel's ephemeral range and never handed
+    out before by this process."""
     sockets: list[socket.socket] = []
     chosen: list[int] = []
+    candidates = _port_candidates()
     try:
         with _HANDED_OUT_LOCK:
-            while len(chosen) < count:
-                if len(sockets) >= count + 1000:
-                    raise OSError(f"no {count} fresh loopback ports after {len(sockets)} tries")
+            for tries, port in enumerate(candidates):
+                if len(chosen) == count:
+                    break
+                if tries >= count + 1000:
+                    raise OSError(f"no {count} fresh loopback ports after {tries} tries")
+                if port in _HANDED_OUT or port in chosen:
+                    continue
                 s = socket.socket()
-                s.bind(("127.0.0.1", 0))
-                sockets.append(s)  # held open, so the kernel does not offer it again in this call
-                port = s.getsockname()[1]
-                if port not in _HANDED_OUT:
-                    chosen.append(port)
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    s.close()
+                    continue
+                sockets.append(s)  # held open while the others are chosen
+                chosen.append(port)
             _HANDED_OUT.update(chosen)
         return chosen
     finally:

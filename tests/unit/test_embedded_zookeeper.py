@@ -29,31 +29,34 @@ def test_only_one_or_three_servers() -> None:
         embedded.EmbeddedZooKeeper(Path("/tmp"), servers=2)
 
 
-class ScriptedSocket:
-    """A probe socket whose kernel-chosen port comes from a script."""
-
-    def __init__(self, ports: list[int]) -> None:
-        self._port = ports.pop(0)
-
-    def bind(self, address: tuple[str, int]) -> None:
-        assert address == ("127.0.0.1", 0)
-
-    def getsockname(self) -> tuple[str, int]:
-        return ("127.0.0.1", self._port)
-
-    def close(self) -> None:
-        pass
+def test_a_port_offered_again_is_not_handed_out_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two brokers made one after the other must get different ports, even when the same
+    # candidate comes up again.
+    first, second = embedded.free_ports(2)
+    monkeypatch.setattr(embedded, "_HANDED_OUT", {first})
+    monkeypatch.setattr(embedded, "_port_candidates", lambda: iter([first, first, second]))
+    assert embedded.free_ports(1) == [second]
 
 
-def test_a_port_the_kernel_offers_again_is_not_handed_out_twice(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The kernel may offer a just-closed port again: two brokers made one after the other
-    # must still get different ports.
-    offered = [61001, 61001, 61001, 61002]
-    monkeypatch.setattr(embedded.socket, "socket", lambda: ScriptedSocket(offered))
+def test_a_port_in_use_is_passed_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    (free,) = embedded.free_ports(1)
     monkeypatch.setattr(embedded, "_HANDED_OUT", set())
-    assert embedded.free_ports(1) == [61001]
-    assert embedded.free_ports(1) == [61002]
-    assert offered == []
+    with embedded.socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        monkeypatch.setattr(embedded, "_port_candidates", lambda: iter([busy, free]))
+        assert embedded.free_ports(1) == [free]
+
+
+def test_free_ports_lie_below_the_ephemeral_range() -> None:
+    """A port inside the range can become some outgoing connection's source port before its
+    listener binds it (a ZooKeeper member's connection to another kept a broker from
+    listening for a whole chaos run)."""
+    low, _ = (int(x) for x in embedded._EPHEMERAL_RANGE.read_text().split())
+    assert low - embedded.LISTEN_PORTS_LOW >= 1000, "this machine leaves room below its range"
+    ports = embedded.free_ports(50)
+    assert all(embedded.LISTEN_PORTS_LOW <= p < low for p in ports), ports
 
 
 def test_free_ports_are_distinct_and_bindable() -> None:
