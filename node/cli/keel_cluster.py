@@ -27,9 +27,9 @@ An error is one line, `keel-cluster: ...`: exit status 2 for a bad argument, 1 w
 action failed (no cluster in DIR, no such broker, Java or ZooKeeper did not start, the brokers
 did not agree on a controller in time); `--verbose` adds the traceback.
 
-`chaos` starts a cluster of its own (in a temporary directory unless `--dir`), runs a
-workload and a seeded nemesis against it for `--duration` seconds, heals it and checks the
-history (node/chaos); exit status 1 when a check is violated, 2 for a bad argument (fewer
+`chaos` starts a cluster of its own (in a temporary directory unless `--dir`, kept when the
+run fails or with `--keep`), runs a workload and a seeded nemesis against it for `--duration`
+seconds, heals it and checks the history (node/chaos); exit status 1 when a check is violated, 2 for a bad argument (fewer
 than 3 brokers among them). The same seed gives the same schedule of faults.
 """
 
@@ -368,10 +368,12 @@ def cmd_chaos(args: argparse.Namespace) -> int:
 
     directory = args.dir or Path(tempfile.mkdtemp(prefix="keel-chaos-"))
     directory.mkdir(parents=True, exist_ok=True)
+    report = None
     try:
         report = asyncio.run(_interruptible(run_chaos(options, directory, say)))
     finally:
-        if args.dir is None and not args.keep:
+        # A run that failed keeps its files: the brokers' logs are how its cause is read.
+        if args.dir is None and not args.keep and report is not None and report.ok:
             shutil.rmtree(directory, ignore_errors=True)
         else:
             say(f"the cluster's files are in {directory}")
