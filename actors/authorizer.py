@@ -13,7 +13,7 @@
   a Deny implies nothing.
 
 The cache is replaced one resource pattern at a time, as the change notifications name
-them; the node layer (node/broker/acl_authorizer.py) loads it and keeps it current.
+them; the node layer (node/zk/acl_authorizer.py) loads it and keeps it current.
 """
 
 from __future__ import annotations

@@ -5,6 +5,11 @@ quotas) uses asyncio: the rest is the sans-I/O codec, which imports no part of t
 `actors/` imports only `wire` of ours, and never the shell, aiozk, sockets, TLS, files, threads
 or processes; nor does it call asyncio's own I/O (streams, servers, subprocesses, executors).
 `node/` may import `actors` and `wire`. Relative imports count as what they name.
+
+Inside `node/`, its packages stand on three floors (node/__init__.py is the floor plan):
+libraries every process uses, the processes, the tools. A package imports the floors below
+its own; on its floor, a library or a tool imports only those named before it, and the two
+processes import neither the other.
 """
 
 from __future__ import annotations
@@ -17,6 +22,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 OURS = {"wire", "actors", "node"}
 ALLOWED = {"wire": set(), "actors": {"wire"}, "node": {"actors", "wire"}}
+# node/'s floors, from the bottom; on an ordered floor a package may import those before it.
+NODE_FLOORS: tuple[tuple[str, bool, tuple[str, ...]], ...] = (
+    ("libraries", True, ("command", "security", "metrics", "zk", "clients", "config")),
+    ("processes", False, ("broker", "planner")),
+    ("tools", True, ("sim", "cluster", "chaos", "cli", "ui")),
+)
 # Modules whose import means files, sockets, TLS, processes, threads or a ZooKeeper client.
 FORBIDDEN_IN_ACTORS = {
     "aiozk",
@@ -184,6 +195,68 @@ def test_packages_import_only_the_layers_below(package: str) -> None:
         for path in sources(package)
     }
     assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def node_package(module: str) -> str | None:
+    """The package of node/ a module is in (`node.zk.client` -> `zk`); None for node itself."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "node" else None
+
+
+def allowed_in_node(package: str) -> set[str]:
+    """The packages of node/ that `package` may import."""
+    allowed: set[str] = set()
+    for _, ordered, packages in NODE_FLOORS:
+        if package in packages:
+            return allowed | (set(packages[: packages.index(package)]) if ordered else set())
+        allowed |= set(packages)
+    raise AssertionError(f"node/{package} stands on no floor: put it on one in NODE_FLOORS")
+
+
+def node_floor_offenders(modules: dict[str, set[str]]) -> dict[str, list[str]]:
+    """For each module of node/ (by name, with the names it imports), the packages of node/
+    it imports that its floor does not allow."""
+    offenders = {}
+    for module, names in modules.items():
+        package = node_package(module)
+        if package is None:
+            continue
+        used = {node_package(n) for n in names} - {None, package}
+        wrong = sorted(p for p in used if p is not None and p not in allowed_in_node(package))
+        if wrong:
+            offenders[module] = wrong
+    return offenders
+
+
+def test_node_packages_stand_on_their_floors() -> None:
+    placed = {p for _, _, packages in NODE_FLOORS for p in packages}
+    present = {path.parent.name for path in (ROOT / "node").glob("*/__init__.py")}
+    assert present == placed, "every package of node/ is on exactly one floor"
+    loose = sorted(p.name for p in (ROOT / "node").glob("*.py") if p.name != "__init__.py")
+    assert loose == [], "node/'s modules live in its packages"
+    modules = {module_name(p): imported_names(parse(p), package_of(p)) for p in sources("node")}
+    assert node_floor_offenders(modules) == {}
+
+
+@pytest.mark.parametrize(
+    ("module", "imported"),
+    [
+        ("node.zk.client", "node.broker.config"),  # a library imports a process
+        ("node.security.jaas", "node.zk.acls"),  # a library imports one named after it
+        ("node.planner.config", "node.broker.config"),  # a process imports the other
+        ("node.broker.logs", "node.cli.main"),  # a process imports a tool
+        ("node.cluster.local", "node.chaos.run"),  # a tool imports one named after it
+    ],
+)
+def test_the_floor_check_sees_a_violation(module: str, imported: str) -> None:
+    assert node_floor_offenders({module: {imported}}) != {}
+
+
+def test_the_floor_check_lets_a_package_use_what_is_below() -> None:
+    assert (
+        node_floor_offenders({"node.ui.main": {"node.cli.arguments", "node.planner.request", "node.zk"}})
+        == {}
+    )
 
 
 def test_actors_touch_no_io() -> None:
