@@ -5,7 +5,7 @@ replica manager's state) is gone.
 
 The log is a list of whole batches, each stamped with its offsets and leader epoch exactly
 as `node.broker.log.log.Log` stamps them, with the same leader-epoch cache
-(`node.broker.log.epoch_cache`, kept in memory). `tests/unit/test_sim_log_store.py` runs the
+(`node.broker.log.epoch_cache`, kept in memory). `tests/contract/test_partition_log.py` runs the
 same operations on both and compares what they answer.
 """
 
@@ -117,7 +117,7 @@ class MemoryLog:
     def read(self, offset: int, max_bytes: int, max_offset: int | None = None) -> bytes:
         if offset < self._start or offset > self._end:
             raise OffsetOutOfRange(f"{self.tp}: offset {offset} is outside {self._start}..{self._end}")
-        limit = self._end if max_offset is None else max_offset
+        limit = self._end if max_offset is None else min(max_offset, self._end)
         if offset >= limit:
             return b""
         out = bytearray()
@@ -180,9 +180,10 @@ class MemoryLog:
             return
         self.generation = next(_GENERATIONS)
         self._forget_values()
-        keep = bisect.bisect_left(self._bases, offset)
+        # The batch holding `offset` goes whole, as a segment's truncateTo drops it on file.
+        keep = max(bisect.bisect_right(self._bases, offset) - 1, 0)
+        self._end = self._bases[keep] if keep < len(self._bases) else self._end
         del self._batches[keep:], self._bases[keep:]
-        self._end = records.read_header(self._batches[-1]).next_offset if self._batches else self._start
         self.epochs.truncate_from_end(self._end)
 
     @property

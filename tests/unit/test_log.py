@@ -496,7 +496,7 @@ def test_a_segment_append_that_cannot_be_indexed_writes_nothing(tmp_path: Path) 
     forged = claiming(2**31 + 5, 1)  # past what 32 bits above the segment's base hold
     header = records.read_header(forged)
     with pytest.raises(ValueError):
-        segment.append(forged, header, header)
+        segment.append(forged, header, header, header.max_timestamp)
     assert (segment.size, segment.next_offset) == (size, end)
     assert (tmp_path / "orders-0" / f"{0:020d}.log").stat().st_size == size
 
@@ -626,3 +626,39 @@ async def test_an_append_that_sets_off_a_flush_is_answered_once_it_is_on_disk(tm
     assert lost is not None
     every_second.close()  # its directory offline before the flush
     assert lost.result() == ErrorCode.KAFKA_STORAGE_ERROR
+
+
+def test_a_segment_loaded_from_its_index_keeps_its_largest_timestamp(tmp_path: Path) -> None:
+    """Loading reads only the batches after the last index entry; the largest timestamp of
+    the segment may be before it. Retention by time and ListOffsets by time go by it: a
+    segment counted by its tail's older timestamp was deleted a retention period early."""
+    config = LogConfig(segment_bytes=400, index_interval_bytes=1, retention_ms=1_000_000)
+    log = Log(tmp_path / "orders-0", TP, config)
+    log.append_as_leader(batch(b"new" * 20, timestamp=5_000_000), leader_epoch=0)
+    log.append_as_leader(batch(b"old" * 20, timestamp=1_000), leader_epoch=0)
+    log.append_as_leader(batch(b"x" * 400, timestamp=5_000_000), leader_epoch=0)  # rolls a segment
+    assert len(log._segments) == 2
+    end = log.log_end_offset
+    log.close()
+    again = Log(tmp_path / "orders-0", TP, config, recovery_point=end, clean_shutdown=True)
+    assert again.offset_for_timestamp(4_000_000) == (0, 5_000_000, 0)
+    assert again.delete_old_segments(now_ms=5_500_000, high_watermark=end) == 0, "younger than retention.ms"
+    assert again.delete_old_segments(now_ms=6_100_000, high_watermark=end) == 1
+
+
+def test_a_truncation_keeps_the_largest_timestamp_of_what_is_left(tmp_path: Path) -> None:
+    log = Log(tmp_path / "orders-0", TP, LogConfig(index_interval_bytes=1))
+    for timestamp in (5_000_000, 1_000, 2_000):
+        log.append_as_leader(batch(b"a", timestamp=timestamp), leader_epoch=0)
+    log.truncate_to(2)
+    assert log.offset_for_timestamp(4_000_000) == (0, 5_000_000, 0)
+
+
+def test_an_append_of_several_batches_counts_the_timestamps_of_every_one(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    fetched = b"".join(
+        records.build_batch([(None, b"v")], timestamp=t, base_offset=i)
+        for i, t in enumerate((1_000, 9_000_000, 2_000))
+    )
+    assert log.append_as_follower(fetched) == 3
+    assert log.offset_for_timestamp(5_000_000) == (1, 9_000_000, -1)  # built with no leader epoch

@@ -218,7 +218,8 @@ class Log:
         with self._io("appending to"):
             if self.epochs.latest_epoch != leader_epoch or self.epochs.unsaved:
                 self.epochs.assign(leader_epoch, first)
-            self._write(buffer, records.read_header(buffer, 0), records.read_header(buffer, headers[-1][0]))
+            stamped = [records.read_header(buffer, position) for position, _ in headers]
+            self._write(buffer, stamped)
         return first, offset - 1
 
     def append_as_follower(self, data: bytes | memoryview) -> int:
@@ -236,12 +237,11 @@ class Log:
             for _, header in headers:
                 if header.partition_leader_epoch > self.epochs.latest_epoch:
                     self.epochs.assign(header.partition_leader_epoch, header.base_offset)
-            self._write(data, headers[0][1], headers[-1][1])
+            self._write(data, [header for _, header in headers])
         return len(headers)
 
-    def _write(
-        self, data: bytes | bytearray | memoryview, first: records.BatchHeader, last: records.BatchHeader
-    ) -> None:
+    def _write(self, data: bytes | bytearray | memoryview, headers: list[records.BatchHeader]) -> None:
+        first, last = headers[0], headers[-1]
         active = self._segments[-1]
         if active.size and (
             active.size + len(data) > self.config.roll_bytes
@@ -249,7 +249,7 @@ class Log:
         ):
             self._roll(self.log_end_offset)
             active = self._segments[-1]
-        active.append(data, first, last)
+        active.append(data, first, last, max(header.max_timestamp for header in headers))
         self._unflushed += last.next_offset - first.base_offset
         if self._unflushed >= self.config.flush_messages:
             self._unflushed = 0

@@ -43,7 +43,9 @@ class LogSegment:
         self._index_positions: list[int] = []
         self._index_fd = os.open(self.index_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         self._bytes_since_index = 0
-        self.max_timestamp = records.NO_TIMESTAMP
+        # The largest timestamp of any batch here (retention by time and ListOffsets by time
+        # go by it); None when not known since a load or truncation read only the tail.
+        self._max_timestamp: int | None = records.NO_TIMESTAMP
         # The offset after the last batch; known once recovered or appended to.
         self.next_offset = base_offset
 
@@ -64,11 +66,23 @@ class LogSegment:
         self.recover(check_crc=False)
 
     def _scan_last_offset(self) -> int:
-        next_offset = self.base_offset
-        for _, header in self.headers(self._index_positions[-1] if self._index_positions else 0):
+        start = self._index_positions[-1] if self._index_positions else 0
+        next_offset, largest = self.base_offset, records.NO_TIMESTAMP
+        for _, header in self.headers(start):
             next_offset = header.next_offset
-            self.max_timestamp = max(self.max_timestamp, header.max_timestamp)
+            largest = max(largest, header.max_timestamp)
+        # From the last index entry on, the batches before it are unread: the largest
+        # timestamp is known only when the scan began at the first batch.
+        self._max_timestamp = largest if start == 0 else None
         return next_offset
+
+    @property
+    def max_timestamp(self) -> int:
+        if self._max_timestamp is None:
+            self._max_timestamp = max(
+                (header.max_timestamp for _, header in self.headers()), default=records.NO_TIMESTAMP
+            )
+        return self._max_timestamp
 
     def recover(self, *, check_crc: bool = True) -> int:
         """Scan every batch, rebuild the index, and cut the file after the last good batch.
@@ -77,7 +91,7 @@ class LogSegment:
         os.ftruncate(self._index_fd, 0)
         self._bytes_since_index = 0
         self.next_offset = self.base_offset
-        self.max_timestamp = records.NO_TIMESTAMP
+        self._max_timestamp = records.NO_TIMESTAMP
         position = 0
         data = os.pread(self._fd, self.size, 0)
         while position < len(data):
@@ -107,7 +121,7 @@ class LogSegment:
                 break
             self._maybe_index(header.base_offset, position, header.size)
             self.next_offset = header.next_offset
-            self.max_timestamp = max(self.max_timestamp, header.max_timestamp)
+            self._max_timestamp = max(self._max_timestamp, header.max_timestamp)
             position += header.size
         cut = self.size - position
         if cut:
@@ -118,9 +132,14 @@ class LogSegment:
     # --- writing ---
 
     def append(
-        self, data: bytes | bytearray | memoryview, first: records.BatchHeader, last: records.BatchHeader
+        self,
+        data: bytes | bytearray | memoryview,
+        first: records.BatchHeader,
+        last: records.BatchHeader,
+        max_timestamp: int,
     ) -> None:
-        """Append whole batches; `first` and `last` are the first and last batch's headers.
+        """Append whole batches; `first` and `last` are the first and last batch's headers,
+        `max_timestamp` the largest timestamp of them all.
         On any exception `size`, `next_offset` and the index still describe the file: what
         cannot be indexed is refused before a byte is written, and a torn write is cut off."""
         if (
@@ -142,7 +161,8 @@ class LogSegment:
             raise OSError(errno.ENOSPC, f"wrote {written} of {len(data)} bytes to {self.path}")
         self.size += len(data)
         self.next_offset = last.next_offset
-        self.max_timestamp = max(self.max_timestamp, last.max_timestamp, first.max_timestamp)
+        if self._max_timestamp is not None:
+            self._max_timestamp = max(self._max_timestamp, max_timestamp)
         self._maybe_index(first.base_offset, position, len(data))
 
     def _maybe_index(self, offset: int, position: int, size: int) -> None:
@@ -166,7 +186,6 @@ class LogSegment:
         del self._index_offsets[keep:], self._index_positions[keep:]
         os.ftruncate(self._index_fd, keep * _INDEX_ENTRY.size)
         self._bytes_since_index = self._interval  # index the next append
-        self.max_timestamp = records.NO_TIMESTAMP
         self.next_offset = self._scan_last_offset()
 
     # --- reading ---
