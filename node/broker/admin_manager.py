@@ -71,7 +71,7 @@ MetadataWaiter = Callable[[Callable[[], Awaitable[bool]], float], Awaitable[bool
 ReplicaCountSource = Callable[[], Awaitable[ReplicaCounts]]
 # CreatePartitions re-reads a topic that changed under its write at most this many times.
 _GROW_ATTEMPTS = 5
-_UNLIMITED = PartitionLimits(max_partitions=2**31 - 1, max_broker_partitions=2**31 - 1)
+NO_PARTITION_LIMITS = PartitionLimits(max_partitions=2**31 - 1, max_broker_partitions=2**31 - 1)
 
 
 class AdminManager:
@@ -84,7 +84,7 @@ class AdminManager:
         delete_topic_enable: bool = True,
         metadata: MetadataSource | None = None,
         wait_for_metadata: MetadataWaiter | None = None,
-        limits: PartitionLimits = _UNLIMITED,
+        limits: PartitionLimits = NO_PARTITION_LIMITS,
         replica_counts: ReplicaCountSource | None = None,
     ) -> None:
         self._store = store

@@ -20,10 +20,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Awaitable, Callable
 
 from actors.acl import CLUSTER_NAME, AclOperation, ResourceType
-from actors.broker.handle import ReplicaManagerHandle
 from actors.broker.replication import ReplicationConfig
 from actors.clock import SystemClock
 from actors.controller import KafkaController
@@ -31,8 +29,7 @@ from actors.controller.controller import ControllerConfig
 from actors.credential_cache import CredentialCache
 from actors.partition_limits import PartitionLimits
 from actors.ports import BrokerInfo
-from node.broker.admin_manager import AdminManager
-from node.broker.apis import BrokerApis
+from node.broker.assembly import BrokerParts, PartsSettings
 from node.broker.channel_manager import ControllerChannelManager
 from node.broker.config import BrokerConfig
 from node.broker.config_admin import ConfigAdmin
@@ -40,7 +37,6 @@ from node.broker.controlled_shutdown import ControlledShutdownConfig, controlled
 from node.broker.dynamic_config import broker_dynamic_config
 from node.broker.log.config import LogConfig
 from node.broker.log.manager import LogManager
-from node.broker.replica_link import RpcReplicaLink
 from node.broker.scheduler import every
 from node.metrics.broker import BrokerMetrics
 from node.metrics.http import MetricsServer, registry_of
@@ -50,7 +46,6 @@ from node.security.settings import LISTENER_DEFAULTS, getter, listener_security
 from node.zk.acl_authorizer import ZkAclAuthorizer, authorizer_config
 from node.zk.client import ZooKeeperClient
 from node.zk.store import ZkClusterStore
-from wire.api import MetadataRequest
 from wire.connection_quotas import ConnectionQuotas
 from wire.context import RequestContext
 from wire.pool import secured_connection_pools
@@ -96,6 +91,26 @@ def replication_config(config: BrokerConfig) -> ReplicationConfig:
     )
 
 
+def parts_settings(config: BrokerConfig) -> PartsSettings:
+    return PartsSettings(
+        request_timeout_s=config.get_int("request.timeout.ms") / 1000,
+        replication=replication_config(config),
+        controller=ControllerConfig(
+            unclean_leader_election_enable=config.get_bool("unclean.leader.election.enable"),
+            auto_leader_rebalance_enable=config.get_bool("auto.leader.rebalance.enable"),
+            leader_imbalance_check_interval_s=config.get_int("leader.imbalance.check.interval.seconds"),
+            leader_imbalance_per_broker_percentage=config.get_int("leader.imbalance.per.broker.percentage"),
+            delete_topic_enable=config.get_bool("delete.topic.enable"),
+            inter_broker_listener=config.inter_broker_listener,
+        ),
+        default_partitions=config.get_int("num.partitions"),
+        default_replication_factor=config.get_int("default.replication.factor"),
+        delete_topic_enable=config.get_bool("delete.topic.enable"),
+        limits=partition_limits(config),
+        inter_broker_listener=config.inter_broker_listener,
+    )
+
+
 class KeelBroker:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
@@ -116,35 +131,7 @@ class KeelBroker:
         self.servers: list[RpcServer] = []
         self.cluster_id = ""
         self.info: BrokerInfo | None = None
-        self._controller: KafkaController | None = None
         self.logs = LogManager(config.log_dirs, log_config(config))
-        self.replica_link = RpcReplicaLink(
-            self.broker_id,
-            controller_id=lambda: -1 if self._controller is None else self._controller.active_controller_id,
-            registered_broker=self.store.registered_broker,
-            timeout_s=config.get_int("request.timeout.ms") / 1000,
-            senders=secured_connection_pools(config.inter_broker_security),
-            inter_broker_listener=config.inter_broker_listener,
-        )
-        self.replica_manager = ReplicaManagerHandle(
-            self.broker_id,
-            self.logs,
-            link=self.replica_link,
-            config=replication_config(config),
-            clock=self.clock,
-            broker_epoch=lambda: self.broker_epoch,
-            propagate_log_dir_event=lambda: self.store.propagate_log_dir_event(self.broker_id),
-        )
-        self.admin = AdminManager(
-            self.store,
-            default_partitions=config.get_int("num.partitions"),
-            default_replication_factor=config.get_int("default.replication.factor"),
-            delete_topic_enable=config.get_bool("delete.topic.enable"),
-            metadata=lambda topics: self.replica_manager.metadata(MetadataRequest(topics=topics)),
-            wait_for_metadata=self._wait_for_metadata,
-            limits=partition_limits(config),
-            replica_counts=self.replica_manager.replica_counts,
-        )
         authorization = authorizer_config(config.values)
         # With `authorizer.class.name`: every request is checked against the ACLs in ZooKeeper.
         self.acl_authorizer = (
@@ -158,20 +145,24 @@ class KeelBroker:
                 "authenticates may do anything, the controller's requests included",
                 ", ".join(secured),
             )
-        self.apis = BrokerApis(
-            broker_id=self.broker_id,
+        self.parts = BrokerParts(
+            self.broker_id,
             store=self.store,
-            replica_manager=self.replica_manager,
-            admin=self.admin,
-            controller=lambda: self.controller,
-            broker_epoch=lambda: self.broker_epoch,
-            cluster_id=lambda: self.cluster_id,
-            config_admin=ConfigAdmin(self.store),
             logs=self.logs,
+            clock=self.clock,
+            senders=secured_connection_pools(config.inter_broker_security),
+            settings=parts_settings(config),
+            cluster_id=lambda: self.cluster_id,
+            propagate_log_dir_event=lambda: self.store.propagate_log_dir_event(self.broker_id),
+            config_admin=ConfigAdmin(self.store),
+            log_manager=self.logs,
             authorizer=None if self.acl_authorizer is None else self.acl_authorizer.authorizer,
             own_principal=self.principal,
-            clock=self.clock,
         )
+        self.replica_link = self.parts.link
+        self.replica_manager = self.parts.replica_manager
+        self.admin = self.parts.admin
+        self.apis = self.parts.apis
         self.dynamic_config = broker_dynamic_config(
             self.broker_id, self.store, self.replica_manager, self.credential_cache, self.clock
         )
@@ -208,12 +199,15 @@ class KeelBroker:
     @property
     def broker_epoch(self) -> int:
         """This broker's epoch (its znode's czxid); -1 until registered."""
-        return -1 if self._controller is None else self._controller.broker_epoch
+        return self.parts.broker_epoch
 
     @property
     def controller(self) -> KafkaController:
-        assert self._controller is not None, "the controller module starts last"
-        return self._controller
+        return self.parts.controller
+
+    @property
+    def _controller(self) -> KafkaController | None:
+        return self.parts.controller_or_none
 
     async def startup(self) -> None:
         for key in self.config.unknown:
@@ -250,32 +244,14 @@ class KeelBroker:
         self.info = BrokerInfo(self.broker_id, tuple(endpoints), self.config.rack)
         self._check_own_principal()
         broker_epoch = await self.store.register_broker(self.info)
-        self._controller = KafkaController(
-            self.info,
-            self.store,
-            self.clock,
-            ControllerChannelManager(
-                self.broker_id,
-                timeout_s=self.config.get_int("controller.socket.timeout.ms") / 1000,
-                local=self.apis.handle_in_process,
-                senders=secured_connection_pools(self.config.inter_broker_security),
-                inter_broker_listener=self.config.inter_broker_listener,
-            ),
-            ControllerConfig(
-                unclean_leader_election_enable=self.config.get_bool("unclean.leader.election.enable"),
-                auto_leader_rebalance_enable=self.config.get_bool("auto.leader.rebalance.enable"),
-                leader_imbalance_check_interval_s=self.config.get_int(
-                    "leader.imbalance.check.interval.seconds"
-                ),
-                leader_imbalance_per_broker_percentage=self.config.get_int(
-                    "leader.imbalance.per.broker.percentage"
-                ),
-                delete_topic_enable=self.config.get_bool("delete.topic.enable"),
-                inter_broker_listener=self.config.inter_broker_listener,
-            ),
+        channel = ControllerChannelManager(
+            self.broker_id,
+            timeout_s=self.config.get_int("controller.socket.timeout.ms") / 1000,
+            local=self.apis.handle_in_process,
+            senders=secured_connection_pools(self.config.inter_broker_security),
+            inter_broker_listener=self.config.inter_broker_listener,
         )
-        self._controller.startup(broker_epoch)
-        self.apis.registered()
+        self.parts.start_controller(self.info, broker_epoch, channel)
         log.info(
             "broker %d started: cluster id %s, broker epoch %d, listening on %s",
             self.broker_id,
@@ -355,10 +331,6 @@ class KeelBroker:
                 log.critical("every log directory in %s is offline: halting", self.config.log_dirs)
                 os._exit(1)
             await self.replica_manager.log_dir_failed(partitions)
-
-    async def _wait_for_metadata(self, ready: Callable[[], Awaitable[bool]], timeout_s: float) -> bool:
-        # The replica manager is built after the admin manager, which waits through this.
-        return await self.replica_manager.wait_for_metadata(ready, timeout_s)
 
     async def controlled_shutdown(self, deadline: float) -> bool:
         """Ask the controller to move this broker's leaders away before it stops (spec §7.3);

@@ -1,5 +1,6 @@
-"""One simulated broker: what `node.broker.server.KeelBroker` assembles, on the simulated
-network, the in-memory ZooKeeper and the virtual clock, with its logs in memory.
+"""One simulated broker: the parts `node.broker.server.KeelBroker` is made of, built by the
+same assembly (node/broker/assembly.py), on the simulated network, the in-memory ZooKeeper
+and the virtual clock, with its logs in memory.
 
 The parts are the production ones: the request handlers (BrokerApis, with the admin
 manager), the replica manager's handle with its fetchers and AlterPartition sender over the
@@ -18,22 +19,18 @@ import asyncio
 import contextvars
 import dataclasses
 
-from actors.broker.handle import ReplicaManagerHandle
 from actors.broker.replication import ReplicationConfig
 from actors.controller import KafkaController
 from actors.controller.controller import ControllerConfig
 from actors.ports import BrokerInfo
-from node.broker.admin_manager import AdminManager
-from node.broker.apis import BrokerApis
+from node.broker.assembly import BrokerParts, PartsSettings
 from node.broker.channel_manager import ControllerChannelManager
 from node.broker.controlled_shutdown import ControlledShutdownConfig, controlled_shutdown
-from node.broker.replica_link import RpcReplicaLink
 from node.broker.scheduler import every
 from node.sim.log_store import MemoryLogStore
 from node.sim.loop import NODE, SimClock, VirtualTimeLoop
 from node.sim.network import SimNetwork, endpoint_of
 from node.sim.zookeeper import FakeClusterStore, FakeZooKeeper
-from wire.api import MetadataRequest
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,6 +55,16 @@ class BrokerSettings:
         )
     )
 
+    @property
+    def parts(self) -> PartsSettings:
+        return PartsSettings(
+            request_timeout_s=self.request_timeout_s,
+            replication=self.replication,
+            controller=self.controller,
+            default_partitions=1,
+            default_replication_factor=3,
+        )
+
 
 class SimBroker:
     def __init__(
@@ -79,56 +86,33 @@ class SimBroker:
         self.loop = loop
         self.clock = SimClock(loop)
         self.store = FakeClusterStore(zk, stale_session_wait=1.5 * settings.session_timeout_s)
-        self._controller: KafkaController | None = None
-        self.link = RpcReplicaLink(
+        self.parts = BrokerParts(
             broker_id,
-            controller_id=lambda: -1 if self._controller is None else self._controller.active_controller_id,
-            registered_broker=self.store.registered_broker,
-            timeout_s=settings.request_timeout_s,
+            store=self.store,  # type: ignore[arg-type]  # the fake is a ZkClusterStore by duck type
+            logs=logs,
+            clock=self.clock,
             senders=network.senders(broker_id),
-        )
-        self.replica_manager = ReplicaManagerHandle(
-            broker_id,
-            logs,
-            link=self.link,
-            config=settings.replication,
-            clock=self.clock,
-            broker_epoch=lambda: self.broker_epoch,
-        )
-        admin = AdminManager(
-            self.store,  # type: ignore[arg-type]  # the fake is a ZkClusterStore by duck type
-            default_partitions=1,
-            default_replication_factor=3,
-            metadata=lambda topics: self.replica_manager.metadata(MetadataRequest(topics=topics)),
-            wait_for_metadata=self.replica_manager.wait_for_metadata,
-            replica_counts=self.replica_manager.replica_counts,
-        )
-        self.apis = BrokerApis(
-            broker_id=broker_id,
-            store=self.store,  # type: ignore[arg-type]
-            replica_manager=self.replica_manager,
-            admin=admin,
-            controller=lambda: self.controller,
-            broker_epoch=lambda: self.broker_epoch,
+            settings=settings.parts,
             cluster_id=lambda: "simulated",
-            clock=self.clock,
         )
+        self.link = self.parts.link
+        self.replica_manager = self.parts.replica_manager
+        self.apis = self.parts.apis
         self.alive = False
         self._cut_offs = 0
         self._context = contextvars.copy_context()
 
     @property
     def broker_epoch(self) -> int:
-        return -1 if self._controller is None else self._controller.broker_epoch
+        return self.parts.broker_epoch
 
     @property
     def controller(self) -> KafkaController:
-        assert self._controller is not None, "the controller module starts last"
-        return self._controller
+        return self.parts.controller
 
     @property
     def started(self) -> bool:
-        return self._controller is not None
+        return self.parts.started
 
     # --- start-up, on the broker's own node ---
 
@@ -149,22 +133,14 @@ class SimBroker:
         ):
             self.loop.create_task(every(interval, work))
         broker_epoch = await self.store.register_broker(self.info)
-        controller = KafkaController(
-            self.info,
-            self.store,
-            self.clock,
-            ControllerChannelManager(
-                self.broker_id,
-                timeout_s=self.settings.request_timeout_s,
-                local=self.apis.handle_in_process,
-                clock=self.clock,
-                senders=self.network.senders(self.broker_id),
-            ),
-            self.settings.controller,
+        channel = ControllerChannelManager(
+            self.broker_id,
+            timeout_s=self.settings.request_timeout_s,
+            local=self.apis.handle_in_process,
+            clock=self.clock,
+            senders=self.network.senders(self.broker_id),
         )
-        self._controller = controller
-        controller.startup(broker_epoch)
-        self.apis.registered()
+        self.parts.start_controller(self.info, broker_epoch, channel)
 
     async def _isr_expiration(self) -> None:
         await self.replica_manager.maintain(shrink=True)
@@ -192,7 +168,7 @@ class SimBroker:
     async def controlled_shutdown(self) -> bool:
         """Ask the controller to move the leaders away, then stop cleanly."""
         moved = False
-        if self._controller is not None:
+        if self.parts.started:
             deadline = self.clock.monotonic() + 3 * self.settings.request_timeout_s
             moved = await controlled_shutdown(
                 self.broker_id,
@@ -211,8 +187,8 @@ class SimBroker:
         its controlled shutdown)."""
         if not self.alive:
             return
-        if self._controller is not None:
-            await self._controller.shutdown()
+        if self.parts.started:
+            await self.controller.shutdown()
         self.network.close(self.broker_id)
         if self.replica_manager.running:
             await self.replica_manager.maintain(checkpoint=True, shrink=False)
