@@ -29,8 +29,9 @@ did not agree on a controller in time); `--verbose` adds the traceback.
 
 `chaos` starts a cluster of its own (in a temporary directory unless `--dir`, kept when the
 run fails or with `--keep`), runs a workload and a seeded nemesis against it for `--duration`
-seconds, heals it and checks the history (node/chaos); exit status 1 when a check is violated, 2 for a bad argument (fewer
-than 3 brokers among them). The same seed gives the same schedule of faults.
+seconds, heals it and checks the history (node/chaos); exit status 1 when a check is violated,
+2 for a bad argument (fewer than 3 brokers among them). The same seed gives the same schedule
+of faults.
 """
 
 from __future__ import annotations
