@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from actors.broker.replication_quota import FOLLOWER_RATE, LEADER_RATE, parse_rate
+from actors.throttle_configs import FOLLOWER_RATE, LEADER_RATE, parse_rate
 from actors.topic_admin import TopicError, validate_configs
 from wire.api import AlterableConfig
 from wire.api.describe_configs import (

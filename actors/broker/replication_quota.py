@@ -25,12 +25,12 @@ from collections.abc import Mapping
 
 from actors.clock import Clock
 from actors.ports import TopicPartition
+from actors.throttle_configs import (
+    FOLLOWER_REPLICAS,
+    LEADER_REPLICAS,
+    parse_throttled_replicas,
+)
 
-LEADER_RATE = "leader.replication.throttled.rate"
-FOLLOWER_RATE = "follower.replication.throttled.rate"
-LEADER_REPLICAS = "leader.replication.throttled.replicas"
-FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
-WILDCARD = "*"
 # Kafka's default for both rates: Long.MaxValue, i.e. unlimited.
 UNLIMITED = 2**63 - 1
 # How much of the rate an idle quota saves up: enough to bridge the gap between a quota
@@ -106,23 +106,6 @@ class ThrottledPartitions:
         return self.all or bool(self.partitions)
 
 
-def parse_throttled_replicas(value: str) -> list[tuple[int, int]] | None:
-    """`*` → None (every replica); else the (partition, broker) pairs of `0:101,1:102`.
-    Raises ValueError naming what is wrong (Kafka's ThrottledReplicaListValidator)."""
-    text = value.strip()
-    if text == WILDCARD:
-        return None
-    pairs: list[tuple[int, int]] = []
-    if not text:
-        return pairs
-    for item in text.split(","):
-        partition, sep, broker = item.strip().partition(":")
-        if not sep or not partition.strip().isdigit() or not broker.strip().isdigit():
-            raise ValueError(f"{item.strip()!r} is not partition:broker (or the whole value *)")
-        pairs.append((int(partition), int(broker)))
-    return pairs
-
-
 def throttled_on(value: str | None, broker_id: int) -> ThrottledPartitions:
     """What a throttled-replicas value means on `broker_id`; an unreadable value throttles
     nothing (it was validated when it was written)."""
@@ -135,17 +118,6 @@ def throttled_on(value: str | None, broker_id: int) -> ThrottledPartitions:
     if pairs is None:
         return ThrottledPartitions(all=True)
     return ThrottledPartitions(partitions=frozenset(p for p, b in pairs if b == broker_id))
-
-
-def parse_rate(value: str) -> int:
-    """A throttle rate in bytes/s: a non-negative integer. Raises ValueError."""
-    try:
-        rate = int(value.strip())
-    except ValueError:
-        raise ValueError(f"{value!r} is not a whole number of bytes per second") from None
-    if rate < 0:
-        raise ValueError(f"{rate} is negative")
-    return rate
 
 
 class ReplicationThrottle:

@@ -9,16 +9,8 @@ from pathlib import Path
 import pytest
 
 from actors.broker.partition import TopicPartition
-from actors.broker.replication_quota import (
-    FOLLOWER_REPLICAS,
-    LEADER_REPLICAS,
-    UNLIMITED,
-    ReplicationQuota,
-    ReplicationThrottle,
-    parse_rate,
-    parse_throttled_replicas,
-    throttled_on,
-)
+from actors.broker.replication_quota import UNLIMITED, ReplicationQuota, ReplicationThrottle, throttled_on
+from actors.throttle_configs import FOLLOWER_REPLICAS, LEADER_REPLICAS, parse_rate, parse_throttled_replicas
 from tests.support import ManualClock
 from tests.unit.test_replication import TP, Brokers, fetch, produce
 
