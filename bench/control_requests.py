@@ -22,7 +22,7 @@ import time
 
 import uvloop
 
-from actors.ports import BrokerInfo, RegisteredBroker
+from actors.base.ports import BrokerInfo, RegisteredBroker
 from bench.election import cpu_model, percentile
 from node.broker.replica_link import RpcReplicaLink
 from node.cluster.zookeeper import free_ports

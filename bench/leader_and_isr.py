@@ -21,7 +21,7 @@ from pathlib import Path
 
 import uvloop
 
-from actors.broker.replica_manager import ReplicaManager
+from actors.replica.replica_manager import ReplicaManager
 from bench.election import cpu_model
 from node.broker.gc_tuning import tune_gc
 from node.broker.log.config import LogConfig

@@ -27,7 +27,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from actors.clock import SystemClock
+from actors.base.clock import SystemClock
 from bench.election import cpu_model
 from node.clients.admin import KeelAdminClient
 from node.clients.producer import KeelProducer

@@ -46,7 +46,7 @@ from pathlib import Path
 import aiohttp
 import uvloop
 
-from actors.ports import ReplicaAssignment, TopicAssignment
+from actors.base.ports import ReplicaAssignment, TopicAssignment
 from bench.election import cpu_model
 from bench.failover import BROKERS, PER_TOPIC, topic_names
 from node.broker.gc_tuning import tune_gc

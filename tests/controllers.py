@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from actors.base.ports import BrokerInfo, LeaderAndIsr, ReplicaAssignment, TopicAssignment, TopicPartition
 from actors.controller import KafkaController
 from actors.controller.controller import ControllerConfig
-from actors.ports import BrokerInfo, LeaderAndIsr, ReplicaAssignment, TopicAssignment, TopicPartition
 from tests.fakes import FakeBrokerChannel, FakeClusterStore, FakeZooKeeper
 from tests.support import ManualClock, eventually
 from wire.api import (

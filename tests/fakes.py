@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from actors.ports import RegisteredBroker, ResponseCallback, TopicPartition
+from actors.base.ports import RegisteredBroker, ResponseCallback, TopicPartition
 from node.sim.zookeeper import INVALID_JSON, FakeClusterStore, FakeZooKeeper, _Ephemeral
 from wire.api import (
     API_SPECS,

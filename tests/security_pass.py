@@ -152,7 +152,7 @@ class SecuredPass:
         asyncio.run(self._create_users(zk_connect))
 
     async def _create_users(self, zk_connect: str) -> None:
-        from actors.clock import SystemClock
+        from actors.base.clock import SystemClock
         from node.zk import paths
         from node.zk.client import ZooKeeperClient
         from node.zk.scram_users import ScramUsers, new_credential

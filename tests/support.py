@@ -125,7 +125,7 @@ def keel(*args: str, timeout: float = 120, stdin: str | None = None) -> subproce
 
 async def turns_while(work: Awaitable[T]) -> tuple[T, int]:
     """`work`'s result, and how many times another task ran while it did: how often the loop
-    turned in the meantime (actors/loop_slices.py)."""
+    turned in the meantime (actors/base/loop_slices.py)."""
     turns = 0
     done = False
 

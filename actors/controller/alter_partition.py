@@ -8,11 +8,11 @@ import itertools
 import logging
 from collections.abc import Callable, Mapping
 
+from actors.base.loop_slices import SLICE, turn_if_held
+from actors.base.ports import ClusterStore, LeaderAndIsr, LeadershipInfo, TopicPartition
 from actors.controller.context import ControllerContext
 from actors.controller.partition_state_machine import write_states
 from actors.controller.request_batch import RequestBatch
-from actors.loop_slices import SLICE, turn_if_held
-from actors.ports import ClusterStore, LeaderAndIsr, LeadershipInfo, TopicPartition
 from wire.api import (
     AlterPartitionItem,
     AlterPartitionRequest,
@@ -91,7 +91,7 @@ async def alter_partition(
     writes: dict[TopicPartition, LeaderAndIsr] = {}
     # After a broker fails, each leader shrinks the ISR of every partition the broker
     # followed: at 200k partitions one request names 100k, and each pass over it is cut into
-    # slices between which the loop turns (actors/loop_slices.py).
+    # slices between which the loop turns (actors/base/loop_slices.py).
     count = 0
     for topic in request.topics:
         for item in topic.partitions:

@@ -9,8 +9,14 @@ import dataclasses
 from collections.abc import Iterable
 from enum import IntEnum
 
-from actors.loop_slices import each
-from actors.ports import LeaderAndIsr, LeadershipInfo, RegisteredBroker, ReplicaAssignment, TopicPartition
+from actors.base.loop_slices import each
+from actors.base.ports import (
+    LeaderAndIsr,
+    LeadershipInfo,
+    RegisteredBroker,
+    ReplicaAssignment,
+    TopicPartition,
+)
 
 
 class PartitionState(IntEnum):
@@ -158,7 +164,7 @@ class ControllerContext:
 
     async def replicas_on_brokers(self, broker_ids: set[int]) -> list[PartitionReplica]:
         """A pass over every replica (600k at 200k partitions), in slices between which the
-        loop turns (actors/loop_slices.py)."""
+        loop turns (actors/base/loop_slices.py)."""
         return [
             PartitionReplica(tp, replica)
             async for tp in each(self.all_partitions())

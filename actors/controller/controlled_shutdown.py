@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import logging
 
-from actors.clock import Clock
+from actors.base.clock import Clock
+from actors.base.ports import TopicPartition
 from actors.controller.context import ControllerContext, PartitionReplica, PartitionState, ReplicaState
 from actors.controller.partition_state_machine import PartitionStateMachine, Strategy
 from actors.controller.replica_state_machine import ReplicaStateMachine
-from actors.ports import TopicPartition
 from wire.api import ControlledShutdownResponse, RemainingPartition
 from wire.errors import ErrorCode
 

@@ -17,7 +17,16 @@ import dataclasses
 import logging
 from typing import assert_never
 
-from actors.clock import Clock
+from actors.base.clock import Clock
+from actors.base.ports import (
+    BrokerChannel,
+    BrokerInfo,
+    ClusterStore,
+    ControllerEpoch,
+    ControllerMovedError,
+    TopicPartition,
+)
+from actors.base.state_change_log import StateChangeLogger
 from actors.controller.alter_partition import alter_partition
 from actors.controller.context import ControllerContext
 from actors.controller.controlled_shutdown import controlled_shutdown
@@ -74,15 +83,6 @@ from actors.controller.replica_state_machine import ReplicaStateMachine
 from actors.controller.request_batch import RequestBatch
 from actors.controller.topic_deletion import TopicDeletionManager, deletion_errors
 from actors.controller.workflows import Workflows
-from actors.ports import (
-    BrokerChannel,
-    BrokerInfo,
-    ClusterStore,
-    ControllerEpoch,
-    ControllerMovedError,
-    TopicPartition,
-)
-from actors.state_change_log import StateChangeLogger
 from wire.api import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,

@@ -14,9 +14,9 @@ import collections
 import logging
 from collections.abc import Awaitable, Callable
 
-from actors.clock import Clock
+from actors.base.clock import Clock
+from actors.base.loop_slices import turn_if_held
 from actors.controller.events import ControllerState, Event, ShutdownEventThread
-from actors.loop_slices import turn_if_held
 
 log = logging.getLogger(__name__)
 

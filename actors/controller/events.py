@@ -13,7 +13,7 @@ import dataclasses
 from enum import Enum, IntEnum
 from typing import ClassVar
 
-from actors.ports import TopicPartition
+from actors.base.ports import TopicPartition
 from wire.api import AlterPartitionRequest, ControlledShutdownResponse, ElectionType
 from wire.api.base import Response
 from wire.errors import ErrorCode, NotController, WireError

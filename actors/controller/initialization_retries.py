@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from actors.clock import Cancellable, Clock
-from actors.ports import TopicPartition
+from actors.base.clock import Cancellable, Clock
+from actors.base.ports import TopicPartition
 from wire.retry import Backoff
 
 # The first pause and its bound: short enough that a topic comes online soon after ZooKeeper

@@ -15,7 +15,9 @@ import dataclasses
 import logging
 from collections.abc import Callable, Iterable
 
-from actors.clock import Cancellable, Clock
+from actors.base.clock import Cancellable, Clock
+from actors.base.loop_slices import turn_if_held
+from actors.base.ports import ClusterStore, ControllerMovedError, LeaderAndIsr, TopicPartition
 from actors.controller.context import ControllerContext, PartitionState
 from actors.controller.events import ElectionTrigger
 from actors.controller.partition_state_machine import (
@@ -24,8 +26,6 @@ from actors.controller.partition_state_machine import (
     StateChangeFailed,
     Strategy,
 )
-from actors.loop_slices import turn_if_held
-from actors.ports import ClusterStore, ControllerMovedError, LeaderAndIsr, TopicPartition
 from wire.api import ElectionType, ElectLeadersResponse, PartitionElectionResult, ReplicaElectionResult
 from wire.errors import ErrorCode, WireError
 
@@ -238,7 +238,7 @@ class LeaderElections:
 
     async def on_auto_rebalance(self, imbalance_percentage: int) -> None:
         # rebalance_candidates, its passes over every partition in slices between which the
-        # loop turns (actors/loop_slices.py): at 200k partitions each takes a tenth of a second.
+        # loop turns (actors/base/loop_slices.py): at 200k partitions each takes a tenth of a second.
         context = self._context
         by_preferred: dict[int, list[TopicPartition]] = {}
         for topic, assignment in list(context.assignments.items()):

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import logging
 
+from actors.base.ports import ClusterStore, TopicPartition
 from actors.controller.context import ControllerContext, PartitionReplica, ReplicaState
 from actors.controller.replica_state_machine import ReplicaStateMachine
 from actors.controller.workflows import Workflows
-from actors.ports import ClusterStore, TopicPartition
 from wire.api import LeaderAndIsrResponse, Response
 from wire.errors import ErrorCode
 

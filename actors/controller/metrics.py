@@ -11,12 +11,12 @@ import collections
 import contextlib
 from collections.abc import Callable, Iterator
 
-from actors.clock import Clock
+from actors.base.clock import Clock
+from actors.base.loop_slices import sliced
+from actors.base.ports import BrokerChannel
 from actors.controller.context import ControllerContext
 from actors.controller.event_manager import ControllerEventManager
 from actors.controller.events import ControllerState
-from actors.loop_slices import sliced
-from actors.ports import BrokerChannel
 
 _RECENT = 1024
 
@@ -77,7 +77,7 @@ class ControllerMetrics:
 
     async def partition_gauges_in_slices(self) -> tuple[int, int] | None:
         """The partition gauges (offline, imbalanced) for a scrape or DescribeController,
-        computed in slices between which the loop turns (actors/loop_slices.py): at 200k
+        computed in slices between which the loop turns (actors/base/loop_slices.py): at 200k
         partitions the two passes take a few hundred milliseconds. Kept for the snapshots
         that follow unless an event was processed meanwhile. None when not the controller."""
         if not self._is_active():

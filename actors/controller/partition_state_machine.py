@@ -21,6 +21,15 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from enum import Enum
 
+from actors.base.loop_slices import SLICE, each, sliced, turn_if_held
+from actors.base.ports import (
+    ClusterStore,
+    LeaderAndIsr,
+    LeadershipInfo,
+    PartitionStateConflict,
+    TopicPartition,
+)
+from actors.base.state_change_log import StateChangeLogger, describe_leader_and_isr
 from actors.controller.context import ControllerContext, PartitionState
 from actors.controller.elections import (
     ElectionResult,
@@ -31,9 +40,6 @@ from actors.controller.elections import (
 )
 from actors.controller.initialization_retries import InitializationRetries
 from actors.controller.request_batch import RequestBatch
-from actors.loop_slices import SLICE, each, sliced, turn_if_held
-from actors.ports import ClusterStore, LeaderAndIsr, LeadershipInfo, PartitionStateConflict, TopicPartition
-from actors.state_change_log import StateChangeLogger, describe_leader_and_isr
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +169,7 @@ class PartitionStateMachine:
 
     async def startup(self) -> None:
         """Set every known partition's state from its leadership (spec §5.1 startup), in
-        slices between which the loop turns (actors/loop_slices.py)."""
+        slices between which the loop turns (actors/base/loop_slices.py)."""
         async for partitions in sliced(self._context.all_partitions()):
             for tp in partitions:
                 info = self._context.leadership.get(tp)

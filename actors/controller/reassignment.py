@@ -19,12 +19,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 
+from actors.base.ports import ClusterStore, ControllerMovedError, ReplicaAssignment, TopicPartition
 from actors.controller.context import ControllerContext
 from actors.controller.partition_state_machine import PartitionStateMachine
 from actors.controller.reassignment_steps import DeletionHooks, ReassignmentSteps, is_complete
 from actors.controller.replica_state_machine import ReplicaStateMachine
 from actors.controller.request_batch import RequestBatch
-from actors.ports import ClusterStore, ControllerMovedError, ReplicaAssignment, TopicPartition
 from wire.errors import ErrorCode
 
 log = logging.getLogger(__name__)

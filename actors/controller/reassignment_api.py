@@ -3,8 +3,8 @@ requests turned into what the reassignment code takes, its results into response
 
 from __future__ import annotations
 
+from actors.base.ports import ReplicaAssignment, TopicPartition
 from actors.controller.reassignment import Outcome
-from actors.ports import ReplicaAssignment, TopicPartition
 from wire.api import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,

@@ -20,6 +20,7 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 
+from actors.base.ports import ClusterStore, LeadershipInfo, ReplicaAssignment, TopicPartition
 from actors.controller.context import ControllerContext, PartitionReplica, PartitionState, ReplicaState
 from actors.controller.partition_state_machine import (
     PartitionStateMachine,
@@ -29,7 +30,6 @@ from actors.controller.partition_state_machine import (
 )
 from actors.controller.replica_state_machine import ReplicaStateMachine
 from actors.controller.request_batch import RequestBatch
-from actors.ports import ClusterStore, LeadershipInfo, ReplicaAssignment, TopicPartition
 
 log = logging.getLogger(__name__)
 

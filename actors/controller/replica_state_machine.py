@@ -21,12 +21,12 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable
 
+from actors.base.loop_slices import SLICE, each, turn_if_held
+from actors.base.ports import ClusterStore, LeaderAndIsr, LeadershipInfo, ReplicaAssignment, TopicPartition
+from actors.base.state_change_log import StateChangeLogger
 from actors.controller.context import ControllerContext, PartitionReplica, ReplicaState
 from actors.controller.partition_state_machine import cached_or_read, write_states
 from actors.controller.request_batch import RequestBatch
-from actors.loop_slices import SLICE, each, turn_if_held
-from actors.ports import ClusterStore, LeaderAndIsr, LeadershipInfo, ReplicaAssignment, TopicPartition
-from actors.state_change_log import StateChangeLogger
 
 log = logging.getLogger(__name__)
 

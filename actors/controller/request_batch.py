@@ -18,9 +18,8 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-from actors.controller.context import ControllerContext
-from actors.loop_slices import SLICE, turn_if_held
-from actors.ports import (
+from actors.base.loop_slices import SLICE, turn_if_held
+from actors.base.ports import (
     BrokerChannel,
     LeaderAndIsr,
     LeadershipInfo,
@@ -28,7 +27,8 @@ from actors.ports import (
     ResponseCallback,
     TopicPartition,
 )
-from actors.state_change_log import StateChangeLogger
+from actors.base.state_change_log import StateChangeLogger
+from actors.controller.context import ControllerContext
 from wire.api import (
     Endpoint,
     LeaderAndIsrPartitionState,
@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 # Partition states per request: a state change of more goes to each broker as several requests,
 # in order. A request is encoded on the controller, and decoded, applied and answered on the
 # broker, each in one step of an event loop that also carries a ZooKeeper session; one of 200k
-# partition states takes seconds at each end (actors/loop_slices.py).
+# partition states takes seconds at each end (actors/base/loop_slices.py).
 PARTITIONS_PER_REQUEST = 1000
 
 make_leader_and_isr_state = LeaderAndIsrPartitionState.make

@@ -22,11 +22,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 
+from actors.base.ports import ClusterStore, TopicPartition
 from actors.controller.context import ControllerContext, PartitionReplica, PartitionState, ReplicaState
 from actors.controller.partition_state_machine import PartitionStateMachine
 from actors.controller.replica_state_machine import ReplicaStateMachine
 from actors.controller.request_batch import RequestBatch
-from actors.ports import ClusterStore, TopicPartition
 from wire.api import Response, StopReplicaResponse
 from wire.errors import ErrorCode
 

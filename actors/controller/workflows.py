@@ -12,14 +12,9 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from actors.clock import Clock
-from actors.controller.context import ControllerContext, PartitionReplica, PartitionState, ReplicaState
-from actors.controller.partition_state_machine import PartitionStateMachine, Strategy
-from actors.controller.replica_state_machine import ReplicaStateMachine
-from actors.controller.request_batch import RequestBatch
-from actors.controller.topic_deletion import TopicDeletionManager
-from actors.loop_slices import sliced, turn_if_held
-from actors.ports import (
+from actors.base.clock import Clock
+from actors.base.loop_slices import sliced, turn_if_held
+from actors.base.ports import (
     BrokerChannel,
     ClusterStore,
     LeaderAndIsr,
@@ -27,6 +22,11 @@ from actors.ports import (
     TopicAssignment,
     TopicPartition,
 )
+from actors.controller.context import ControllerContext, PartitionReplica, PartitionState, ReplicaState
+from actors.controller.partition_state_machine import PartitionStateMachine, Strategy
+from actors.controller.replica_state_machine import ReplicaStateMachine
+from actors.controller.request_batch import RequestBatch
+from actors.controller.topic_deletion import TopicDeletionManager
 
 if TYPE_CHECKING:
     from actors.controller.reassignment import PartitionReassignment

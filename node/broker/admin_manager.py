@@ -1,7 +1,7 @@
 """CreateTopics, DeleteTopics and CreatePartitions on any broker (Kafka's ZkAdminManager).
 
 CreateTopics validates each topic on its own, holds it to the partition limits
-(actors/partition_limits.py: on numbers before placement, broker by broker after), places its
+(actors/admin/partition_limits.py: on numbers before placement, broker by broker after), places its
 replicas, then writes
 `/config/topics/<T>` and `/brokers/topics/<T>`; the controller sees the new topic through its
 watch and elects leaders. DeleteTopics writes `/admin/delete_topics/<T>` and waits until this
@@ -14,22 +14,14 @@ import collections
 import logging
 from collections.abc import Awaitable, Callable
 
-from actors.partition_limits import (
+from actors.admin.partition_limits import (
     PartitionLimits,
     ReplicaCounts,
     check_before_placement,
     check_placement,
     check_topic_znode,
 )
-from actors.ports import (
-    ReplicaAssignment,
-    TopicAlreadyMarkedForDeletionError,
-    TopicAssignment,
-    TopicExistsError,
-    TopicVersionConflict,
-    UnknownTopicError,
-)
-from actors.topic_admin import (
+from actors.admin.topic_admin import (
     TopicError,
     assign_replicas,
     partitions_to_add,
@@ -38,6 +30,14 @@ from actors.topic_admin import (
     validate_configs,
     validate_counts,
     validate_name,
+)
+from actors.base.ports import (
+    ReplicaAssignment,
+    TopicAlreadyMarkedForDeletionError,
+    TopicAssignment,
+    TopicExistsError,
+    TopicVersionConflict,
+    UnknownTopicError,
 )
 from node.zk import data
 from node.zk.store import ZkClusterStore

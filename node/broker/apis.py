@@ -9,12 +9,12 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from actors import api_authorization as authz
-from actors.acl import AclOperation, ResourceType
-from actors.api_authorization import CLUSTER_OPERATIONS, Check
-from actors.clock import Clock, SystemClock
-from actors.retry import Retry, retrying
-from actors.state_change_log import StateChangeLogger
+from actors.base.clock import Clock, SystemClock
+from actors.base.retry import Retry, retrying
+from actors.base.state_change_log import StateChangeLogger
+from actors.security import api_authorization as authz
+from actors.security.acl import AclOperation, ResourceType
+from actors.security.api_authorization import CLUSTER_OPERATIONS, Check
 from node.broker.leader_election import elect_leaders
 from node.broker.log_dirs import describe_log_dirs
 from node.zk.client import connection_lost
@@ -64,10 +64,10 @@ from wire.refusals import RefusalLog
 from wire.retry import Backoff
 
 if TYPE_CHECKING:
-    from actors.authorizer import AclAuthorizer
-    from actors.broker.handle import ReplicaManagerHandle
+    from actors.base.ports import RegisteredBroker
     from actors.controller import KafkaController
-    from actors.ports import RegisteredBroker
+    from actors.replica.handle import ReplicaManagerHandle
+    from actors.security.authorizer import AclAuthorizer
     from node.broker.admin_manager import AdminManager
     from node.broker.config_admin import ConfigAdmin
     from node.broker.log.manager import LogManager
@@ -185,7 +185,7 @@ class BrokerApis:
 
     async def handle(self, request: ParsedRequest) -> Response:
         """A request from the network: the caller's principal and address must be allowed
-        what the API does (actors/api_authorization.py) before anything is read or changed."""
+        what the API does (actors/security/api_authorization.py) before anything is read or changed."""
         return await self._handle(request, self._check(request.context))
 
     async def handle_in_process(self, request: ParsedRequest) -> Response:

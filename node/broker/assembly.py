@@ -14,13 +14,13 @@ import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from actors.broker.handle import ReplicaManagerHandle
-from actors.broker.replication import ReplicationConfig
-from actors.clock import Clock
+from actors.admin.partition_limits import PartitionLimits
+from actors.base.clock import Clock
+from actors.base.ports import BrokerChannel, BrokerInfo, LogStore
 from actors.controller import KafkaController
 from actors.controller.controller import ControllerConfig
-from actors.partition_limits import PartitionLimits
-from actors.ports import BrokerChannel, BrokerInfo, LogStore
+from actors.replica.handle import ReplicaManagerHandle
+from actors.replica.replication import ReplicationConfig
 from node.broker.admin_manager import NO_PARTITION_LIMITS, AdminManager
 from node.broker.apis import BrokerApis
 from node.broker.replica_link import RpcReplicaLink
@@ -29,7 +29,7 @@ from wire.context import ANONYMOUS
 from wire.pool import SenderFactory
 
 if TYPE_CHECKING:
-    from actors.authorizer import AclAuthorizer
+    from actors.security.authorizer import AclAuthorizer
     from node.broker.config_admin import ConfigAdmin
     from node.broker.log.manager import LogManager
     from node.zk.store import ZkClusterStore

@@ -17,9 +17,9 @@ import collections
 import contextlib
 import logging
 
-from actors.clock import Clock, SystemClock
-from actors.ports import RegisteredBroker, ResponseCallback
-from actors.retry import Retry, retrying
+from actors.base.clock import Clock, SystemClock
+from actors.base.ports import RegisteredBroker, ResponseCallback
+from actors.base.retry import Retry, retrying
 from wire.api import API_SPECS, Request, Response
 from wire.envelope import ParsedRequest, RequestHeader, error_response
 from wire.errors import InvalidRequest, WireError

@@ -12,7 +12,7 @@ import socket
 from collections.abc import Mapping
 from pathlib import Path
 
-from actors.partition_limits import JUTE_MAX_BUFFER, ZNODE_REQUEST_OVERHEAD
+from actors.admin.partition_limits import JUTE_MAX_BUFFER, ZNODE_REQUEST_OVERHEAD
 from node.broker.log.config import SEGMENT_BYTES_MIN
 from node.config.authorizer import AUTHORIZER_DEFINITIONS
 from node.config.listeners import (

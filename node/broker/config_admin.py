@@ -1,5 +1,5 @@
 """IncrementalAlterConfigs and DescribeConfigs on any broker (Kafka's ZkAdminManager and
-AdminZkClient for configs): decide with `actors.config_admin`, then write the config znode
+AdminZkClient for configs): decide with `actors.admin.config_admin`, then write the config znode
 and its change notification in one multi-op. Every broker, this one included, applies the
 change when its watch on `/config/changes` fires (`node.broker.dynamic_config`)."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import collections
 import logging
 
-from actors.config_admin import (
+from actors.admin.config_admin import (
     BROKERS,
     DEFAULT_ENTITY,
     TOPICS,

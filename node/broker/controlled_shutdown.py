@@ -18,8 +18,8 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 
-from actors.clock import Clock, SystemClock
-from actors.retry import Retry
+from actors.base.clock import Clock, SystemClock
+from actors.base.retry import Retry
 from node.broker.config import BrokerConfig
 from wire.api import ControlledShutdownRequest, ControlledShutdownResponse
 from wire.errors import ErrorCode, WireError

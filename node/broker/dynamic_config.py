@@ -10,10 +10,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from actors.broker.handle import ReplicaManagerHandle
-from actors.clock import Clock
-from actors.config_admin import BROKERS, DEFAULT_ENTITY, TOPICS, USERS, throttle_rates
-from actors.credential_cache import CredentialCache
+from actors.admin.config_admin import BROKERS, DEFAULT_ENTITY, TOPICS, USERS, throttle_rates
+from actors.base.clock import Clock
+from actors.replica.handle import ReplicaManagerHandle
+from actors.security.credential_cache import CredentialCache
 from node.zk.dynamic_config import DynamicConfigManager, UserConfigHandler
 from node.zk.store import ZkClusterStore
 

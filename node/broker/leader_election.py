@@ -12,14 +12,14 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from actors.base.ports import TopicPartition
 from actors.controller.leader_election import ElectionOutcome, election_response
-from actors.ports import TopicPartition
 from wire.api import ElectionType, ElectLeadersRequest, ElectLeadersResponse, MetadataRequest
 from wire.errors import ErrorCode, WireError
 
 if TYPE_CHECKING:
-    from actors.broker.handle import ReplicaManagerHandle
     from actors.controller import KafkaController
+    from actors.replica.handle import ReplicaManagerHandle
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from actors.ports import TopicPartition
+from actors.base.ports import TopicPartition
 from node.broker.log.manager import LogManager
 from wire.api import (
     DescribeLogDirsPartition,

@@ -6,7 +6,7 @@
   logger: here `actors.controller` and the controller's channel manager; they reach
   server.log as well (Kafka's additivity is off there; a Keel broker's controller lines are
   few and server.log stays the one file with everything in order);
-- `state-change.log`: Kafka's `state.change.logger` (actors/state_change_log.py), every
+- `state-change.log`: Kafka's `state.change.logger` (actors/base/state_change_log.py), every
   partition and replica state change with the controller epoch, and only there: a failover
   of 100k partitions writes as many lines, which would drown server.log (Kafka's additivity
   is off for it too).
@@ -33,7 +33,7 @@ from typing import TextIO
 
 import orjson
 
-from actors.state_change_log import STATE_CHANGE_LOGGER
+from actors.base.state_change_log import STATE_CHANGE_LOGGER
 from node.broker.config import BrokerConfig
 from node.config.properties import ConfigError
 

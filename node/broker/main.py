@@ -23,7 +23,7 @@ from pathlib import Path
 
 import uvloop
 
-from actors.ports import BrokerIdTakenError
+from actors.base.ports import BrokerIdTakenError
 from node.broker.config import BrokerConfig, load_config, prepare_log_dirs
 from node.broker.gc_tuning import tune_gc
 from node.broker.logs import LogSettings, configure_logging

@@ -15,7 +15,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from actors.ports import RegisteredBroker
+from actors.base.ports import RegisteredBroker
 from wire.api import (
     AlterPartitionRequest,
     AlterPartitionResponse,

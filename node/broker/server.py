@@ -21,14 +21,14 @@ import asyncio
 import logging
 import os
 
-from actors.acl import CLUSTER_NAME, AclOperation, ResourceType
-from actors.broker.replication import ReplicationConfig
-from actors.clock import SystemClock
+from actors.admin.partition_limits import PartitionLimits
+from actors.base.clock import SystemClock
+from actors.base.ports import BrokerInfo
 from actors.controller import KafkaController
 from actors.controller.controller import ControllerConfig
-from actors.credential_cache import CredentialCache
-from actors.partition_limits import PartitionLimits
-from actors.ports import BrokerInfo
+from actors.replica.replication import ReplicationConfig
+from actors.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from actors.security.credential_cache import CredentialCache
 from node.broker.assembly import BrokerParts, PartsSettings
 from node.broker.channel_manager import ControllerChannelManager
 from node.broker.config import BrokerConfig

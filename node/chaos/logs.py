@@ -3,7 +3,7 @@ elections (controller.log) and the state changes it made as controller (state-ch
 each planner's plans and moves.
 
 The patterns follow the lines as written: a broker's text format (node/broker/logs.py's
-TextFormatter) around KafkaController's election line and actors/state_change_log.py's
+TextFormatter) around KafkaController's election line and actors/base/state_change_log.py's
 `[Controller id=N epoch=E]` prefix; the planner's format (node/planner/main.py's LOG_FORMAT)
 around PlanExecutor's lines. tests/unit/test_chaos_logs.py writes each line through those
 loggers and formatters, so a change of wording fails there rather than leaving a run with

@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterable
 
-from actors.acl import (
+from actors.security.acl import (
     CLUSTER_NAME,
     WILDCARD_HOST,
     AclBinding,

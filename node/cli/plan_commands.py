@@ -347,7 +347,7 @@ async def _take_snapshot(
 ) -> LiveSnapshot:
     """Read the cluster through ZooKeeper (node/cli/zookeeper_access.py), and the replica
     sizes from the brokers with the client's security (`--command-config`)."""
-    from actors.clock import SystemClock
+    from actors.base.clock import SystemClock
     from node.planner import live_snapshot
     from node.zk.store import ZkClusterStore
 

@@ -85,7 +85,7 @@ async def run(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from None
     connect = zookeeper_connect(args)
     security = command_security(args)
-    from actors.clock import SystemClock
+    from actors.base.clock import SystemClock
     from node.zk.store import ZkClusterStore
 
     async with zookeeper_session(connect, args.timeout, security) as zk:

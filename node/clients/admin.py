@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
-from actors.retry import Retry, retrying
+from actors.base.retry import Retry, retrying
 from node.clients.closing import AsyncClosing
 from wire.api import (
     AlterConfigsResource,

@@ -18,7 +18,7 @@ import contextlib
 import dataclasses
 import logging
 
-from actors.retry import Retry
+from actors.base.retry import Retry
 from node.clients.closing import AsyncClosing
 from node.clients.metadata import ClusterClient
 from wire import records

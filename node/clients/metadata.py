@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 
-from actors.retry import Retry
+from actors.base.retry import Retry
 from wire.api import MetadataRequest, MetadataResponse, Request, Response
 from wire.endpoint import Endpoint, parse_bootstrap
 from wire.errors import ErrorCode, LeaderNotAvailable, NetworkException, WireError, all_failed

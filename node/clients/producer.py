@@ -23,7 +23,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 
-from actors.retry import Retry
+from actors.base.retry import Retry
 from node.clients.closing import AsyncClosing
 from node.clients.metadata import UNKNOWN_TOPIC_WAIT_S, ClusterClient
 from wire import records

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 
-from actors.throttle_configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
+from actors.admin.throttle_configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
 from wire.api import AlterableConfig, AlterConfigsResource
 from wire.api.incremental_alter_configs import BROKER_RESOURCE, DELETE_CONFIG, SET_CONFIG, TOPIC_RESOURCE
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import javaproperties
 
-from actors.clock import SystemClock
+from actors.base.clock import SystemClock
 from node.cluster.certificates import CertificateAuthority
 from node.cluster.private_files import private
 from node.security.jaas import SCRAM_LOGIN_MODULE, sasl_credentials

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from actors.acl import AclError
-from actors.authorizer import parse_super_users
+from actors.security.acl import AclError
+from actors.security.authorizer import parse_super_users
 from node.config.properties import ConfigError, Definition, boolean
 
 # Kafka's names for its ACL authorizer; Keel's is the same authorizer under its own name.

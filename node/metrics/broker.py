@@ -1,6 +1,6 @@
 """A broker's metrics, read from its parts when Prometheus scrapes: the controller module's
 (actors/controller/metrics.py), the replica manager's gauges and counts, the request metrics.
-Nothing is updated for the exporter's sake but the hot-path counts (actors/broker/broker_stats.py,
+Nothing is updated for the exporter's sake but the hot-path counts (actors/replica/broker_stats.py,
 node/metrics/requests.py).
 
 Every controller gauge is exported by every broker, as Kafka's are: the ones only the active
@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
-from actors.broker.replica_gauges import ReplicaGauges, replica_gauges, replica_gauges_in_slices
 from actors.controller.events import ControllerState
+from actors.replica.replica_gauges import ReplicaGauges, replica_gauges, replica_gauges_in_slices
 from node.metrics.names import Exposition, MBean, kafka_camel_case, topic_samples
 from node.metrics.requests import RequestMetrics
 
 if TYPE_CHECKING:
-    from actors.broker.handle import ReplicaManagerHandle
     from actors.controller import KafkaController
+    from actors.replica.handle import ReplicaManagerHandle
 
 _KAFKA_CONTROLLER_GAUGES = (
     "ActiveControllerCount",

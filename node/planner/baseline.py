@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 
-from actors.topic_admin import place_replicas
+from actors.admin.topic_admin import place_replicas
 
 
 def generate(

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Iterable
 from typing import Protocol
 
-from actors.ports import RegisteredBroker, TopicAssignment
+from actors.base.ports import RegisteredBroker, TopicAssignment
 
 log = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ from typing import Protocol
 
 import orjson
 
-from actors.clock import Clock
+from actors.base.clock import Clock
 from node.clients.replica_sizes import ReplicaSizeReader
 from node.clients.throttles import broker_rate_resources, throttle_plan, topic_list_resources
 from node.planner.moves import (

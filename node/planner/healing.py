@@ -22,7 +22,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Protocol
 
-from actors.clock import Cancellable, Clock
+from actors.base.clock import Cancellable, Clock
 
 log = logging.getLogger(__name__)
 

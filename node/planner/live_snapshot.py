@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from actors.ports import ClusterStore, RegisteredBroker, TopicPartition
+from actors.base.ports import ClusterStore, RegisteredBroker, TopicPartition
 from node.clients.admin import KeelAdminClient
 from wire.errors import WireError
 from wire.security import PLAINTEXT_CLIENT, ClientSecurity

@@ -21,8 +21,8 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from actors.clock import SystemClock
-from actors.credential_cache import CredentialCache
+from actors.base.clock import SystemClock
+from actors.security.credential_cache import CredentialCache
 from node.clients.admin import KeelAdminClient
 from node.clients.replica_sizes import ReplicaSizeReader
 from node.metrics.http import MetricsServer, registry_of

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from actors.acl import AclOperation
-from actors.api_authorization import require_cluster
+from actors.security.acl import AclOperation
+from actors.security.api_authorization import require_cluster
 from node.planner import live_snapshot
 from node.planner.executor import PlanExecutionError, PlanInProgress
 from node.planner.live_snapshot import LiveSnapshot
@@ -43,7 +43,7 @@ from wire.security import PLAINTEXT_CLIENT, ClientSecurity
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from actors.authorizer import AclAuthorizer
+    from actors.security.authorizer import AclAuthorizer
     from node.zk.store import ZkClusterStore
 
 log = logging.getLogger(__name__)

@@ -19,10 +19,10 @@ import asyncio
 import contextvars
 import dataclasses
 
-from actors.broker.replication import ReplicationConfig
+from actors.base.ports import BrokerInfo
 from actors.controller import KafkaController
 from actors.controller.controller import ControllerConfig
-from actors.ports import BrokerInfo
+from actors.replica.replication import ReplicationConfig
 from node.broker.assembly import BrokerParts, PartsSettings
 from node.broker.channel_manager import ControllerChannelManager
 from node.broker.controlled_shutdown import ControlledShutdownConfig, controlled_shutdown

@@ -33,10 +33,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 
-from actors.broker.partition import Role
+from actors.base.ports import LeaderAndIsr, TopicPartition
 from actors.controller.event_manager import QueuedEvent
 from actors.controller.events import ControllerState
-from actors.ports import LeaderAndIsr, TopicPartition
+from actors.replica.partition import Role
 from node.sim.broker import SimBroker
 from node.sim.log_store import MemoryLogStore
 from node.sim.zookeeper import FakeClusterStore, FakeZooKeeper

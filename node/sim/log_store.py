@@ -16,7 +16,7 @@ import bisect
 import itertools
 from collections.abc import Mapping
 
-from actors.ports import TopicPartition
+from actors.base.ports import TopicPartition
 from node.broker.log.config import LogConfig
 from node.broker.log.epoch_cache import LeaderEpochCache
 from node.broker.log.validator import validate_as_leader, validate_batches

@@ -4,7 +4,7 @@ When no callback is ready, the loop moves its clock straight to the next timer i
 waiting for it, so an hour of timeouts, retries and long polls runs in a blink, and the order
 of everything that happens depends only on the code and the seed, never on the machine.
 `asyncio.sleep`, `wait_for` and `loop.call_later` all run on it unchanged; `SimClock` is the
-`Clock` port (actors/clock.py) over the same virtual time, for the actors that take one.
+`Clock` port (actors/base/clock.py) over the same virtual time, for the actors that take one.
 
 There is no I/O: the selector is a stand-in that only advances time. A loop with nothing
 ready and nothing scheduled would wait forever; here that is a bug in the simulation, and it

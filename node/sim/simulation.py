@@ -20,7 +20,7 @@ import random
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from actors.ports import TopicPartition
+from actors.base.ports import TopicPartition
 from node.sim.broker import BrokerSettings, SimBroker
 from node.sim.invariants import Ack, Checker, UnexpectedErrors, Violation
 from node.sim.log_store import MemoryLogStore

@@ -33,7 +33,7 @@ import dataclasses
 import itertools
 from collections.abc import Callable
 
-from actors.ports import (
+from actors.base.ports import (
     BrokerIdTakenError,
     BrokerInfo,
     ClusterWatcher,

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 
 import orjson
 
-from actors.ports import LeadershipInfo, RegisteredBroker, TopicAssignment, TopicPartition
+from actors.base.ports import LeadershipInfo, RegisteredBroker, TopicAssignment, TopicPartition
 from node.cli.plan_status import fetch_status
 from node.clients.admin import KeelAdminClient
 from node.clients.planner import PlannerClient, PlannerNotRunning
@@ -88,7 +88,7 @@ class ConsoleObserver:
         zk_interval_s: float = ZK_INTERVAL_S,
         broker_interval_s: float = BROKER_INTERVAL_S,
     ) -> None:
-        from actors.clock import SystemClock
+        from actors.base.clock import SystemClock
 
         self.store = ZkClusterStore(zk, SystemClock())
         self.security = security

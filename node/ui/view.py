@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from actors.ports import BrokerInfo, LeadershipInfo, RegisteredBroker, TopicAssignment, TopicPartition
+from actors.base.ports import BrokerInfo, LeadershipInfo, RegisteredBroker, TopicAssignment, TopicPartition
 from node.ui.progress import CopyProgress
 
 NO_LEADER = -1

@@ -1,5 +1,5 @@
 """The authorizer of a broker or planner (Kafka's AclAuthorizer with its ZooKeeper side):
-the ACL cache of actors/authorizer.py, loaded from ZooKeeper at start-up and kept current
+the ACL cache of actors/security/authorizer.py, loaded from ZooKeeper at start-up and kept current
 by the change notifications, so an ACL added or removed by `keel acl` (or Kafka's own
 kafka-acls) applies within moments and without a restart.
 
@@ -15,8 +15,8 @@ import functools
 import logging
 from collections.abc import Mapping
 
-from actors.authorizer import AclAuthorizer, AuthorizerConfig
-from actors.clock import Clock
+from actors.base.clock import Clock
+from actors.security.authorizer import AclAuthorizer, AuthorizerConfig
 from node.zk import data, paths
 from node.zk.acl_store import ZkAclStore
 from node.zk.change_listener import ChangeNotificationListener

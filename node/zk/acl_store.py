@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from actors.acl import AclEntry, AclError, PatternType, ResourcePattern, ResourceType, parse_name
+from actors.security.acl import AclEntry, AclError, PatternType, ResourcePattern, ResourceType, parse_name
 from node.zk import data, paths
 from node.zk.client import BadVersion, NodeExists, NoNode, ZooKeeperClient, multi_failure
 

@@ -16,7 +16,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
-from actors.clock import Clock
+from actors.base.clock import Clock
 from node.zk.client import NoNode, ZooKeeperClient
 from node.zk.watches import ZNodeChildChangeHandler
 

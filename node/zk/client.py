@@ -38,8 +38,8 @@ from aiozk.protocol.stat import Stat
 from aiozk.session import Session
 from aiozk.states import States
 
-from actors.loop_slices import turn_if_held
-from actors.ports import SessionWatcher
+from actors.base.loop_slices import turn_if_held
+from actors.base.ports import SessionWatcher
 from node.zk import retried_writes
 from node.zk.acls import ZkSecurity, default_acls
 from node.zk.in_flight import MAX_IN_FLIGHT_REQUESTS, windowed
@@ -138,7 +138,7 @@ def split_connect(connect: str) -> tuple[str, str | None]:
 class _KeelConnection(Connection):  # type: ignore[misc]
     """aiozk's connection, whose read loop lets the event loop turn between answers once it
     has held it for a while: answers already buffered (a window of multi-ops of a thousand
-    results each) are otherwise all parsed in one step (actors/loop_slices.py)."""
+    results each) are otherwise all parsed in one step (actors/base/loop_slices.py)."""
 
     async def read_response(self, initial_connect: bool = False) -> Any:
         await turn_if_held()

@@ -9,7 +9,15 @@ from collections.abc import Iterable
 
 import orjson
 
-from actors.acl import (
+from actors.base.ports import (
+    BrokerInfo,
+    LeaderAndIsr,
+    LeadershipInfo,
+    ReplicaAssignment,
+    TopicAssignment,
+    TopicPartition,
+)
+from actors.security.acl import (
     AclEntry,
     AclError,
     AclOperation,
@@ -19,14 +27,6 @@ from actors.acl import (
     ResourceType,
     check_principal,
     parse_name,
-)
-from actors.ports import (
-    BrokerInfo,
-    LeaderAndIsr,
-    LeadershipInfo,
-    ReplicaAssignment,
-    TopicAssignment,
-    TopicPartition,
 )
 from wire.endpoint import Endpoint
 

@@ -18,9 +18,9 @@ import logging
 from collections.abc import Mapping
 from typing import Protocol
 
-from actors.clock import Clock
-from actors.config_admin import USERS
-from actors.credential_cache import CredentialCache, scram_credentials
+from actors.admin.config_admin import USERS
+from actors.base.clock import Clock
+from actors.security.credential_cache import CredentialCache, scram_credentials
 from node.zk import data, paths
 from node.zk.change_listener import ChangeNotificationListener
 from node.zk.store import ZkClusterStore

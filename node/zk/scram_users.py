@@ -17,8 +17,8 @@ from collections.abc import Iterable
 
 import scramp
 
-from actors.config_admin import USERS
-from actors.credential_cache import scram_credentials
+from actors.admin.config_admin import USERS
+from actors.security.credential_cache import scram_credentials
 from node.zk import paths
 from node.zk.client import NotEmpty
 from node.zk.store import ZkClusterStore

@@ -22,9 +22,9 @@ from typing import Any
 from aiozk.protocol.acl import ACL
 from aiozk.protocol.stat import Stat
 
-from actors.clock import Clock
-from actors.loop_slices import SLICE, turn_if_held
-from actors.ports import (
+from actors.base.clock import Clock
+from actors.base.loop_slices import SLICE, turn_if_held
+from actors.base.ports import (
     BrokerIdTakenError,
     BrokerInfo,
     ClusterWatcher,
@@ -304,7 +304,7 @@ class ZkClusterStore:
             if value is None:
                 continue
             # A topic of 1,000 partitions takes a millisecond or two to decode; 200 of them
-            # read together would hold the loop (actors/loop_slices.py).
+            # read together would hold the loop (actors/base/loop_slices.py).
             await turn_if_held()
             try:
                 assignments[name] = data.decode_topic(name, value[0])

@@ -8,7 +8,7 @@ from typing import Protocol
 
 import pytest
 
-from actors.ports import BrokerInfo, RegisteredBroker
+from actors.base.ports import BrokerInfo, RegisteredBroker
 from node.broker.channel_manager import RETRY_BACKOFF_MAX_S, ControllerChannelManager
 from node.cluster.zookeeper import free_ports
 from tests.fakes import FakeBrokerChannel

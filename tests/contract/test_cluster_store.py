@@ -13,8 +13,8 @@ from typing import Protocol
 import pytest
 from kazoo.client import KazooClient
 
-from actors.clock import SystemClock
-from actors.ports import (
+from actors.base.clock import SystemClock
+from actors.base.ports import (
     BrokerIdTakenError,
     BrokerInfo,
     ControllerEpoch,

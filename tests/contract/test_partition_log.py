@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.ports import PartitionLog, TopicPartition
+from actors.base.ports import PartitionLog, TopicPartition
 from node.broker.log.config import LogConfig
 from node.broker.log.log import Log
 from node.sim.log_store import MemoryLog

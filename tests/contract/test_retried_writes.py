@@ -11,8 +11,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from actors.clock import SystemClock
-from actors.ports import LeaderAndIsr, TopicPartition
+from actors.base.clock import SystemClock
+from actors.base.ports import LeaderAndIsr, TopicPartition
 from node.cluster.zookeeper import EmbeddedZooKeeper
 from node.zk import data, paths
 from node.zk.client import ZooKeeperClient

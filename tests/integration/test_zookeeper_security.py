@@ -15,8 +15,8 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 
-from actors.clock import SystemClock
-from actors.credential_cache import CredentialCache
+from actors.base.clock import SystemClock
+from actors.security.credential_cache import CredentialCache
 from node.cluster.zookeeper import EmbeddedZooKeeper
 from node.zk import paths
 from node.zk.acls import DigestCredentials, ZkSecurity

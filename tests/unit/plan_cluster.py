@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from actors.ports import ReplicaAssignment
+from actors.base.ports import ReplicaAssignment
 from wire.api import (
     AlterConfigsResource,
     AlterConfigsResourceResponse,

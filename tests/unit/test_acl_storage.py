@@ -8,8 +8,15 @@ from pathlib import Path
 import orjson
 import pytest
 
-from actors.acl import AclEntry, AclOperation, AclPermissionType, PatternType, ResourcePattern, ResourceType
-from actors.authorizer import AclAuthorizer, AuthorizerConfig
+from actors.security.acl import (
+    AclEntry,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+)
+from actors.security.authorizer import AclAuthorizer, AuthorizerConfig
 from node.cluster.state import ClusterState
 from node.cluster.zookeeper import EmbeddedZooKeeper
 from node.planner.service import PlannerService

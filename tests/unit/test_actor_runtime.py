@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from actors.runtime import Actor, ActorHandle, ActorStopped
+from actors.base.runtime import Actor, ActorHandle, ActorStopped
 
 
 class Counter(Actor[tuple[str, int]]):

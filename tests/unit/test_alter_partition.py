@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from actors.ports import LeaderAndIsr, TopicPartition
+from actors.base.ports import LeaderAndIsr, TopicPartition
 from tests.controllers import ControllerCluster as Cluster
 from tests.controllers import settled, started
 from tests.support import eventually

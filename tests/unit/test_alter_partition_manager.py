@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import asyncio
 
-from actors.broker.alter_partition_manager import PARTITIONS_PER_REQUEST, AlterPartitionManager
-from actors.broker.partition import PendingIsr
-from actors.ports import TopicPartition
+from actors.base.ports import TopicPartition
+from actors.replica.alter_partition_manager import PARTITIONS_PER_REQUEST, AlterPartitionManager
+from actors.replica.partition import PendingIsr
 from tests.support import eventually
 from wire.api import (
     AlterPartitionRequest,

@@ -1,14 +1,21 @@
-"""What each API needs (actors/api_authorization.py): whole requests refused with 31, topics
+"""What each API needs (actors/security/api_authorization.py): whole requests refused with 31, topics
 split off with 29, against a real AclAuthorizer holding a few ACLs."""
 
 from __future__ import annotations
 
 import pytest
 
-from actors import api_authorization as authz
-from actors.acl import CLUSTER_NAME, AclEntry, AclOperation, AclPermissionType, ResourcePattern, ResourceType
-from actors.api_authorization import CLUSTER_OPERATIONS, Check
-from actors.authorizer import AclAuthorizer, AuthorizerConfig
+from actors.security import api_authorization as authz
+from actors.security.acl import (
+    CLUSTER_NAME,
+    AclEntry,
+    AclOperation,
+    AclPermissionType,
+    ResourcePattern,
+    ResourceType,
+)
+from actors.security.api_authorization import CLUSTER_OPERATIONS, Check
+from actors.security.authorizer import AclAuthorizer, AuthorizerConfig
 from wire.api import (
     ApiKey,
     CreatableTopic,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from actors.acl import (
+from actors.security.acl import (
     CLUSTER_NAME,
     AclBinding,
     AclEntry,
@@ -17,7 +17,7 @@ from actors.acl import (
     check_binding,
     parse_name,
 )
-from actors.authorizer import AclAuthorizer, AuthorizerConfig, parse_super_users
+from actors.security.authorizer import AclAuthorizer, AuthorizerConfig, parse_super_users
 from wire.context import RequestContext
 
 Op = AclOperation

@@ -13,8 +13,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from actors.ports import LeaderAndIsr
-from actors.state_change_log import StateChangeLogger, describe_leader_and_isr
+from actors.base.ports import LeaderAndIsr
+from actors.base.state_change_log import StateChangeLogger, describe_leader_and_isr
 from node.broker.config import load_config
 from node.broker.logs import (
     CONTROLLER_LOG,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 
-from actors.ports import BrokerInfo, RegisteredBroker, ReplicaAssignment, TopicAssignment
+from actors.base.ports import BrokerInfo, RegisteredBroker, ReplicaAssignment, TopicAssignment
 from node.planner.broker_watch import follow_brokers
 from tests.support import eventually
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.state_change_log import StateChangeLogger
+from actors.base.state_change_log import StateChangeLogger
 from node.broker.logs import STATE_CHANGE_LOG, LogSettings, configure_logging, log_files
 from node.chaos import checker, logs
 from node.chaos.checker import Violation

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from actors.config_admin import (
+from actors.admin.config_admin import (
     ConfigError,
     apply_operations,
     effective_broker_configs,

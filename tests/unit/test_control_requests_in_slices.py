@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from actors import loop_slices
-from actors.broker.replica_manager import ControlRequest, ReplicaManager
-from actors.state_change_log import STATE_CHANGE_LOGGER
+from actors.base import loop_slices
+from actors.base.state_change_log import STATE_CHANGE_LOGGER
+from actors.replica.replica_manager import ControlRequest, ReplicaManager
 from node.broker.log.config import LogConfig
 from node.broker.log.manager import LogManager
 from tests.support import turns_while

@@ -4,8 +4,8 @@ and when a broker becomes eligible again."""
 
 from __future__ import annotations
 
+from actors.base.ports import TopicPartition
 from actors.controller.context import PartitionReplica, ReplicaState
-from actors.ports import TopicPartition
 from tests.controllers import ControllerCluster as Cluster
 from tests.controllers import leader_and_isr_to, settled, started
 from tests.support import eventually

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, cast
 
-from actors.ports import BrokerInfo, RegisteredBroker
+from actors.base.ports import BrokerInfo, RegisteredBroker
 from node.broker.apis import REGISTERED_BROKERS_TTL_S, BrokerApis
 from tests.support import ManualClock
 from wire.api import API_SPECS, ApiKey, UpdateMetadataRequest, UpdateMetadataResponse

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 import pytest
 
-from actors.credential_cache import CredentialCache
+from actors.security.credential_cache import CredentialCache
 from node.broker.dynamic_config import TopicConfigHandler
 from node.zk.change_listener import ChangeNotificationListener
 from node.zk.dynamic_config import DynamicConfigManager, UserConfigHandler

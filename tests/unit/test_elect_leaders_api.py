@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
+from actors.base.ports import TopicPartition
 from actors.controller.leader_election import ElectionOutcome
-from actors.ports import TopicPartition
 from node.broker.leader_election import elect_leaders
 from wire.api import (
     ElectionType,

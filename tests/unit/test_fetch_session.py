@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from actors.broker.fetch_session import (
+from actors.base.ports import TopicPartition
+from actors.replica.fetch_session import (
     DIRTY_ANSWERED_PER_FETCH,
     PARTITIONS_ADDED_PER_FETCH,
     FetchSessionCache,
     FetchSessionClient,
 )
-from actors.broker.replica_manager import ReplicaManager
-from actors.ports import TopicPartition
+from actors.replica.replica_manager import ReplicaManager
 from node.broker.log.config import LogConfig
 from node.broker.log.manager import LogManager
 from wire import records

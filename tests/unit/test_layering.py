@@ -9,7 +9,9 @@ or processes; nor does it call asyncio's own I/O (streams, servers, subprocesses
 Inside `node/`, its packages stand on three floors (node/__init__.py is the floor plan):
 libraries every process uses, the processes, the tools. A package imports the floors below
 its own; on its floor, a library or a tool imports only those named before it, and the two
-processes import neither the other.
+processes import neither the other. Inside `actors/`, its packages are grouped by what they
+hold: `base` (the runtime, the ports) under the rules (`admin`, then `security`), under the
+actors (`replica`, `controller`), which import neither the other.
 """
 
 from __future__ import annotations
@@ -23,10 +25,18 @@ ROOT = Path(__file__).resolve().parents[2]
 OURS = {"wire", "actors", "node"}
 ALLOWED = {"wire": set(), "actors": {"wire"}, "node": {"actors", "wire"}}
 # node/'s floors, from the bottom; on an ordered floor a package may import those before it.
-NODE_FLOORS: tuple[tuple[str, bool, tuple[str, ...]], ...] = (
+Floors = tuple[tuple[str, bool, tuple[str, ...]], ...]
+NODE_FLOORS: Floors = (
     ("libraries", True, ("command", "security", "metrics", "zk", "clients", "config")),
     ("processes", False, ("broker", "planner")),
     ("tools", True, ("sim", "cluster", "chaos", "cli", "ui")),
+)
+# actors/'s packages by what they hold: the runtime and ports under everything, the admin
+# rules, then security, the replica manager and the controller, which use neither the other.
+ACTORS_FLOORS: Floors = (
+    ("base", True, ("base",)),
+    ("rules", True, ("admin", "security")),
+    ("actors", False, ("replica", "controller")),
 )
 # Modules whose import means files, sockets, TLS, processes, threads or a ZooKeeper client.
 FORBIDDEN_IN_ACTORS = {
@@ -197,45 +207,63 @@ def test_packages_import_only_the_layers_below(package: str) -> None:
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
-def node_package(module: str) -> str | None:
-    """The package of node/ a module is in (`node.zk.client` -> `zk`); None for node itself."""
+def package_in(top: str, module: str) -> str | None:
+    """The package of `top` a module is in (`node.zk.client` -> `zk`); None outside one."""
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 and parts[0] == "node" else None
+    return parts[1] if len(parts) > 1 and parts[0] == top else None
 
 
-def allowed_in_node(package: str) -> set[str]:
-    """The packages of node/ that `package` may import."""
+def allowed_on(floors: Floors, package: str) -> set[str]:
+    """The packages that `package` may import, by the floors."""
     allowed: set[str] = set()
-    for _, ordered, packages in NODE_FLOORS:
+    for _, ordered, packages in floors:
         if package in packages:
             return allowed | (set(packages[: packages.index(package)]) if ordered else set())
         allowed |= set(packages)
-    raise AssertionError(f"node/{package} stands on no floor: put it on one in NODE_FLOORS")
+    raise AssertionError(f"{package} stands on no floor: put it on one")
 
 
-def node_floor_offenders(modules: dict[str, set[str]]) -> dict[str, list[str]]:
-    """For each module of node/ (by name, with the names it imports), the packages of node/
+def floor_offenders(modules: dict[str, set[str]], top: str, floors: Floors) -> dict[str, list[str]]:
+    """For each module of `top` (by name, with the names it imports), the packages of `top`
     it imports that its floor does not allow."""
     offenders = {}
     for module, names in modules.items():
-        package = node_package(module)
+        package = package_in(top, module)
         if package is None:
             continue
-        used = {node_package(n) for n in names} - {None, package}
-        wrong = sorted(p for p in used if p is not None and p not in allowed_in_node(package))
+        used = {package_in(top, n) for n in names} - {None, package}
+        wrong = sorted(p for p in used if p is not None and p not in allowed_on(floors, package))
         if wrong:
             offenders[module] = wrong
     return offenders
 
 
-def test_node_packages_stand_on_their_floors() -> None:
-    placed = {p for _, _, packages in NODE_FLOORS for p in packages}
-    present = {path.parent.name for path in (ROOT / "node").glob("*/__init__.py")}
-    assert present == placed, "every package of node/ is on exactly one floor"
-    loose = sorted(p.name for p in (ROOT / "node").glob("*.py") if p.name != "__init__.py")
-    assert loose == [], "node/'s modules live in its packages"
-    modules = {module_name(p): imported_names(parse(p), package_of(p)) for p in sources("node")}
-    assert node_floor_offenders(modules) == {}
+def node_floor_offenders(modules: dict[str, set[str]]) -> dict[str, list[str]]:
+    return floor_offenders(modules, "node", NODE_FLOORS)
+
+
+@pytest.mark.parametrize(("top", "floors"), [("node", NODE_FLOORS), ("actors", ACTORS_FLOORS)])
+def test_packages_stand_on_their_floors(top: str, floors: Floors) -> None:
+    placed = {p for _, _, packages in floors for p in packages}
+    present = {path.parent.name for path in (ROOT / top).glob("*/__init__.py")}
+    assert present == placed, f"every package of {top}/ is on exactly one floor"
+    loose = sorted(p.name for p in (ROOT / top).glob("*.py") if p.name != "__init__.py")
+    assert loose == [], f"{top}/'s modules live in its packages"
+    modules = {module_name(p): imported_names(parse(p), package_of(p)) for p in sources(top)}
+    assert floor_offenders(modules, top, floors) == {}
+
+
+@pytest.mark.parametrize(
+    ("module", "imported"),
+    [
+        ("actors.base.ports", "actors.admin.topic_admin"),  # the base imports a rule
+        ("actors.admin.topic_admin", "actors.security.acl"),  # admin imports one named after it
+        ("actors.admin.config_admin", "actors.replica.replication_quota"),  # a rule imports an actor
+        ("actors.controller.context", "actors.replica.partition"),  # an actor imports the other
+    ],
+)
+def test_the_actors_floor_check_sees_a_violation(module: str, imported: str) -> None:
+    assert floor_offenders({module: {imported}}, "actors", ACTORS_FLOORS) != {}
 
 
 @pytest.mark.parametrize(
@@ -291,12 +319,12 @@ def test_the_check_sees_a_violation() -> None:
 
 
 def test_relative_imports_resolve_to_the_modules_they_name() -> None:
-    tree = ast.parse("from . import events\nfrom ..broker.handle import BrokerHandle\n")
+    tree = ast.parse("from . import events\nfrom ..replica.handle import BrokerHandle\n")
     assert imported_names(tree, "actors.controller") == {
         "actors.controller",
         "actors.controller.events",
-        "actors.broker.handle",
-        "actors.broker.handle.BrokerHandle",
+        "actors.replica.handle",
+        "actors.replica.handle.BrokerHandle",
     }
     with pytest.raises(ValueError, match="above the top package"):
         imported_names(ast.parse("from ... import x\n"), "wire.api")
@@ -327,7 +355,7 @@ def test_relative_imports_resolve_to_the_modules_they_name() -> None:
     ],
 )
 def test_the_io_check_sees_a_violation(source: str) -> None:
-    assert io_in_actors(ast.parse(source), "actors.broker") != set()
+    assert io_in_actors(ast.parse(source), "actors.replica") != set()
 
 
 @pytest.mark.parametrize(
@@ -350,7 +378,7 @@ def test_the_io_check_lets_the_loop_schedule() -> None:
         "loop.call_later(1.0, wake)\n"
         "await asyncio.wait_for(future, 1.0)\n"
     )
-    assert io_in_actors(ast.parse(source), "actors.broker") == set()
+    assert io_in_actors(ast.parse(source), "actors.replica") == set()
 
 
 def import_cycles() -> list[list[str]]:

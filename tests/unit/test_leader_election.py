@@ -8,6 +8,14 @@ import logging
 
 import pytest
 
+from actors.base.ports import (
+    BrokerInfo,
+    LeaderAndIsr,
+    LeadershipInfo,
+    RegisteredBroker,
+    ReplicaAssignment,
+    TopicPartition,
+)
 from actors.controller import KafkaController
 from actors.controller.context import ControllerContext
 from actors.controller.events import ControllerState
@@ -17,14 +25,6 @@ from actors.controller.leader_election import (
     election_response,
     plan_election,
     rebalance_candidates,
-)
-from actors.ports import (
-    BrokerInfo,
-    LeaderAndIsr,
-    LeadershipInfo,
-    RegisteredBroker,
-    ReplicaAssignment,
-    TopicPartition,
 )
 from node.broker.leader_election import elect_leaders as broker_elect_leaders
 from tests.controllers import ControllerCluster as Cluster

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.ports import (
+from actors.base.ports import (
     BrokerInfo,
     LeaderAndIsr,
     RegisteredBroker,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.ports import LogCorruption, TopicPartition
+from actors.base.ports import LogCorruption, TopicPartition
 from node.broker.log import manager as manager_module
 from node.broker.log import segment as segment_module
 from node.broker.log.checkpoint import read_checkpoint

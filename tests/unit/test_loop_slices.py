@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from actors import loop_slices
-from actors.loop_slices import BUDGET_S, sliced, turn_if_held
+from actors.base import loop_slices
+from actors.base.loop_slices import BUDGET_S, sliced, turn_if_held
 from node.sim.loop import VirtualTimeLoop
 from tests.support import turns_while
 

@@ -4,8 +4,8 @@ broker, none holding more than a group's partition states."""
 
 from __future__ import annotations
 
+from actors.base.ports import TopicPartition
 from actors.controller.workflows import NEW_PARTITIONS_PER_STEP
-from actors.ports import TopicPartition
 from tests.controllers import ControllerCluster, leader_and_isr_to, settled, started
 from tests.support import eventually
 from wire.api import UpdateMetadataRequest

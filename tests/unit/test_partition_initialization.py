@@ -10,10 +10,10 @@ import logging
 
 import pytest
 
+from actors.base.ports import LeaderAndIsr, TopicPartition
+from actors.base.state_change_log import STATE_CHANGE_LOGGER
 from actors.controller.context import PartitionState
 from actors.controller.initialization_retries import FIRST_RETRY_S, MAX_RETRY_S
-from actors.ports import LeaderAndIsr, TopicPartition
-from actors.state_change_log import STATE_CHANGE_LOGGER
 from tests.controllers import ControllerCluster as Cluster
 from tests.controllers import leader_and_isr_to, settled, started
 from tests.support import eventually

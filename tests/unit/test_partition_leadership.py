@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from actors.controller.context import PartitionState
-from actors.ports import (
+from actors.base.ports import (
     LeaderAndIsr,
     ReplicaAssignment,
     TopicAssignment,
     TopicPartition,
 )
+from actors.controller.context import PartitionState
 from tests.controllers import ControllerCluster as Cluster
 from tests.controllers import leader_and_isr_to, settled, started
 from tests.support import eventually

@@ -7,8 +7,7 @@ import time
 
 import pytest
 
-from actors.broker.metadata_cache import MetadataCache
-from actors.partition_limits import (
+from actors.admin.partition_limits import (
     PartitionLimits,
     ReplicaCounts,
     check_before_placement,
@@ -16,8 +15,9 @@ from actors.partition_limits import (
     check_replica_counts,
     topic_znode_bytes,
 )
-from actors.ports import ReplicaAssignment, TopicAssignment
-from actors.topic_admin import TopicError, partitions_to_add, validate_counts
+from actors.admin.topic_admin import TopicError, partitions_to_add, validate_counts
+from actors.base.ports import ReplicaAssignment, TopicAssignment
+from actors.replica.metadata_cache import MetadataCache
 from node.broker.config import load_config
 from node.config.properties import ConfigError
 from node.zk.data import encode_topic

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.clock import SystemClock
+from actors.base.clock import SystemClock
 from node.planner.executor import PlanExecutionError, PlanExecutor, PlanInProgress
 from node.planner.moves import MoveState
 from node.planner.plan_state import MemoryPlanRecord, PlanFile

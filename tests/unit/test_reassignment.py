@@ -9,10 +9,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from actors.base.ports import ReplicaAssignment, TopicPartition
 from actors.controller.context import PartitionReplica, ReplicaState
 from actors.controller.events import ControllerState, Expire
 from actors.controller.reassignment import build_reassignment, is_complete, validate_target
-from actors.ports import ReplicaAssignment, TopicPartition
 from tests.controllers import ControllerCluster as Cluster
 from tests.controllers import settled, started
 from tests.support import eventually

@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from actors.base.ports import ReplicaAssignment, TopicPartition
 from actors.controller.context import PartitionReplica, ReplicaState
-from actors.ports import ReplicaAssignment, TopicPartition
 from tests.controllers import ControllerCluster as Cluster
 from tests.controllers import settled, started
 from tests.support import eventually

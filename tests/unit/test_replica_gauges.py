@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from actors.broker.partition import TopicPartition
-from actors.broker.replica_gauges import ReplicaGauges, replica_gauges
-from actors.broker.replica_manager import ReplicaManager
+from actors.replica.partition import TopicPartition
+from actors.replica.replica_gauges import ReplicaGauges, replica_gauges
+from actors.replica.replica_manager import ReplicaManager
 from node.broker.log.config import LogConfig
 from node.broker.log.manager import LogManager
 from tests.unit.test_replica_manager import MY_EPOCH, leader_and_isr, state

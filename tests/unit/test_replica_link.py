@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from actors.ports import BrokerInfo, RegisteredBroker
+from actors.base.ports import BrokerInfo, RegisteredBroker
 from node.broker.replica_link import RpcReplicaLink
 from node.cluster.zookeeper import free_ports
 from wire.api import (

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from actors.broker.handle import ReplicaManagerHandle
-from actors.broker.partition import Role, TopicPartition
-from actors.broker.replica_manager import ReplicaManager
-from actors.broker.replication import NoReplication
+from actors.replica.handle import ReplicaManagerHandle
+from actors.replica.partition import Role, TopicPartition
+from actors.replica.replica_manager import ReplicaManager
+from actors.replica.replication import NoReplication
 from node.broker.log.config import LogConfig
 from node.broker.log.manager import LogManager
 from wire.api import (

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from actors.broker.partition import FollowerState, Partition, PendingIsr, Role, TopicPartition
-from actors.broker.replica_manager import ReplicaManager
+from actors.replica.partition import FollowerState, Partition, PendingIsr, Role, TopicPartition
+from actors.replica.replica_manager import ReplicaManager
 from node.broker.log.config import LogConfig
 from node.broker.log.manager import LogManager
 from tests.support import ManualClock

@@ -8,9 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from actors.broker.partition import TopicPartition
-from actors.broker.replication_quota import UNLIMITED, ReplicationQuota, ReplicationThrottle, throttled_on
-from actors.throttle_configs import FOLLOWER_REPLICAS, LEADER_REPLICAS, parse_rate, parse_throttled_replicas
+from actors.admin.throttle_configs import (
+    FOLLOWER_REPLICAS,
+    LEADER_REPLICAS,
+    parse_rate,
+    parse_throttled_replicas,
+)
+from actors.replica.partition import TopicPartition
+from actors.replica.replication_quota import UNLIMITED, ReplicationQuota, ReplicationThrottle, throttled_on
 from tests.support import ManualClock
 from tests.unit.test_replication import TP, Brokers, fetch, produce
 

@@ -13,8 +13,8 @@ import collections.abc
 
 import pytest
 
-from actors.clock import SystemClock
-from actors.ports import LeaderAndIsr, TopicPartition
+from actors.base.clock import SystemClock
+from actors.base.ports import LeaderAndIsr, TopicPartition
 from node.zk import data, paths
 from node.zk.client import BadVersion, NodeExists, ZooKeeperClient, multi_failure
 from node.zk.store import ZkClusterStore

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from actors.retry import Retry, retrying
+from actors.base.retry import Retry, retrying
 from tests.support import ManualClock, eventually
 from wire.api import ApiVersionsRequest, ApiVersionsResponse, Response
 from wire.endpoint import Endpoint, parse_bootstrap
@@ -98,7 +98,7 @@ async def test_pool_drops_the_connection_on_a_wire_error() -> None:
     await pool.close()
 
 
-# --- waiting between attempts, on the Clock port (actors/retry.py) ---
+# --- waiting between attempts, on the Clock port (actors/base/retry.py) ---
 
 
 def fixed(delay_s: float) -> Backoff:

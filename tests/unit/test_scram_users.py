@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from actors.credential_cache import CredentialCache, scram_credentials
+from actors.security.credential_cache import CredentialCache, scram_credentials
 from node.cli.user_commands import parse_add_config
 from node.zk import data
 from node.zk.paths import desanitize, sanitize

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import asyncio
 
-from actors.broker.fetcher import ReplicaFetcher
-from actors.broker.replication import FetchPlan
-from actors.ports import BrokerInfo, RegisteredBroker
+from actors.base.ports import BrokerInfo, RegisteredBroker
+from actors.replica.fetcher import ReplicaFetcher
+from actors.replica.replication import FetchPlan
 from node.broker.channel_manager import ControllerChannelManager
 from tests.support import eventually
 from wire.api import ApiVersionsRequest, ApiVersionsResponse, FetchRequest, FetchResponse, Request, Response

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from actors.broker.partition import Role
+from actors.base.ports import LeaderAndIsr, ReplicaAssignment, TopicAssignment, TopicPartition
 from actors.controller.event_manager import ControllerEventManager
 from actors.controller.events import Startup
-from actors.ports import LeaderAndIsr, ReplicaAssignment, TopicAssignment, TopicPartition
+from actors.replica.partition import Role
 from node.sim.invariants import Ack, Checker, UnexpectedErrors, Violation
 from node.sim.log_store import MemoryLogStore
 from node.sim.loop import run_simulated

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.ports import TopicPartition
+from actors.base.ports import TopicPartition
 from node.broker.log.config import LogConfig
 from node.broker.log.log import Log
 from node.cluster.local import ROOT

@@ -1,4 +1,4 @@
-"""The controller's state-change log (actors/state_change_log.py): its state machines' lines in
+"""The controller's state-change log (actors/base/state_change_log.py): its state machines' lines in
 Kafka's words, with the controller epoch, on the real state machines, the in-memory store and
 a recording channel."""
 
@@ -8,12 +8,18 @@ import logging
 
 import pytest
 
+from actors.base.ports import (
+    LeaderAndIsr,
+    LeadershipInfo,
+    RegisteredBroker,
+    ReplicaAssignment,
+    TopicPartition,
+)
+from actors.base.state_change_log import STATE_CHANGE_LOGGER, StateChangeLogger
 from actors.controller.context import ControllerContext, PartitionReplica, PartitionState, ReplicaState
 from actors.controller.partition_state_machine import PartitionStateMachine, Strategy
 from actors.controller.replica_state_machine import ReplicaStateMachine
 from actors.controller.request_batch import RequestBatch
-from actors.ports import LeaderAndIsr, LeadershipInfo, RegisteredBroker, ReplicaAssignment, TopicPartition
-from actors.state_change_log import STATE_CHANGE_LOGGER, StateChangeLogger
 from tests.controllers import info
 from tests.fakes import FakeBrokerChannel, FakeClusterStore, FakeZooKeeper
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from actors.broker.partition import PendingIsr, TopicPartition
-from actors.broker.replica_manager import ReplicaManager
-from actors.broker.replica_messages import LogDirFailed
+from actors.replica.partition import PendingIsr, TopicPartition
+from actors.replica.replica_manager import ReplicaManager
+from actors.replica.replica_messages import LogDirFailed
 from node.broker.log.config import LogConfig
 from node.broker.log.manager import LogManager
 from tests.controllers import ControllerCluster, settled, started

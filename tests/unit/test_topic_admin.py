@@ -7,8 +7,7 @@ import random
 
 import pytest
 
-from actors.ports import ReplicaAssignment
-from actors.topic_admin import (
+from actors.admin.topic_admin import (
     TopicError,
     assign_replicas,
     place_replicas,
@@ -18,6 +17,7 @@ from actors.topic_admin import (
     validate_configs,
     validate_name,
 )
+from actors.base.ports import ReplicaAssignment
 from wire.errors import ErrorCode
 
 

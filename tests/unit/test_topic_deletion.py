@@ -11,6 +11,14 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from actors.base.ports import (
+    LeaderAndIsr,
+    LeadershipInfo,
+    RegisteredBroker,
+    ReplicaAssignment,
+    TopicAssignment,
+    TopicPartition,
+)
 from actors.controller import KafkaController
 from actors.controller.context import (
     ControllerContext,
@@ -23,14 +31,6 @@ from actors.controller.partition_state_machine import PartitionStateMachine
 from actors.controller.replica_state_machine import ReplicaStateMachine
 from actors.controller.request_batch import RequestBatch
 from actors.controller.topic_deletion import TopicDeletionManager, deletion_errors
-from actors.ports import (
-    LeaderAndIsr,
-    LeadershipInfo,
-    RegisteredBroker,
-    ReplicaAssignment,
-    TopicAssignment,
-    TopicPartition,
-)
 from tests.controllers import ControllerCluster as Cluster
 from tests.controllers import info, settled, started
 from tests.fakes import FakeBrokerChannel, FakeClusterStore, FakeZooKeeper, _Ephemeral

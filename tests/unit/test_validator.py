@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from actors.broker import leader_path
-from actors.ports import TopicPartition
+from actors.base.ports import TopicPartition
+from actors.replica import leader_path
 from node.broker.log.config import LogConfig
 from node.broker.log.log import Log
 from node.broker.log.validator import validate_as_leader
@@ -218,7 +218,7 @@ def test_refused_produces_are_a_few_lines_not_one_per_batch(
             )
         ],
     )
-    with caplog.at_level(logging.WARNING, logger="actors.broker.leader_path"):
+    with caplog.at_level(logging.WARNING, logger="actors.replica.leader_path"):
         for _ in range(50):
             manager.leader_path.append_records(bad)
     assert sum("refused a produce" in r.getMessage() for r in caplog.records) == 5

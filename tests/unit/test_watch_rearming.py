@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from actors.ports import BrokerInfo, RegisteredBroker, ReplicaAssignment, TopicAssignment, TopicPartition
+from actors.base.ports import BrokerInfo, RegisteredBroker, ReplicaAssignment, TopicAssignment, TopicPartition
 from tests.controllers import ControllerCluster as Cluster
 from tests.controllers import settled, started
 from tests.support import eventually

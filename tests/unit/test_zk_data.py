@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from actors.ports import BrokerInfo, TopicPartition
+from actors.base.ports import BrokerInfo, TopicPartition
 from node.zk import data
 from node.zk.client import split_connect
 from wire.endpoint import Endpoint
@@ -140,7 +140,7 @@ def test_preferred_replica_election_round_trips_as_kafka_writes_it() -> None:
 
 
 def test_reassign_partitions_json() -> None:
-    from actors.ports import TopicPartition
+    from actors.base.ports import TopicPartition
 
     raw = data.encode_partition_reassignment({TopicPartition("t", 0): (4, 5, 6)})
     assert orjson.loads(raw) == {

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from actors.ports import LogCorruption, TopicPartition
+from actors.base.ports import LogCorruption, TopicPartition
 from node.broker.log.config import LogConfig
 from node.broker.log.epoch_cache import LeaderEpochCache
 from node.broker.log.failure_channel import LogDirFailureChannel

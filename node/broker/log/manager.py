@@ -23,8 +23,8 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from actors.loop_slices import each
-from actors.ports import TopicPartition
+from actors.base.loop_slices import each
+from actors.base.ports import TopicPartition
 from node.broker.log.checkpoint import CheckpointError, read_checkpoint, write_checkpoint
 from node.broker.log.config import LogConfig
 from node.broker.log.failure_channel import LogDirFailureChannel

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from actors.broker.metadata_cache import MetadataCache
-from actors.broker.partition import Partition, PendingIsr, TopicPartition
-from actors.broker.replication import FetchPlan
+from actors.replica.metadata_cache import MetadataCache
+from actors.replica.partition import Partition, PendingIsr, TopicPartition
+from actors.replica.replication import FetchPlan
 from wire.api import (
     AlterPartitionResult,
     FetchRequest,

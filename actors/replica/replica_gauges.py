@@ -7,9 +7,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
-from actors.broker.partition import Partition, Role
-from actors.broker.replica_state import ReplicaState
-from actors.loop_slices import sliced
+from actors.base.loop_slices import sliced
+from actors.replica.partition import Partition, Role
+from actors.replica.replica_state import ReplicaState
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,7 +35,7 @@ def replica_gauges(state: ReplicaState, default_min_isr: int) -> ReplicaGauges:
 
 
 async def replica_gauges_in_slices(state: ReplicaState, default_min_isr: int) -> ReplicaGauges:
-    """The same pass, the loop turning between slices (actors/loop_slices.py): at 200k hosted
+    """The same pass, the loop turning between slices (actors/base/loop_slices.py): at 200k hosted
     partitions it takes a tenth of a second or more."""
     counts = _LeaderCounts(state.topic_configs, default_min_isr)
     async for partitions in sliced(list(state.partitions.values())):

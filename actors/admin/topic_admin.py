@@ -13,8 +13,8 @@ import random
 import re
 from collections.abc import Mapping, Sequence
 
-from actors.ports import ReplicaAssignment
-from actors.throttle_configs import FOLLOWER_REPLICAS, LEADER_REPLICAS, parse_throttled_replicas
+from actors.admin.throttle_configs import FOLLOWER_REPLICAS, LEADER_REPLICAS, parse_throttled_replicas
+from actors.base.ports import ReplicaAssignment
 from wire.errors import ErrorCode
 
 MAX_NAME_LENGTH = 249

@@ -7,9 +7,9 @@ from __future__ import annotations
 import logging
 import math
 
-from actors.broker.partition import Partition, Role, TopicPartition
-from actors.broker.replica_state import ReplicaState
-from actors.broker.replication import FetchPlan
+from actors.replica.partition import Partition, Role, TopicPartition
+from actors.replica.replica_state import ReplicaState
+from actors.replica.replication import FetchPlan
 from wire.api import (
     FetchPartition,
     FetchPartitionData,

@@ -11,17 +11,17 @@ import dataclasses
 import logging
 from collections.abc import Iterable
 
-from actors.broker.broker_stats import BrokerStats
-from actors.broker.fetch_session import FetchSessionCache
-from actors.broker.fetch_targets import FetchTargets
-from actors.broker.metadata_cache import MetadataCache
-from actors.broker.partition import Partition, Role, TopicPartition
-from actors.broker.replica_messages import Snapshot
-from actors.broker.replication import ReplicationConfig
-from actors.broker.replication_quota import ReplicationThrottle
-from actors.clock import Clock, SystemClock
-from actors.loop_slices import each
-from actors.ports import LogStore, PartitionLog
+from actors.base.clock import Clock, SystemClock
+from actors.base.loop_slices import each
+from actors.base.ports import LogStore, PartitionLog
+from actors.replica.broker_stats import BrokerStats
+from actors.replica.fetch_session import FetchSessionCache
+from actors.replica.fetch_targets import FetchTargets
+from actors.replica.metadata_cache import MetadataCache
+from actors.replica.partition import Partition, Role, TopicPartition
+from actors.replica.replica_messages import Snapshot
+from actors.replica.replication import ReplicationConfig
+from actors.replica.replication_quota import ReplicationThrottle
 from wire.errors import ErrorCode
 
 log = logging.getLogger(__name__)

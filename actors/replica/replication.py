@@ -8,8 +8,8 @@ import asyncio
 import dataclasses
 from typing import Protocol
 
-from actors.broker.partition import PendingIsr
-from actors.ports import TopicPartition
+from actors.base.ports import TopicPartition
+from actors.replica.partition import PendingIsr
 from wire.api import FetchRequest, FetchResponse, OffsetsForLeaderEpochRequest, ProducePartitionResponse
 from wire.endpoint import Endpoint
 from wire.errors import ErrorCode

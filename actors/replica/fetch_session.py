@@ -19,7 +19,7 @@ import itertools
 import random
 from collections.abc import Iterable
 
-from actors.ports import TopicPartition
+from actors.base.ports import TopicPartition
 from wire.api import FetchPartition, FetchRequest, ForgottenTopic
 from wire.errors import ErrorCode
 
@@ -136,7 +136,7 @@ class FetchSessionCache:
     def _new_id(self) -> int:
         """A random id (as Kafka's), not the next of a sequence: a session is not found by
         counting (and only a principal with ClusterAction reaches the session code at all:
-        actors/api_authorization.py). Drawn from the system's generator, not from `random`,
+        actors/security/api_authorization.py). Drawn from the system's generator, not from `random`,
         which the simulation seeds: its seeds replay as before."""
         while True:
             session_id = _IDS.getrandbits(31)

@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from actors.clock import Clock, SystemClock
+from actors.base.clock import Clock, SystemClock
 from wire.retry import Backoff
 
 T = TypeVar("T")

@@ -23,13 +23,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from actors.clock import Clock
-from actors.ports import TopicPartition
-from actors.throttle_configs import (
+from actors.admin.throttle_configs import (
     FOLLOWER_REPLICAS,
     LEADER_REPLICAS,
     parse_throttled_replicas,
 )
+from actors.base.clock import Clock
+from actors.base.ports import TopicPartition
 
 # Kafka's default for both rates: Long.MaxValue, i.e. unlimited.
 UNLIMITED = 2**63 - 1

@@ -16,7 +16,7 @@ import collections
 import dataclasses
 from collections.abc import Collection, Mapping, Sequence
 
-from actors.topic_admin import TopicError
+from actors.admin.topic_admin import TopicError
 from wire.errors import ErrorCode
 
 # What a create or setData request carries besides the znode's data (header, path, ACL,

@@ -11,10 +11,10 @@ import itertools
 import logging
 from collections.abc import Awaitable, Callable
 
-from actors.broker.partition import PendingIsr
-from actors.clock import Clock
-from actors.ports import ReplicaLink, TopicPartition
-from actors.retry import Retry
+from actors.base.clock import Clock
+from actors.base.ports import ReplicaLink, TopicPartition
+from actors.base.retry import Retry
+from actors.replica.partition import PendingIsr
 from wire.api import (
     AlterPartitionItem,
     AlterPartitionRequest,

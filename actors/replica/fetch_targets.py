@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from actors.broker.fetch_session import FetchSessionClient
-from actors.ports import TopicPartition
+from actors.base.ports import TopicPartition
+from actors.replica.fetch_session import FetchSessionClient
 from wire.endpoint import Endpoint
 
 

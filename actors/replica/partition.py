@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from enum import Enum
 
-from actors.ports import PartitionLog, TopicPartition
+from actors.base.ports import PartitionLog, TopicPartition
 
 __all__ = ["FollowerState", "Partition", "PendingIsr", "Role", "TopicPartition"]
 

@@ -8,11 +8,11 @@ import asyncio
 import logging
 from collections.abc import Iterable
 
-from actors.broker.fetch_session import FULL_EPOCH, FetchSession
-from actors.broker.partition import Partition, PendingIsr, Role, TopicPartition
-from actors.broker.replica_state import ReplicaState, epoch_error
-from actors.broker.replication import ProduceOutcome, ReadOutcome, ReplicationEffects
-from actors.ports import LogCorruption
+from actors.base.ports import LogCorruption
+from actors.replica.fetch_session import FULL_EPOCH, FetchSession
+from actors.replica.partition import Partition, PendingIsr, Role, TopicPartition
+from actors.replica.replica_state import ReplicaState, epoch_error
+from actors.replica.replication import ProduceOutcome, ReadOutcome, ReplicationEffects
 from wire.api import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,

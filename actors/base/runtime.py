@@ -15,7 +15,7 @@ import dataclasses
 import logging
 from typing import Generic, Protocol, TypeVar
 
-from actors.loop_slices import turn_if_held
+from actors.base.loop_slices import turn_if_held
 
 log = logging.getLogger(__name__)
 

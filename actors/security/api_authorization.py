@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from actors.acl import CLUSTER_NAME, AclOperation, ResourceType
+from actors.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from wire.api import (
     ApiKey,
     CreatableTopicResult,

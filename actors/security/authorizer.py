@@ -22,7 +22,8 @@ import collections
 import dataclasses
 from collections.abc import Iterable
 
-from actors.acl import (
+from actors.admin.topic_admin import legal_topic_name
+from actors.security.acl import (
     WILDCARD_HOST,
     WILDCARD_PRINCIPAL,
     WILDCARD_RESOURCE,
@@ -35,7 +36,6 @@ from actors.acl import (
     ResourceType,
     check_principal,
 )
-from actors.topic_admin import legal_topic_name
 from wire.context import RequestContext
 
 _O = AclOperation

@@ -9,11 +9,15 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
-from actors.broker.alter_partition_manager import AlterPartitionManager
-from actors.broker.fetcher import ReplicaFetcher
-from actors.broker.partition import PendingIsr
-from actors.broker.replica_manager import ReplicaManager
-from actors.broker.replica_messages import (
+from actors.admin.partition_limits import ReplicaCounts
+from actors.base.clock import Clock
+from actors.base.ports import LogStore, ReplicaLink, TopicPartition
+from actors.base.runtime import ActorHandle
+from actors.replica.alter_partition_manager import AlterPartitionManager
+from actors.replica.fetcher import ReplicaFetcher
+from actors.replica.partition import PendingIsr
+from actors.replica.replica_manager import ReplicaManager
+from actors.replica.replica_messages import (
     BytesToCopy,
     ControlRequest,
     CountReplicas,
@@ -30,8 +34,8 @@ from actors.broker.replica_messages import (
     SetThrottles,
     Snapshot,
 )
-from actors.broker.replica_state import ReplicaState
-from actors.broker.replication import (
+from actors.replica.replica_state import ReplicaState
+from actors.replica.replication import (
     FetchPlan,
     NoReplication,
     ProduceOutcome,
@@ -39,10 +43,6 @@ from actors.broker.replication import (
     ReplicationConfig,
     ReplicationEffects,
 )
-from actors.clock import Clock
-from actors.partition_limits import ReplicaCounts
-from actors.ports import LogStore, ReplicaLink, TopicPartition
-from actors.runtime import ActorHandle
 from wire.api import (
     AlterPartitionResult,
     FetchRequest,

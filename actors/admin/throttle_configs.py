@@ -1,7 +1,7 @@
 """The replication throttles' configs (KIP-73), as Kafka names and checks them: two dynamic
 broker configs, the rates in bytes per second, and two topic configs, the throttled replicas
 (`*` or a list of `partition:broker`). The admin paths check them when they are written; the
-replica manager's quotas (actors/broker/replication_quota.py) read them."""
+replica manager's quotas (actors/replica/replication_quota.py) read them."""
 
 from __future__ import annotations
 

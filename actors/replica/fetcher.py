@@ -13,10 +13,10 @@ import asyncio
 import logging
 from typing import Protocol
 
-from actors.broker.replication import FetchPlan
-from actors.clock import Clock
-from actors.ports import ReplicaLink
-from actors.retry import Retry
+from actors.base.clock import Clock
+from actors.base.ports import ReplicaLink
+from actors.base.retry import Retry
+from actors.replica.replication import FetchPlan
 from wire.api import FetchResponse, OffsetsForLeaderEpochResponse
 from wire.errors import WireError
 from wire.retry import Backoff

@@ -25,10 +25,15 @@ import dataclasses
 import logging
 from collections.abc import Sequence
 
-from actors.broker.follower_path import FollowerPath
-from actors.broker.leader_path import LeaderPath
-from actors.broker.partition import Partition, Role, TopicPartition
-from actors.broker.replica_messages import (
+from actors.base.clock import Clock
+from actors.base.loop_slices import SLICE, sliced, turn_if_held
+from actors.base.ports import LogCorruption, LogStore
+from actors.base.runtime import Actor
+from actors.base.state_change_log import StateChangeLogger
+from actors.replica.follower_path import FollowerPath
+from actors.replica.leader_path import LeaderPath
+from actors.replica.partition import Partition, Role, TopicPartition
+from actors.replica.replica_messages import (
     BytesToCopy,
     ControlRequest,
     CountReplicas,
@@ -45,13 +50,8 @@ from actors.broker.replica_messages import (
     SetThrottles,
     Snapshot,
 )
-from actors.broker.replica_state import ReplicaState
-from actors.broker.replication import NoReplication, ReplicationConfig, ReplicationEffects
-from actors.clock import Clock
-from actors.loop_slices import SLICE, sliced, turn_if_held
-from actors.ports import LogCorruption, LogStore
-from actors.runtime import Actor
-from actors.state_change_log import StateChangeLogger
+from actors.replica.replica_state import ReplicaState
+from actors.replica.replication import NoReplication, ReplicationConfig, ReplicationEffects
 from wire.api import (
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
@@ -258,7 +258,7 @@ class ReplicaManager(Actor[ReplicaMessage]):
     async def _become_leader_or_follower_in_slices(
         self, request: LeaderAndIsrRequest, broker_epoch: int
     ) -> LeaderAndIsrResponse:
-        """The same, the loop turning between slices of the partition states (actors/loop_slices.py)."""
+        """The same, the loop turning between slices of the partition states (actors/base/loop_slices.py)."""
         refused = self._refused_leader_and_isr(request, broker_epoch)
         if refused is not None:
             return refused
@@ -518,7 +518,7 @@ class ReplicaManager(Actor[ReplicaMessage]):
     async def _update_metadata_in_slices(
         self, request: UpdateMetadataRequest, broker_epoch: int
     ) -> UpdateMetadataResponse:
-        """The same, the loop turning between slices of the partition states (actors/loop_slices.py)."""
+        """The same, the loop turning between slices of the partition states (actors/base/loop_slices.py)."""
         refused = self._refused_update_metadata(request, broker_epoch)
         if refused is not None:
             return refused

@@ -15,8 +15,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 
-from actors.loop_slices import turn_if_held
-from actors.ports import LeaderAndIsr
+from actors.base.loop_slices import turn_if_held
+from actors.base.ports import LeaderAndIsr
 
 STATE_CHANGE_LOGGER = "state.change.logger"
 
@@ -70,7 +70,7 @@ class StateChangeLogger:
 
     async def log_in_slices(self, level: int, lines: Iterable[str]) -> None:
         """`log`, in records of a thousand lines between which the loop turns if it has been
-        held (actors/loop_slices.py): a controlled shutdown or a broker failure at 200k
+        held (actors/base/loop_slices.py): a controlled shutdown or a broker failure at 200k
         partitions logs 70k changes at once, half a second or more to format and write."""
         if not _logger.isEnabledFor(level):
             return

@@ -8,8 +8,8 @@ import collections
 import dataclasses
 from collections.abc import Iterable
 
-from actors.broker.partition import TopicPartition
-from actors.partition_limits import ReplicaCounts
+from actors.admin.partition_limits import ReplicaCounts
+from actors.replica.partition import TopicPartition
 from wire.api import (
     LiveBroker,
     MetadataBroker,

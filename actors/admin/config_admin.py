@@ -5,15 +5,15 @@ what DescribeConfigs shows.
 
 Topic configs live in `/config/topics/<T>`, broker configs in `/config/brokers/<id>` and the
 cluster-wide defaults in `/config/brokers/<default>`. Keel's dynamic broker configs are the
-replication throttle rates; topic configs are those of `actors.topic_admin`.
+replication throttle rates; topic configs are those of `actors.admin.topic_admin`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from actors.throttle_configs import FOLLOWER_RATE, LEADER_RATE, parse_rate
-from actors.topic_admin import TopicError, validate_configs
+from actors.admin.throttle_configs import FOLLOWER_RATE, LEADER_RATE, parse_rate
+from actors.admin.topic_admin import TopicError, validate_configs
 from wire.api import AlterableConfig
 from wire.api.describe_configs import (
     DYNAMIC_BROKER_CONFIG,
@@ -30,7 +30,7 @@ from wire.errors import ErrorCode
 
 TOPICS = "topics"
 BROKERS = "brokers"
-# `/config/users/<name>`: SCRAM credentials (actors.credential_cache) and client quotas.
+# `/config/users/<name>`: SCRAM credentials (actors.security.credential_cache) and client quotas.
 USERS = "users"
 DEFAULT_ENTITY = "<default>"
 
