@@ -152,17 +152,15 @@ class SecuredPass:
         asyncio.run(self._create_users(zk_connect))
 
     async def _create_users(self, zk_connect: str) -> None:
-        from actors.base.clock import SystemClock
         from node.zk import paths
         from node.zk.client import ZooKeeperClient
+        from node.zk.config_store import ZkConfigStore
         from node.zk.scram_users import ScramUsers, new_credential
-        from node.zk.store import ZkClusterStore
 
         zk = ZooKeeperClient(zk_connect, session_timeout_s=10, connection_timeout_s=10)
         await zk.start()
         try:
-            store = ZkClusterStore(zk, SystemClock())
-            users = ScramUsers(store)
+            users = ScramUsers(ZkConfigStore(zk))
             for user, password in ((BROKER_USER, self.broker_password), (ADMIN_USER, self.admin_password)):
                 await users.upsert(user, {MECHANISM: new_credential(MECHANISM, password)})
             # No broker runs yet: each reads /config/users whole when it starts. Without the

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import logging
+from collections.abc import Awaitable, Callable
 
 from actors.admin.config_admin import (
     BROKERS,
@@ -18,7 +19,7 @@ from actors.admin.config_admin import (
     entity_for,
     topic_config_sources,
 )
-from node.zk.store import ZkClusterStore
+from node.zk.config_store import ZkConfigStore
 from wire.api import (
     AlterConfigsResource,
     AlterConfigsResourceResponse,
@@ -39,8 +40,10 @@ _ATTEMPTS = 5
 
 
 class ConfigAdmin:
-    def __init__(self, store: ZkClusterStore) -> None:
-        self._store = store
+    def __init__(self, configs: ZkConfigStore, topics: Callable[[], Awaitable[set[str]]]) -> None:
+        """`topics` names the topics that exist (a topic's config is changed only then)."""
+        self._configs = configs
+        self._topics = topics
 
     async def incremental_alter_configs(
         self, request: IncrementalAlterConfigsRequest
@@ -70,14 +73,14 @@ class ConfigAdmin:
 
     async def _alter(self, resource: AlterConfigsResource, *, validate_only: bool) -> None:
         entity_type, name = entity_for(resource.resource_type, resource.resource_name)
-        if entity_type == TOPICS and name not in await self._store.topics():
+        if entity_type == TOPICS and name not in await self._topics():
             raise ConfigError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name} does not exist")
         for _ in range(_ATTEMPTS):
-            current, version = await self._store.entity_config(entity_type, name)
+            current, version = await self._configs.entity_config(entity_type, name)
             updated = apply_operations(entity_type, current, resource.configs)
             if validate_only or updated == current:
                 return
-            if await self._store.change_entity_config(entity_type, name, updated, version):
+            if await self._configs.change_entity_config(entity_type, name, updated, version):
                 log.info("config of %s/%s is now %s", entity_type, name, updated)
                 return
         raise ConfigError(ErrorCode.UNKNOWN_SERVER_ERROR, f"{entity_type}/{name} kept changing; try again")
@@ -114,12 +117,12 @@ class ConfigAdmin:
     async def _describe(self, resource: DescribeConfigsResource) -> dict[str, tuple[str, int]]:
         entity_type, name = entity_for(resource.resource_type, resource.resource_name)
         if entity_type == TOPICS:
-            if name not in await self._store.topics():
+            if name not in await self._topics():
                 raise ConfigError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name} does not exist")
-            config, _ = await self._store.entity_config(TOPICS, name)
+            config, _ = await self._configs.entity_config(TOPICS, name)
             return topic_config_sources(config)
-        defaults, _ = await self._store.entity_config(BROKERS, DEFAULT_ENTITY)
+        defaults, _ = await self._configs.entity_config(BROKERS, DEFAULT_ENTITY)
         own: dict[str, str] = {}
         if name != DEFAULT_ENTITY:
-            own, _ = await self._store.entity_config(BROKERS, name)
+            own, _ = await self._configs.entity_config(BROKERS, name)
         return effective_broker_configs(own, defaults)

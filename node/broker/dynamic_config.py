@@ -14,8 +14,8 @@ from actors.admin.config_admin import BROKERS, DEFAULT_ENTITY, TOPICS, USERS, th
 from actors.base.clock import Clock
 from actors.replica.handle import ReplicaManagerHandle
 from actors.security.credential_cache import CredentialCache
+from node.zk.config_store import ZkConfigStore
 from node.zk.dynamic_config import DynamicConfigManager, UserConfigHandler
-from node.zk.store import ZkClusterStore
 
 log = logging.getLogger(__name__)
 
@@ -23,17 +23,17 @@ log = logging.getLogger(__name__)
 class BrokerConfigHandler:
     """This broker's replication rates: its own config over the cluster's default."""
 
-    def __init__(self, broker_id: int, store: ZkClusterStore, replica_manager: ReplicaManagerHandle) -> None:
+    def __init__(self, broker_id: int, configs: ZkConfigStore, replica_manager: ReplicaManagerHandle) -> None:
         self._own = (DEFAULT_ENTITY, str(broker_id))
-        self._store = store
+        self._configs = configs
         self._replica_manager = replica_manager
 
     async def process_config_changes(self, configs: Mapping[str, dict[str, str]]) -> None:
         if not any(name in self._own for name in configs):
             return
         # Both are read again: a change of one can uncover the other.
-        defaults, _ = await self._store.entity_config(BROKERS, DEFAULT_ENTITY)
-        own, _ = await self._store.entity_config(BROKERS, self._own[1])
+        defaults, _ = await self._configs.entity_config(BROKERS, DEFAULT_ENTITY)
+        own, _ = await self._configs.entity_config(BROKERS, self._own[1])
         await self._replica_manager.set_throttles(rates=throttle_rates(own, defaults))
 
 
@@ -59,15 +59,15 @@ class TopicConfigHandler:
 
 def broker_dynamic_config(
     broker_id: int,
-    store: ZkClusterStore,
+    configs: ZkConfigStore,
     replica_manager: ReplicaManagerHandle,
     credentials: CredentialCache,
     clock: Clock,
 ) -> DynamicConfigManager:
     return DynamicConfigManager(
-        store,
+        configs,
         {
-            BROKERS: BrokerConfigHandler(broker_id, store, replica_manager),
+            BROKERS: BrokerConfigHandler(broker_id, configs, replica_manager),
             TOPICS: TopicConfigHandler(replica_manager),
             USERS: UserConfigHandler(credentials),
         },

@@ -45,6 +45,7 @@ from node.metrics.requests import RequestMetrics
 from node.security.settings import LISTENER_DEFAULTS, getter, listener_security
 from node.zk.acl_authorizer import ZkAclAuthorizer, authorizer_config
 from node.zk.client import ZooKeeperClient
+from node.zk.config_store import ZkConfigStore
 from node.zk.store import ZkClusterStore
 from wire.connection_quotas import ConnectionQuotas
 from wire.context import RequestContext
@@ -128,6 +129,7 @@ class KeelBroker:
             max_in_flight_requests=config.get_int("zookeeper.max.in.flight.requests"),
         )
         self.store = ZkClusterStore(self.zk, self.clock)
+        self.configs = ZkConfigStore(self.zk)
         self.servers: list[RpcServer] = []
         self.cluster_id = ""
         self.info: BrokerInfo | None = None
@@ -154,7 +156,7 @@ class KeelBroker:
             settings=parts_settings(config),
             cluster_id=lambda: self.cluster_id,
             propagate_log_dir_event=lambda: self.store.propagate_log_dir_event(self.broker_id),
-            config_admin=ConfigAdmin(self.store),
+            config_admin=ConfigAdmin(self.configs, self.store.topics),
             log_manager=self.logs,
             authorizer=None if self.acl_authorizer is None else self.acl_authorizer.authorizer,
             own_principal=self.principal,
@@ -164,7 +166,7 @@ class KeelBroker:
         self.admin = self.parts.admin
         self.apis = self.parts.apis
         self.dynamic_config = broker_dynamic_config(
-            self.broker_id, self.store, self.replica_manager, self.credential_cache, self.clock
+            self.broker_id, self.configs, self.replica_manager, self.credential_cache, self.clock
         )
         self._periodic: list[asyncio.Task[None]] = []
         # RequestMetrics of every listener; the endpoint only with metrics.http.listener.

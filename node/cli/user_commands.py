@@ -85,11 +85,10 @@ async def run(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from None
     connect = zookeeper_connect(args)
     security = command_security(args)
-    from actors.base.clock import SystemClock
-    from node.zk.store import ZkClusterStore
+    from node.zk.config_store import ZkConfigStore
 
     async with zookeeper_session(connect, args.timeout, security) as zk:
-        users = ScramUsers(ZkClusterStore(zk, SystemClock()))
+        users = ScramUsers(ZkConfigStore(zk))
         try:
             if args.command == "add":
                 await users.upsert(args.name, to_add)

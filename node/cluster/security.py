@@ -24,14 +24,13 @@ from pathlib import Path
 
 import javaproperties
 
-from actors.base.clock import SystemClock
 from node.cluster.certificates import CertificateAuthority
 from node.cluster.private_files import private
 from node.security.jaas import SCRAM_LOGIN_MODULE, sasl_credentials
 from node.security.settings import client_security_from_properties
 from node.zk.client import ZooKeeperClient
+from node.zk.config_store import ZkConfigStore
 from node.zk.scram_users import ScramUsers, new_credential
-from node.zk.store import ZkClusterStore
 from wire.credentials import SCRAM_MECHANISMS
 from wire.security import ClientSecurity
 
@@ -106,7 +105,7 @@ async def create_scram_users(zk_connect: str, users: Mapping[str, str], *, timeo
     zk = ZooKeeperClient(zk_connect, session_timeout_s=timeout_s, connection_timeout_s=timeout_s)
     await zk.start()
     try:
-        scram = ScramUsers(ZkClusterStore(zk, SystemClock()))
+        scram = ScramUsers(ZkConfigStore(zk))
         for user, password in users.items():
             await scram.upsert(user, {m: new_credential(m, password) for m in SCRAM_MECHANISMS})
     finally:

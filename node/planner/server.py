@@ -37,6 +37,7 @@ from node.security.settings import LISTENER_DEFAULTS, getter, listener_security
 from node.zk import paths
 from node.zk.acl_authorizer import ZkAclAuthorizer, authorizer_config
 from node.zk.client import ZooKeeperClient
+from node.zk.config_store import ZkConfigStore
 from node.zk.data import PlannerRegistration
 from node.zk.dynamic_config import credential_follower
 from node.zk.store import ZkClusterStore
@@ -71,7 +72,7 @@ class KeelPlanner:
         # The SCRAM users of `/config/users`, followed as a broker follows them: one
         # identity per user across the cluster, for the brokers and the planner alike.
         self.credential_cache = CredentialCache()
-        self.users = credential_follower(self.store, self.credential_cache, self.clock)
+        self.users = credential_follower(ZkConfigStore(self.zk), self.credential_cache, self.clock)
         self.active = False
         self.server: RpcServer | None = None
         self.registration: PlannerRegistration | None = None

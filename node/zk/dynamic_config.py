@@ -23,7 +23,7 @@ from actors.base.clock import Clock
 from actors.security.credential_cache import CredentialCache, scram_credentials
 from node.zk import data, paths
 from node.zk.change_listener import ChangeNotificationListener
-from node.zk.store import ZkClusterStore
+from node.zk.config_store import ZkConfigStore
 
 log = logging.getLogger(__name__)
 
@@ -35,18 +35,18 @@ class ConfigHandler(Protocol):
 
 
 class DynamicConfigManager:
-    def __init__(self, store: ZkClusterStore, handlers: Mapping[str, ConfigHandler], clock: Clock) -> None:
-        self._store = store
+    def __init__(self, configs: ZkConfigStore, handlers: Mapping[str, ConfigHandler], clock: Clock) -> None:
+        self._configs = configs
         self._handlers = dict(handlers)
         self._listener = ChangeNotificationListener(
-            store.zk, paths.CONFIG_CHANGES, paths.CONFIG_CHANGE_PREFIX, self._changed, clock
+            configs.zk, paths.CONFIG_CHANGES, paths.CONFIG_CHANGE_PREFIX, self._changed, clock
         )
 
     async def startup(self) -> None:
-        await self._store.zk.create_all_if_missing(["/config", paths.CONFIG_CHANGES])
+        await self._configs.zk.create_all_if_missing(["/config", paths.CONFIG_CHANGES])
         await self._listener.startup()
         for entity_type, handler in self._handlers.items():
-            await handler.process_config_changes(await self._store.entity_configs(entity_type))
+            await handler.process_config_changes(await self._configs.entity_configs(entity_type))
 
     async def shutdown(self) -> None:
         await self._listener.shutdown()
@@ -61,7 +61,7 @@ class DynamicConfigManager:
         handler = self._handlers.get(entity_type)
         if handler is None or not name:
             return
-        config, _ = await self._store.entity_config(entity_type, name)
+        config, _ = await self._configs.entity_config(entity_type, name)
         await handler.process_config_changes({name: config})
 
 
@@ -96,6 +96,6 @@ class UserConfigHandler:
             )
 
 
-def credential_follower(store: ZkClusterStore, cache: CredentialCache, clock: Clock) -> DynamicConfigManager:
+def credential_follower(configs: ZkConfigStore, cache: CredentialCache, clock: Clock) -> DynamicConfigManager:
     """A manager that only keeps `cache` current with `/config/users` (the planner's)."""
-    return DynamicConfigManager(store, {USERS: UserConfigHandler(cache)}, clock)
+    return DynamicConfigManager(configs, {USERS: UserConfigHandler(cache)}, clock)

@@ -21,7 +21,7 @@ from actors.admin.config_admin import USERS
 from actors.security.credential_cache import scram_credentials
 from node.zk import paths
 from node.zk.client import NotEmpty
-from node.zk.store import ZkClusterStore
+from node.zk.config_store import ZkConfigStore
 from wire.credentials import MIN_SCRAM_ITERATIONS, SCRAM_MECHANISMS, ScramCredential
 
 log = logging.getLogger(__name__)
@@ -73,20 +73,20 @@ class UserCredentials:
 
 
 class ScramUsers:
-    def __init__(self, store: ZkClusterStore) -> None:
-        self._store = store
+    def __init__(self, configs: ZkConfigStore) -> None:
+        self._configs = configs
 
     async def upsert(self, user: str, credentials: dict[str, ScramCredential]) -> None:
         """Set these mechanisms' credentials of `user`, keeping its other config."""
         check_user(user)
         for mechanism in credentials:
             check_mechanism(mechanism)
-        await self._store.zk.create_all_if_missing(_CONFIG_PATHS)
+        await self._configs.zk.create_all_if_missing(_CONFIG_PATHS)
         sanitized = paths.sanitize(user)
         for _ in range(_ATTEMPTS):
-            current, version = await self._store.entity_config(USERS, sanitized)
+            current, version = await self._configs.entity_config(USERS, sanitized)
             updated = {**current, **{m: c.to_kafka() for m, c in credentials.items()}}
-            if await self._store.change_entity_config(USERS, sanitized, updated, version):
+            if await self._configs.change_entity_config(USERS, sanitized, updated, version):
                 log.info("SCRAM credentials of user %s set: %s", user, ", ".join(sorted(credentials)))
                 return
         raise ScramUserError(f"user {user} kept changing while it was written; try again")
@@ -101,7 +101,7 @@ class ScramUsers:
             check_mechanism(mechanism)
         sanitized = paths.sanitize(user)
         for _ in range(_ATTEMPTS):
-            current, version = await self._store.entity_config(USERS, sanitized)
+            current, version = await self._configs.entity_config(USERS, sanitized)
             removed = [m for m in doomed if m in current]
             if version is None or not removed:
                 return []
@@ -115,13 +115,13 @@ class ScramUsers:
         if not config:
             # A znode with children (client quotas, `/config/users/<u>/clients`) stays.
             with contextlib.suppress(NotEmpty):
-                return await self._store.delete_entity_config(USERS, sanitized, version)
-        return await self._store.change_entity_config(USERS, sanitized, config, version)
+                return await self._configs.delete_entity_config(USERS, sanitized, version)
+        return await self._configs.change_entity_config(USERS, sanitized, config, version)
 
     async def describe(self) -> list[UserCredentials]:
         """Every user with at least one SCRAM credential, by name."""
         users = []
-        for sanitized, config in (await self._store.entity_configs(USERS)).items():
+        for sanitized, config in (await self._configs.entity_configs(USERS)).items():
             credentials, _ = scram_credentials(config)
             if credentials:
                 users.append(

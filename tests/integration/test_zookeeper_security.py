@@ -21,6 +21,7 @@ from node.cluster.zookeeper import EmbeddedZooKeeper
 from node.zk import paths
 from node.zk.acls import DigestCredentials, ZkSecurity
 from node.zk.client import NoAuth, ZooKeeperClient
+from node.zk.config_store import ZkConfigStore
 from node.zk.dynamic_config import credential_follower
 from node.zk.store import ZkClusterStore
 from tests.integration.conftest import Brokers
@@ -190,7 +191,7 @@ async def test_a_user_written_by_kafkas_tool_authenticates_and_a_deleted_one_doe
     zk = ZooKeeperClient(zk_connect, session_timeout_s=10, connection_timeout_s=10)
     await zk.start()
     cache = CredentialCache()
-    manager = credential_follower(ZkClusterStore(zk, SystemClock()), cache, SystemClock())
+    manager = credential_follower(ZkConfigStore(zk), cache, SystemClock())
     await manager.startup()
     lookup = cache.credential
     try:
