@@ -11,7 +11,7 @@ from actors.base.ports import BrokerInfo, LeaderAndIsr, ReplicaAssignment, Topic
 from actors.controller import KafkaController
 from actors.controller.controller import ControllerConfig
 from tests.fakes import FakeBrokerChannel, FakeClusterStore, FakeZooKeeper
-from tests.support import ManualClock, eventually
+from tests.support import ManualClock, eventually, topic_admin
 from wire.api import (
     AlterPartitionItem,
     AlterPartitionRequest,
@@ -88,7 +88,7 @@ class ControllerCluster:
     async def create_topic(self, topic: str, replicas: dict[int, tuple[int, ...]], **config: str) -> None:
         """Write the topic's znode as an admin would; `config` keys use _ for . (min_insync_replicas)."""
         assignment = TopicAssignment(topic, {p: ReplicaAssignment(r) for p, r in replicas.items()})
-        await next(iter(self.stores.values())).create_topic(
+        await topic_admin(next(iter(self.stores.values()))).create_topic(
             assignment, {k.replace("_", "."): v for k, v in config.items()}
         )
 

@@ -8,7 +8,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from actors.base.ports import TopicAdminStore
 
 T = TypeVar("T")
 
@@ -144,3 +147,16 @@ async def turns_while(work: Awaitable[T]) -> tuple[T, int]:
         done = True
         await counter
     return result, turns - before
+
+
+def topic_admin(store: object) -> TopicAdminStore:
+    """The TopicAdminStore on the same session as `store`: the fake's on a FakeClusterStore,
+    ZooKeeper's on a ZkClusterStore's client."""
+    from node.sim.zookeeper import FakeClusterStore, FakeTopicAdminStore
+    from node.zk.store import ZkClusterStore
+    from node.zk.topic_admin_store import ZkTopicAdminStore
+
+    if isinstance(store, FakeClusterStore):
+        return FakeTopicAdminStore(store)
+    assert isinstance(store, ZkClusterStore), store
+    return ZkTopicAdminStore(store.zk)

@@ -225,6 +225,29 @@ class ReassignmentWatcher(Protocol):
     def partition_reassignment_created(self) -> None: ...
 
 
+class TopicAdminStore(Protocol):
+    """The admin's writes of topics, as Kafka's AdminZkClient makes them; the controller
+    picks each up from its watches."""
+
+    async def create_topic(self, assignment: TopicAssignment, config: dict[str, str]) -> None:
+        """The topic's config, then its assignment; TopicExistsError when it exists."""
+        ...
+
+    async def topic_assignment_and_version(self, topic: str) -> tuple[TopicAssignment, int] | None:
+        """The assignment and its version, for a conditional `add_partitions`; None when
+        the topic does not exist."""
+        ...
+
+    async def add_partitions(self, assignment: TopicAssignment, expected_version: int = -1) -> None:
+        """The assignment with its new partitions, conditional on `expected_version` (-1:
+        any); UnknownTopicError, or TopicVersionConflict when it changed since read."""
+        ...
+
+    async def mark_topic_for_deletion(self, topic: str) -> None:
+        """UnknownTopicError, or TopicAlreadyMarkedForDeletionError when marked already."""
+        ...
+
+
 class ClusterStore(Protocol):
     async def controller_id(self) -> int | None:
         """The active controller's id, or None; re-arms the `/controller` watch."""

@@ -32,7 +32,9 @@ from actors.admin.topic_admin import (
     validate_name,
 )
 from actors.base.ports import (
+    ClusterStore,
     ReplicaAssignment,
+    TopicAdminStore,
     TopicAlreadyMarkedForDeletionError,
     TopicAssignment,
     TopicExistsError,
@@ -40,7 +42,6 @@ from actors.base.ports import (
     UnknownTopicError,
 )
 from node.zk import data
-from node.zk.store import ZkClusterStore
 from wire.api import (
     CreatableTopic,
     CreatableTopicResult,
@@ -77,7 +78,8 @@ NO_PARTITION_LIMITS = PartitionLimits(max_partitions=2**31 - 1, max_broker_parti
 class AdminManager:
     def __init__(
         self,
-        store: ZkClusterStore,
+        store: ClusterStore,
+        topic_admin: TopicAdminStore,
         *,
         default_partitions: int,
         default_replication_factor: int,
@@ -88,6 +90,7 @@ class AdminManager:
         replica_counts: ReplicaCountSource | None = None,
     ) -> None:
         self._store = store
+        self._topic_admin = topic_admin
         self._limits = limits
         self._replica_counts = replica_counts
         self._default_partitions = default_partitions
@@ -111,7 +114,7 @@ class AdminManager:
             try:
                 assignment = self._plan(topic, existing, brokers, replicas)
                 if not request.validate_only:
-                    await self._store.create_topic(assignment, topic.configs)
+                    await self._topic_admin.create_topic(assignment, topic.configs)
                     existing.add(topic.name)
                     replicas = replicas.plus({p: a.replicas for p, a in assignment.partitions.items()})
                     log.info("created topic %s with %d partitions", topic.name, len(assignment.partitions))
@@ -220,7 +223,7 @@ class AdminManager:
                 errors[name] = (ErrorCode.TOPIC_DELETION_DISABLED, "delete.topic.enable is false")
             else:
                 try:
-                    await self._store.mark_topic_for_deletion(name)
+                    await self._topic_admin.mark_topic_for_deletion(name)
                     log.info("marked topic %s for deletion", name)
                 except TopicAlreadyMarkedForDeletionError:
                     pass  # already going: wait for it like the first caller
@@ -313,7 +316,7 @@ class AdminManager:
         if topic.name in marked:
             raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic {topic.name} is queued for deletion")
         for _ in range(_GROW_ATTEMPTS):
-            found = await self._store.topic_assignment_and_version(topic.name)
+            found = await self._topic_admin.topic_assignment_and_version(topic.name)
             if found is None:
                 raise UnknownTopicError(f"topic {topic.name} does not exist")
             current, version = found
@@ -340,7 +343,7 @@ class AdminManager:
             if validate_only:
                 return None
             try:
-                await self._store.add_partitions(grown, version)
+                await self._topic_admin.add_partitions(grown, version)
                 return added
             except TopicVersionConflict:
                 log.info("topic %s changed while adding partitions; checking again", topic.name)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from actors.admin.partition_limits import PartitionLimits
 from actors.base.clock import Clock
-from actors.base.ports import BrokerChannel, BrokerInfo, LogStore
+from actors.base.ports import BrokerChannel, BrokerInfo, LogStore, TopicAdminStore
 from actors.controller import KafkaController
 from actors.controller.controller import ControllerConfig
 from actors.replica.handle import ReplicaManagerHandle
@@ -56,6 +56,7 @@ class BrokerParts:
         broker_id: int,
         *,
         store: ZkClusterStore,
+        topic_admin: TopicAdminStore,
         logs: LogStore,
         clock: Clock,
         senders: SenderFactory,
@@ -91,6 +92,7 @@ class BrokerParts:
         )
         self.admin = AdminManager(
             store,
+            topic_admin,
             default_partitions=settings.default_partitions,
             default_replication_factor=settings.default_replication_factor,
             delete_topic_enable=settings.delete_topic_enable,

@@ -47,6 +47,7 @@ from node.zk.acl_authorizer import ZkAclAuthorizer, authorizer_config
 from node.zk.client import ZooKeeperClient
 from node.zk.config_store import ZkConfigStore
 from node.zk.store import ZkClusterStore
+from node.zk.topic_admin_store import ZkTopicAdminStore
 from wire.connection_quotas import ConnectionQuotas
 from wire.context import RequestContext
 from wire.pool import secured_connection_pools
@@ -150,6 +151,7 @@ class KeelBroker:
         self.parts = BrokerParts(
             self.broker_id,
             store=self.store,
+            topic_admin=ZkTopicAdminStore(self.zk),
             logs=self.logs,
             clock=self.clock,
             senders=secured_connection_pools(config.inter_broker_security),

@@ -30,7 +30,7 @@ from node.broker.scheduler import every
 from node.sim.log_store import MemoryLogStore
 from node.sim.loop import NODE, SimClock, VirtualTimeLoop
 from node.sim.network import SimNetwork, endpoint_of
-from node.sim.zookeeper import FakeClusterStore, FakeZooKeeper
+from node.sim.zookeeper import FakeClusterStore, FakeTopicAdminStore, FakeZooKeeper
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +89,7 @@ class SimBroker:
         self.parts = BrokerParts(
             broker_id,
             store=self.store,  # type: ignore[arg-type]  # the fake is a ZkClusterStore by duck type
+            topic_admin=FakeTopicAdminStore(self.store),
             logs=logs,
             clock=self.clock,
             senders=network.senders(broker_id),

@@ -238,23 +238,23 @@ class FakeClusterStore:
         self.reachable = asyncio.Event()
         self.reachable.set()
 
-    async def _io(self) -> None:
+    async def round_trip(self) -> None:
         # Every real call is a round trip; yield so concurrency in the tests is real.
         await self.reachable.wait()
         await asyncio.sleep(0 if self.zk.latency is None else self.zk.latency())
         await self.reachable.wait()
 
     async def controller_id(self) -> int | None:
-        await self._io()
+        await self.round_trip()
         self.controller_watch_armed = True
         return None if self.zk.controller is None else int(self.zk.controller.value)  # type: ignore[call-overload]
 
     async def controller_epoch(self) -> ControllerEpoch | None:
-        await self._io()
+        await self.round_trip()
         return None if self.zk.epoch is None else ControllerEpoch(*self.zk.epoch)
 
     async def read_controller(self) -> ControllerView:
-        await self._io()
+        await self.round_trip()
         self.controller_watch_armed = True
         holder = None if self.zk.controller is None else int(self.zk.controller.value)  # type: ignore[call-overload]
         return ControllerView(holder, None if self.zk.epoch is None else ControllerEpoch(*self.zk.epoch))
@@ -262,7 +262,7 @@ class FakeClusterStore:
     async def register_controller_and_increment_epoch(
         self, broker_id: int, seen: ControllerEpoch | None = None
     ) -> ControllerEpoch:
-        await self._io()
+        await self.round_trip()
         if self.zk.epoch is None:
             self.zk.epoch = (0, 0)
         if self.zk.controller is not None:
@@ -277,7 +277,7 @@ class FakeClusterStore:
         return ControllerEpoch(*self.zk.epoch)
 
     async def delete_controller(self, epoch_zk_version: int) -> None:
-        await self._io()
+        await self.round_trip()
         if self.zk.epoch is None or self.zk.epoch[1] != epoch_zk_version:
             raise ControllerMovedError(f"/controller_epoch is past version {epoch_zk_version}")
         if self.zk.controller is not None:
@@ -285,7 +285,7 @@ class FakeClusterStore:
             self.zk.controller_event(deleted=True)
 
     async def force_delete_controller(self) -> int | None:
-        await self._io()
+        await self.round_trip()
         holder = self.zk.controller
         if holder is not None:
             self.zk.controller = None
@@ -293,7 +293,7 @@ class FakeClusterStore:
         return None if holder is None else int(holder.value)  # type: ignore[call-overload]
 
     async def register_broker(self, info: BrokerInfo) -> int:
-        await self._io()
+        await self.round_trip()
         deadline = asyncio.get_running_loop().time() + self._stale_session_wait
         while True:
             existing = self.zk.brokers.get(info.broker_id)
@@ -314,7 +314,7 @@ class FakeClusterStore:
             await asyncio.sleep(0.01)
 
     async def registered_brokers(self, *, watch: bool = False) -> list[RegisteredBroker]:
-        await self._io()
+        await self.round_trip()
         if watch:
             self.armed.add("/brokers/ids")
         if self.fail_next_registered_brokers is not None:
@@ -326,7 +326,7 @@ class FakeClusterStore:
         ]
 
     async def registered_broker(self, broker_id: int, *, watch: bool = False) -> RegisteredBroker | None:
-        await self._io()
+        await self.round_trip()
         node = self.zk.brokers.get(broker_id)
         if node is None:
             return None  # a failed getData arms nothing
@@ -335,13 +335,13 @@ class FakeClusterStore:
         return RegisteredBroker(node.value, node.czxid)  # type: ignore[arg-type]
 
     async def topics(self, *, watch: bool = False) -> set[str]:
-        await self._io()
+        await self.round_trip()
         if watch:
             self.armed.add("/brokers/topics")
         return set(self.zk.topics)
 
     async def topic_assignments(self, topics: set[str], *, watch: bool = False) -> dict[str, TopicAssignment]:
-        await self._io()
+        await self.round_trip()
         found = {t: self.zk.topics[t] for t in topics if t in self.zk.topics}
         if watch:
             # Only on the topics read: a failed getData arms nothing.
@@ -349,7 +349,7 @@ class FakeClusterStore:
         return found
 
     async def topic_configs(self, topics: set[str]) -> dict[str, dict[str, str]]:
-        await self._io()
+        await self.round_trip()
         if self.fail_next_topic_configs is not None:
             error, self.fail_next_topic_configs = self.fail_next_topic_configs, None
             raise error
@@ -358,7 +358,7 @@ class FakeClusterStore:
     async def partition_states(
         self, partitions: list[TopicPartition]
     ) -> dict[TopicPartition, LeadershipInfo]:
-        await self._io()
+        await self.round_trip()
         found = {}
         for tp in partitions:
             if tp in self.zk.partition_states:
@@ -378,7 +378,7 @@ class FakeClusterStore:
     async def create_partition_states(
         self, states: dict[TopicPartition, LeaderAndIsr], controller_epoch: int, epoch_zk_version: int
     ) -> dict[TopicPartition, LeaderAndIsr | Exception]:
-        await self._io()
+        await self.round_trip()
         self._check_fence(epoch_zk_version, controller_epoch)
         if self.fail_next_create_partition_states is not None:
             error, self.fail_next_create_partition_states = self.fail_next_create_partition_states, None
@@ -396,7 +396,7 @@ class FakeClusterStore:
     async def update_partition_states(
         self, states: dict[TopicPartition, LeaderAndIsr], controller_epoch: int, epoch_zk_version: int
     ) -> dict[TopicPartition, LeaderAndIsr | Exception]:
-        await self._io()
+        await self.round_trip()
         self._check_fence(epoch_zk_version, controller_epoch)
         lost = self._reply_lost()
         results: dict[TopicPartition, LeaderAndIsr | Exception] = {}
@@ -412,18 +412,10 @@ class FakeClusterStore:
                 results[tp] = conflict if lost else state._replace(partition_epoch=version)
         return results
 
-    async def create_topic(self, assignment: TopicAssignment, config: dict[str, str]) -> None:
-        await self._io()
-        self.zk.topic_configs[assignment.topic] = dict(config)
-        if assignment.topic in self.zk.topics:
-            raise TopicExistsError(f"topic {assignment.topic} already exists")
-        self.zk.topics[assignment.topic] = assignment
-        self.zk.fire("/brokers/topics", "topics_changed")
-
     async def partition_reassignments(
         self, *, watch: bool = False
     ) -> dict[TopicPartition, tuple[int, ...]] | None:
-        await self._io()
+        await self.round_trip()
         if watch:
             self.reassignment_watch_armed = True
         current = self.zk.reassignments
@@ -434,7 +426,7 @@ class FakeClusterStore:
     async def set_partition_reassignments(
         self, reassignments: dict[TopicPartition, tuple[int, ...]], epoch_zk_version: int
     ) -> None:
-        await self._io()
+        await self.round_trip()
         self._check_fence(epoch_zk_version)
         existed = self.zk.reassignments is not None
         self.zk.reassignments = dict(reassignments) if reassignments else None
@@ -444,7 +436,7 @@ class FakeClusterStore:
     async def create_partition_reassignments(
         self, reassignments: dict[TopicPartition, tuple[int, ...]]
     ) -> None:
-        await self._io()
+        await self.round_trip()
         if self.zk.reassignments is not None:
             raise FileExistsError("/admin/reassign_partitions exists: a reassignment is in progress")
         self.zk.reassignments = dict(reassignments)
@@ -458,7 +450,7 @@ class FakeClusterStore:
     async def set_partition_assignments(
         self, topic: str, partitions: dict[int, ReplicaAssignment], epoch_zk_version: int
     ) -> None:
-        await self._io()
+        await self.round_trip()
         self._check_fence(epoch_zk_version)
         for _ in range(2 if self._reply_lost() else 1):
             current = self.zk.topics[topic]
@@ -481,18 +473,18 @@ class FakeClusterStore:
     # --- log-dir failures (spec §7.11) ---
 
     async def propagate_log_dir_event(self, broker_id: int) -> None:
-        await self._io()
+        await self.round_trip()
         self.zk.log_dir_events[f"log_dir_event_{next(self.zk._log_dir_event_seq):010d}"] = broker_id
         self.zk.fire_log_dir_events()
 
     async def log_dir_events(self, *, watch: bool = False) -> dict[str, int | None]:
-        await self._io()
+        await self.round_trip()
         if watch:
             self.armed.add("/log_dir_event_notification")
         return dict(sorted(self.zk.log_dir_events.items()))
 
     async def delete_log_dir_events(self, names: list[str], epoch_zk_version: int) -> None:
-        await self._io()
+        await self.round_trip()
         self._check_fence(epoch_zk_version)
         removed = [name for name in names if self.zk.log_dir_events.pop(name, None) is not None]
         if removed:
@@ -504,7 +496,7 @@ class FakeClusterStore:
     # --- topic deletion and partition expansion ---
 
     async def topics_to_delete(self, *, watch: bool = False) -> set[str]:
-        await self._io()
+        await self.round_trip()
         if watch:
             self.armed.add("/admin/delete_topics")
         return set(self.zk.deletion_markers)
@@ -513,14 +505,14 @@ class FakeClusterStore:
         self.zk.deletion_watchers.append((self, watcher))
 
     async def delete_topic_deletions(self, topics: set[str], epoch_zk_version: int) -> None:
-        await self._io()
+        await self.round_trip()
         self._check_fence(epoch_zk_version)
         if topics & self.zk.deletion_markers:
             self.zk.deletion_markers -= topics
             self.zk.fire_topic_deletions()
 
     async def delete_topic(self, topic: str, epoch_zk_version: int) -> None:
-        await self._io()
+        await self.round_trip()
         self._check_fence(epoch_zk_version)
         for tp in [tp for tp in self.zk.partition_states if tp.topic == topic]:
             del self.zk.partition_states[tp]
@@ -533,39 +525,16 @@ class FakeClusterStore:
             self.zk.fire_topic_deletions()
 
     async def topic_partition_ids(self, topic: str) -> set[int]:
-        await self._io()
+        await self.round_trip()
         return {tp.partition for tp in self.zk.partition_states if tp.topic == topic}
 
     async def set_topic_assignment(self, assignment: TopicAssignment, epoch_zk_version: int) -> None:
-        await self._io()
+        await self.round_trip()
         self._check_fence(epoch_zk_version)
         if assignment.topic not in self.zk.topics:
             raise LookupError(f"topic {assignment.topic} does not exist")
         self.zk.topics[assignment.topic] = assignment
         self.zk.fire(f"/brokers/topics/{assignment.topic}", "topic_modified", assignment.topic)
-
-    async def mark_topic_for_deletion(self, topic: str) -> None:
-        await self._io()
-        if topic not in self.zk.topics:
-            raise UnknownTopicError(f"topic {topic} does not exist")
-        if topic in self.zk.deletion_markers:
-            raise TopicAlreadyMarkedForDeletionError(f"topic {topic} is already marked for deletion")
-        self.zk.deletion_markers.add(topic)
-        self.zk.fire_topic_deletions()
-
-    async def add_partitions(self, assignment: TopicAssignment, expected_version: int = -1) -> None:
-        await self._io()
-        if assignment.topic not in self.zk.topics:
-            raise UnknownTopicError(f"topic {assignment.topic} does not exist")
-        if expected_version not in (-1, self.zk.topics.version(assignment.topic)):
-            raise TopicVersionConflict(f"topic {assignment.topic} changed since it was read")
-        self.zk.topics[assignment.topic] = assignment
-        self.zk.fire(f"/brokers/topics/{assignment.topic}", "topic_modified", assignment.topic)
-
-    async def topic_assignment_and_version(self, topic: str) -> tuple[TopicAssignment, int] | None:
-        await self._io()
-        found = self.zk.topics.get(topic)
-        return None if found is None else (found, self.zk.topics.version(topic))
 
     def watch_cluster(self, watcher: ClusterWatcher) -> None:
         self.zk.cluster_watchers.append((self, watcher))
@@ -577,13 +546,13 @@ class FakeClusterStore:
         self.session_watchers.append(watcher)
 
     async def preferred_replica_election(self) -> list[TopicPartition] | None:
-        await self._io()
+        await self.round_trip()
         self.preferred_election_watch_armed = True
         found = self.zk.preferred_replica_election
         return None if found is None else list(found)
 
     async def delete_preferred_replica_election(self, epoch_zk_version: int) -> None:
-        await self._io()
+        await self.round_trip()
         self._check_fence(epoch_zk_version)
         self.zk.preferred_replica_election = None
 
@@ -591,7 +560,7 @@ class FakeClusterStore:
         self.zk.preferred_election_watchers.append((self, watcher))
 
     async def create_preferred_replica_election(self, partitions: list[TopicPartition]) -> None:
-        await self._io()
+        await self.round_trip()
         self.zk.create_preferred_replica_election(partitions)
 
     async def expire_session(self) -> None:
@@ -608,3 +577,42 @@ class FakeClusterStore:
         for watcher in self.session_watchers:
             await watcher.before_new_session()
             watcher.after_new_session()
+
+
+class FakeTopicAdminStore:
+    """The TopicAdminStore port on a session of the in-memory ensemble (`FakeClusterStore`),
+    held to the same contract tests as ZkTopicAdminStore."""
+
+    def __init__(self, store: FakeClusterStore) -> None:
+        self._store = store
+
+    async def create_topic(self, assignment: TopicAssignment, config: dict[str, str]) -> None:
+        await self._store.round_trip()
+        self._store.zk.topic_configs[assignment.topic] = dict(config)
+        if assignment.topic in self._store.zk.topics:
+            raise TopicExistsError(f"topic {assignment.topic} already exists")
+        self._store.zk.topics[assignment.topic] = assignment
+        self._store.zk.fire("/brokers/topics", "topics_changed")
+
+    async def topic_assignment_and_version(self, topic: str) -> tuple[TopicAssignment, int] | None:
+        await self._store.round_trip()
+        found = self._store.zk.topics.get(topic)
+        return None if found is None else (found, self._store.zk.topics.version(topic))
+
+    async def add_partitions(self, assignment: TopicAssignment, expected_version: int = -1) -> None:
+        await self._store.round_trip()
+        if assignment.topic not in self._store.zk.topics:
+            raise UnknownTopicError(f"topic {assignment.topic} does not exist")
+        if expected_version not in (-1, self._store.zk.topics.version(assignment.topic)):
+            raise TopicVersionConflict(f"topic {assignment.topic} changed since it was read")
+        self._store.zk.topics[assignment.topic] = assignment
+        self._store.zk.fire(f"/brokers/topics/{assignment.topic}", "topic_modified", assignment.topic)
+
+    async def mark_topic_for_deletion(self, topic: str) -> None:
+        await self._store.round_trip()
+        if topic not in self._store.zk.topics:
+            raise UnknownTopicError(f"topic {topic} does not exist")
+        if topic in self._store.zk.deletion_markers:
+            raise TopicAlreadyMarkedForDeletionError(f"topic {topic} is already marked for deletion")
+        self._store.zk.deletion_markers.add(topic)
+        self._store.zk.fire_topic_deletions()

@@ -35,7 +35,7 @@ from node.zk import data, paths
 from node.zk.client import ZooKeeperClient, split_connect
 from node.zk.store import ZkClusterStore
 from tests.fakes import FakeClusterStore, FakeZooKeeper
-from tests.support import eventually
+from tests.support import eventually, topic_admin
 from wire.endpoint import Endpoint
 
 SESSION_TIMEOUT_S = 2.0
@@ -308,8 +308,8 @@ class ClusterRecorder(Recorder):
 
 async def test_topics_assignments_and_configs(ensemble: Ensemble) -> None:
     store = await ensemble.store()
-    await store.create_topic(assignment("orders"), {"unclean.leader.election.enable": "true"})
-    await store.create_topic(assignment("audit", 1), {})
+    await topic_admin(store).create_topic(assignment("orders"), {"unclean.leader.election.enable": "true"})
+    await topic_admin(store).create_topic(assignment("audit", 1), {})
     assert await store.topics() >= {"orders", "audit"}
     found = await store.topic_assignments({"orders", "audit", "missing"})
     assert found == {"orders": assignment("orders"), "audit": assignment("audit", 1)}
@@ -318,12 +318,12 @@ async def test_topics_assignments_and_configs(ensemble: Ensemble) -> None:
         "audit": {},
     }
     with pytest.raises(TopicExistsError):
-        await store.create_topic(assignment("orders"), {})
+        await topic_admin(store).create_topic(assignment("orders"), {})
 
 
 async def test_partition_states_are_created_fenced_and_per_partition(ensemble: Ensemble) -> None:
     store = await ensemble.store()
-    await store.create_topic(assignment("t", 3), {})
+    await topic_admin(store).create_topic(assignment("t", 3), {})
     fence = await store.register_controller_and_increment_epoch(1)
     first = {TopicPartition("t", 0): LeaderAndIsr(1, 0, (1, 2))}
     assert await store.create_partition_states(first, fence.epoch, fence.zk_version) == first
@@ -342,7 +342,7 @@ async def test_partition_states_are_created_fenced_and_per_partition(ensemble: E
 
 async def test_partition_state_updates_are_conditional_on_the_partition_epoch(ensemble: Ensemble) -> None:
     store = await ensemble.store()
-    await store.create_topic(assignment("t", 3), {})
+    await topic_admin(store).create_topic(assignment("t", 3), {})
     fence = await store.register_controller_and_increment_epoch(1)
     tps = [TopicPartition("t", p) for p in range(3)]
     await store.create_partition_states(
@@ -363,7 +363,7 @@ async def test_partition_state_updates_are_conditional_on_the_partition_epoch(en
 
 async def test_a_deposed_controller_writes_no_partition_state(ensemble: Ensemble) -> None:
     old, new = await ensemble.store(), await ensemble.store()
-    await old.create_topic(assignment("t", 2), {})
+    await topic_admin(old).create_topic(assignment("t", 2), {})
     fence = await old.register_controller_and_increment_epoch(1)
     tp = TopicPartition("t", 0)
     await old.create_partition_states({tp: LeaderAndIsr(1, 0, (1,))}, fence.epoch, fence.zk_version)
@@ -388,7 +388,7 @@ async def test_cluster_watches_report_broker_and_topic_changes(ensemble: Ensembl
     await other.register_broker(info(8))
     await eventually(recorded(recorder, "brokers"), timeout=5, message="broker registration not reported")
     await controller.topics(watch=True)
-    await other.create_topic(assignment("fresh"), {})
+    await topic_admin(other).create_topic(assignment("fresh"), {})
     await eventually(
         recorded(recorder, "brokers", "topics"), timeout=5, message="topic creation not reported"
     )
@@ -444,12 +444,12 @@ async def test_marking_a_topic_for_deletion_is_watched_and_checked(ensemble: Ens
     controller.watch_topic_deletions(recorder)
     assert await controller.topics_to_delete(watch=True) == set()
     with pytest.raises(UnknownTopicError):
-        await admin.mark_topic_for_deletion("absent")
-    await admin.create_topic(assignment("doomed"), {})
-    await admin.mark_topic_for_deletion("doomed")
+        await topic_admin(admin).mark_topic_for_deletion("absent")
+    await topic_admin(admin).create_topic(assignment("doomed"), {})
+    await topic_admin(admin).mark_topic_for_deletion("doomed")
     await eventually(recorded(recorder, "deletions"), timeout=5, message="marker not reported")
     with pytest.raises(TopicAlreadyMarkedForDeletionError):
-        await admin.mark_topic_for_deletion("doomed")
+        await topic_admin(admin).mark_topic_for_deletion("doomed")
     assert await controller.topics_to_delete(watch=True) == {"doomed"}
     fence = await controller.register_controller_and_increment_epoch(1)
     await controller.delete_topic_deletions({"doomed", "never-marked"}, fence.zk_version)
@@ -459,14 +459,14 @@ async def test_marking_a_topic_for_deletion_is_watched_and_checked(ensemble: Ens
 
 async def test_deleting_a_topic_removes_its_znodes_config_and_marker_fenced(ensemble: Ensemble) -> None:
     store, other = await ensemble.store(), await ensemble.store()
-    await store.create_topic(assignment("doomed", 3), {"retention.ms": "1000"})
-    await store.create_topic(assignment("kept", 1), {"retention.ms": "2000"})
+    await topic_admin(store).create_topic(assignment("doomed", 3), {"retention.ms": "1000"})
+    await topic_admin(store).create_topic(assignment("kept", 1), {"retention.ms": "2000"})
     fence = await store.register_controller_and_increment_epoch(1)
     tps = [TopicPartition("doomed", p) for p in range(3)] + [TopicPartition("kept", 0)]
     await store.create_partition_states(
         {tp: LeaderAndIsr(1, 0, (1,)) for tp in tps}, fence.epoch, fence.zk_version
     )
-    await store.mark_topic_for_deletion("doomed")
+    await topic_admin(store).mark_topic_for_deletion("doomed")
     assert await store.topic_partition_ids("doomed") == {0, 1, 2}
     await store.delete_controller(fence.zk_version)
     await other.register_controller_and_increment_epoch(2)
@@ -487,9 +487,9 @@ async def test_deleting_a_topic_removes_its_znodes_config_and_marker_fenced(ense
 async def test_adding_partitions_is_conditional_on_the_version_read(ensemble: Ensemble) -> None:
     store = await ensemble.store()
     original = TopicAssignment("t", {0: ReplicaAssignment((1, 2))}, topic_id="AAAAAAAAAAAAAAAAAAAAAA")
-    await store.create_topic(original, {})
-    assert await store.topic_assignment_and_version("absent") is None
-    found = await store.topic_assignment_and_version("t")
+    await topic_admin(store).create_topic(original, {})
+    assert await topic_admin(store).topic_assignment_and_version("absent") is None
+    found = await topic_admin(store).topic_assignment_and_version("t")
     assert found is not None and found[0] == original
     _, version = found
     # A reassignment is written meanwhile: the add read the topic before it.
@@ -498,12 +498,12 @@ async def test_adding_partitions_is_conditional_on_the_version_read(ensemble: En
     await store.set_topic_assignment(reassigned, fence.zk_version)
     grown = TopicAssignment("t", {**original.partitions, 1: ReplicaAssignment((2, 1))}, original.topic_id)
     with pytest.raises(TopicVersionConflict):
-        await store.add_partitions(grown, version)
+        await topic_admin(store).add_partitions(grown, version)
     assert (await store.topic_assignments({"t"}))["t"] == reassigned, "the stale write changed nothing"
-    again = await store.topic_assignment_and_version("t")
+    again = await topic_admin(store).topic_assignment_and_version("t")
     assert again is not None and again[1] != version
     regrown = TopicAssignment("t", {**reassigned.partitions, 1: ReplicaAssignment((2, 1))}, original.topic_id)
-    await store.add_partitions(regrown, again[1])
+    await topic_admin(store).add_partitions(regrown, again[1])
     assert (await store.topic_assignments({"t"}))["t"] == regrown
 
 
@@ -512,14 +512,14 @@ async def test_partitions_are_added_and_an_assignment_restored_fenced(ensemble: 
     recorder = ClusterRecorder()
     store.watch_cluster(recorder)
     original = TopicAssignment("t", {0: ReplicaAssignment((1, 2))}, topic_id="AAAAAAAAAAAAAAAAAAAAAA")
-    await store.create_topic(original, {})
+    await topic_admin(store).create_topic(original, {})
     await store.topic_assignments({"t"}, watch=True)
     grown = TopicAssignment("t", {**original.partitions, 1: ReplicaAssignment((2, 1))}, original.topic_id)
-    await store.add_partitions(grown)
+    await topic_admin(store).add_partitions(grown)
     await eventually(recorded(recorder, "topic t"), timeout=5, message="added partitions not reported")
     assert (await store.topic_assignments({"t"}))["t"] == grown
     with pytest.raises(UnknownTopicError):
-        await store.add_partitions(TopicAssignment("absent", {0: ReplicaAssignment((1,))}))
+        await topic_admin(store).add_partitions(TopicAssignment("absent", {0: ReplicaAssignment((1,))}))
     fence = await store.register_controller_and_increment_epoch(1)
     await store.set_topic_assignment(original, fence.zk_version)
     assert (await store.topic_assignments({"t"}))["t"] == original
@@ -567,7 +567,7 @@ async def test_partition_assignments_are_replaced_keeping_the_others_and_the_top
     topic = TopicAssignment(
         "t", {0: ReplicaAssignment((1,)), 1: ReplicaAssignment((2,))}, "AAAAAAAAAAAAAAAAAAAAAA"
     )
-    await store.create_topic(topic, {})
+    await topic_admin(store).create_topic(topic, {})
     fence = await store.register_controller_and_increment_epoch(1)
     moving = ReplicaAssignment((3, 1), (3,), (1,))
     await store.set_partition_assignments("t", {0: moving}, fence.zk_version)
@@ -634,10 +634,10 @@ async def test_a_watch_fires_once_per_arming(ensemble: Ensemble) -> None:
     await eventually(
         recorded(recorder, "brokers", "brokers"), timeout=5, message="the re-armed watch did not fire"
     )
-    await controller.create_topic(assignment("t", 1), {})
+    await topic_admin(controller).create_topic(assignment("t", 1), {})
     await controller.topic_assignments({"t"}, watch=True)
     for partitions in (2, 3):
-        await broker.add_partitions(assignment("t", partitions))
+        await topic_admin(broker).add_partitions(assignment("t", partitions))
     assert (await controller.topic_assignments({"t"}))["t"] == assignment("t", 3)
     assert recorder.events == ["brokers", "brokers", "topic t"], "a topic's data watch fires once"
 
@@ -710,15 +710,15 @@ async def test_a_read_that_finds_no_topic_arms_no_watch_and_a_deletion_uses_one_
     recorder = ClusterRecorder()
     controller.watch_cluster(recorder)
     assert await controller.topic_assignments({"late"}, watch=True) == {}
-    await admin.create_topic(assignment("late", 1), {})
-    await admin.add_partitions(assignment("late", 2))
+    await topic_admin(admin).create_topic(assignment("late", 1), {})
+    await topic_admin(admin).add_partitions(assignment("late", 2))
     assert (await controller.topic_assignments({"late"}))["late"] == assignment("late", 2)
     assert recorder.events == [], "a read that found no topic armed a watch"
     await controller.topic_assignments({"late"}, watch=True)
     fence = await admin.register_controller_and_increment_epoch(1)
     await admin.delete_topic("late", fence.zk_version)
-    await admin.create_topic(assignment("late", 1), {})
-    await admin.add_partitions(assignment("late", 3))
+    await topic_admin(admin).create_topic(assignment("late", 1), {})
+    await topic_admin(admin).add_partitions(assignment("late", 3))
     assert (await controller.topic_assignments({"late"}))["late"] == assignment("late", 3)
     assert recorder.events == [], "a deleted topic's watch reported the next topic of that name"
 
@@ -735,10 +735,10 @@ async def test_a_sessions_own_write_is_reported_to_it_before_the_write_returns(e
     await store.register_broker(info(1))
     assert recorder.events == ["changed", "brokers"]
     await store.topics(watch=True)
-    await store.create_topic(assignment("own", 1), {})
+    await topic_admin(store).create_topic(assignment("own", 1), {})
     assert recorder.events == ["changed", "brokers", "topics"]
     await store.topic_assignments({"own"}, watch=True)
-    await store.add_partitions(assignment("own", 2))
+    await topic_admin(store).add_partitions(assignment("own", 2))
     assert recorder.events == ["changed", "brokers", "topics", "topic own"]
 
 

@@ -18,6 +18,7 @@ from actors.base.ports import (
 from node.cluster.zookeeper import free_ports
 from node.planner import live_snapshot
 from tests.fakes import FakeClusterStore, FakeZooKeeper
+from tests.support import topic_admin
 from wire.endpoint import Endpoint
 from wire.security import ClientSecurity
 
@@ -30,7 +31,7 @@ async def cluster() -> FakeClusterStore:
             BrokerInfo(broker, (Endpoint.plaintext("127.0.0.1", closed),), rack)
         )
     store = FakeClusterStore(zk)
-    await store.create_topic(
+    await topic_admin(store).create_topic(
         TopicAssignment(
             "t",
             {

@@ -15,7 +15,7 @@ from actors.controller.events import ControllerState, Expire
 from actors.controller.reassignment import build_reassignment, is_complete, validate_target
 from tests.controllers import ControllerCluster as Cluster
 from tests.controllers import settled, started
-from tests.support import eventually
+from tests.support import eventually, topic_admin
 from wire.api import (
     AlterPartitionReassignmentsRequest,
     ElectionType,
@@ -612,7 +612,7 @@ async def test_a_topic_marked_for_deletion_mid_reassignment_is_deleted_once_it_c
     await eventually(
         settled(cluster, lambda: cluster.state("t", 0).leader_epoch == 1), timeout=2, message="no A1"
     )
-    await cluster.stores[c].mark_topic_for_deletion("t")
+    await topic_admin(cluster.stores[c]).mark_topic_for_deletion("t")
     context = cluster.controller.context
     await eventually(
         settled(cluster, lambda: "t" in context.topics_ineligible_for_deletion),

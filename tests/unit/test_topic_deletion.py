@@ -34,7 +34,7 @@ from actors.controller.topic_deletion import TopicDeletionManager, deletion_erro
 from tests.controllers import ControllerCluster as Cluster
 from tests.controllers import info, settled, started
 from tests.fakes import FakeBrokerChannel, FakeClusterStore, FakeZooKeeper, _Ephemeral
-from tests.support import ManualClock, eventually
+from tests.support import ManualClock, eventually, topic_admin
 from wire.api import (
     LeaderAndIsrResponse,
     PartitionError,
@@ -293,7 +293,7 @@ async def test_a_marked_topic_is_deleted_everywhere(deleting: DeletingCluster) -
     await started(deleting, 1, 2, 3)
     await created(deleting, "t", {0: (1, 2), 1: (2, 3), 2: (3, 1)})
     await created(deleting, "kept", {0: (1, 2, 3)})
-    await deleting.store.mark_topic_for_deletion("t")
+    await topic_admin(deleting.store).mark_topic_for_deletion("t")
     await eventually(settled(deleting, lambda: deleting.gone("t")), timeout=2, message="t not deleted")
     channel = deleting.channel
     assert deleted_on(channel, 1, "t") == {0, 2}
@@ -307,7 +307,7 @@ async def test_deletion_disabled_removes_the_marker_and_keeps_the_topic(deleting
     deleting.delete_topic_enable = False
     await started(deleting, 1)
     await created(deleting, "t", {0: (1,)})
-    await deleting.store.mark_topic_for_deletion("t")
+    await topic_admin(deleting.store).mark_topic_for_deletion("t")
     await eventually(
         settled(deleting, lambda: not deleting.zk.deletion_markers), timeout=2, message="marker kept"
     )
@@ -331,7 +331,7 @@ async def test_deletion_waits_for_a_dead_broker_and_finishes_when_it_returns(
     await created(deleting, "t", {0: (1, 2, 3), 1: (2, 3, 1)})
     await deleting.kill(victim)
     await eventually(settled(deleting, lambda: True), timeout=2, message="not settled")
-    await deleting.store.mark_topic_for_deletion("t")
+    await topic_admin(deleting.store).mark_topic_for_deletion("t")
     await eventually(
         settled(deleting, lambda: "t" in deleting.controller.context.topics_ineligible_for_deletion),
         timeout=2,
@@ -355,7 +355,7 @@ async def test_the_next_controller_finishes_a_deletion(deleting: DeletingCluster
     await created(deleting, "t", {0: others, 1: others[::-1]})
     # The follower never answers the first controller's StopReplica.
     deleting.channel.down.add(follower)
-    await deleting.store.mark_topic_for_deletion("t")
+    await topic_admin(deleting.store).mark_topic_for_deletion("t")
     await eventually(
         settled(deleting, lambda: "t" in deleting.controller.context.topics_with_deletion_started),
         timeout=2,
@@ -376,14 +376,14 @@ async def test_partitions_added_to_a_queued_topic_are_refused(deleting: Deleting
     await started(deleting, 1, 2)
     await created(deleting, "t", {0: (1, 2)})
     deleting.channel.down.add(2)  # deletion stays in flight
-    await deleting.store.mark_topic_for_deletion("t")
+    await topic_admin(deleting.store).mark_topic_for_deletion("t")
     await eventually(
         settled(deleting, lambda: "t" in deleting.controller.context.topics_with_deletion_started),
         timeout=2,
         message="deletion not started",
     )
     grown = TopicAssignment("t", {0: ReplicaAssignment((1, 2)), 1: ReplicaAssignment((2, 1))}, "id-t")
-    await deleting.store.add_partitions(grown)
+    await topic_admin(deleting.store).add_partitions(grown)
     await eventually(
         settled(deleting, lambda: set(deleting.zk.topics["t"].partitions) == {0}),
         timeout=2,
@@ -404,7 +404,7 @@ async def test_a_controller_moved_under_a_deletion_writes_nothing_and_resigns(
     # Another broker is elected while this controller has not heard of it yet.
     deleting.zk.controller = _Ephemeral(9, -1, deleting.zk.next_zxid())
     deleting.zk.epoch = (2, 2)
-    await deleting.store.mark_topic_for_deletion("t")
+    await topic_admin(deleting.store).mark_topic_for_deletion("t")
     await eventually(settled(deleting, lambda: not old.is_active), timeout=2, message="did not resign")
     assert old.active_controller_id == 9
     assert "t" in deleting.zk.topics and deleting.zk.partition_states == before
@@ -415,7 +415,7 @@ async def test_a_topic_with_a_partition_being_reassigned_waits(deleting: Deletin
     await started(deleting, 1, 2)
     await created(deleting, "t", {0: (1, 2), 1: (2, 1)})
     deleting.controller.context.partitions_being_reassigned.add(TopicPartition("t", 1))
-    await deleting.store.mark_topic_for_deletion("t")
+    await topic_admin(deleting.store).mark_topic_for_deletion("t")
     await eventually(
         settled(deleting, lambda: "t" in deleting.controller.context.topics_ineligible_for_deletion),
         timeout=2,
@@ -439,7 +439,7 @@ async def test_a_deletion_waits_for_every_partition_of_its_topic_to_finish_reass
     await created(deleting, "t", {0: (1, 2), 1: (2, 1)})
     reassigning = deleting.controller.context.partitions_being_reassigned
     reassigning.update({TopicPartition("t", 0), TopicPartition("t", 1)})
-    await deleting.store.mark_topic_for_deletion("t")
+    await topic_admin(deleting.store).mark_topic_for_deletion("t")
     await eventually(
         settled(deleting, lambda: "t" in deleting.controller.context.topics_ineligible_for_deletion),
         timeout=2,
@@ -463,7 +463,7 @@ async def test_a_topic_whose_deletion_waits_still_gets_a_leader_elected(deleting
     o = 3 - c
     await created(deleting, "t", {0: (o, c)})
     deleting.controller.context.partitions_being_reassigned.add(TopicPartition("t", 0))
-    await deleting.store.mark_topic_for_deletion("t")
+    await topic_admin(deleting.store).mark_topic_for_deletion("t")
     await eventually(
         settled(deleting, lambda: "t" in deleting.controller.context.topics_ineligible_for_deletion),
         timeout=2,
