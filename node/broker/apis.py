@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     from node.broker.admin_manager import AdminManager
     from node.broker.config_admin import ConfigAdmin
     from node.broker.log.manager import LogManager
+    from node.zk.planner_registry import ZkPlannerRegistry
     from node.zk.store import ZkClusterStore
 
 log = logging.getLogger(__name__)
@@ -146,6 +147,7 @@ class BrokerApis:
         broker_epoch: Callable[[], int],
         cluster_id: Callable[[], str],
         config_admin: ConfigAdmin | None = None,
+        planners: ZkPlannerRegistry | None = None,
         logs: LogManager | None = None,
         authorizer: AclAuthorizer | None = None,
         own_principal: str = ANONYMOUS,
@@ -157,6 +159,7 @@ class BrokerApis:
         self._broker_id = broker_id
         self._state_change_log = StateChangeLogger.for_broker(broker_id)
         self._store = store
+        self._planners = planners
         self._replica_manager = replica_manager
         self._admin = admin
         self._controller = controller
@@ -379,7 +382,7 @@ class BrokerApis:
         active planner listens, as `/keel/planner` says."""
         if request.spec.key != ApiKey.DESCRIBE_PLANNER:
             raise InvalidRequest(f"{request.spec.key.name} is not served by brokers")
-        registration = await self._store.planner()
+        registration = None if self._planners is None else await self._planners.planner()
         if registration is None:
             raise BrokerNotAvailable("no planner is running (/keel/planner does not exist)")
         return DescribePlannerResponse(

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from actors.security.authorizer import AclAuthorizer
     from node.broker.config_admin import ConfigAdmin
     from node.broker.log.manager import LogManager
+    from node.zk.planner_registry import ZkPlannerRegistry
     from node.zk.store import ZkClusterStore
 
 
@@ -64,6 +65,7 @@ class BrokerParts:
         cluster_id: Callable[[], str],
         propagate_log_dir_event: Callable[[], Awaitable[None]] | None = None,
         config_admin: ConfigAdmin | None = None,
+        planners: ZkPlannerRegistry | None = None,
         log_manager: LogManager | None = None,
         authorizer: AclAuthorizer | None = None,
         own_principal: str = ANONYMOUS,
@@ -110,6 +112,7 @@ class BrokerParts:
             broker_epoch=lambda: self.broker_epoch,
             cluster_id=cluster_id,
             config_admin=config_admin,
+            planners=planners,
             logs=log_manager,
             authorizer=authorizer,
             own_principal=own_principal,

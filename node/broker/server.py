@@ -46,6 +46,7 @@ from node.security.settings import LISTENER_DEFAULTS, getter, listener_security
 from node.zk.acl_authorizer import ZkAclAuthorizer, authorizer_config
 from node.zk.client import ZooKeeperClient
 from node.zk.config_store import ZkConfigStore
+from node.zk.planner_registry import ZkPlannerRegistry
 from node.zk.store import ZkClusterStore
 from node.zk.topic_admin_store import ZkTopicAdminStore
 from wire.connection_quotas import ConnectionQuotas
@@ -159,6 +160,7 @@ class KeelBroker:
             cluster_id=lambda: self.cluster_id,
             propagate_log_dir_event=lambda: self.store.propagate_log_dir_event(self.broker_id),
             config_admin=ConfigAdmin(self.configs, self.store.topics),
+            planners=ZkPlannerRegistry(self.zk),
             log_manager=self.logs,
             authorizer=None if self.acl_authorizer is None else self.acl_authorizer.authorizer,
             own_principal=self.principal,

@@ -40,6 +40,7 @@ from node.zk.client import ZooKeeperClient
 from node.zk.config_store import ZkConfigStore
 from node.zk.data import PlannerRegistration
 from node.zk.dynamic_config import credential_follower
+from node.zk.planner_registry import ZkPlannerRegistry
 from node.zk.store import ZkClusterStore
 from wire.connection_quotas import ConnectionQuotas
 from wire.server import RpcServer
@@ -69,6 +70,7 @@ class KeelPlanner:
             max_in_flight_requests=config.get_int("zookeeper.max.in.flight.requests"),
         )
         self.store = ZkClusterStore(self.zk, self.clock)
+        self.registry = ZkPlannerRegistry(self.zk)
         # The SCRAM users of `/config/users`, followed as a broker follows them: one
         # identity per user across the cluster, for the brokers and the planner alike.
         self.credential_cache = CredentialCache()
@@ -222,11 +224,11 @@ class KeelPlanner:
         waiting_logged = False
         while True:
             try:
-                holder = await self.store.planner_holder()
+                holder = await self.registry.planner_holder()
                 if holder is not None and holder == self.zk.session_id:
                     if not self.active:
                         self._become_active()
-                elif holder is None and await self.store.register_planner(self.registration):
+                elif holder is None and await self.registry.register_planner(self.registration):
                     self._become_active()
                     waiting_logged = False
                 else:

@@ -35,6 +35,7 @@ from node.ui.progress import ProgressTracker
 from node.ui.timeline import Timeline
 from node.ui.view import ClusterView, Reassignment, broker_rows, partition_rows
 from node.zk.client import ZooKeeperClient
+from node.zk.planner_registry import ZkPlannerRegistry
 from node.zk.store import ZkClusterStore
 from wire.api.planner import PlanReassignmentRequest
 from wire.errors import WireError, for_code
@@ -91,6 +92,7 @@ class ConsoleObserver:
         from actors.base.clock import SystemClock
 
         self.store = ZkClusterStore(zk, SystemClock())
+        self.planners = ZkPlannerRegistry(zk)
         self.security = security
         self._zk_interval_s = zk_interval_s
         self._broker_interval_s = broker_interval_s
@@ -220,7 +222,7 @@ class ConsoleObserver:
             return {}
 
     async def _planner_status(self) -> tuple[dict[str, object] | None, str | None]:
-        registration = await self.store.planner()
+        registration = await self.planners.planner()
         if registration is None:
             return None, None
         address = f"{registration.host}:{registration.port}"
@@ -236,7 +238,7 @@ class ConsoleObserver:
 
     async def preview_plan(self, goals: list[str], security: ClientSecurity | None = None) -> PlanPreview:
         """Ask the planner for a plan without executing it, and keep it for the page."""
-        registration = await self.store.planner()
+        registration = await self.planners.planner()
         if registration is None:
             raise PlannerNotRunning("no planner is running (start one with bin/keel-planner)")
         client = PlannerClient.at(
