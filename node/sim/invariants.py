@@ -94,6 +94,8 @@ class Checker:
         self._tail_lost: dict[tuple[int, TopicPartition], int] = {}
         # The czxid of the registration of each broker that lost a tail, while it stands.
         self._lost_registration: dict[int, int] = {}
+        # Each broker's current incarnation.
+        self._incarnation: dict[int, int] = {}
         # Since when each partition has not been led while a replica that could lead it was live.
         self._leaderless_since: dict[TopicPartition, float] = {}
 
@@ -116,9 +118,15 @@ class Checker:
     def _partition_state_written(
         self, tp: TopicPartition, before: LeaderAndIsr | None, after: LeaderAndIsr
     ) -> None:
-        """A leader taken from outside the ISR it replaces is an unclean election."""
+        """A leader taken from outside the ISR it replaces is an unclean election; so is one
+        back from a power loss that an ISR still named from before it (see
+        `_lead_after_a_lost_tail`)."""
         if before is not None and after.leader not in (-1, before.leader) and after.leader not in before.isr:
             self._unclean[tp] = self._unclean.get(tp, 0) + 1
+        elif after.leader != -1:
+            lost_in = self._tail_lost.get((after.leader, tp))
+            if lost_in is not None and self._incarnation.get(after.leader, lost_in) > lost_in:
+                self._lead_after_a_lost_tail(after.leader, tp)
 
     def unclean_elections(self, tp: TopicPartition) -> int:
         """How many unclean elections `tp` has had so far: a producer notes it as it sends."""
@@ -232,7 +240,6 @@ class Checker:
         self._applied_leader_epochs(brokers)
         self._no_event_lost(brokers)
         self._vouched_for_no_more()
-        self._leading_after_a_lost_tail(brokers)
         self._acknowledged_writes()
 
     def _one_controller_per_epoch(self, brokers: dict[int, tuple[int, SimBroker]]) -> None:
@@ -326,17 +333,24 @@ class Checker:
         """Whether some ISR still names `broker_id` from before it lost its logs' tail."""
         return any(b == broker_id for b, _ in self._tail_lost)
 
-    def _leading_after_a_lost_tail(self, brokers: dict[int, tuple[int, SimBroker]]) -> None:
-        """A broker back from a power loss that leads a partition whose ISR still named it
-        from before: a controller that took over while it was away never saw it go, and
-        found it live and in the ISR (ZooKeeper-mode Kafka cannot tell either; KRaft's
-        KIP-966 can). What it lost is lost, as in an unclean election, and counted as one."""
-        for (broker_id, tp), incarnation in list(self._tail_lost.items()):
-            current, broker = brokers[broker_id]
-            found = self.zk.partition_states.get(tp)
-            if current > incarnation and broker.alive and found is not None and found[0].leader == broker_id:
-                self._unclean[tp] = self._unclean.get(tp, 0) + 1
-                del self._tail_lost[(broker_id, tp)]
+    def started(self, broker_id: int, incarnation: int) -> None:
+        """A broker starts: one back from a power loss leads at once the partitions whose
+        state still names it leader (the controller sends it that state as it registers)."""
+        self._incarnation[broker_id] = incarnation
+        for tp, (state, _, _) in sorted(self.zk.partition_states.items()):
+            if state.leader == broker_id and (broker_id, tp) in self._tail_lost:
+                self._lead_after_a_lost_tail(broker_id, tp)
+
+    def _lead_after_a_lost_tail(self, broker_id: int, tp: TopicPartition) -> None:
+        """A broker back from a power loss leads a partition whose ISR still named it from
+        before: a controller that took over while it was away never saw it go, or it was the
+        ISR's last name, and the controller found it live and in the ISR (ZooKeeper-mode Kafka
+        cannot tell either; KRaft's KIP-966 can). What it lost is lost, as in an unclean
+        election, and counted as one: the replicas that copy from it are held only to the
+        writes sent after it. Seen as the state is written, not at the next step's checks:
+        within one step it may lead, be copied, and hand the partition on."""
+        self._unclean[tp] = self._unclean.get(tp, 0) + 1
+        del self._tail_lost[(broker_id, tp)]
 
     def _acknowledged_writes(self) -> None:
         by_partition: dict[TopicPartition, list[Ack]] = {}

@@ -205,6 +205,7 @@ class Simulation:
         self._incarnations += 1
         broker = SimBroker(broker_id, self.zk, self.network, self.logs[broker_id], self.settings)
         self.brokers[broker_id] = (self._incarnations, broker)
+        self.checker.started(broker_id, self._incarnations)
         if self._zookeeper_down:
             broker.store.reachable.clear()  # it starts into the outage, and waits for it to end
         self.trace(f"start broker {broker_id} (incarnation {self._incarnations})")

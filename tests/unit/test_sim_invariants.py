@@ -192,6 +192,54 @@ def test_an_unclean_election_lets_off_only_the_writes_sent_before_it() -> None:
         checker.check({})
 
 
+def test_a_broker_back_from_a_power_loss_elected_as_an_isrs_last_name_counts_as_unclean() -> None:
+    """Seed 674's course: broker 2 loses a tail while 1 holds the write too; 1 goes, the
+    controller cannot take the last name out of the ISR, and 2, started again, is elected from
+    it. Replicas that copy 2's log lack the write; within one step 2 leads, is copied and hands
+    the partition on, so the election is seen as the state is written. Elected while still
+    down, it counts for nothing yet; the writes sent after it are held to the rule again."""
+    zk = FakeZooKeeper()
+    logs = {b: MemoryLogStore() for b in (1, 2, 3)}
+    checker = Checker(zk, logs)
+    zk.topics["t"] = TopicAssignment("t", {0: ReplicaAssignment((1, 2, 3))})
+    checker.started(2, 1)
+    zk.write_partition_state(TP, LeaderAndIsr(1, 0, (1, 2)), 1)
+    for broker in (1, 2):
+        logs[broker].get_or_create(TP, {}).append_as_leader(_batch(b"old"), 0)
+    checker.acknowledged(Ack(TP, 0, b"old", checker.unclean_elections(TP)))
+    logs[2].get(TP).lose_tail(0)
+    checker.lost_tail(2, 1)
+    zk.write_partition_state(TP, LeaderAndIsr(-1, 1, (2,)), 1)  # 1 goes: 2 is the last name
+    zk.write_partition_state(TP, LeaderAndIsr(2, 2, (2,)), 1)  # elected while still down
+    assert checker.unclean_elections(TP) == 0
+    zk.write_partition_state(TP, LeaderAndIsr(-1, 3, (2,)), 1)
+
+    checker.started(2, 2)
+    zk.write_partition_state(TP, LeaderAndIsr(2, 4, (2,)), 1)  # the new incarnation leads
+    assert checker.unclean_elections(TP) == 1
+    logs[2].get(TP).append_as_leader(_batch(b"new"), 4)
+    checker.acknowledged(Ack(TP, 0, b"new", checker.unclean_elections(TP)))
+    logs[3].get_or_create(TP, {}).append_as_follower(logs[2].get(TP).read(0, 1 << 20))
+    zk.write_partition_state(TP, LeaderAndIsr(2, 4, (2, 3)), 1)  # copied, and handed on
+    zk.write_partition_state(TP, LeaderAndIsr(3, 5, (3,)), 1)
+    assert checker.unclean_elections(TP) == 1
+    checker.check({})  # "old", sent before, is let off on 3 as on 2
+    logs[3].get(TP).truncate_to(0)
+    with pytest.raises(Violation, match=r"offset 0 \(b'new'\) is acknowledged but broker 3"):
+        checker.check({})
+
+
+def test_a_broker_back_from_a_power_loss_that_a_state_names_leader_leads_as_it_starts() -> None:
+    zk = FakeZooKeeper()
+    logs = {b: MemoryLogStore() for b in (1, 2)}
+    checker = Checker(zk, logs)
+    zk.topics["t"] = TopicAssignment("t", {0: ReplicaAssignment((1, 2))})
+    zk.write_partition_state(TP, LeaderAndIsr(2, 0, (1, 2)), 1)
+    checker.lost_tail(2, 1)
+    checker.started(2, 2)
+    assert checker.unclean_elections(TP) == 1
+
+
 def test_replicas_that_differ_below_the_high_watermark_keep_the_run_from_settling() -> None:
     from node.sim.broker import BrokerSettings, SimBroker
     from wire.api import CreatableReplicaAssignment, CreatableTopic, CreateTopicsRequest
