@@ -25,8 +25,13 @@ from collections.abc import Iterable, Mapping, Sequence
 Partition = tuple[str, int]
 
 # How long a move may look neither in progress nor at its step or target before it counts
-# as failed: a broker's metadata cache lags the controller by an UpdateMetadata.
+# as failed: a broker's metadata cache lags the controller by an UpdateMetadata. A cache
+# that shows the step's start (the replicas of both sides) but no longer the reassignment
+# surely lags, and gets the long wait; anything else (most often the replicas from before
+# the step: the reassignment was cancelled) is taken as it stands once a cache two
+# UpdateMetadata behind has had time to catch up.
 SETTLE_S = 30.0
+QUICK_SETTLE_S = 5.0
 
 
 class MoveState(enum.StrEnum):
@@ -232,9 +237,11 @@ def _reconcile_one(
         # A first step completed: the next one starts from here.
         move.state, move.unsettled_since = MoveState.PENDING, None
     elif in_flight:
+        assert move.step is not None
+        lagging = frozenset(replicas) == frozenset(move.step) | frozenset(move.step_origin)
         if move.unsettled_since is None:
             move.unsettled_since = now
-        elif now - move.unsettled_since >= settle_s:
+        elif now - move.unsettled_since >= (settle_s if lagging else min(settle_s, QUICK_SETTLE_S)):
             move.state = MoveState.FAILED
             move.reason = f"cancelled outside the plan: the replicas are {list(replicas)}"
     return False

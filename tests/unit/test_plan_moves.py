@@ -4,6 +4,7 @@ controller, and the bytes a move has copied."""
 from __future__ import annotations
 
 from node.planner.moves import (
+    QUICK_SETTLE_S,
     Move,
     MoveState,
     Ongoing,
@@ -113,20 +114,29 @@ def test_reconcile_done_in_flight_next_step_and_superseded() -> None:
 
 
 def test_a_move_that_vanished_fails_only_once_the_metadata_had_time_to_settle() -> None:
+    """A cache that shows the step started but not the reassignment lags surely: the long
+    wait. Back at the replicas from before the step, the move was most often cancelled, and
+    fails once a cache two updates behind had time to catch up."""
     m = move(0, (4, 2), (1, 2))
     start_step(m, (1, 2), (4, 2))
     stale = {m.tp: (4, 2, 1)}  # a broker's cache that has not seen the completion yet
     reconcile([m], stale, {}, 100.0, settle_s=30)
+    reconcile([m], stale, {}, 129.0, settle_s=30)
     assert m.state is MoveState.IN_FLIGHT
-    changed, _ = reconcile([m], {m.tp: (4, 2)}, {}, 110.0, settle_s=30)
+    changed, _ = reconcile([m], {m.tp: (4, 2)}, {}, 129.5, settle_s=30)
     assert [c.state for c in changed] == [MoveState.DONE]
+    never_caught_up = move(2, (4, 2), (1, 2))
+    start_step(never_caught_up, (1, 2), (4, 2))
+    reconcile([never_caught_up], {never_caught_up.tp: (1, 2, 4)}, {}, 100.0, settle_s=30)
+    changed, _ = reconcile([never_caught_up], {never_caught_up.tp: (1, 2, 4)}, {}, 130.0, settle_s=30)
+    assert [c.state for c in changed] == [MoveState.FAILED]
 
     cancelled = move(1, (4, 2), (1, 2))
     start_step(cancelled, (1, 2), (4, 2))
     reconcile([cancelled], {cancelled.tp: (1, 2)}, {}, 100.0, settle_s=30)
-    reconcile([cancelled], {cancelled.tp: (1, 2)}, {}, 129.0, settle_s=30)
+    reconcile([cancelled], {cancelled.tp: (1, 2)}, {}, 100.0 + QUICK_SETTLE_S - 0.1, settle_s=30)
     assert cancelled.state is MoveState.IN_FLIGHT
-    changed, _ = reconcile([cancelled], {cancelled.tp: (1, 2)}, {}, 130.0, settle_s=30)
+    changed, _ = reconcile([cancelled], {cancelled.tp: (1, 2)}, {}, 100.0 + QUICK_SETTLE_S, settle_s=30)
     assert [(c.state, c.reason[:26]) for c in changed] == [(MoveState.FAILED, "cancelled outside the plan")]
 
 
