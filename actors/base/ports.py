@@ -248,7 +248,30 @@ class TopicAdminStore(Protocol):
         ...
 
 
-class ClusterStore(Protocol):
+class BrokerRegistry(Protocol):
+    """The brokers' registrations under `/brokers/ids` (spec §2.1): each broker makes its own;
+    the controller, the handlers, the planner and the console read them."""
+
+    async def register_broker(self, info: BrokerInfo) -> int:
+        """Checked ephemeral create of `/brokers/ids/<id>`; returns the broker epoch.
+        Raises BrokerIdTakenError if another live session holds the id."""
+        ...
+
+    async def registered_brokers(self, *, watch: bool = False) -> list[RegisteredBroker]:
+        """Every registered broker; `watch` arms the `/brokers/ids` children watch."""
+        ...
+
+    async def registered_broker(self, broker_id: int, *, watch: bool = False) -> RegisteredBroker | None:
+        """One broker's registration, or None; `watch` arms its data watch (broker_modified)
+        as `getData` does: not on a broker that is not registered, and its deletion uses the
+        watch up unreported (`/brokers/ids` reports registrations and their end)."""
+        ...
+
+
+class ClusterStore(BrokerRegistry, Protocol):
+    """What the controller reads and writes in ZooKeeper: the registry, with its data watches
+    reporting to the cluster watcher, and the rest of the cluster's state."""
+
     async def controller_id(self) -> int | None:
         """The active controller's id, or None; re-arms the `/controller` watch."""
         ...
@@ -272,21 +295,6 @@ class ClusterStore(Protocol):
 
     async def delete_controller(self, epoch_zk_version: int) -> None:
         """Delete `/controller`, fenced by the epoch version; raises ControllerMovedError."""
-        ...
-
-    async def register_broker(self, info: BrokerInfo) -> int:
-        """Checked ephemeral create of `/brokers/ids/<id>`; returns the broker epoch.
-        Raises BrokerIdTakenError if another live session holds the id."""
-        ...
-
-    async def registered_brokers(self, *, watch: bool = False) -> list[RegisteredBroker]:
-        """Every registered broker; `watch` arms the `/brokers/ids` children watch."""
-        ...
-
-    async def registered_broker(self, broker_id: int, *, watch: bool = False) -> RegisteredBroker | None:
-        """One broker's registration, or None; `watch` arms its data watch (broker_modified)
-        as `getData` does: not on a broker that is not registered, and its deletion uses the
-        watch up unreported (`/brokers/ids` reports registrations and their end)."""
         ...
 
     async def topics(self, *, watch: bool = False) -> set[str]:

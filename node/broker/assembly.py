@@ -78,7 +78,7 @@ class BrokerParts:
         self.link = RpcReplicaLink(
             broker_id,
             controller_id=lambda: -1 if self._controller is None else self._controller.active_controller_id,
-            registered_broker=store.registered_broker,
+            registered_broker=store.registry.registered_broker,
             timeout_s=settings.request_timeout_s,
             senders=senders,
             inter_broker_listener=settings.inter_broker_listener,

@@ -249,7 +249,7 @@ class KeelBroker:
             endpoints.append(self.config.endpoint(listener, server.port))
         self.info = BrokerInfo(self.broker_id, tuple(endpoints), self.config.rack)
         self._check_own_principal()
-        broker_epoch = await self.store.register_broker(self.info)
+        broker_epoch = await self.store.registry.register_broker(self.info)
         channel = ControllerChannelManager(
             self.broker_id,
             timeout_s=self.config.get_int("controller.socket.timeout.ms") / 1000,

@@ -133,7 +133,7 @@ class SimBroker:
             (self.settings.high_watermark_checkpoint_s, self._checkpoint_high_watermarks),
         ):
             self.loop.create_task(every(interval, work))
-        broker_epoch = await self.store.register_broker(self.info)
+        broker_epoch = await self.store.registry.register_broker(self.info)
         channel = ControllerChannelManager(
             self.broker_id,
             timeout_s=self.settings.request_timeout_s,

@@ -225,8 +225,7 @@ class FakeClusterStore:
         self.armed: set[str] = set()
         self.reassignment_watch_armed = False
         self.session_watchers: list[SessionWatcher] = []
-        self._stale_session_wait = stale_session_wait
-        self._registered_session: int | None = None
+        self.stale_session_wait = stale_session_wait
         # Faults a test may inject into the next calls.
         self.fail_next_registered_brokers: Exception | None = None
         self.fail_next_topic_configs: Exception | None = None
@@ -237,6 +236,7 @@ class FakeClusterStore:
         # client's do while it reconnects (a simulation's network partition).
         self.reachable = asyncio.Event()
         self.reachable.set()
+        self.registry = FakeBrokerRegistry(self)
 
     async def round_trip(self) -> None:
         # Every real call is a round trip; yield so concurrency in the tests is real.
@@ -293,46 +293,13 @@ class FakeClusterStore:
         return None if holder is None else int(holder.value)  # type: ignore[call-overload]
 
     async def register_broker(self, info: BrokerInfo) -> int:
-        await self.round_trip()
-        deadline = asyncio.get_running_loop().time() + self._stale_session_wait
-        while True:
-            existing = self.zk.brokers.get(info.broker_id)
-            if existing is None:
-                node = _Ephemeral(info, self.session, self.zk.next_zxid())
-                self.zk.brokers[info.broker_id] = node
-                self._registered_session = self.session
-                self.zk.fire("/brokers/ids", "brokers_changed")
-                return node.czxid
-            if existing.owner == self.session:
-                return existing.czxid
-            if existing.owner == self._registered_session:
-                del self.zk.brokers[info.broker_id]
-                self.zk.data_watch_deleted(f"/brokers/ids/{info.broker_id}")
-                continue
-            if asyncio.get_running_loop().time() >= deadline:
-                raise BrokerIdTakenError(f"broker.id {info.broker_id} is already registered")
-            await asyncio.sleep(0.01)
+        return await self.registry.register_broker(info)
 
     async def registered_brokers(self, *, watch: bool = False) -> list[RegisteredBroker]:
-        await self.round_trip()
-        if watch:
-            self.armed.add("/brokers/ids")
-        if self.fail_next_registered_brokers is not None:
-            error, self.fail_next_registered_brokers = self.fail_next_registered_brokers, None
-            raise error
-        return [
-            RegisteredBroker(node.value, node.czxid)  # type: ignore[arg-type]
-            for _, node in sorted(self.zk.brokers.items())
-        ]
+        return await self.registry.registered_brokers(watch=watch)
 
     async def registered_broker(self, broker_id: int, *, watch: bool = False) -> RegisteredBroker | None:
-        await self.round_trip()
-        node = self.zk.brokers.get(broker_id)
-        if node is None:
-            return None  # a failed getData arms nothing
-        if watch:
-            self.armed.add(f"/brokers/ids/{broker_id}")
-        return RegisteredBroker(node.value, node.czxid)  # type: ignore[arg-type]
+        return await self.registry.registered_broker(broker_id, watch=watch)
 
     async def topics(self, *, watch: bool = False) -> set[str]:
         await self.round_trip()
@@ -577,6 +544,57 @@ class FakeClusterStore:
         for watcher in self.session_watchers:
             await watcher.before_new_session()
             watcher.after_new_session()
+
+
+class FakeBrokerRegistry:
+    """The BrokerRegistry port on a session of the in-memory ensemble (`FakeClusterStore`),
+    held to the same contract tests as ZkBrokerRegistry."""
+
+    def __init__(self, store: FakeClusterStore) -> None:
+        self._store = store
+        self._registered_session: int | None = None
+
+    async def register_broker(self, info: BrokerInfo) -> int:
+        await self._store.round_trip()
+        deadline = asyncio.get_running_loop().time() + self._store.stale_session_wait
+        while True:
+            existing = self._store.zk.brokers.get(info.broker_id)
+            if existing is None:
+                node = _Ephemeral(info, self._store.session, self._store.zk.next_zxid())
+                self._store.zk.brokers[info.broker_id] = node
+                self._registered_session = self._store.session
+                self._store.zk.fire("/brokers/ids", "brokers_changed")
+                return node.czxid
+            if existing.owner == self._store.session:
+                return existing.czxid
+            if existing.owner == self._registered_session:
+                del self._store.zk.brokers[info.broker_id]
+                self._store.zk.data_watch_deleted(f"/brokers/ids/{info.broker_id}")
+                continue
+            if asyncio.get_running_loop().time() >= deadline:
+                raise BrokerIdTakenError(f"broker.id {info.broker_id} is already registered")
+            await asyncio.sleep(0.01)
+
+    async def registered_brokers(self, *, watch: bool = False) -> list[RegisteredBroker]:
+        await self._store.round_trip()
+        if watch:
+            self._store.armed.add("/brokers/ids")
+        if self._store.fail_next_registered_brokers is not None:
+            error, self._store.fail_next_registered_brokers = self._store.fail_next_registered_brokers, None
+            raise error
+        return [
+            RegisteredBroker(node.value, node.czxid)  # type: ignore[arg-type]
+            for _, node in sorted(self._store.zk.brokers.items())
+        ]
+
+    async def registered_broker(self, broker_id: int, *, watch: bool = False) -> RegisteredBroker | None:
+        await self._store.round_trip()
+        node = self._store.zk.brokers.get(broker_id)
+        if node is None:
+            return None  # a failed getData arms nothing
+        if watch:
+            self._store.armed.add(f"/brokers/ids/{broker_id}")
+        return RegisteredBroker(node.value, node.czxid)  # type: ignore[arg-type]
 
 
 class FakeTopicAdminStore:

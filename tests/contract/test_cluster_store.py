@@ -243,17 +243,21 @@ async def test_controller_watch_reports_creation_and_deletion(ensemble: Ensemble
     await eventually(recorded(recorder, "changed", "deleted"), timeout=5, message="deletion was not reported")
 
 
+# The broker registry (BrokerRegistry), on its own: each store is one session, whose
+# registry shares it.
+
+
 async def test_broker_registration_is_idempotent_within_a_session(ensemble: Ensemble) -> None:
-    store = await ensemble.store()
-    epoch = await store.register_broker(info(3))
+    registry = (await ensemble.store()).registry
+    epoch = await registry.register_broker(info(3))
     assert epoch > 0
-    assert await store.register_broker(info(3)) == epoch
-    brokers = await store.registered_brokers()
+    assert await registry.register_broker(info(3)) == epoch
+    brokers = await registry.registered_brokers()
     assert [(b.info, b.broker_epoch) for b in brokers] == [(info(3), epoch)]
 
 
 async def test_registered_brokers_are_listed_with_their_epochs(ensemble: Ensemble) -> None:
-    one, two = await ensemble.store(), await ensemble.store()
+    one, two = (await ensemble.store()).registry, (await ensemble.store()).registry
     epoch_2 = await two.register_broker(info(2, 9093))
     epoch_1 = await one.register_broker(info(1, 9092))
     assert epoch_1 > epoch_2, "the broker epoch is the czxid, so a later registration is larger"
@@ -263,7 +267,7 @@ async def test_registered_brokers_are_listed_with_their_epochs(ensemble: Ensembl
 
 
 async def test_an_id_held_by_another_live_session_is_refused(ensemble: Ensemble) -> None:
-    holder, intruder = await ensemble.store(), await ensemble.store()
+    holder, intruder = (await ensemble.store()).registry, (await ensemble.store()).registry
     epoch = await holder.register_broker(info(5))
     with pytest.raises(BrokerIdTakenError, match=r"broker\.id 5 is already registered"):
         await intruder.register_broker(info(5, 9999))
