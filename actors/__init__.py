@@ -1,7 +1,7 @@
 """The actor runtime and the actors that hold a broker's behaviour, grouped by what they hold:
 
-    base        the actor runtime, the Clock and the other ports, retries, loop slices, the
-                state-change log
+    base        the actor runtime, services (long-running work), the Clock and the other
+                ports, retries, loop slices, the state-change log
     admin       the admin rules: topics, configs, throttle configs, partition limits
     security    ACLs, the authorizer, each API's permission, SCRAM credentials
     replica     the replica manager: partitions, fetchers, fetch sessions, ISR changes,

@@ -2,10 +2,13 @@
 
 An actor's state is owned by one task that takes messages from a bounded mailbox, so no
 locks are needed. Other code holds an `ActorHandle` and posts with `tell` (no answer) or
-`ask` (awaits the answer). A failing `ask` hands its exception to the caller and the actor
-carries on; a failing `tell` has nobody to tell, so the actor crashes: it logs, reports to
-its supervisor and fails whatever was still queued. `stop` drains the mailbox, failing each
-waiting `ask` with `ActorStopped`, lets the message in hand finish, and ends the task.
+`ask` (awaits the answer). A message that is asked is an `Ask[R]`: its class names the one
+type its answer has, so `ask` returns an R and its caller checks nothing.
+
+A failing `ask` hands its exception to the caller and the actor carries on; a failing
+`tell` has nobody to tell, so the actor crashes: it logs, reports to its supervisor and
+fails whatever was still queued. `stop` drains the mailbox, failing each waiting `ask` with
+`ActorStopped`, lets the message in hand finish, and ends the task.
 """
 
 from __future__ import annotations
@@ -13,13 +16,22 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar, cast
 
 from actors.base.loop_slices import turn_if_held
 
 log = logging.getLogger(__name__)
 
 M = TypeVar("M")
+R = TypeVar("R")
+
+
+class Ask(Generic[R]):
+    """A message that wants an answer of type R. The actor's `receive` answers it with one
+    (the type checker holds each `receive` branch to it only as far as `object`; the
+    handle's typed methods are where the answer's type is used)."""
+
+    __slots__ = ()
 
 
 class ActorStopped(Exception):
@@ -82,12 +94,12 @@ class ActorHandle(Generic[M]):
         self._check_open()
         await self._mailbox.put(_Envelope(message, None))
 
-    async def ask(self, message: M) -> object:
+    async def ask(self, message: Ask[R]) -> R:
         """Post a message and wait for the actor's answer (or its exception)."""
         self._check_open()
         reply: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-        await self._mailbox.put(_Envelope(message, reply))
-        return await reply
+        await self._mailbox.put(_Envelope(cast(M, message), reply))
+        return cast(R, await reply)
 
     async def stop(self) -> None:
         if self._task is None or self._task.done():

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from actors.base.clock import Clock
 from actors.base.ports import ReplicaLink, TopicPartition
 from actors.base.retry import Retry
+from actors.base.service import Service
 from actors.replica.partition import PendingIsr
 from wire.api import (
     AlterPartitionItem,
@@ -35,7 +36,7 @@ PARTITIONS_PER_REQUEST = 1000
 Answer = Callable[[TopicPartition, PendingIsr, AlterPartitionResult], Awaitable[None]]
 
 
-class AlterPartitionManager:
+class AlterPartitionManager(Service):
     def __init__(
         self,
         broker_id: int,
@@ -46,6 +47,7 @@ class AlterPartitionManager:
         clock: Clock | None = None,
         retry_backoff_s: float = 0.1,
     ) -> None:
+        super().__init__(f"alter-partition-{broker_id}")
         self._broker_id = broker_id
         self._broker_epoch = broker_epoch
         self._link = link
@@ -54,17 +56,12 @@ class AlterPartitionManager:
         self._retry = Retry(clock, Backoff(retry_backoff_s, max(retry_backoff_s, 1.0)))
         self._pending: dict[TopicPartition, PendingIsr] = {}
         self._wake = asyncio.Event()
-        self._task = asyncio.create_task(self._run(), name=f"alter-partition-{broker_id}")
 
     def submit(self, tp: TopicPartition, proposal: PendingIsr) -> None:
         self._pending[tp] = proposal
         self._wake.set()
 
-    async def stop(self) -> None:
-        self._task.cancel()
-        await asyncio.gather(self._task, return_exceptions=True)
-
-    async def _run(self) -> None:
+    async def run(self) -> None:
         while True:
             await self._wake.wait()
             self._wake.clear()

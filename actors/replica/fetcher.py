@@ -9,13 +9,13 @@ fetcher ends; a failed round backs off `replica.fetch.backoff.ms`.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Protocol
 
 from actors.base.clock import Clock
 from actors.base.ports import ReplicaLink
 from actors.base.retry import Retry
+from actors.base.service import Service
 from actors.replica.replication import FetchPlan
 from wire.api import FetchResponse, OffsetsForLeaderEpochResponse
 from wire.errors import WireError
@@ -36,7 +36,7 @@ class FetchTarget(Protocol):
     ) -> bool: ...
 
 
-class ReplicaFetcher:
+class ReplicaFetcher(Service):
     def __init__(
         self,
         source: int,
@@ -46,6 +46,7 @@ class ReplicaFetcher:
         backoff_s: float,
         clock: Clock | None = None,
     ) -> None:
+        super().__init__(f"replica-fetcher-{source}")
         self.source = source
         self._target = target
         self._link = link
@@ -53,17 +54,8 @@ class ReplicaFetcher:
         # it runs until nothing follows its source.
         self._retry = Retry(clock, Backoff(backoff_s, backoff_s, multiplier=1, jitter=0))
         self._failures = 0
-        self._task = asyncio.create_task(self._run(), name=f"replica-fetcher-{source}")
 
-    @property
-    def running(self) -> bool:
-        return not self._task.done()
-
-    async def stop(self) -> None:
-        self._task.cancel()
-        await asyncio.gather(self._task, return_exceptions=True)
-
-    async def _run(self) -> None:
+    async def run(self) -> None:
         log.info("fetcher for broker %d started", self.source)
         while True:
             try:

@@ -18,28 +18,32 @@ from actors.replica.fetcher import ReplicaFetcher
 from actors.replica.partition import PendingIsr
 from actors.replica.replica_manager import ReplicaManager
 from actors.replica.replica_messages import (
+    ApplyLeaderAndIsr,
+    ApplyStopReplica,
+    ApplyUpdateMetadata,
     BytesToCopy,
-    ControlRequest,
     CountReplicas,
     EpochEndsFetched,
     Fetched,
     IsrChangeAnswered,
+    LeaderEpochEnds,
+    ListOffsets,
     LogDirFailed,
     Maintain,
     MetadataFor,
     PlanFetch,
+    Produce,
     Read,
     ReplicaMessage,
     Scrub,
     SetThrottles,
     Snapshot,
+    TakeSnapshot,
 )
 from actors.replica.replica_state import ReplicaState
 from actors.replica.replication import (
     FetchPlan,
     NoReplication,
-    ProduceOutcome,
-    ReadOutcome,
     ReplicationConfig,
     ReplicationEffects,
 )
@@ -137,23 +141,20 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
         broker_epoch: int,
         topic_configs: dict[str, dict[str, str]] | None = None,
     ) -> LeaderAndIsrResponse:
-        response = await self.ask(ControlRequest(request, broker_epoch, topic_configs or {}))
+        response = await self.ask(ApplyLeaderAndIsr(request, broker_epoch, topic_configs or {}))
         self._signal_metadata_applied()
-        assert isinstance(response, LeaderAndIsrResponse)
         return response
 
     async def stop_replica(self, request: StopReplicaRequest, broker_epoch: int) -> StopReplicaResponse:
-        response = await self.ask(ControlRequest(request, broker_epoch))
+        response = await self.ask(ApplyStopReplica(request, broker_epoch))
         self._signal_metadata_applied()
-        assert isinstance(response, StopReplicaResponse)
         return response
 
     async def update_metadata(
         self, request: UpdateMetadataRequest, broker_epoch: int
     ) -> UpdateMetadataResponse:
-        response = await self.ask(ControlRequest(request, broker_epoch))
+        response = await self.ask(ApplyUpdateMetadata(request, broker_epoch))
         self._signal_metadata_applied()
-        assert isinstance(response, UpdateMetadataResponse)
         return response
 
     def _signal_metadata_applied(self) -> None:
@@ -180,27 +181,20 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
                     await applied.wait()
 
     async def metadata(self, request: MetadataRequest, listener: str | None = None) -> MetadataResponse:
-        response = await self.ask(MetadataFor(request, listener))
-        assert isinstance(response, MetadataResponse)
-        return response
+        return await self.ask(MetadataFor(request, listener))
 
     async def replica_counts(self) -> ReplicaCounts:
         """Partition replicas in the cluster and per broker, from the metadata cache: what
         CreateTopics and CreatePartitions hold to max.partitions and max.broker.partitions."""
-        counts = await self.ask(CountReplicas())
-        assert isinstance(counts, ReplicaCounts)
-        return counts
+        return await self.ask(CountReplicas())
 
     async def snapshot(self) -> Snapshot:
-        snapshot = await self.ask(None)
-        assert isinstance(snapshot, Snapshot)
-        return snapshot
+        return await self.ask(TakeSnapshot())
 
     # --- clients ---
 
     async def produce(self, request: ProduceRequest) -> ProduceResponse:
-        outcome = await self.ask(request)
-        assert isinstance(outcome, ProduceOutcome)
+        outcome = await self.ask(Produce(request))
         answers = dict(outcome.answers)
         waited = [*outcome.flushing.items(), *outcome.waiting.items()]
         if waited:
@@ -226,7 +220,6 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
         """`owner`: the principal and connection it came from, which a fetch session it
         opens is bound to."""
         outcome = await self.ask(Read(request, wait=request.max_wait_ms > 0, owner=owner))
-        assert isinstance(outcome, ReadOutcome)
         if outcome.waiter is None:
             return outcome.response
         timeout_s = request.max_wait_ms / 1000
@@ -243,20 +236,15 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
             if outcome.retry_s is None or not outcome.session_id:
                 return outcome.response
         again = await self.ask(Read(request, wait=False, reread=outcome.session_id, owner=owner))
-        assert isinstance(again, ReadOutcome)
         return again.response
 
     async def list_offsets(self, request: ListOffsetsRequest) -> ListOffsetsResponse:
-        response = await self.ask(request)
-        assert isinstance(response, ListOffsetsResponse)
-        return response
+        return await self.ask(ListOffsets(request))
 
     async def offsets_for_leader_epoch(
         self, request: OffsetsForLeaderEpochRequest
     ) -> OffsetsForLeaderEpochResponse:
-        response = await self.ask(request)
-        assert isinstance(response, OffsetsForLeaderEpochResponse)
-        return response
+        return await self.ask(LeaderEpochEnds(request))
 
     async def set_throttles(
         self,
@@ -269,9 +257,7 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
 
     async def bytes_to_copy(self, topics: set[str] | None = None) -> dict[TopicPartition, int]:
         """Per partition led here with replicas being added: the bytes they still lack."""
-        remaining = await self.ask(BytesToCopy(None if topics is None else frozenset(topics)))
-        assert isinstance(remaining, dict)
-        return remaining
+        return await self.ask(BytesToCopy(None if topics is None else frozenset(topics)))
 
     async def maintain(self, *, checkpoint: bool = False, shrink: bool = True) -> None:
         await self.ask(Maintain(checkpoint=checkpoint, shrink=shrink))
@@ -290,9 +276,11 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
         fetcher = self._fetchers.get(source)
         if fetcher is None or not fetcher.running:
             assert self._link is not None
-            self._fetchers[source] = ReplicaFetcher(
+            fetcher = ReplicaFetcher(
                 source, self, self._link, backoff_s=self._config.fetch_backoff_ms / 1000, clock=self._clock
             )
+            self._fetchers[source] = fetcher
+            fetcher.start()
 
     def propose_isr(self, tp: TopicPartition, proposal: PendingIsr) -> None:
         if self._alter_partition is None:
@@ -300,6 +288,7 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
             self._alter_partition = AlterPartitionManager(
                 self.broker_id, self._broker_epoch, self._link, self._isr_change_answered, clock=self._clock
             )
+            self._alter_partition.start()
         self._alter_partition.submit(tp, proposal)
 
     def report_offline_replicas(self) -> None:
@@ -321,17 +310,15 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
     # --- what the fetchers ask (FetchTarget), and the answers to ISR changes ---
 
     async def plan_fetch(self, source: int) -> FetchPlan | None:
-        plan = await self.ask(PlanFetch(source, self._broker_epoch()))
-        assert plan is None or isinstance(plan, FetchPlan)
-        return plan
+        return await self.ask(PlanFetch(source, self._broker_epoch()))
 
     async def fetched(self, source: int, plan: FetchPlan, response: FetchResponse) -> bool:
-        return bool(await self.ask(Fetched(source, plan, response)))
+        return await self.ask(Fetched(source, plan, response))
 
     async def epoch_ends_fetched(
         self, source: int, plan: FetchPlan, response: OffsetsForLeaderEpochResponse
     ) -> bool:
-        return bool(await self.ask(EpochEndsFetched(source, plan, response)))
+        return await self.ask(EpochEndsFetched(source, plan, response))
 
     async def _isr_change_answered(
         self, tp: TopicPartition, proposal: PendingIsr, result: AlterPartitionResult

@@ -34,21 +34,27 @@ from actors.replica.follower_path import FollowerPath
 from actors.replica.leader_path import LeaderPath
 from actors.replica.partition import Partition, Role, TopicPartition
 from actors.replica.replica_messages import (
+    ApplyLeaderAndIsr,
+    ApplyStopReplica,
+    ApplyUpdateMetadata,
     BytesToCopy,
-    ControlRequest,
     CountReplicas,
     EpochEndsFetched,
     Fetched,
     IsrChangeAnswered,
+    LeaderEpochEnds,
+    ListOffsets,
     LogDirFailed,
     Maintain,
     MetadataFor,
     PlanFetch,
+    Produce,
     Read,
     ReplicaMessage,
     Scrub,
     SetThrottles,
     Snapshot,
+    TakeSnapshot,
 )
 from actors.replica.replica_state import ReplicaState
 from actors.replica.replication import NoReplication, ReplicationConfig, ReplicationEffects
@@ -56,11 +62,8 @@ from wire.api import (
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
-    ListOffsetsRequest,
     MetadataRequest,
-    OffsetsForLeaderEpochRequest,
     PartitionError,
-    ProduceRequest,
     StopReplicaRequest,
     StopReplicaResponse,
     UpdateMetadataRequest,
@@ -74,7 +77,7 @@ log = logging.getLogger(__name__)
 # StopReplica leader epochs that always pass: -1 unknown, -2 the topic is being deleted.
 _UNCHECKED_LEADER_EPOCHS = (-1, -2)
 
-__all__ = ["ControlRequest", "ReplicaManager", "ReplicaMessage", "Snapshot"]
+__all__ = ["ReplicaManager", "ReplicaMessage", "Snapshot"]
 
 
 class ReplicaManager(Actor[ReplicaMessage]):
@@ -100,27 +103,27 @@ class ReplicaManager(Actor[ReplicaMessage]):
 
     async def receive(self, message: ReplicaMessage) -> object:
         match message:
-            case ControlRequest(request=LeaderAndIsrRequest() as request, broker_epoch=epoch):
+            case ApplyLeaderAndIsr(request=request, broker_epoch=epoch):
                 self.state.topic_configs.update(message.topic_configs)
                 for topic, config in message.topic_configs.items():
                     # A topic created with throttled replicas gets no change notification.
                     self.state.throttle.set_topic_config(topic, config)
                 return await self._become_leader_or_follower_in_slices(request, epoch)
-            case ControlRequest(request=StopReplicaRequest() as request, broker_epoch=epoch):
+            case ApplyStopReplica(request=request, broker_epoch=epoch):
                 return self.stop_replicas(request, epoch)
-            case ControlRequest(request=UpdateMetadataRequest() as request, broker_epoch=epoch):
+            case ApplyUpdateMetadata(request=request, broker_epoch=epoch):
                 return await self._update_metadata_in_slices(request, epoch)
             case MetadataFor(request=MetadataRequest(topics=topics), listener=listener):
                 answer = self.state.metadata.describe(topics, listener)
                 return dataclasses.replace(answer, controller_epoch=self.state.controller_epoch)
-            case ProduceRequest():
-                return self.leader_path.append_records(message)
+            case Produce(request=request):
+                return self.leader_path.append_records(request)
             case Read(request=request, wait=wait, reread=reread, owner=owner):
                 return self.leader_path.read(request, wait=wait, reread=reread, owner=owner)
-            case ListOffsetsRequest():
-                return self.leader_path.list_offsets(message)
-            case OffsetsForLeaderEpochRequest():
-                return self.leader_path.offsets_for_leader_epoch(message)
+            case ListOffsets(request=request):
+                return self.leader_path.list_offsets(request)
+            case LeaderEpochEnds(request=request):
+                return self.leader_path.offsets_for_leader_epoch(request)
             case PlanFetch(source=source, broker_epoch=epoch):
                 self.state.broker_epoch = max(self.state.broker_epoch, epoch)
                 return self.follower_path.plan_fetch(source)
@@ -152,7 +155,7 @@ class ReplicaManager(Actor[ReplicaMessage]):
                 if self.state.take_offline(partitions, "their log directory failed"):
                     self._effects.report_offline_replicas()
                 return None
-            case None:
+            case TakeSnapshot():
                 return self.state.snapshot()
             case _:
                 raise TypeError(f"replica manager cannot handle {message!r}")

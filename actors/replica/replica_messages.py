@@ -1,35 +1,76 @@
-"""The messages the replica manager actor takes, and the snapshot it gives."""
+"""The messages the replica manager actor takes, and the snapshot it gives. Each message
+that is asked names the type of its answer (`Ask[R]`)."""
 
 from __future__ import annotations
 
 import dataclasses
 
+from actors.admin.partition_limits import ReplicaCounts
+from actors.base.runtime import Ask
 from actors.replica.metadata_cache import MetadataCache
 from actors.replica.partition import Partition, PendingIsr, TopicPartition
-from actors.replica.replication import FetchPlan
+from actors.replica.replication import FetchPlan, ProduceOutcome, ReadOutcome
 from wire.api import (
     AlterPartitionResult,
     FetchRequest,
     FetchResponse,
     LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
     ListOffsetsRequest,
+    ListOffsetsResponse,
     MetadataRequest,
+    MetadataResponse,
     OffsetsForLeaderEpochRequest,
     OffsetsForLeaderEpochResponse,
     ProduceRequest,
     StopReplicaRequest,
+    StopReplicaResponse,
     UpdateMetadataRequest,
+    UpdateMetadataResponse,
 )
+
+# --- the controller's requests, each with this broker's current broker epoch ---
 
 
 @dataclasses.dataclass(frozen=True)
-class ControlRequest:
-    """A controller request together with this broker's current broker epoch, and for
-    LeaderAndIsr the configs of its topics (for the logs it may create)."""
+class ApplyLeaderAndIsr(Ask[LeaderAndIsrResponse]):
+    """With the configs of its topics (for the logs it may create)."""
 
-    request: LeaderAndIsrRequest | StopReplicaRequest | UpdateMetadataRequest
+    request: LeaderAndIsrRequest
     broker_epoch: int
     topic_configs: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class ApplyStopReplica(Ask[StopReplicaResponse]):
+    request: StopReplicaRequest
+    broker_epoch: int
+
+
+@dataclasses.dataclass(frozen=True)
+class ApplyUpdateMetadata(Ask[UpdateMetadataResponse]):
+    request: UpdateMetadataRequest
+    broker_epoch: int
+
+
+# --- clients' and followers' requests ---
+
+
+@dataclasses.dataclass(frozen=True)
+class Produce(Ask[ProduceOutcome]):
+    request: ProduceRequest
+
+
+@dataclasses.dataclass(frozen=True)
+class ListOffsets(Ask[ListOffsetsResponse]):
+    request: ListOffsetsRequest
+
+
+@dataclasses.dataclass(frozen=True)
+class LeaderEpochEnds(Ask[OffsetsForLeaderEpochResponse]):
+    """An OffsetsForLeaderEpoch request (a follower's, or a client's)."""
+
+    request: OffsetsForLeaderEpochRequest
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,7 +83,12 @@ class Snapshot:
 
 
 @dataclasses.dataclass(frozen=True)
-class Read:
+class TakeSnapshot(Ask[Snapshot]):
+    """A copy of the state (for tests and observers)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Read(Ask[ReadOutcome]):
     """A Fetch; `wait` registers a future that fires when one of its partitions changes.
     `reread` names the fetch session of a long poll that woke up: only what changed since
     is answered, without a new session epoch."""
@@ -55,7 +101,7 @@ class Read:
 
 
 @dataclasses.dataclass(frozen=True)
-class PlanFetch:
+class PlanFetch(Ask[FetchPlan | None]):
     source: int
     # The broker's own epoch as its registration says now: a fetch carries it (KIP-903),
     # even before a controller's request has brought it.
@@ -63,14 +109,16 @@ class PlanFetch:
 
 
 @dataclasses.dataclass(frozen=True)
-class Fetched:
+class Fetched(Ask[bool]):
+    """A fetch's answer, applied; True when the round failed (the fetcher backs off)."""
+
     source: int
     plan: FetchPlan
     response: FetchResponse
 
 
 @dataclasses.dataclass(frozen=True)
-class EpochEndsFetched:
+class EpochEndsFetched(Ask[bool]):
     source: int
     plan: FetchPlan
     response: OffsetsForLeaderEpochResponse
@@ -78,13 +126,15 @@ class EpochEndsFetched:
 
 @dataclasses.dataclass(frozen=True)
 class IsrChangeAnswered:
+    """Told, not asked: the controller's answer to an ISR change this broker proposed."""
+
     tp: TopicPartition
     proposal: PendingIsr
     result: AlterPartitionResult
 
 
 @dataclasses.dataclass(frozen=True)
-class Maintain:
+class Maintain(Ask[None]):
     """Periodic work: ISR expiration, and with `checkpoint` the high-watermark file."""
 
     checkpoint: bool = False
@@ -92,7 +142,7 @@ class Maintain:
 
 
 @dataclasses.dataclass(frozen=True)
-class SetThrottles:
+class SetThrottles(Ask[None]):
     """Dynamic config changes for replication throttles: the two broker rates in bytes/s
     (None: unlimited) when `rates` is given, and the configs of topics that changed."""
 
@@ -101,7 +151,7 @@ class SetThrottles:
 
 
 @dataclasses.dataclass(frozen=True)
-class BytesToCopy:
+class BytesToCopy(Ask[dict[TopicPartition, int]]):
     """Reassignment progress on the leader: bytes the adding replicas still lack, per
     partition, of these topics (None: all)."""
 
@@ -109,7 +159,7 @@ class BytesToCopy:
 
 
 @dataclasses.dataclass(frozen=True)
-class MetadataFor:
+class MetadataFor(Ask[MetadataResponse]):
     """A Metadata request as it came in on `listener`: the answer names each broker by its
     endpoint on that listener, and leaves out brokers without one (Kafka's behaviour; None:
     each broker's first endpoint)."""
@@ -119,31 +169,33 @@ class MetadataFor:
 
 
 @dataclasses.dataclass(frozen=True)
-class CountReplicas:
+class CountReplicas(Ask[ReplicaCounts]):
     """Partition replicas per broker, as this broker's metadata cache knows them."""
 
 
 @dataclasses.dataclass(frozen=True)
-class Scrub:
+class Scrub(Ask[None]):
     """Periodic work: check the CRC of about `max_bytes` of the hosted logs' batches."""
 
     max_bytes: int
 
 
 @dataclasses.dataclass(frozen=True)
-class LogDirFailed:
+class LogDirFailed(Ask[None]):
     """A log directory went offline (an I/O error): these partitions' logs were in it."""
 
     partitions: tuple[TopicPartition, ...]
 
 
 ReplicaMessage = (
-    ControlRequest
+    ApplyLeaderAndIsr
+    | ApplyStopReplica
+    | ApplyUpdateMetadata
     | MetadataFor
-    | ProduceRequest
+    | Produce
     | Read
-    | ListOffsetsRequest
-    | OffsetsForLeaderEpochRequest
+    | ListOffsets
+    | LeaderEpochEnds
     | PlanFetch
     | Fetched
     | EpochEndsFetched
@@ -154,5 +206,5 @@ ReplicaMessage = (
     | CountReplicas
     | Scrub
     | LogDirFailed
-    | None
+    | TakeSnapshot
 )

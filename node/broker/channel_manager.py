@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import logging
 
 from actors.base.clock import Clock, SystemClock
 from actors.base.ports import RegisteredBroker, ResponseCallback
 from actors.base.retry import Retry, retrying
+from actors.base.service import Service
 from wire.api import API_SPECS, Request, Response
 from wire.envelope import ParsedRequest, RequestHeader, error_response
 from wire.errors import InvalidRequest, WireError
@@ -33,7 +33,7 @@ RETRY_BACKOFF_S = 0.1
 RETRY_BACKOFF_MAX_S = 1.0
 
 
-class _BrokerSender:
+class _BrokerSender(Service):
     def __init__(
         self,
         broker: RegisteredBroker,
@@ -45,6 +45,7 @@ class _BrokerSender:
         senders: SenderFactory,
         listener: str,
     ) -> None:
+        super().__init__(f"controller-sender-{broker.info.broker_id}")
         self.broker = broker
         self._listener = listener
         self._local = local
@@ -54,8 +55,6 @@ class _BrokerSender:
         self._pool = senders(client_id, timeout_s)
         # Until the broker answers or is removed: no deadline.
         self._retry = Retry(clock, Backoff(RETRY_BACKOFF_S, RETRY_BACKOFF_MAX_S))
-        self._stopped = False
-        self._task = asyncio.create_task(self._run(), name=f"controller-sender-{broker.info.broker_id}")
 
     @property
     def queue_size(self) -> int:
@@ -66,21 +65,18 @@ class _BrokerSender:
         self._ready.set()
 
     async def stop(self) -> None:
-        self._stopped = True
         self._queue.clear()
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
+        await super().stop()
         await self._pool.close()
 
-    async def _run(self) -> None:
+    async def run(self) -> None:
         while True:
             while not self._queue:
                 self._ready.clear()
                 await self._ready.wait()
             request, on_response = self._queue[0]
             response = await self._send_until_answered(request)
-            if self._stopped:
+            if self.stopped:
                 # Stopped while this request was out (the queue is already dropped); a
                 # handler served in process may have finished before the cancellation.
                 return
@@ -156,7 +152,7 @@ class ControllerChannelManager:
     def add_broker(self, broker: RegisteredBroker) -> None:
         if broker.info.broker_id not in self._senders:
             broker_id = broker.info.broker_id
-            self._senders[broker_id] = _BrokerSender(
+            sender = _BrokerSender(
                 broker,
                 client_id=self._client_id,
                 timeout_s=self._timeout_s,
@@ -165,6 +161,8 @@ class ControllerChannelManager:
                 senders=self._make_sender,
                 listener=self._listener,
             )
+            self._senders[broker_id] = sender
+            sender.start()
 
     def remove_broker(self, broker_id: int) -> None:
         sender = self._senders.pop(broker_id, None)

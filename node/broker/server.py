@@ -24,6 +24,7 @@ import os
 from actors.admin.partition_limits import PartitionLimits
 from actors.base.clock import SystemClock
 from actors.base.ports import BrokerInfo
+from actors.base.service import Periodic, Service, Worker
 from actors.controller import KafkaController
 from actors.controller.controller import ControllerConfig
 from actors.replica.replication import ReplicationConfig
@@ -37,7 +38,6 @@ from node.broker.controlled_shutdown import ControlledShutdownConfig, controlled
 from node.broker.dynamic_config import broker_dynamic_config
 from node.broker.log.config import LogConfig
 from node.broker.log.manager import LogManager
-from node.broker.scheduler import every
 from node.metrics.broker import BrokerMetrics
 from node.metrics.http import MetricsServer, registry_of
 from node.metrics.loop_lag import LoopLagMonitor
@@ -172,7 +172,7 @@ class KeelBroker:
         self.dynamic_config = broker_dynamic_config(
             self.broker_id, self.configs, self.replica_manager, self.credential_cache, self.clock
         )
-        self._periodic: list[asyncio.Task[None]] = []
+        self._periodic: list[Service] = []
         # RequestMetrics of every listener; the endpoint only with metrics.http.listener.
         self.request_metrics = RequestMetrics()
         # Measured (and logged past its threshold) with or without the endpoint.
@@ -318,8 +318,10 @@ class KeelBroker:
             (config.get_int("log.flush.offset.checkpoint.interval.ms"), checkpoint_recovery_points),
             (config.get_int("log.scrub.interval.ms"), scrub),
         ):
-            self._periodic.append(asyncio.create_task(every(interval_ms / 1000, work), name=work.__name__))
-        self._periodic.append(asyncio.create_task(self._handle_log_dir_failures(), name="log-dir-failures"))
+            self._periodic.append(Periodic(work.__name__, interval_ms / 1000, work))
+        self._periodic.append(Worker("log-dir-failures", self._handle_log_dir_failures))
+        for service in self._periodic:
+            service.start()
 
     async def _handle_log_dir_failures(self) -> None:
         """Kafka's LogDirFailureHandler: take each failed directory offline, once. Its
@@ -361,9 +363,7 @@ class KeelBroker:
             await self._controller.shutdown()
         for server in self.servers:
             await server.close()
-        for task in self._periodic:
-            task.cancel()
-        await asyncio.gather(*self._periodic, return_exceptions=True)
+        await asyncio.gather(*(service.stop() for service in self._periodic))
         if self.replica_manager.running:  # not when start-up failed before it
             await self.replica_manager.maintain(checkpoint=True, shrink=False)
         await self.dynamic_config.shutdown()

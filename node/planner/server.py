@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from actors.base.clock import SystemClock
+from actors.base.service import Service, Worker
 from actors.security.credential_cache import CredentialCache
 from node.clients.admin import KeelAdminClient
 from node.clients.replica_sizes import ReplicaSizeReader
@@ -95,7 +96,7 @@ class KeelPlanner:
             client_security=config.client_security,
         )
         self.service.snapshot_retention = config.get_int("planner.snapshot.retention.count")
-        self._tasks: list[asyncio.Task[None]] = []
+        self._services: list[Service] = []
         self._bootstrap = ""
         self.healer = self._self_healer()
         self.service.healer = self.healer
@@ -190,16 +191,15 @@ class KeelPlanner:
         )
         await self._refresh_bootstrap()
         if self.config.get_bool("planner.warm.up.enable"):
-            self._tasks.append(asyncio.create_task(self._warm_up(), name="planner-warm-up"))
-        self._tasks.append(asyncio.create_task(self._hold_registration(), name="planner-registration"))
+            self._run(Worker("planner-warm-up", self._warm_up))
+        self._run(Worker("planner-registration", self._hold_registration))
         if self.healer is not None:
             self.healer.start()
-            self._tasks.append(
-                asyncio.create_task(follow_brokers(self.store, self.healer), name="planner-brokers")
-            )
+            healer = self.healer
+            self._run(Worker("planner-brokers", lambda: follow_brokers(self.store, healer)))
         interval_ms = self.config.get_int("planner.snapshot.interval.ms")
         if interval_ms > 0:
-            self._tasks.append(asyncio.create_task(self._snapshots(interval_ms), name="planner-snapshots"))
+            self._run(Worker("planner-snapshots", lambda: self._snapshots(interval_ms)))
         log.info(
             "planner listening on %s (Spark master %s, snapshots under %s)",
             endpoint,
@@ -253,7 +253,11 @@ class KeelPlanner:
         if self.healer is not None:
             self.healer.set_active(True)
         if self.executor is not None and hasattr(self.executor, "resume"):
-            self._tasks.append(asyncio.create_task(self._resume(), name="planner-resume"))
+            self._run(Worker("planner-resume", self._resume))
+
+    def _run(self, service: Service) -> None:
+        self._services.append(service)
+        service.start()
 
     async def _resume(self) -> None:
         executor = self.executor
@@ -305,9 +309,7 @@ class KeelPlanner:
 
     async def shutdown(self) -> None:
         log.info("planner shutting down")
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*(service.stop() for service in self._services))
         if self.healer is not None:
             await self.healer.close()
         if self.executor is not None:

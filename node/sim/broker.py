@@ -20,13 +20,13 @@ import contextvars
 import dataclasses
 
 from actors.base.ports import BrokerInfo
+from actors.base.service import Periodic
 from actors.controller import KafkaController
 from actors.controller.controller import ControllerConfig
 from actors.replica.replication import ReplicationConfig
 from node.broker.assembly import BrokerParts, PartsSettings
 from node.broker.channel_manager import ControllerChannelManager
 from node.broker.controlled_shutdown import ControlledShutdownConfig, controlled_shutdown
-from node.broker.scheduler import every
 from node.sim.log_store import MemoryLogStore
 from node.sim.loop import NODE, SimClock, VirtualTimeLoop
 from node.sim.network import SimNetwork, endpoint_of
@@ -132,7 +132,7 @@ class SimBroker:
             (self.settings.replication.lag_time_max_ms / 2000, self._isr_expiration),
             (self.settings.high_watermark_checkpoint_s, self._checkpoint_high_watermarks),
         ):
-            self.loop.create_task(every(interval, work))
+            Periodic(work.__name__, interval, work).start()
         broker_epoch = await self.store.registry.register_broker(self.info)
         channel = ControllerChannelManager(
             self.broker_id,

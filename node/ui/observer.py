@@ -26,6 +26,7 @@ from collections.abc import Mapping
 import orjson
 
 from actors.base.ports import LeadershipInfo, RegisteredBroker, TopicAssignment, TopicPartition
+from actors.base.service import Periodic
 from node.cli.plan_status import fetch_status
 from node.clients.admin import KeelAdminClient
 from node.clients.planner import PlannerClient, PlannerNotRunning
@@ -94,8 +95,6 @@ class ConsoleObserver:
         self.store = ZkClusterStore(zk, SystemClock())
         self.planners = ZkPlannerRegistry(zk)
         self.security = security
-        self._zk_interval_s = zk_interval_s
-        self._broker_interval_s = broker_interval_s
         self._seen: dict[int, RegisteredBroker] = {}
         self._zk: _ZkLook | None = None
         self._brokers = _BrokerLook()
@@ -106,28 +105,21 @@ class ConsoleObserver:
         self.problem: str | None = None
         self.version = 0
         self._changed = asyncio.Condition()
-        self._tasks: list[asyncio.Task[None]] = []
+        self._looks = [
+            Periodic("console-zookeeper", zk_interval_s, self._look_at_zookeeper),
+            Periodic("console-brokers", broker_interval_s, self._look_at_brokers),
+        ]
 
     # --- lifecycle ---
 
     async def start(self) -> None:
         """Read once before serving, so that the first page is never empty."""
         await self._look_at_zookeeper()
-        self._tasks = [
-            asyncio.create_task(self._every(self._zk_interval_s, self._look_at_zookeeper)),
-            asyncio.create_task(self._every(self._broker_interval_s, self._look_at_brokers)),
-        ]
+        for look in self._looks:
+            look.start()
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-
-    async def _every(self, interval_s: float, look: object) -> None:
-        assert callable(look)
-        while True:
-            await asyncio.sleep(interval_s)
-            await look()
+        await asyncio.gather(*(look.stop() for look in self._looks))
 
     async def wait_newer(self, version: int, timeout: float) -> int:
         """The version once it is past `version`, or the same one after `timeout` seconds."""

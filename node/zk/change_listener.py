@@ -17,6 +17,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from actors.base.clock import Clock
+from actors.base.service import Service
 from node.zk.client import NoNode, ZooKeeperClient
 from node.zk.watches import ZNodeChildChangeHandler
 
@@ -29,8 +30,9 @@ _RETRY_S = 1.0
 Handler = Callable[[bytes | None], Awaitable[None]]
 
 
-class ChangeNotificationListener:
+class ChangeNotificationListener(Service):
     def __init__(self, zk: ZooKeeperClient, root: str, prefix: str, handler: Handler, clock: Clock) -> None:
+        super().__init__(f"changes-{root}")
         self._zk = zk
         self._root = root
         self._prefix = prefix
@@ -39,7 +41,6 @@ class ChangeNotificationListener:
         self._wake = asyncio.Event()
         self._handler_of_root = ZNodeChildChangeHandler(root, self._wake.set)
         self._last_seen = -1
-        self._task: asyncio.Task[None] | None = None
 
     async def startup(self) -> None:
         """Arm the watch and note the newest notification, before the caller reads the state
@@ -49,13 +50,10 @@ class ChangeNotificationListener:
         names = await self._names()
         if names:
             self._last_seen = self._sequence(names[-1])
-        self._task = asyncio.create_task(self._run(), name=f"changes-{self._root}")
+        self.start()
 
     async def shutdown(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self.stop()
 
     # --- SessionWatcher ---
 
@@ -65,7 +63,7 @@ class ChangeNotificationListener:
     def after_new_session(self) -> None:
         self._wake.set()
 
-    async def _run(self) -> None:
+    async def run(self) -> None:
         while True:
             await self._wake.wait()
             self._wake.clear()

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import pytest
 
-from actors.base.runtime import Actor, ActorHandle, ActorStopped
+from actors.base.runtime import Actor, ActorHandle, ActorStopped, Ask
 
 
-class Counter(Actor[tuple[str, int]]):
+@dataclasses.dataclass(frozen=True)
+class Add(Ask[int]):
+    """Add `value`; the answer is the new total."""
+
+    value: int
+    fail: bool = False
+
+
+class Counter(Actor[Add]):
     def __init__(self) -> None:
         self.total = 0
         self.log: list[int] = []
@@ -17,13 +26,12 @@ class Counter(Actor[tuple[str, int]]):
         self.gate.set()
         self.stopped = False
 
-    async def receive(self, message: tuple[str, int]) -> object:
-        verb, value = message
+    async def receive(self, message: Add) -> object:
         await self.gate.wait()
-        if verb == "fail":
-            raise ValueError(f"bad {value}")
-        self.total += value
-        self.log.append(value)
+        if message.fail:
+            raise ValueError(f"bad {message.value}")
+        self.total += message.value
+        self.log.append(message.value)
         return self.total
 
     async def on_stop(self) -> None:
@@ -38,13 +46,14 @@ class Supervisor:
         self.crashes.append((name, error))
 
 
-async def test_messages_are_handled_in_order_and_ask_gets_the_answer() -> None:
+async def test_messages_are_handled_in_order_and_ask_gets_the_answer_typed() -> None:
     actor = Counter()
     handle = ActorHandle(actor, name="counter")
     handle.start()
     for i in range(1, 4):
-        await handle.tell(("add", i))
-    assert await handle.ask(("add", 10)) == 16
+        await handle.tell(Add(i))
+    total: int = await handle.ask(Add(10))  # typed by the message: no cast, no check
+    assert total == 16
     assert actor.log == [1, 2, 3, 10]
     await handle.stop()
 
@@ -53,8 +62,8 @@ async def test_a_failing_ask_raises_in_the_caller_and_the_actor_goes_on() -> Non
     handle = ActorHandle(Counter(), name="counter")
     handle.start()
     with pytest.raises(ValueError, match="bad 1"):
-        await handle.ask(("fail", 1))
-    assert await handle.ask(("add", 2)) == 2
+        await handle.ask(Add(1, fail=True))
+    assert await handle.ask(Add(2)) == 2
     await handle.stop()
 
 
@@ -63,8 +72,8 @@ async def test_a_failing_tell_crashes_the_actor_reports_it_and_fails_queued_asks
     handle = ActorHandle(actor, name="counter", supervisor=supervisor)
     handle.start()
     actor.gate.clear()
-    await handle.tell(("fail", 7))
-    waiting = asyncio.create_task(handle.ask(("add", 1)))
+    await handle.tell(Add(7, fail=True))
+    waiting = asyncio.create_task(handle.ask(Add(1)))
     await asyncio.sleep(0)
     actor.gate.set()
     with pytest.raises(ActorStopped, match="crashed"):
@@ -72,7 +81,7 @@ async def test_a_failing_tell_crashes_the_actor_reports_it_and_fails_queued_asks
     assert [(name, str(error)) for name, error in supervisor.crashes] == [("counter", "bad 7")]
     assert actor.stopped and not handle.running
     with pytest.raises(ActorStopped):
-        await handle.tell(("add", 1))
+        await handle.tell(Add(1))
 
 
 async def test_stop_drains_the_mailbox_failing_waiting_asks_and_finishes_the_message_in_hand() -> None:
@@ -80,9 +89,9 @@ async def test_stop_drains_the_mailbox_failing_waiting_asks_and_finishes_the_mes
     handle = ActorHandle(actor, name="counter")
     handle.start()
     actor.gate.clear()
-    in_hand = asyncio.create_task(handle.ask(("add", 1)))
+    in_hand = asyncio.create_task(handle.ask(Add(1)))
     await asyncio.sleep(0)
-    queued = [asyncio.create_task(handle.ask(("add", 100))) for _ in range(3)]
+    queued = [asyncio.create_task(handle.ask(Add(100))) for _ in range(3)]
     await asyncio.sleep(0)
     stopping = asyncio.create_task(handle.stop())
     await asyncio.sleep(0)
@@ -100,15 +109,15 @@ async def test_a_full_mailbox_makes_tell_wait() -> None:
     handle = ActorHandle(actor, name="counter", mailbox_size=2)
     handle.start()
     actor.gate.clear()
-    await handle.tell(("add", 1))
+    await handle.tell(Add(1))
     await asyncio.sleep(0)  # the actor takes the first message and blocks on the gate
-    await handle.tell(("add", 2))
-    await handle.tell(("add", 3))
-    blocked = asyncio.create_task(handle.tell(("add", 4)))
+    await handle.tell(Add(2))
+    await handle.tell(Add(3))
+    blocked = asyncio.create_task(handle.tell(Add(4)))
     for _ in range(10):  # loop turns enough for the tell to finish, were there room
         await asyncio.sleep(0)
     assert not blocked.done(), "a third queued message must wait for room"
     actor.gate.set()
     await blocked
-    assert await handle.ask(("add", 0)) == 10
+    assert await handle.ask(Add(0)) == 10
     await handle.stop()

@@ -61,6 +61,7 @@ async def test_an_unexpected_error_is_retried_and_the_sender_goes_on() -> None:
         answers.append((tp, result))
 
     manager = AlterPartitionManager(1, lambda: 7, controller, answer, retry_backoff_s=0.01)  # type: ignore[arg-type]
+    manager.start()
     try:
         manager.submit(TP, PROPOSAL)
         await eventually(
@@ -83,6 +84,7 @@ async def test_many_changes_go_in_requests_of_bounded_size_until_every_one_is_an
 
     count = 2 * PARTITIONS_PER_REQUEST + 500
     manager = AlterPartitionManager(1, lambda: 7, controller, answer, retry_backoff_s=0.01)  # type: ignore[arg-type]
+    manager.start()
     try:
         for p in range(count):
             manager.submit(TopicPartition("t", p), PROPOSAL)

@@ -12,7 +12,8 @@ import pytest
 
 from actors.base import loop_slices
 from actors.base.state_change_log import STATE_CHANGE_LOGGER
-from actors.replica.replica_manager import ControlRequest, ReplicaManager
+from actors.replica.replica_manager import ReplicaManager
+from actors.replica.replica_messages import ApplyLeaderAndIsr, ApplyUpdateMetadata
 from node.broker.log.config import LogConfig
 from node.broker.log.manager import LogManager
 from tests.support import turns_while
@@ -57,7 +58,7 @@ async def test_a_large_leader_and_isr_is_applied_in_slices_as_in_one_go(
         expected = whole.become_leader_or_follower(request, MY_EPOCH)
         lines_whole = [line for r in caplog.records for line in r.getMessage().splitlines()]
         caplog.clear()
-        answer, turns = await turns_while(sliced.receive(ControlRequest(request, MY_EPOCH)))
+        answer, turns = await turns_while(sliced.receive(ApplyLeaderAndIsr(request, MY_EPOCH)))
         lines_sliced = [line for r in caplog.records for line in r.getMessage().splitlines()]
     assert answer == expected
     assert turns >= 3
@@ -93,7 +94,7 @@ async def test_a_large_update_metadata_is_applied_in_slices_as_in_one_go(tmp_pat
     )
     whole, sliced = _manager(tmp_path / "whole"), _manager(tmp_path / "sliced")
     expected = whole.update_metadata(request, MY_EPOCH)
-    answer, turns = await turns_while(sliced.receive(ControlRequest(request, MY_EPOCH)))
+    answer, turns = await turns_while(sliced.receive(ApplyUpdateMetadata(request, MY_EPOCH)))
     assert answer == expected
     assert turns >= 3
     assert sliced.state.metadata == whole.state.metadata

@@ -51,6 +51,7 @@ class _Follower:
 async def test_a_fetcher_goes_on_after_an_unexpected_error() -> None:
     leader, follower = _Leader(), _Follower(rounds=3)
     fetcher = ReplicaFetcher(1, follower, leader, backoff_s=0.01)  # type: ignore[arg-type]
+    fetcher.start()
     try:
         await eventually(
             lambda: asyncio.sleep(0, not fetcher.running), timeout=5, message="the fetcher never finished"
