@@ -1,9 +1,11 @@
 """Handle + task actors.
 
-An actor's state is owned by one task that takes messages from a bounded mailbox, so no
-locks are needed. Other code holds an `ActorHandle` and posts with `tell` (no answer) or
-`ask` (awaits the answer). A message that is asked is an `Ask[R]`: its class names the one
-type its answer has, so `ask` returns an R and its caller checks nothing.
+An actor's state is owned by one task that takes messages from its mailbox, so no locks are
+needed. Other code holds an `ActorHandle` and posts with `tell` (no answer) or `ask` (awaits
+the answer). A message that is asked is an `Ask[R]`: its class names the one type its answer
+has, so `ask` returns an R and its caller checks nothing. The mailbox is a queue policy: a
+bounded FIFO by default; the controller's event queue (actors/controller/event_manager.py)
+is unbounded and pre-emptible.
 
 A failing `ask` hands its exception to the caller and the actor carries on; a failing
 `tell` has nobody to tell, so the actor crashes: it logs, reports to its supervisor and
@@ -56,12 +58,53 @@ class Actor(Generic[M]):
 
 
 @dataclasses.dataclass
-class _Envelope(Generic[M]):
+class Envelope(Generic[M]):
+    """A message in a mailbox, with the future its `ask` waits on (None: told)."""
+
     message: M
     reply: asyncio.Future[object] | None
 
 
-_STOP = object()
+# What a mailbox hands the actor's task to end it.
+STOP = object()
+
+
+class Mailbox(Protocol):
+    """An actor's queue policy: how its envelopes wait, and what `take` hands on (an
+    envelope, or STOP)."""
+
+    async def put(self, item: object) -> None: ...
+
+    def put_nowait(self, item: object) -> None: ...
+
+    async def take(self) -> object: ...
+
+    def drain(self) -> list[object]:
+        """Remove and return everything queued."""
+        ...
+
+
+class BoundedMailbox:
+    """The default policy: one FIFO of at most `size` envelopes; `tell` and `ask` wait for
+    room, which pushes back on whoever posts."""
+
+    def __init__(self, size: int) -> None:
+        self._queue: asyncio.Queue[object] = asyncio.Queue(size)
+
+    async def put(self, item: object) -> None:
+        await self._queue.put(item)
+
+    def put_nowait(self, item: object) -> None:
+        self._queue.put_nowait(item)
+
+    async def take(self) -> object:
+        return await self._queue.get()
+
+    def drain(self) -> list[object]:
+        items = []
+        while not self._queue.empty():
+            items.append(self._queue.get_nowait())
+        return items
 
 
 class ActorHandle(Generic[M]):
@@ -71,11 +114,13 @@ class ActorHandle(Generic[M]):
         *,
         name: str,
         mailbox_size: int = 1024,
+        mailbox: Mailbox | None = None,
         supervisor: Supervisor | None = None,
     ) -> None:
+        """`mailbox`: a queue policy other than the bounded FIFO of `mailbox_size`."""
         self.name = name
         self._actor = actor
-        self._mailbox: asyncio.Queue[_Envelope[M] | object] = asyncio.Queue(mailbox_size)
+        self._mailbox: Mailbox = mailbox if mailbox is not None else BoundedMailbox(mailbox_size)
         self._supervisor = supervisor
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -92,13 +137,13 @@ class ActorHandle(Generic[M]):
     async def tell(self, message: M) -> None:
         """Post a message; waits for room when the mailbox is full."""
         self._check_open()
-        await self._mailbox.put(_Envelope(message, None))
+        await self._mailbox.put(Envelope(message, None))
 
     async def ask(self, message: Ask[R]) -> R:
         """Post a message and wait for the actor's answer (or its exception)."""
         self._check_open()
         reply: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-        await self._mailbox.put(_Envelope(cast(M, message), reply))
+        await self._mailbox.put(Envelope(cast(M, message), reply))
         return cast(R, await reply)
 
     async def stop(self) -> None:
@@ -107,17 +152,21 @@ class ActorHandle(Generic[M]):
             return
         self._stopping = True
         self._fail_queued(f"actor {self.name} stopped")
-        self._mailbox.put_nowait(_STOP)
+        self._mailbox.put_nowait(STOP)
         await asyncio.shield(self._task)
+
+    async def join(self) -> None:
+        """Until the actor's task has ended (a mailbox that hands it STOP ends it)."""
+        if self._task is not None:
+            await asyncio.shield(self._task)
 
     def _check_open(self) -> None:
         if self._stopping or self._task is None or self._task.done():
             raise ActorStopped(f"actor {self.name} is not running")
 
     def _fail_queued(self, reason: str) -> None:
-        while not self._mailbox.empty():
-            envelope = self._mailbox.get_nowait()
-            if isinstance(envelope, _Envelope) and envelope.reply is not None and not envelope.reply.done():
+        for envelope in self._mailbox.drain():
+            if isinstance(envelope, Envelope) and envelope.reply is not None and not envelope.reply.done():
                 envelope.reply.set_exception(ActorStopped(reason))
 
     async def _run(self) -> None:
@@ -127,9 +176,9 @@ class ActorHandle(Generic[M]):
                 # Messages queued behind one another are taken without the loop turning
                 # (a queue's get does not wait when it holds one): turn it between them.
                 await turn_if_held()
-                if (envelope := await self._mailbox.get()) is _STOP:
+                if (envelope := await self._mailbox.take()) is STOP:
                     break
-                assert isinstance(envelope, _Envelope)
+                assert isinstance(envelope, Envelope)
                 await self._deliver(envelope)
         except Exception as e:
             self.crash = e
@@ -144,7 +193,7 @@ class ActorHandle(Generic[M]):
             except Exception as e:
                 log.error("actor %s failed while stopping: %r", self.name, e)
 
-    async def _deliver(self, envelope: _Envelope[M]) -> None:
+    async def _deliver(self, envelope: Envelope[M]) -> None:
         reply = envelope.reply
         try:
             result = await self._actor.receive(envelope.message)

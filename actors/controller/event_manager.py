@@ -1,8 +1,9 @@
 """The controller's event queue: one FIFO, one task, one event at a time.
 
-This is Kafka's ControllerEventManager. All controller state is touched only by the task
-that runs here. The queue is unbounded, as Kafka's is, because its producers are ZooKeeper
-watch callbacks that cannot wait, and watches fire once per arming, so they cannot flood it.
+This is Kafka's ControllerEventManager, as an actor of the runtime (actors/base/runtime.py)
+with a queue policy of its own. All controller state is touched only by the actor's task.
+The queue is unbounded, as Kafka's is, because its producers are ZooKeeper watch callbacks
+that cannot wait, and watches fire once per arming, so they cannot flood it.
 `clear_and_put` pre-empts everything queued (session expiry, shutdown); every queued event
 is spent exactly once, either processed or pre-empted.
 """
@@ -15,7 +16,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from actors.base.clock import Clock
-from actors.base.loop_slices import turn_if_held
+from actors.base.runtime import STOP, Actor, ActorHandle, Envelope
 from actors.controller.events import ControllerState, Event, ShutdownEventThread
 
 log = logging.getLogger(__name__)
@@ -86,7 +87,65 @@ class QueueTimeHistogram:
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-class ControllerEventManager:
+class EventQueue:
+    """The controller's queue policy (a `Mailbox`): one unbounded FIFO, as Kafka's is, because
+    its producers are ZooKeeper watch callbacks that cannot wait, and watches fire once per
+    arming, so they cannot flood it. `take` hands on only events not yet spent, and ends the
+    actor's task at a shutdown; `preempt_all` pre-empts everything queued but a shutdown."""
+
+    def __init__(self) -> None:
+        self._queue: collections.deque[Envelope[QueuedEvent]] = collections.deque()
+        self._wakeup = asyncio.Event()
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    def queued(self) -> tuple[QueuedEvent, ...]:
+        return tuple(envelope.message for envelope in self._queue)
+
+    def put_nowait(self, item: object) -> None:
+        assert isinstance(item, Envelope)
+        self._queue.append(item)
+        self._wakeup.set()
+
+    async def put(self, item: object) -> None:
+        self.put_nowait(item)
+
+    async def take(self) -> object:
+        while True:
+            while not self._queue:
+                self._wakeup.clear()
+                await self._wakeup.wait()
+            envelope = self._queue.popleft()
+            queued = envelope.message
+            if isinstance(queued.event, ShutdownEventThread):
+                queued.begin()
+                return STOP
+            if queued.begin():
+                return envelope
+
+    def drain(self) -> list[object]:
+        drained: list[object] = list(self._queue)
+        self._queue.clear()
+        return drained
+
+    def preempt_all(self) -> None:
+        """A queued shutdown is the one event not pre-empted: a session expiry during
+        `close` would otherwise leave the event thread waiting for ever, and `close` with it."""
+        drained = list(self._queue)
+        self._queue.clear()
+        for envelope in drained:
+            if isinstance(envelope.message.event, ShutdownEventThread):
+                self._queue.append(envelope)
+            else:
+                envelope.message.preempt()
+
+
+class ControllerEventManager(Actor[QueuedEvent]):
+    """An actor of the runtime whose mailbox is the `EventQueue`: events are put, never
+    asked (a caller that wants an answer puts an event that carries its reply), and each
+    is processed on the actor's task, whose error is logged rather than the end of it."""
+
     def __init__(
         self,
         process: Callable[[Event], Awaitable[None]],
@@ -96,10 +155,8 @@ class ControllerEventManager:
     ) -> None:
         self._process = process
         self._clock = clock
-        self._name = name
-        self._queue: collections.deque[QueuedEvent] = collections.deque()
-        self._wakeup = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._queue = EventQueue()
+        self._handle = ActorHandle(self, name=name, mailbox=self._queue)
         self._shutting_down = False
         self._last_dequeue_at: float | None = None
         self.state = ControllerState.IDLE
@@ -116,11 +173,10 @@ class ControllerEventManager:
 
     def queued(self) -> tuple[QueuedEvent, ...]:
         """The events waiting, in order (for observers: metrics, the simulation's checks)."""
-        return tuple(self._queue)
+        return self._queue.queued()
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name=self._name)
+        self._handle.start()
 
     def put(self, event: Event) -> QueuedEvent:
         queued = QueuedEvent(event, self._clock.monotonic())
@@ -128,21 +184,12 @@ class ControllerEventManager:
             # Nobody will process it: answer its caller now rather than leave it hanging.
             queued.preempt()
             return queued
-        self._queue.append(queued)
-        self._wakeup.set()
+        self._queue.put_nowait(Envelope(queued, None))
         return queued
 
     def clear_and_put(self, event: Event) -> QueuedEvent:
-        """Pre-empt everything queued, in order, then enqueue `event`. A queued shutdown is
-        the one event not pre-empted: a session expiry during `close` would otherwise
-        leave the event thread waiting for ever, and `close` with it."""
-        drained = list(self._queue)
-        self._queue.clear()
-        for queued in drained:
-            if isinstance(queued.event, ShutdownEventThread):
-                self._queue.append(queued)
-            else:
-                queued.preempt()
+        """Pre-empt everything queued, in order, then enqueue `event`."""
+        self._queue.preempt_all()
         return self.put(event)
 
     async def close(self) -> None:
@@ -151,36 +198,20 @@ class ControllerEventManager:
             return
         self.clear_and_put(ShutdownEventThread())
         self._shutting_down = True
-        if self._task is not None:
-            await asyncio.shield(self._task)
+        await self._handle.join()
 
-    async def _run(self) -> None:
-        while True:
-            # Events queued behind a long one (an answer per broker per request it sent) are
-            # each short, but run back to back they would hold the loop as long as one.
-            await turn_if_held()
-            while not self._queue:
-                self._wakeup.clear()
-                await self._wakeup.wait()
-            queued = self._queue.popleft()
-            if isinstance(queued.event, ShutdownEventThread):
-                queued.begin()
-                return
-            if not queued.begin():
-                continue
-            await self._handle(queued)
-
-    async def _handle(self, queued: QueuedEvent) -> None:
+    async def receive(self, message: QueuedEvent) -> object:
         now = self._clock.monotonic()
         if self._last_dequeue_at is not None and now - self._last_dequeue_at > QUEUE_TIME_RESET_S:
             self.queue_time.reset()
         self._last_dequeue_at = now
-        self.queue_time.record((now - queued.enqueued_at) * 1000.0)
-        self.state = queued.event.state
+        self.queue_time.record((now - message.enqueued_at) * 1000.0)
+        self.state = message.event.state
         try:
-            await self._process(queued.event)
+            await self._process(message.event)
         except Exception:
             # Kafka's loop catches and logs every throwable; the queue must keep going.
-            log.exception("uncaught error processing %s", type(queued.event).__name__)
+            log.exception("uncaught error processing %s", type(message.event).__name__)
         finally:
             self.state = ControllerState.IDLE
+        return None

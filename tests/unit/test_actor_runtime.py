@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from actors.base.runtime import Actor, ActorHandle, ActorStopped, Ask
+from actors.base.runtime import STOP, Actor, ActorHandle, ActorStopped, Ask, Envelope
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,3 +121,33 @@ async def test_a_full_mailbox_makes_tell_wait() -> None:
     await blocked
     assert await handle.ask(Add(0)) == 10
     await handle.stop()
+
+
+class _NewestFirst:
+    """A queue policy of a test's own: the newest message first, and STOP once empty."""
+
+    def __init__(self) -> None:
+        self.items: list[object] = []
+
+    async def put(self, item: object) -> None:
+        self.put_nowait(item)
+
+    def put_nowait(self, item: object) -> None:
+        self.items.append(item)
+
+    async def take(self) -> object:
+        return self.items.pop() if self.items else STOP
+
+    def drain(self) -> list[object]:
+        drained, self.items = self.items, []
+        return drained
+
+
+async def test_the_mailbox_policy_decides_what_the_actor_takes_and_when_its_task_ends() -> None:
+    actor, mailbox = Counter(), _NewestFirst()
+    handle = ActorHandle(actor, name="counter", mailbox=mailbox)
+    for i in (1, 2, 3):
+        await mailbox.put(Envelope(Add(i), None))
+    handle.start()
+    await handle.join()
+    assert actor.log == [3, 2, 1] and actor.stopped and not handle.running
