@@ -16,6 +16,7 @@ fails whatever was still queued. `stop` drains the mailbox, failing each waiting
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 from typing import Generic, Protocol, TypeVar, cast
@@ -124,6 +125,7 @@ class ActorHandle(Generic[M]):
         self._supervisor = supervisor
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
+        self._in_hand: Envelope[M] | None = None
         self.crash: BaseException | None = None
 
     def start(self) -> None:
@@ -138,6 +140,14 @@ class ActorHandle(Generic[M]):
         """Post a message; waits for room when the mailbox is full."""
         self._check_open()
         await self._mailbox.put(Envelope(message, None))
+
+    def tell_nowait(self, message: M) -> None:
+        """Post a message from code that cannot wait (a callback): the mailbox must have
+        room, as an unbounded one (`mailbox_size=0`) always has. Before `start` it waits
+        in the mailbox for the task."""
+        if self._stopping or (self._task is not None and self._task.done()):
+            raise ActorStopped(f"actor {self.name} is not running")
+        self._mailbox.put_nowait(Envelope(message, None))
 
     async def ask(self, message: Ask[R]) -> R:
         """Post a message and wait for the actor's answer (or its exception)."""
@@ -154,6 +164,21 @@ class ActorHandle(Generic[M]):
         self._fail_queued(f"actor {self.name} stopped")
         self._mailbox.put_nowait(STOP)
         await asyncio.shield(self._task)
+
+    async def cancel(self) -> None:
+        """Stop now: as `stop`, but the message in hand is cancelled too (its `ask`, if any,
+        fails with ActorStopped)."""
+        self._stopping = True
+        self._fail_queued(f"actor {self.name} stopped")
+        task = self._task
+        if task is None or task.done():
+            return
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        in_hand = self._in_hand
+        if in_hand is not None and in_hand.reply is not None and not in_hand.reply.done():
+            in_hand.reply.set_exception(ActorStopped(f"actor {self.name} stopped"))
 
     async def join(self) -> None:
         """Until the actor's task has ended (a mailbox that hands it STOP ends it)."""
@@ -195,6 +220,7 @@ class ActorHandle(Generic[M]):
 
     async def _deliver(self, envelope: Envelope[M]) -> None:
         reply = envelope.reply
+        self._in_hand = envelope
         try:
             result = await self._actor.receive(envelope.message)
         except Exception as e:

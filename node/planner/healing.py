@@ -15,14 +15,13 @@ Like Cruise Control's broker-failure self-healing, with its 30-minute default th
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Protocol
 
 from actors.base.clock import Cancellable, Clock
+from actors.base.runtime import Actor, ActorHandle, Ask
 
 log = logging.getLogger(__name__)
 
@@ -105,10 +104,15 @@ class _Check:
     pass
 
 
-_Event = _Seen | _Active | _Check
+@dataclasses.dataclass(frozen=True)
+class _Settle(Ask[None]):
+    """Answered once everything put before it is handled."""
 
 
-class SelfHealer:
+_Event = _Seen | _Active | _Check | _Settle
+
+
+class SelfHealer(Actor[_Event]):
     def __init__(
         self,
         clock: Clock,
@@ -127,8 +131,8 @@ class SelfHealer:
         self._retry_s = retry_s
         self._absences = BrokerAbsences(threshold_ms / 1000)
         self._active = False
-        self._queue: asyncio.Queue[_Event] = asyncio.Queue()
-        self._task: asyncio.Task[None] | None = None
+        # Unbounded: fed by the planner's callbacks, which cannot wait.
+        self._handle = ActorHandle(self, name="self-healing", mailbox_size=0)
         self._timer: Cancellable | None = None
         self._retry_at: float | None = None
         # The heal plan last started and the brokers it heals.
@@ -140,42 +144,39 @@ class SelfHealer:
 
     def brokers_changed(self, registered: Iterable[int], *, holders: Iterable[int] | None = None) -> None:
         """The brokers registered under /brokers/ids, and those holding replicas if known."""
-        self._queue.put_nowait(_Seen(frozenset(registered), None if holders is None else frozenset(holders)))
+        self._handle.tell_nowait(
+            _Seen(frozenset(registered), None if holders is None else frozenset(holders))
+        )
 
     def set_active(self, active: bool) -> None:
         """Whether this planner holds /keel/planner."""
-        self._queue.put_nowait(_Active(active))
+        self._handle.tell_nowait(_Active(active))
 
-    # --- the task ---
+    # --- the actor ---
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="self-healing")
+        self._handle.start()
 
     async def close(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        # Now, not after the event in hand: a heal being planned may take Spark a while.
+        await self._handle.cancel()
 
     async def settled(self) -> None:
         """Until every event enqueued so far is handled (for tests and orderly stops)."""
-        await self._queue.join()
+        await self._handle.ask(_Settle())
 
-    async def _run(self) -> None:
-        while True:
-            event = await self._queue.get()
-            try:
-                await self._handle(event)
-            except Exception:
-                log.exception("self-healing: handling %s failed", event)
-            finally:
-                self._queue.task_done()
+    async def receive(self, message: _Event) -> object:
+        if isinstance(message, _Settle):
+            return None
+        try:
+            await self._handle_event(message)
+        except Exception:
+            log.exception("self-healing: handling %s failed", message)
+        return None
 
-    async def _handle(self, event: _Event) -> None:
+    async def _handle_event(self, event: _Seen | _Active | _Check) -> None:
         now = self._clock.monotonic()
         match event:
             case _Seen(registered, holders):
@@ -278,7 +279,7 @@ class SelfHealer:
             self._timer = self._clock.call_later(max(min(delays), 0.001), self._wake)
 
     def _wake(self) -> None:
-        self._queue.put_nowait(_Check())
+        self._handle.tell_nowait(_Check())
 
     # --- status ---
 

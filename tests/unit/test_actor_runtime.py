@@ -151,3 +151,31 @@ async def test_the_mailbox_policy_decides_what_the_actor_takes_and_when_its_task
     handle.start()
     await handle.join()
     assert actor.log == [3, 2, 1] and actor.stopped and not handle.running
+
+
+async def test_cancel_stops_at_once_failing_the_ask_in_hand_and_those_queued() -> None:
+    actor = Counter()
+    handle = ActorHandle(actor, name="counter")
+    handle.start()
+    actor.gate.clear()
+    in_hand = asyncio.create_task(handle.ask(Add(1)))
+    await asyncio.sleep(0)
+    queued = asyncio.create_task(handle.ask(Add(2)))
+    await asyncio.sleep(0)
+    await handle.cancel()  # the gate never opens: stop() would wait for ever
+    for task in (in_hand, queued):
+        with pytest.raises(ActorStopped, match="counter stopped"):
+            await task
+    assert actor.log == [] and actor.stopped and not handle.running
+
+
+async def test_tell_nowait_waits_in_the_mailbox_until_start_and_is_refused_after_stop() -> None:
+    actor = Counter()
+    handle = ActorHandle(actor, name="counter", mailbox_size=0)
+    for i in range(2000):  # unbounded: never full
+        handle.tell_nowait(Add(1))
+    handle.start()
+    assert await handle.ask(Add(0)) == 2000
+    await handle.stop()
+    with pytest.raises(ActorStopped):
+        handle.tell_nowait(Add(1))
