@@ -7,7 +7,7 @@ import pytest
 
 from actors.base.ports import BrokerInfo, TopicPartition
 from node.zk import data
-from node.zk.client import split_connect
+from node.zk.client import ZooKeeperClient, split_connect
 from wire.endpoint import Endpoint
 
 
@@ -74,6 +74,14 @@ def test_connect_string_chroot() -> None:
     assert split_connect("a:1,b:2/kafka/prod") == ("a:1,b:2", "/kafka/prod")
     assert split_connect("a:1") == ("a:1", None)
     assert split_connect("a:1/") == ("a:1", None)
+
+
+def test_a_path_under_the_chroot_is_what_aiozk_makes_of_it_fast_path_or_not() -> None:
+    for connect in ("127.0.0.1:1", "127.0.0.1:1/keel", "127.0.0.1:1/a/b/"):
+        client = ZooKeeperClient(connect, session_timeout_s=6, connection_timeout_s=1)
+        for path in ("/", "/brokers", "/brokers/ids/1", "brokers", "//x//y/", "/x/"):
+            assert client.path(path) == client._zk.normalize_path(path), (connect, path)
+    assert ZooKeeperClient("h:1/keel", session_timeout_s=6, connection_timeout_s=1).path("/a/b") == "/keel/a/b"
 
 
 def test_partition_state_json() -> None:

@@ -21,7 +21,8 @@ from aiozk import exc, protocol
 from aiozk.protocol.stat import Stat
 from aiozk.states import States
 
-from node.zk.client import MultiReadRequest, MultiReadResponse, ZooKeeperClient
+from node.zk.client import ZooKeeperClient
+from node.zk.read_codec import FastMultiRead, FastMultiReadResponse
 from node.zk.retried_writes import is_write
 
 SESSION_ID = 0x1234
@@ -61,9 +62,11 @@ class ZNodeTree:
 
     def apply(self, request: Any, session_id: int) -> Any:
         """The answer to `request`, raising its refusal; a multi-op's failure is its answer."""
-        if isinstance(request, MultiReadRequest):
-            answer = MultiReadResponse()
-            answer.responses = [self._read_or_error(r) for r in request.requests]
+        if isinstance(request, FastMultiRead):
+            answer = FastMultiReadResponse()
+            reads = [self._read_or_error(protocol.GetDataRequest(path=p, watch=False)) for p in request.paths]
+            answer.responses = [r if isinstance(r, Exception) else (r.data, r.stat) for r in reads]
+            answer.failed = sum(isinstance(r, Exception) for r in reads)
             return answer
         if isinstance(request, protocol.TransactionRequest):
             return self._multi(request, session_id)
