@@ -364,12 +364,14 @@ def check_healthy(history: History, final: FinalState) -> list[Violation]:
             for (topic, p), (replicas, leader, isr) in sorted(final.partitions.items())
             if leader not in isr or set(isr) != set(replicas)
         ]
+        late = "" if final.healthy_after_s is None else f" (healthy {final.healthy_after_s:g} s after it)"
+        waited = "; ".join(final.held_up_by) or "nothing seen at the last look before it"
         out.append(
             _violation(
                 history,
                 "not-healed",
-                f"not healthy within {HEALTHY_WITHIN_S:g} s of the heal: "
-                + ("; ".join(unhealthy[:EXAMPLES]) or "see the stuck checks"),
+                f"not healthy within {HEALTHY_WITHIN_S:g} s of the heal{late}, held up by: {waited}"
+                + ("".join(f"; {u}" for u in unhealthy[:EXAMPLES]) if final.healthy_after_s is None else ""),
                 t,
             )
         )

@@ -180,6 +180,9 @@ class FinalState:
     planner_active: bool = False
     # Seconds from the heal until the partitions were healthy, None if they never were.
     healthy_after_s: float | None = None
+    # What kept the cluster from healthy at the last look before it was (or before the
+    # settling gave up): what a late heal waited for.
+    held_up_by: list[str] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass

@@ -56,6 +56,7 @@ class Report:
             "without_leader_s": checker.longest_without_leader(history),
             "without_controller_s": checker.longest_without_controller(history),
             "healthy_after_s": self.final.healthy_after_s,
+            "held_up_by": self.final.held_up_by,
             "plans": [dataclasses.asdict(p) for p in history.plans.values()],
             "observed": observed(history),
             "violations": [v.as_json() for v in self.violations],

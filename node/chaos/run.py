@@ -195,10 +195,12 @@ async def _settle(
             with contextlib.suppress(Exception):
                 await cluster.renew_zk()
         else:
-            if _healthy(final):
+            reasons = unhealthy_reasons(final)
+            if not reasons:
                 final.healthy_after_s = round(clock() - history.healed_s, 2)
                 say(f"healthy {final.healthy_after_s:.1f} s after the heal")
                 return final
+            final.held_up_by = reasons
         if clock() > deadline:
             say(f"not healthy {SETTLE_LIMIT_S:g} s after the heal")
             return final
@@ -237,16 +239,29 @@ async def _snapshot(cluster: ChaosCluster, final: FinalState) -> None:
 
 
 def _healthy(final: FinalState) -> bool:
-    return (
-        all(
-            leader in isr and set(isr) == set(replicas) for replicas, leader, isr in final.partitions.values()
-        )
-        and not final.reassignments_in_progress
-        and not final.topics_pending_deletion
-        and set(final.expected_brokers) <= set(final.registered_brokers)
-        and (final.planner_active or not final.planner_expected)
-        and final.plan_state != "running"
+    return not unhealthy_reasons(final)
+
+
+def unhealthy_reasons(final: FinalState) -> list[str]:
+    """What keeps the cluster from healthy at this look, each in a few words."""
+    reasons = []
+    led = sum(
+        leader in isr and set(isr) == set(replicas) for replicas, leader, isr in final.partitions.values()
     )
+    if led < len(final.partitions):
+        reasons.append(f"{len(final.partitions) - led} partition(s) without a leader in a full ISR")
+    if final.reassignments_in_progress:
+        reasons.append(f"{len(final.reassignments_in_progress)} reassignment(s) in progress")
+    if final.topics_pending_deletion:
+        reasons.append(f"topic(s) {final.topics_pending_deletion} pending deletion")
+    missing = sorted(set(final.expected_brokers) - set(final.registered_brokers))
+    if missing:
+        reasons.append(f"broker(s) {missing} not registered")
+    if final.planner_expected and not final.planner_active:
+        reasons.append("no planner active")
+    if final.plan_state == "running":
+        reasons.append("the planner's plan still running")
+    return reasons
 
 
 def _read_replicas(

@@ -211,7 +211,34 @@ def test_not_healthy_in_time() -> None:
     [violation] = checker.check_healthy(history, final)
     assert violation.kind == "not-healed" and "isr [2, 3]" in violation.message
     final.healthy_after_s = checker.HEALTHY_WITHIN_S + 1
-    assert [v.kind for v in checker.check_healthy(history, final)] == ["not-healed"]
+    final.partitions[TP] = ((1, 2, 3), 2, (1, 2, 3))
+    final.held_up_by = ["the planner's plan still running"]
+    [late] = checker.check_healthy(history, final)
+    assert late.kind == "not-healed"
+    assert late.message.endswith(
+        f"(healthy {checker.HEALTHY_WITHIN_S + 1:g} s after it), held up by: the planner's plan still running"
+    )
+
+
+def test_what_keeps_a_cluster_from_healthy_is_named() -> None:
+    from node.chaos.run import unhealthy_reasons
+
+    final = FinalState(
+        partitions={TP: ((1, 2, 3), 2, (2, 3)), ("t", 1): ((1, 2), 1, (1, 2))},
+        reassignments_in_progress=[("t", 0)],
+        expected_brokers=[1, 2, 3],
+        registered_brokers=[1, 3],
+        planner_expected=True,
+        plan_state="running",
+    )
+    assert unhealthy_reasons(final) == [
+        "1 partition(s) without a leader in a full ISR",
+        "1 reassignment(s) in progress",
+        "broker(s) [2] not registered",
+        "no planner active",
+        "the planner's plan still running",
+    ]
+    assert unhealthy_reasons(FinalState(partitions={TP: ((1, 2), 1, (2, 1))})) == []
 
 
 def test_stuck_reassignment_deletion_and_missing_broker() -> None:
