@@ -7,6 +7,7 @@ import dataclasses
 import uuid
 from collections.abc import Iterable
 
+import msgpack
 import orjson
 
 from actors.base.ports import (
@@ -17,6 +18,7 @@ from actors.base.ports import (
     TopicAssignment,
     TopicPartition,
 )
+from actors.controller.standby import ChangeRecord, PartitionChange
 from actors.security.acl import (
     AclEntry,
     AclError,
@@ -420,3 +422,62 @@ def decode_acl_change(data: bytes | None, *, prefixed: bool) -> ResourcePattern:
         )
     except (UnicodeDecodeError, AclError) as e:
         raise ZNodeDataError(f"{what}: {e}") from None
+
+
+# --- the controller's change records (docs/STANDBY.md) ---
+
+_CHANGE_RECORD_VERSION = 1
+
+
+def encode_change_record(record: ChangeRecord) -> bytes:
+    """msgpack, compact: [1, controller epoch, [[topic, partition, version before, state or
+    nil], ...]], a state as [leader, leader epoch, isr, version after, recovering, its
+    controller epoch]. 500 partitions take about 30 KB."""
+    changes = [
+        [
+            tp.topic,
+            tp.partition,
+            before,
+            None
+            if after is None
+            else [
+                after.leader_and_isr.leader,
+                after.leader_and_isr.leader_epoch,
+                list(after.leader_and_isr.isr),
+                after.leader_and_isr.partition_epoch,
+                after.leader_and_isr.recovering,
+                after.controller_epoch,
+            ],
+        ]
+        for tp, before, after in record.changes
+    ]
+    packed: bytes = msgpack.packb([_CHANGE_RECORD_VERSION, record.controller_epoch, changes])
+    return packed
+
+
+def decode_change_record(what: object, data: bytes | None) -> ChangeRecord:
+    """ZNodeDataError for anything but a record as `encode_change_record` writes it."""
+    try:
+        version, controller_epoch, raw_changes = msgpack.unpackb(data or b"", strict_map_key=True)
+        if version != _CHANGE_RECORD_VERSION or type(controller_epoch) is not int:
+            raise TypeError(f"version {version!r}, controller epoch {controller_epoch!r}")
+        changes = []
+        for topic, partition, before, raw_state in raw_changes:
+            if type(topic) is not str or type(partition) is not int or type(before) is not int:
+                raise TypeError("topic, partition and version before")
+            after = None
+            if raw_state is not None:
+                leader, leader_epoch, isr, partition_epoch, recovering, state_epoch = raw_state
+                if not all(
+                    type(v) is int for v in (leader, leader_epoch, partition_epoch, state_epoch)
+                ) or not (
+                    type(isr) is list and all(type(r) is int for r in isr) and type(recovering) is bool
+                ):
+                    raise TypeError("a state's fields")
+                after = LeadershipInfo(
+                    LeaderAndIsr(leader, leader_epoch, tuple(isr), partition_epoch, recovering), state_epoch
+                )
+            changes.append(PartitionChange(TopicPartition(topic, partition), before, after))
+    except (ValueError, TypeError, msgpack.UnpackException) as e:
+        raise ZNodeDataError(f"{what}: not a change record: {e}") from None
+    return ChangeRecord(controller_epoch, tuple(changes))

@@ -1,0 +1,78 @@
+"""The warm standby's view (actors/controller/standby.py): records applied in order supersede
+what came before them per partition, one already applied is not applied again, a broken
+version chain is counted, and a view knows when records may have gone unread."""
+
+from __future__ import annotations
+
+import msgpack
+import pytest
+
+from actors.base.ports import LeaderAndIsr, LeadershipInfo, TopicPartition
+from actors.controller.standby import ChangeRecord, PartitionChange, StandbyView
+from node.zk import data
+
+A, B = TopicPartition("t", 0), TopicPartition("t", 1)
+
+
+def state(leader: int, epoch: int, version: int) -> LeadershipInfo:
+    return LeadershipInfo(LeaderAndIsr(leader, epoch, (1, 2), version), 3)
+
+
+def test_records_applied_in_order_leave_zookeepers_states() -> None:
+    view = StandbyView()
+    assert not view.loaded
+    view.load({A: state(1, 0, 0)}, applied=10)
+    assert view.apply(
+        11, ChangeRecord(3, (PartitionChange(A, 0, state(2, 1, 1)), PartitionChange(B, -1, state(1, 0, 0))))
+    )
+    assert view.apply(12, ChangeRecord(3, (PartitionChange(A, 1, None),)))
+    assert view.leadership == {B: state(1, 0, 0)} and view.applied == 12 and view.chain_breaks == 0
+    assert not view.apply(12, ChangeRecord(3, (PartitionChange(B, 0, None),))), "applied twice"
+    assert view.leadership == {B: state(1, 0, 0)}
+
+
+def test_a_missed_record_is_superseded_by_the_next_change_and_counted() -> None:
+    view = StandbyView()
+    view.load({A: state(1, 0, 0)}, applied=1)
+    # The record that took A to version 1 was missed: version 2's state is whole.
+    view.apply(3, ChangeRecord(4, (PartitionChange(A, 1, state(3, 2, 2)),)))
+    assert view.leadership[A] == state(3, 2, 2) and view.chain_breaks == 1
+
+
+def test_records_gone_unread_are_known_by_the_last_applied_no_longer_listed() -> None:
+    view = StandbyView()
+    assert view.missed([1, 2]), "a view never loaded has missed everything"
+    view.load({}, applied=5)
+    assert not view.missed([]) and not view.missed([3, 4, 5]) and not view.missed([5])
+    assert not view.missed([5, 9, 10]), "the last applied is listed: nothing after it went"
+    assert view.missed([9, 10]), "5 went, and what came between may have"
+    assert view.unapplied([3, 5, 9, 7]) == [7, 9]
+
+
+def test_a_change_record_round_trips_and_anything_else_is_refused_in_one_line() -> None:
+    recovering = LeadershipInfo(LeaderAndIsr(2, 7, (2,), 4, True), 5)
+    changes = (
+        PartitionChange(A, 3, recovering),
+        PartitionChange(B, -1, state(1, 0, 0)),
+        PartitionChange(A, 4, None),
+    )
+    record = ChangeRecord(5, changes)
+    assert data.decode_change_record("c", data.encode_change_record(record)) == record
+    many = ChangeRecord(
+        5,
+        tuple(
+            PartitionChange(TopicPartition(f"topic-{i // 50:04d}", i % 50), i, state(1, 9, i + 1))
+            for i in range(500)
+        ),
+    )
+    assert len(data.encode_change_record(many)) < 40_000, "a multi-op's record stays far under jute.maxbuffer"
+    bad_records = (
+        b"",
+        b"\x01",
+        msgpack.packb([2, 5, []]),
+        msgpack.packb([1, 5, [["t", 0, "x", None]]]),
+        msgpack.packb([1, 5, [["t", 0, 1, [1, 2, [1], 3, "no", 5]]]]),
+    )
+    for bad in bad_records:
+        with pytest.raises(data.ZNodeDataError, match=r"^change-1: not a change record"):
+            data.decode_change_record("change-1", bad)
