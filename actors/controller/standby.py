@@ -21,7 +21,8 @@ from actors.base.ports import LeadershipInfo, TopicPartition
 
 class PartitionChange(NamedTuple):
     tp: TopicPartition
-    # The state znode's version before the write; -1 where the write created it.
+    # The state znode's version before the write; -1 where the write created it, or deleted
+    # it (a topic's deletion removes its znodes at whatever version).
     before: int
     # The state as written, its partition epoch the znode's version after the write; None
     # where the write deleted it.
@@ -59,13 +60,13 @@ class StandbyView:
             return False
         leadership = self.leadership
         for tp, before, after in record.changes:
+            if after is None:
+                leadership.pop(tp, None)
+                continue
             held = leadership.get(tp)
             if (-1 if held is None else held.leader_and_isr.partition_epoch) != before:
                 self.chain_breaks += 1
-            if after is None:
-                leadership.pop(tp, None)
-            else:
-                leadership[tp] = after
+            leadership[tp] = after
         self.applied = sequence
         return True
 

@@ -99,6 +99,25 @@ def desanitize(name: str) -> str:
 # Keel's own: the active planner's registration (ephemeral; its endpoint as JSON).
 KEEL = "/keel"
 PLANNER = "/keel/planner"
+# The controller's change records (docs/STANDBY.md): a persistent sequential change-<seq> per
+# fenced multi-op that wrote partition states, when records are on.
+CONTROLLER_CHANGES = "/keel/controller_changes"
+CHANGE_PREFIX = "change-"
+
+
+def change_sequence(name: str) -> int | None:
+    """The sequence of a record's znode name; None for a name that is not a record's."""
+    digits = name[len(CHANGE_PREFIX) :]
+    return int(digits) if name.startswith(CHANGE_PREFIX) and digits.isdigit() else None
+
+
+def partition_of_state(path: str) -> tuple[str, int] | None:
+    """(topic, partition) of a partition state's path; None for any other path."""
+    parts = path.split("/")
+    if len(parts) == 7 and parts[:3] == ["", "brokers", "topics"] and parts[4] == "partitions":
+        if parts[6] == "state" and parts[5].isdigit():
+            return parts[3], int(parts[5])
+    return None
 
 
 # Log-dir failures (spec §7.11): a broker whose log directory failed creates a sequential

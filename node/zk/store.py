@@ -13,6 +13,7 @@ registration, a topic), `getChildren` for children watches.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 import logging
@@ -44,6 +45,7 @@ from actors.base.ports import (
     TopicDeletionWatcher,
     TopicPartition,
 )
+from actors.controller.standby import ChangeRecord, PartitionChange
 from node.zk import data, paths
 from node.zk.broker_registry import ZkBrokerRegistry
 from node.zk.client import (
@@ -51,6 +53,7 @@ from node.zk.client import (
     NodeExists,
     NoNode,
     RolledBack,
+    RuntimeInconsistency,
     ZooKeeperClient,
     multi_failure,
 )
@@ -62,6 +65,11 @@ log = logging.getLogger(__name__)
 # Partitions per fenced multi-op: two creates (or one set) each, well under jute.maxbuffer.
 _PARTITIONS_PER_MULTI = 500
 
+# Change records kept (docs/STANDBY.md): older ones are deleted, oldest first, a batch at a
+# time. About 30 KB each at most: ZooKeeper holds some 30 MB of them.
+RECORDS_KEPT = 1000
+_RECORDS_TRIMMED_AT_ONCE = 100
+
 
 class ZkClusterStore:
     def __init__(self, zk: ZooKeeperClient, clock: Clock) -> None:
@@ -69,6 +77,11 @@ class ZkClusterStore:
         self._clock = clock
         self._cluster_watcher: ClusterWatcher | None = None
         self.registry = ZkBrokerRegistry(zk, clock, self._broker_handler)
+        # Whether each fenced write of partition states also writes its change record
+        # (controller.standby.enable); the names of the records there, oldest first, once
+        # listed (None until the first record is written).
+        self.change_records = False
+        self._records: collections.deque[str] | None = None
 
     # --- controller (spec §2.2) ---
 
@@ -290,7 +303,10 @@ class ZkClusterStore:
                     data.encode_partition_state(states[tp], controller_epoch),
                 )
             )
-        if not _failed(await self._fenced(ops, epoch_zk_version)):
+        created = [_created(tp, states[tp], controller_epoch) for tp in chunk]
+        if not _failed(
+            await self._fenced(ops, epoch_zk_version, ChangeRecord(controller_epoch, tuple(created)))
+        ):
             return {tp: states[tp]._replace(partition_epoch=0) for tp in chunk}
         for topic in sorted({tp.topic for tp in chunk}):
             await self._fenced_ignoring_exists(
@@ -317,6 +333,7 @@ class ZkClusterStore:
                 )
             ],
             epoch_zk_version,
+            ChangeRecord(controller_epoch, (_created(tp, state, controller_epoch),)),
         )
         error = _failed(results)
         return error if error is not None else state._replace(partition_epoch=0)
@@ -343,7 +360,8 @@ class ZkClusterStore:
         epoch_zk_version: int,
     ) -> dict[TopicPartition, LeaderAndIsr | Exception]:
         ops = [self._set_state_op(tp, states[tp], controller_epoch) for tp in chunk]
-        results = await self._fenced(ops, epoch_zk_version)
+        record = ChangeRecord(controller_epoch, tuple(_set(tp, states[tp], controller_epoch) for tp in chunk))
+        results = await self._fenced(ops, epoch_zk_version, record)
         if _failed(results) is None:
             return {
                 tp: states[tp]._replace(partition_epoch=r.stat.version)
@@ -351,7 +369,11 @@ class ZkClusterStore:
             }
         singles = await asyncio.gather(
             *(
-                self._fenced([self._set_state_op(tp, states[tp], controller_epoch)], epoch_zk_version)
+                self._fenced(
+                    [self._set_state_op(tp, states[tp], controller_epoch)],
+                    epoch_zk_version,
+                    ChangeRecord(controller_epoch, (_set(tp, states[tp], controller_epoch),)),
+                )
                 for tp in chunk
             )
         )
@@ -368,13 +390,85 @@ class ZkClusterStore:
                 outcome[tp] = states[tp]._replace(partition_epoch=single[1].stat.version)
         return outcome
 
-    async def _fenced(self, ops: list[Any], epoch_zk_version: int) -> list[Any]:
-        """Run ops in one multi-op behind the `/controller_epoch` version check (spec §2.4)."""
+    async def _fenced(
+        self, ops: list[Any], epoch_zk_version: int, record: ChangeRecord | None = None
+    ) -> list[Any]:
+        """Run ops in one multi-op behind the `/controller_epoch` version check (spec §2.4);
+        with records on, `record` (what the ops change in partition states) is created last
+        in the same multi-op, so it exists if and only if the change does."""
+        recorded = self.change_records and record is not None and bool(record.changes)
+        if recorded:
+            assert record is not None
+            await self._list_records()
+            ops = [*ops, self._record_op(record)]
         results = await self.zk.multi([self.zk.check_op(paths.CONTROLLER_EPOCH, epoch_zk_version), *ops])
         # When another op fails, the check reports RolledBack; only its own failure fences.
         if isinstance(results[0], Exception) and not isinstance(results[0], RolledBack):
             raise ControllerMovedError(f"/controller_epoch is past version {epoch_zk_version}")
+        if not recorded:
+            return results
+        results, made = results[:-1], results[-1]
+        if isinstance(made, NoNode) and not any(
+            isinstance(r, Exception) and not isinstance(r, RolledBack | RuntimeInconsistency) for r in results
+        ):
+            # The records' parent is gone (an operator's doing): made again, and the write
+            # sent again, rather than every write of partition states failing from now on.
+            await self.zk.create_all_if_missing([paths.KEEL, paths.CONTROLLER_CHANGES])
+            return await self._fenced(ops[:-1], epoch_zk_version, record)
+        if _failed(results) is None:
+            await self._record_written(made.path, epoch_zk_version)
         return results
+
+    # --- change records (docs/STANDBY.md) ---
+
+    def _record_op(self, record: ChangeRecord) -> Any:
+        return self.zk.create_op(
+            f"{paths.CONTROLLER_CHANGES}/{paths.CHANGE_PREFIX}",
+            data.encode_change_record(record),
+            sequential=True,
+        )
+
+    async def _list_records(self) -> None:
+        """The records already there (an earlier controller's), once: this controller
+        trims them too, oldest first."""
+        if self._records is not None:
+            return
+        try:
+            names = await self.zk.children(paths.CONTROLLER_CHANGES)
+        except NoNode:
+            await self.zk.create_all_if_missing([paths.KEEL, paths.CONTROLLER_CHANGES])
+            names = []
+        listed = sorted((seq, name) for name in names if (seq := paths.change_sequence(name)) is not None)
+        self._records = collections.deque(name for _, name in listed)
+
+    async def _record_written(self, path: str, epoch_zk_version: int) -> None:
+        records = self._records
+        assert records is not None
+        records.append(path.rpartition("/")[2])
+        if len(records) < RECORDS_KEPT + _RECORDS_TRIMMED_AT_ONCE:
+            return
+        oldest = [records.popleft() for _ in range(_RECORDS_TRIMMED_AT_ONCE)]
+        doomed = [f"{paths.CONTROLLER_CHANGES}/{name}" for name in oldest]
+        try:
+            await self._fenced_delete(doomed, epoch_zk_version)
+        except ControllerMovedError:
+            pass  # deposed: the next controller trims them
+        except Exception as e:
+            log.warning("trimming %d change records failed: %s", len(doomed), e)
+
+    async def change_record_names(self) -> list[str]:
+        """The records' znode names, oldest first."""
+        try:
+            names = await self.zk.children(paths.CONTROLLER_CHANGES)
+        except NoNode:
+            return []
+        listed = sorted((seq, name) for name in names if (seq := paths.change_sequence(name)) is not None)
+        return [name for _, name in listed]
+
+    async def change_record(self, name: str) -> ChangeRecord | None:
+        """One record, None where it is gone; ZNodeDataError where it is not a record."""
+        found = await self.zk.get_or_none(f"{paths.CONTROLLER_CHANGES}/{name}")
+        return None if found is None else data.decode_change_record(name, found[0])
 
     async def _fenced_ignoring_exists(self, op: Any, epoch_zk_version: int) -> Exception | None:
         error = _failed(await self._fenced([op], epoch_zk_version))
@@ -517,13 +611,18 @@ class ZkClusterStore:
         is skipped, so a retried deletion finishes what an interrupted one began."""
         for start in range(0, len(doomed), _PARTITIONS_PER_MULTI * 2):
             chunk = doomed[start : start + _PARTITIONS_PER_MULTI * 2]
-            error = _failed(await self._fenced([self.zk.delete_op(p) for p in chunk], epoch_zk_version))
+            record = _deleted(chunk)
+            error = _failed(
+                await self._fenced([self.zk.delete_op(p) for p in chunk], epoch_zk_version, record)
+            )
             if error is None:
                 continue
             if not isinstance(error, NoNode):
                 raise error
             for path in chunk:
-                single = _failed(await self._fenced([self.zk.delete_op(path)], epoch_zk_version))
+                single = _failed(
+                    await self._fenced([self.zk.delete_op(path)], epoch_zk_version, _deleted([path]))
+                )
                 if single is not None and not isinstance(single, NoNode):
                     raise single
 
@@ -633,3 +732,23 @@ async def _per_chunk(
 
 
 _failed = multi_failure
+
+
+def _created(tp: TopicPartition, state: LeaderAndIsr, controller_epoch: int) -> PartitionChange:
+    return PartitionChange(tp, -1, LeadershipInfo(state._replace(partition_epoch=0), controller_epoch))
+
+
+def _set(tp: TopicPartition, state: LeaderAndIsr, controller_epoch: int) -> PartitionChange:
+    after = state._replace(partition_epoch=state.partition_epoch + 1)
+    return PartitionChange(tp, state.partition_epoch, LeadershipInfo(after, controller_epoch))
+
+
+def _deleted(doomed: list[str]) -> ChangeRecord:
+    """The record of a deletion: the partition states among `doomed`, gone (the controller
+    epoch is not known here: -1)."""
+    changes = []
+    for path in doomed:
+        found = paths.partition_of_state(path)
+        if found is not None:
+            changes.append(PartitionChange(TopicPartition(*found), -1, None))
+    return ChangeRecord(-1, tuple(changes))
