@@ -58,6 +58,9 @@ from actors.base.ports import (
     TopicVersionConflict,
     UnknownTopicError,
 )
+from actors.controller.standby import ChangeRecord, PartitionChange
+from node.zk import paths
+from node.zk import store as zk_store
 
 # What the fake holds in place of `/admin/reassign_partitions` when it is not Kafka's JSON.
 INVALID_JSON = object()
@@ -120,6 +123,9 @@ class FakeZooKeeper:
         self._log_dir_event_seq = itertools.count()
         # The session (store) that bumped `/controller_epoch` to its current value.
         self.epoch_owner: FakeClusterStore | None = None
+        # /keel/controller_changes: each record by its sequence, oldest first (docs/STANDBY.md).
+        self.change_records: dict[int, ChangeRecord] = {}
+        self._change_seq = itertools.count()
         # Set by a simulation: each round trip's delay, and an observer of fenced writes
         # (the writing store, and the controller epoch it stamps on what it writes, or None).
         self.latency: Callable[[], float] | None = None
@@ -237,6 +243,30 @@ class FakeClusterStore:
         self.reachable = asyncio.Event()
         self.reachable.set()
         self.registry = FakeBrokerRegistry(self)
+        # As ZkClusterStore's: whether writes of partition states are recorded.
+        self.change_records = False
+
+    # --- change records (docs/STANDBY.md), as ZkClusterStore writes them ---
+
+    def _record(self, record: ChangeRecord) -> None:
+        """With records on, what a write changed, as one record; the oldest trimmed beyond
+        what is kept, a batch at a time."""
+        if not self.change_records or not record.changes:
+            return
+        records = self.zk.change_records
+        records[next(self.zk._change_seq)] = record
+        if len(records) >= zk_store.RECORDS_KEPT + zk_store._RECORDS_TRIMMED_AT_ONCE:
+            for sequence in sorted(records)[: zk_store._RECORDS_TRIMMED_AT_ONCE]:
+                del records[sequence]
+
+    async def change_record_names(self) -> list[str]:
+        await self.round_trip()
+        return [f"{paths.CHANGE_PREFIX}{sequence:010d}" for sequence in sorted(self.zk.change_records)]
+
+    async def change_record(self, name: str) -> ChangeRecord | None:
+        await self.round_trip()
+        sequence = paths.change_sequence(name)
+        return None if sequence is None else self.zk.change_records.get(sequence)
 
     async def round_trip(self) -> None:
         # Every real call is a round trip; yield so concurrency in the tests is real.
@@ -352,12 +382,16 @@ class FakeClusterStore:
             return dict.fromkeys(states, error)
         lost = self._reply_lost()
         results: dict[TopicPartition, LeaderAndIsr | Exception] = {}
+        changes = []
         for tp, state in states.items():
             if tp in self.zk.partition_states:
                 results[tp] = FileExistsError(f"{tp} state exists")
                 continue
             self.zk.write_partition_state(tp, state, controller_epoch)
-            results[tp] = FileExistsError(f"{tp} state exists") if lost else state._replace(partition_epoch=0)
+            written = state._replace(partition_epoch=0)
+            changes.append(PartitionChange(tp, -1, LeadershipInfo(written, controller_epoch)))
+            results[tp] = FileExistsError(f"{tp} state exists") if lost else written
+        self._record(ChangeRecord(controller_epoch, tuple(changes)))
         return results
 
     async def update_partition_states(
@@ -367,6 +401,7 @@ class FakeClusterStore:
         self._check_fence(epoch_zk_version, controller_epoch)
         lost = self._reply_lost()
         results: dict[TopicPartition, LeaderAndIsr | Exception] = {}
+        changes = []
         for tp, state in states.items():
             current = self.zk.partition_states.get(tp)
             conflict = PartitionStateConflict(f"{tp}: partition epoch moved past {state.partition_epoch}")
@@ -376,7 +411,10 @@ class FakeClusterStore:
                 results[tp] = conflict
             else:
                 version = self.zk.write_partition_state(tp, state, controller_epoch)
-                results[tp] = conflict if lost else state._replace(partition_epoch=version)
+                written = state._replace(partition_epoch=version)
+                changes.append(PartitionChange(tp, current[2], LeadershipInfo(written, controller_epoch)))
+                results[tp] = conflict if lost else written
+        self._record(ChangeRecord(controller_epoch, tuple(changes)))
         return results
 
     async def partition_reassignments(
@@ -481,8 +519,10 @@ class FakeClusterStore:
     async def delete_topic(self, topic: str, epoch_zk_version: int) -> None:
         await self.round_trip()
         self._check_fence(epoch_zk_version)
-        for tp in [tp for tp in self.zk.partition_states if tp.topic == topic]:
+        doomed = [tp for tp in self.zk.partition_states if tp.topic == topic]
+        for tp in doomed:
             del self.zk.partition_states[tp]
+        self._record(ChangeRecord(-1, tuple(PartitionChange(tp, -1, None) for tp in doomed)))
         self.zk.topic_configs.pop(topic, None)
         if self.zk.topics.pop(topic, None) is not None:
             self.zk.data_watch_deleted(f"/brokers/topics/{topic}")
