@@ -268,6 +268,32 @@ class BrokerRegistry(Protocol):
         ...
 
 
+class PartitionChange(NamedTuple):
+    """One partition's state in a controller's change record (docs/STANDBY.md)."""
+
+    tp: TopicPartition
+    # The state znode's version before the write; -1 where the write created it, or deleted
+    # it (a topic's deletion removes its znodes at whatever version).
+    before: int
+    # The state as written, its partition epoch the znode's version after the write; None
+    # where the write deleted it.
+    after: LeadershipInfo | None
+
+
+class ChangeRecord(NamedTuple):
+    controller_epoch: int
+    # None of them: the record that a controller writes as it is elected, to say that it
+    # records its changes (a controller with records off writes none, and a view that sees
+    # an epoch go by without one cannot be trusted past it).
+    changes: tuple[PartitionChange, ...]
+
+
+class ChangeRecordWatcher(Protocol):
+    def change_records_changed(self) -> None:
+        """A record was written or deleted (the children watch on the records' parent)."""
+        ...
+
+
 class ClusterStore(BrokerRegistry, Protocol):
     """What the controller reads and writes in ZooKeeper: the registry, with its data watches
     reporting to the cluster watcher, and the rest of the cluster's state."""
@@ -300,6 +326,20 @@ class ClusterStore(BrokerRegistry, Protocol):
     async def topics(self, *, watch: bool = False) -> set[str]:
         """Every topic; `watch` arms the `/brokers/topics` children watch."""
         ...
+
+    # The controller's change records (docs/STANDBY.md; actors/controller/standby.py reads
+    # them). With `change_records` on, each write of partition states records what it changed.
+    change_records: bool
+
+    async def start_change_records(self, controller_epoch: int, epoch_zk_version: int) -> None: ...
+
+    async def change_records_epoch(self) -> int | None: ...
+
+    async def change_record_names(self, *, watch: bool = False) -> list[str]: ...
+
+    async def change_record(self, name: str) -> ChangeRecord | None: ...
+
+    def watch_change_records(self, watcher: ChangeRecordWatcher) -> None: ...
 
     async def topic_assignments(self, topics: set[str], *, watch: bool = False) -> dict[str, TopicAssignment]:
         """Assignments of these topics, read pipelined; `watch` arms each topic's data watch

@@ -81,6 +81,7 @@ from actors.controller.reassignment_api import (
 )
 from actors.controller.replica_state_machine import ReplicaStateMachine
 from actors.controller.request_batch import RequestBatch
+from actors.controller.standby import StandbyFollower
 from actors.controller.topic_deletion import TopicDeletionManager, deletion_errors
 from actors.controller.workflows import Workflows
 from wire.api import (
@@ -111,6 +112,10 @@ class ControllerConfig:
     # The listener whose endpoints LeaderAndIsr names as the leaders to fetch from (Kafka's
     # inter.broker.listener.name).
     inter_broker_listener: str = "PLAINTEXT"
+    # The warm standby (docs/STANDBY.md): this broker records its changes as controller and
+    # keeps a view of the partitions' states from every controller's records, which it
+    # takes over from when elected (controller.standby.enable; the same on every broker).
+    standby_enable: bool = False
 
 
 class KafkaController:
@@ -130,6 +135,10 @@ class KafkaController:
         self.config = config or ControllerConfig()
         self.context = ControllerContext()
         self.event_manager = ControllerEventManager(self._process_event, clock)
+        self.standby: StandbyFollower | None = None
+        if self.config.standby_enable:
+            store.change_records = True
+            self.standby = StandbyFollower(store)
         self.metrics = ControllerMetrics(
             self.context, self.event_manager, channel, lambda: self.is_active, clock
         )
@@ -183,6 +192,7 @@ class KafkaController:
             new_batch=self._new_batch,
             clock=clock,
             reassignment=self.reassignment,
+            standby=self.standby,
         )
         self.log_dir_failures = LogDirFailures(
             context=self.context, store=store, replicas=self.replica_state_machine, workflows=self.workflows
@@ -208,6 +218,8 @@ class KafkaController:
         self._store.watch_log_dir_events(self._watch)
         self.event_manager.put(Startup())
         self.event_manager.start()
+        if self.standby is not None:
+            self.standby.start()
 
     async def alter_partition(self, request: AlterPartitionRequest) -> AlterPartitionResponse:
         """Queue a leader's ISR change and wait for the answer."""
@@ -289,6 +301,8 @@ class KafkaController:
             raise RequestTimedOut(f"{type(event).__name__} not answered within {timeout_s:.1f} s") from None
 
     async def shutdown(self) -> None:
+        if self.standby is not None:
+            await self.standby.stop()
         await self.event_manager.close()
         if self.is_active:
             await self._on_controller_resignation()

@@ -13,25 +13,45 @@ the partitions whose version chain broke are counted, as a check on the stream."
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Iterable, Mapping, Sequence
-from typing import NamedTuple
+from typing import Protocol
 
-from actors.base.ports import LeadershipInfo, TopicPartition
+from actors.base.ports import (
+    ChangeRecord,
+    ChangeRecordWatcher,
+    ControllerEpoch,
+    LeadershipInfo,
+    TopicPartition,
+)
+from actors.base.service import Service
+
+log = logging.getLogger(__name__)
 
 
-class PartitionChange(NamedTuple):
-    tp: TopicPartition
-    # The state znode's version before the write; -1 where the write created it, or deleted
-    # it (a topic's deletion removes its znodes at whatever version).
-    before: int
-    # The state as written, its partition epoch the znode's version after the write; None
-    # where the write deleted it.
-    after: LeadershipInfo | None
+class StandbySource(Protocol):
+    """What the follower reads: the records, and the states for a full load."""
 
+    async def change_record_names(self, *, watch: bool = False) -> list[str]: ...
 
-class ChangeRecord(NamedTuple):
-    controller_epoch: int
-    changes: tuple[PartitionChange, ...]
+    async def change_record(self, name: str) -> ChangeRecord | None: ...
+
+    def watch_change_records(self, watcher: ChangeRecordWatcher) -> None: ...
+
+    async def topics(self, *, watch: bool = False) -> set[str]: ...
+
+    async def controller_epoch(self) -> ControllerEpoch | None: ...
+
+    async def change_records_epoch(self) -> int | None:
+        """The epoch of the last controller that started recording (None: none did)."""
+        ...
+
+    async def topic_partition_ids(self, topic: str) -> set[int]: ...
+
+    async def partition_states(
+        self, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, LeadershipInfo]: ...
 
 
 class StandbyView:
@@ -42,22 +62,48 @@ class StandbyView:
         # Changes whose version before did not match the version the view held: records
         # missed (or applied out of order), each superseded by the change that found it.
         self.chain_breaks = 0
+        # The controller epoch when the view was loaded, whether that controller recorded
+        # its changes, and the epochs since whose controllers said they do.
+        self.load_epoch = 0
+        self.load_epoch_recorded = False
+        self.epochs_started: set[int] = set()
 
     @property
     def loaded(self) -> bool:
         return self.applied is not None
 
-    def load(self, leadership: Mapping[TopicPartition, LeadershipInfo], applied: int) -> None:
+    def load(
+        self,
+        leadership: Mapping[TopicPartition, LeadershipInfo],
+        applied: int,
+        *,
+        controller_epoch: int = 0,
+        recorded: bool = False,
+    ) -> None:
         """Start from a full read of the states, taken once every record up to `applied`
-        (and none after it) was written."""
+        was written, under the controller of `controller_epoch` (`recorded`: one that
+        records its changes)."""
         self.leadership = dict(leadership)
         self.applied = applied
         self.chain_breaks = 0
+        self.load_epoch, self.load_epoch_recorded = controller_epoch, recorded
+        self.epochs_started = set()
+
+    def covers(self, epoch: int) -> bool:
+        """Whether every controller before the one of `epoch`, since the view was loaded,
+        recorded its changes: the view then misses nothing they wrote (given `missed`)."""
+        if not self.loaded:
+            return False
+        if self.load_epoch > 0 and not self.load_epoch_recorded:
+            return False
+        return all(e in self.epochs_started for e in range(self.load_epoch + 1, epoch))
 
     def apply(self, sequence: int, record: ChangeRecord) -> bool:
         """Apply one record; False (and nothing changed) for one already applied."""
         if self.applied is not None and sequence <= self.applied:
             return False
+        if not record.changes:
+            self.epochs_started.add(record.controller_epoch)
         leadership = self.leadership
         for tp, before, after in record.changes:
             if after is None:
@@ -86,3 +132,98 @@ class StandbyView:
         """The listed sequences after the last one applied, in order."""
         applied = -1 if self.applied is None else self.applied
         return sorted(s for s in listed if s > applied)
+
+
+def _sequence(name: str) -> int | None:
+    digits = name.rpartition("-")[2]
+    return int(digits) if digits.isdigit() else None
+
+
+class StandbyFollower(Service):
+    """Keeps a broker's `StandbyView` current: a full load first (every state, as a new
+    controller reads them today, but in the background), then each record as its watch
+    reports it; a load again whenever records went unread (deleted before this broker read
+    them) or one cannot be read. Errors are retried after `retry_s`."""
+
+    def __init__(
+        self, source: StandbySource, *, retry_s: float = 1.0, name: str = "standby-follower"
+    ) -> None:
+        super().__init__(name)
+        self.view = StandbyView()
+        self.loads = 0
+        self._source = source
+        self._retry_s = retry_s
+        self._wake = asyncio.Event()
+        source.watch_change_records(self)
+
+    def change_records_changed(self) -> None:
+        self._wake.set()
+
+    async def run(self) -> None:
+        while True:
+            self._wake.clear()
+            try:
+                await self._catch_up()
+            except Exception as e:
+                log.warning("the standby view could not catch up (%s); trying again", e)
+                await asyncio.sleep(self._retry_s)
+                self._wake.set()
+            await self._wake.wait()
+
+    async def _catch_up(self) -> None:
+        names = await self._source.change_record_names(watch=True)
+        listed = {seq: name for name in names if (seq := _sequence(name)) is not None}
+        if self.view.missed(sorted(listed)):
+            await self._load(max(listed, default=-1))
+            return
+        for sequence in self.view.unapplied(listed):
+            record = await self._source.change_record(listed[sequence])
+            if record is None:  # deleted since it was listed: unread
+                await self._load(max(listed))
+                return
+            self.view.apply(sequence, record)
+
+    async def _load(self, applied: int) -> None:
+        """Every state, read after the records up to `applied` were listed: applying the
+        later ones over it gives ZooKeeper's states (each record carries whole states)."""
+        epoch = await self._source.controller_epoch()
+        recording = await self._source.change_records_epoch()
+        topics = await self._source.topics()
+        partitions = []
+        for topic in sorted(topics):
+            ids = await self._source.topic_partition_ids(topic)
+            partitions += [TopicPartition(topic, p) for p in sorted(ids)]
+        states = await self._source.partition_states(partitions)
+        value = 0 if epoch is None else epoch.epoch
+        self.view.load(states, applied, controller_epoch=value, recorded=recording == value)
+        self.loads += 1
+        self._wake.set()  # the records written meanwhile
+
+    async def takeover(
+        self, epoch: int, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, LeadershipInfo] | None:
+        """For the controller of `epoch`, just elected: the states of `partitions` from the
+        view, brought current with every record listed now (every earlier controller's
+        write is among them, or fenced for good), and those it holds none for read from
+        ZooKeeper. None where the view cannot be trusted (never loaded, records gone
+        unread, an earlier controller that did not record): the caller reads every state."""
+        view = self.view
+        if not view.loaded:
+            return None
+        names = await self._source.change_record_names()
+        listed = {seq: name for name in names if (seq := _sequence(name)) is not None}
+        if view.missed(sorted(listed)):
+            return None
+        for sequence in view.unapplied(listed):
+            record = await self._source.change_record(listed[sequence])
+            if record is None:
+                return None
+            view.apply(sequence, record)
+        if not view.covers(epoch):
+            return None
+        held = view.leadership
+        found = {tp: held[tp] for tp in partitions if tp in held}
+        missing = [tp for tp in partitions if tp not in held]
+        if missing:
+            found.update(await self._source.partition_states(missing))
+        return found

@@ -18,6 +18,7 @@ from actors.base.ports import (
     BrokerChannel,
     ClusterStore,
     LeaderAndIsr,
+    LeadershipInfo,
     RegisteredBroker,
     TopicAssignment,
     TopicPartition,
@@ -26,6 +27,7 @@ from actors.controller.context import ControllerContext, PartitionReplica, Parti
 from actors.controller.partition_state_machine import PartitionStateMachine, Strategy
 from actors.controller.replica_state_machine import ReplicaStateMachine
 from actors.controller.request_batch import RequestBatch
+from actors.controller.standby import StandbyFollower
 from actors.controller.topic_deletion import TopicDeletionManager
 
 if TYPE_CHECKING:
@@ -50,6 +52,7 @@ class Workflows:
         clock: Clock,
         topic_deletion: TopicDeletionManager,
         reassignment: PartitionReassignment | None = None,
+        standby: StandbyFollower | None = None,
     ) -> None:
         self._topic_deletion = topic_deletion
         self._clock = clock
@@ -60,11 +63,15 @@ class Workflows:
         self._partitions = partitions
         self._replicas = replicas
         self._new_batch = new_batch
+        self._standby = standby
 
     # --- failover (spec §4.1) ---
 
     async def on_failover(self) -> None:
         started = self._clock.monotonic()
+        if self._standby is not None:
+            # Before anything else it writes: the standbys learn that this epoch records.
+            await self._store.start_change_records(self._context.epoch, self._context.epoch_zk_version)
         await self._initialize_context()
         loaded = self._clock.monotonic()
         await self._initialize_topic_deletion()
@@ -100,7 +107,7 @@ class Workflows:
                 context.set_assignment(tp, replicas)
                 if replicas.is_being_reassigned:
                     context.partitions_being_reassigned.add(tp)
-        context.leadership = await self._store.partition_states(context.all_partitions())
+        context.leadership = await self._leadership(context.all_partitions())
         # The failover's UpdateMetadata to every broker follows, with what these reads show.
         await self._watch_brokers(list(context.live_brokers))
         for broker in context.live_brokers.values():
@@ -111,6 +118,17 @@ class Workflows:
             len(topics),
             len(context.leadership),
         )
+
+    async def _leadership(self, partitions: list[TopicPartition]) -> dict[TopicPartition, LeadershipInfo]:
+        """Every partition's state: from the warm standby's view where it can be trusted
+        (docs/STANDBY.md), else read from ZooKeeper, all of them."""
+        if self._standby is not None:
+            held = await self._standby.takeover(self._context.epoch, partitions)
+            if held is not None:
+                log.info("partition states taken over from the standby view: %d", len(held))
+                return held
+            log.info("the standby view cannot be taken over; reading every partition state")
+        return await self._store.partition_states(partitions)
 
     async def _initialize_topic_deletion(self) -> None:
         """Spec §4.1 step 5: queue the marked topics; those with an offline replica or a

@@ -86,6 +86,8 @@ DEFINITIONS: dict[str, Definition] = {
     "leader.imbalance.check.interval.seconds": Definition(integer(1, LONG_MAX), "300"),
     "leader.imbalance.per.broker.percentage": Definition(integer(0, 100), "10"),
     "delete.topic.enable": Definition(boolean, "true"),
+    # The warm-standby controller (docs/STANDBY.md): being built; the same on every broker.
+    "controller.standby.enable": Definition(boolean, "false"),
     "shutdown.timeout.ms": Definition(integer(1), "15000"),
     "controlled.shutdown.enable": Definition(boolean, "true"),
     "controlled.shutdown.max.retries": Definition(integer(0), "3"),

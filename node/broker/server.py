@@ -105,6 +105,7 @@ def parts_settings(config: BrokerConfig) -> PartsSettings:
             leader_imbalance_per_broker_percentage=config.get_int("leader.imbalance.per.broker.percentage"),
             delete_topic_enable=config.get_bool("delete.topic.enable"),
             inter_broker_listener=config.inter_broker_listener,
+            standby_enable=config.get_bool("controller.standby.enable"),
         ),
         default_partitions=config.get_int("num.partitions"),
         default_replication_factor=config.get_int("default.replication.factor"),

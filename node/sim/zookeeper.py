@@ -36,6 +36,8 @@ from collections.abc import Callable
 from actors.base.ports import (
     BrokerIdTakenError,
     BrokerInfo,
+    ChangeRecord,
+    ChangeRecordWatcher,
     ClusterWatcher,
     ControllerEpoch,
     ControllerMovedError,
@@ -44,6 +46,7 @@ from actors.base.ports import (
     LeaderAndIsr,
     LeadershipInfo,
     LogDirEventWatcher,
+    PartitionChange,
     PartitionStateConflict,
     PreferredReplicaElectionWatcher,
     ReassignmentWatcher,
@@ -58,7 +61,6 @@ from actors.base.ports import (
     TopicVersionConflict,
     UnknownTopicError,
 )
-from actors.controller.standby import ChangeRecord, PartitionChange
 from node.zk import paths
 from node.zk import store as zk_store
 
@@ -126,6 +128,8 @@ class FakeZooKeeper:
         # /keel/controller_changes: each record by its sequence, oldest first (docs/STANDBY.md).
         self.change_records: dict[int, ChangeRecord] = {}
         self._change_seq = itertools.count()
+        self.change_record_watchers: list[tuple[FakeClusterStore, ChangeRecordWatcher]] = []
+        self.change_records_epoch: int | None = None
         # Set by a simulation: each round trip's delay, and an observer of fenced writes
         # (the writing store, and the controller epoch it stamps on what it writes, or None).
         self.latency: Callable[[], float] | None = None
@@ -197,6 +201,16 @@ class FakeZooKeeper:
                 store.armed.discard("/admin/delete_topics")
                 watcher.topic_deletions_changed()
 
+    def fire_change_records(self) -> None:
+        """Once per arming, to every watcher of the stores that armed it."""
+        armed = {
+            id(store) for store, _ in self.change_record_watchers if paths.CONTROLLER_CHANGES in store.armed
+        }
+        for store, watcher in self.change_record_watchers:
+            if id(store) in armed and not store.expired:
+                store.armed.discard(paths.CONTROLLER_CHANGES)
+                watcher.change_records_changed()
+
     def fire_log_dir_events(self) -> None:
         for store, watcher in self.log_dir_event_watchers:
             if "/log_dir_event_notification" in store.armed and not store.expired:
@@ -255,13 +269,32 @@ class FakeClusterStore:
             return
         records = self.zk.change_records
         records[next(self.zk._change_seq)] = record
+        self.zk.fire_change_records()
         if len(records) >= zk_store.RECORDS_KEPT + zk_store._RECORDS_TRIMMED_AT_ONCE:
             for sequence in sorted(records)[: zk_store._RECORDS_TRIMMED_AT_ONCE]:
                 del records[sequence]
+            self.zk.fire_change_records()
 
-    async def change_record_names(self) -> list[str]:
+    async def change_record_names(self, *, watch: bool = False) -> list[str]:
         await self.round_trip()
+        if watch:
+            self.armed.add(paths.CONTROLLER_CHANGES)
         return [f"{paths.CHANGE_PREFIX}{sequence:010d}" for sequence in sorted(self.zk.change_records)]
+
+    async def start_change_records(self, controller_epoch: int, epoch_zk_version: int) -> None:
+        await self.round_trip()
+        self._check_fence(epoch_zk_version, controller_epoch)
+        self.zk.change_records_epoch = controller_epoch
+        records = self.zk.change_records
+        records[next(self.zk._change_seq)] = ChangeRecord(controller_epoch, ())
+        self.zk.fire_change_records()
+
+    async def change_records_epoch(self) -> int | None:
+        await self.round_trip()
+        return self.zk.change_records_epoch
+
+    def watch_change_records(self, watcher: ChangeRecordWatcher) -> None:
+        self.zk.change_record_watchers.append((self, watcher))
 
     async def change_record(self, name: str) -> ChangeRecord | None:
         await self.round_trip()

@@ -12,13 +12,14 @@ import orjson
 
 from actors.base.ports import (
     BrokerInfo,
+    ChangeRecord,
     LeaderAndIsr,
     LeadershipInfo,
+    PartitionChange,
     ReplicaAssignment,
     TopicAssignment,
     TopicPartition,
 )
-from actors.controller.standby import ChangeRecord, PartitionChange
 from actors.security.acl import (
     AclEntry,
     AclError,

@@ -114,9 +114,9 @@ def change_sequence(name: str) -> int | None:
 def partition_of_state(path: str) -> tuple[str, int] | None:
     """(topic, partition) of a partition state's path; None for any other path."""
     parts = path.split("/")
-    if len(parts) == 7 and parts[:3] == ["", "brokers", "topics"] and parts[4] == "partitions":
-        if parts[6] == "state" and parts[5].isdigit():
-            return parts[3], int(parts[5])
+    shape = len(parts) == 7 and parts[:3] == ["", "brokers", "topics"] and parts[4] == "partitions"
+    if shape and parts[6] == "state" and parts[5].isdigit():
+        return parts[3], int(parts[5])
     return None
 
 

@@ -27,6 +27,8 @@ from actors.base.clock import Clock
 from actors.base.loop_slices import SLICE, turn_if_held
 from actors.base.ports import (
     BrokerInfo,
+    ChangeRecord,
+    ChangeRecordWatcher,
     ClusterWatcher,
     ControllerEpoch,
     ControllerMovedError,
@@ -35,6 +37,7 @@ from actors.base.ports import (
     LeaderAndIsr,
     LeadershipInfo,
     LogDirEventWatcher,
+    PartitionChange,
     PartitionStateConflict,
     PreferredReplicaElectionWatcher,
     ReassignmentWatcher,
@@ -45,7 +48,6 @@ from actors.base.ports import (
     TopicDeletionWatcher,
     TopicPartition,
 )
-from actors.controller.standby import ChangeRecord, PartitionChange
 from node.zk import data, paths
 from node.zk.broker_registry import ZkBrokerRegistry
 from node.zk.client import (
@@ -456,14 +458,43 @@ class ZkClusterStore:
         except Exception as e:
             log.warning("trimming %d change records failed: %s", len(doomed), e)
 
-    async def change_record_names(self) -> list[str]:
-        """The records' znode names, oldest first."""
-        try:
-            names = await self.zk.children(paths.CONTROLLER_CHANGES)
-        except NoNode:
-            return []
+    async def change_record_names(self, *, watch: bool = False) -> list[str]:
+        """The records' znode names, oldest first; `watch` arms the children watch (the
+        parent made first where missing, so that there is something to watch)."""
+        if watch:
+            await self.zk.create_all_if_missing([paths.KEEL, paths.CONTROLLER_CHANGES])
+            names = await self.zk.watch_children(paths.CONTROLLER_CHANGES)
+        else:
+            try:
+                names = await self.zk.children(paths.CONTROLLER_CHANGES)
+            except NoNode:
+                return []
         listed = sorted((seq, name) for name in names if (seq := paths.change_sequence(name)) is not None)
         return [name for _, name in listed]
+
+    async def start_change_records(self, controller_epoch: int, epoch_zk_version: int) -> None:
+        """A controller just elected that records its changes says so: a record with no
+        change, and the records' parent's data set to its epoch, in one fenced multi-op."""
+        await self._list_records()
+        ops = [
+            self._record_op(ChangeRecord(controller_epoch, ())),
+            self.zk.set_op(paths.CONTROLLER_CHANGES, str(controller_epoch).encode()),
+        ]
+        results = await self._fenced(ops, epoch_zk_version)
+        error = _failed(results)
+        if error is not None:
+            raise error
+        await self._record_written(results[1].path, epoch_zk_version)
+
+    async def change_records_epoch(self) -> int | None:
+        found = await self.zk.get_or_none(paths.CONTROLLER_CHANGES)
+        raw = b"" if found is None else (found[0] or b"")
+        return int(raw) if raw.isdigit() else None
+
+    def watch_change_records(self, watcher: ChangeRecordWatcher) -> None:
+        self.zk.register_handler(
+            ZNodeChildChangeHandler(paths.CONTROLLER_CHANGES, watcher.change_records_changed)
+        )
 
     async def change_record(self, name: str) -> ChangeRecord | None:
         """One record, None where it is gone; ZNodeDataError where it is not a record."""

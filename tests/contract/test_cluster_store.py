@@ -31,7 +31,7 @@ from actors.base.ports import (
     TopicVersionConflict,
     UnknownTopicError,
 )
-from actors.controller.standby import StandbyView
+from actors.controller.standby import StandbyFollower, StandbyView
 from node.zk import data, paths
 from node.zk import store as zk_store
 from node.zk.client import ZooKeeperClient, split_connect
@@ -895,3 +895,100 @@ async def test_a_write_after_the_records_parent_was_deleted_makes_it_again(zk_co
     assert isinstance(second[TopicPartition("again", 1)], LeaderAndIsr)
     assert len(await store.change_record_names()) == 1
     await real.close()
+
+
+async def test_a_standby_follower_keeps_its_view_current_and_loads_again_once_it_fell_behind(
+    ensemble: Ensemble, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(zk_store, "RECORDS_KEPT", 3)
+    monkeypatch.setattr(zk_store, "_RECORDS_TRIMMED_AT_ONCE", 2)
+    controller, broker = await ensemble.store(), await ensemble.store()
+    controller.change_records = True
+    fence = await _controller(controller, "f", 4)
+    partitions = [TopicPartition("f", p) for p in range(4)]
+    states = await controller.create_partition_states(
+        {tp: LeaderAndIsr(1, 0, (1, 2)) for tp in partitions[:2]}, 1, fence
+    )
+    follower = StandbyFollower(broker, retry_s=0.1)
+    follower.start()
+
+    async def current() -> bool:
+        return follower.view.leadership == await controller.partition_states(partitions)
+
+    await eventually(current, timeout=10, message="the first load")
+    assert follower.loads == 1
+    more = await controller.create_partition_states(
+        {tp: LeaderAndIsr(2, 0, (2, 1)) for tp in partitions[2:]}, 1, fence
+    )
+    moved = {**states, **more}
+    state = moved[partitions[0]]
+    assert isinstance(state, LeaderAndIsr)
+    await controller.update_partition_states(
+        {partitions[0]: state._replace(leader=2, leader_epoch=1)}, 1, fence
+    )
+    await eventually(current, timeout=10, message="records applied as they come")
+    assert follower.loads == 1 and follower.view.chain_breaks == 0
+
+    await follower.stop()  # it falls behind while records are trimmed
+    for epoch in range(2, 9):
+        found = (await controller.partition_states([partitions[1]]))[partitions[1]].leader_and_isr
+        await controller.update_partition_states(
+            {partitions[1]: found._replace(leader_epoch=epoch)}, 1, fence
+        )
+    behind = StandbyFollower(broker, retry_s=0.1)
+    behind.view = follower.view
+    behind.start()
+    await eventually(
+        lambda: _loaded_again(behind, current), timeout=10, message="a load once records went unread"
+    )
+    await controller.delete_topic("f", fence)
+    await eventually(lambda: _empty(behind), timeout=10, message="the deletion applied")
+    await behind.stop()
+
+
+async def _loaded_again(follower: StandbyFollower, current: Callable[[], Awaitable[bool]]) -> bool:
+    return follower.loads == 1 and await current()
+
+
+async def _empty(follower: StandbyFollower) -> bool:
+    return follower.view.leadership == {}
+
+
+async def test_a_takeover_from_the_standby_view_gives_zookeepers_states_only_if_every_controller_recorded(
+    ensemble: Ensemble,
+) -> None:
+    first, standby = await ensemble.store(), await ensemble.store()
+    first.change_records = True
+    fence = await _controller(first, "s", 3)
+    await first.start_change_records(1, fence)
+    partitions = [TopicPartition("s", p) for p in range(3)]
+    await first.create_partition_states({tp: LeaderAndIsr(1, 0, (1, 2)) for tp in partitions}, 1, fence)
+    follower = StandbyFollower(standby, retry_s=0.1)
+    assert await follower.takeover(2, partitions) is None, "a view never loaded"
+    follower.start()
+    await eventually(lambda: _loaded(follower), timeout=10, message="the first load")
+
+    # The first controller moves a leader, then goes; the standby's broker wins.
+    state = (await first.partition_states([partitions[0]]))[partitions[0]].leader_and_isr
+    await first.update_partition_states({partitions[0]: state._replace(leader=2, leader_epoch=1)}, 1, fence)
+    await first.delete_controller(fence)
+    won = await standby.register_controller_and_increment_epoch(2)
+    await standby.start_change_records(won.epoch, won.zk_version)
+    taken = await follower.takeover(won.epoch, partitions)
+    assert taken == await standby.partition_states(partitions)
+    assert taken is not None and taken[partitions[0]].leader_and_isr.leader == 2
+
+    # A controller that does not record (records off) in between: the view is not trusted.
+    await standby.delete_controller(won.zk_version)
+    quiet = await ensemble.store()
+    silent = await quiet.register_controller_and_increment_epoch(3)
+    state = (await quiet.partition_states([partitions[1]]))[partitions[1]].leader_and_isr
+    await quiet.update_partition_states({partitions[1]: state._replace(leader_epoch=5)}, 3, silent.zk_version)
+    await quiet.delete_controller(silent.zk_version)
+    again = await standby.register_controller_and_increment_epoch(2)
+    assert await follower.takeover(again.epoch, partitions) is None
+    await follower.stop()
+
+
+async def _loaded(follower: StandbyFollower) -> bool:
+    return follower.view.loaded

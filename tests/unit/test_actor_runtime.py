@@ -172,7 +172,7 @@ async def test_cancel_stops_at_once_failing_the_ask_in_hand_and_those_queued() -
 async def test_tell_nowait_waits_in_the_mailbox_until_start_and_is_refused_after_stop() -> None:
     actor = Counter()
     handle = ActorHandle(actor, name="counter", mailbox_size=0)
-    for i in range(2000):  # unbounded: never full
+    for _ in range(2000):  # unbounded: never full
         handle.tell_nowait(Add(1))
     handle.start()
     assert await handle.ask(Add(0)) == 2000

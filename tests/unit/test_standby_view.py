@@ -7,8 +7,8 @@ from __future__ import annotations
 import msgpack
 import pytest
 
-from actors.base.ports import LeaderAndIsr, LeadershipInfo, TopicPartition
-from actors.controller.standby import ChangeRecord, PartitionChange, StandbyView
+from actors.base.ports import ChangeRecord, LeaderAndIsr, LeadershipInfo, PartitionChange, TopicPartition
+from actors.controller.standby import StandbyView
 from node.zk import data
 
 A, B = TopicPartition("t", 0), TopicPartition("t", 1)
@@ -76,3 +76,19 @@ def test_a_change_record_round_trips_and_anything_else_is_refused_in_one_line() 
     for bad in bad_records:
         with pytest.raises(data.ZNodeDataError, match=r"^change-1: not a change record"):
             data.decode_change_record("change-1", bad)
+
+
+def test_a_view_covers_an_epoch_only_if_every_controller_since_its_load_recorded() -> None:
+    view = StandbyView()
+    assert not view.covers(2), "never loaded"
+    view.load({}, applied=0, controller_epoch=4, recorded=False)
+    assert not view.covers(5), "loaded under a controller that did not record"
+    view.load({}, applied=0, controller_epoch=4, recorded=True)
+    assert view.covers(5), "the controller it was loaded under recorded, and none since"
+    assert not view.covers(7), "epochs 5 and 6 went by without saying they record"
+    view.apply(1, ChangeRecord(5, ()))
+    view.apply(2, ChangeRecord(6, ()))
+    assert view.covers(7) and view.epochs_started == {5, 6}
+    fresh = StandbyView()
+    fresh.load({}, applied=-1)
+    assert fresh.covers(1), "no controller yet when it loaded: the first one's records are all"

@@ -81,7 +81,8 @@ def test_a_path_under_the_chroot_is_what_aiozk_makes_of_it_fast_path_or_not() ->
         client = ZooKeeperClient(connect, session_timeout_s=6, connection_timeout_s=1)
         for path in ("/", "/brokers", "/brokers/ids/1", "brokers", "//x//y/", "/x/"):
             assert client.path(path) == client._zk.normalize_path(path), (connect, path)
-    assert ZooKeeperClient("h:1/keel", session_timeout_s=6, connection_timeout_s=1).path("/a/b") == "/keel/a/b"
+    chrooted = ZooKeeperClient("h:1/keel", session_timeout_s=6, connection_timeout_s=1)
+    assert chrooted.path("/a/b") == "/keel/a/b"
 
 
 def test_partition_state_json() -> None:

@@ -1,0 +1,44 @@
+"""The warm-standby controller (docs/STANDBY.md, `controller.standby.enable`) on real broker
+processes and a real ZooKeeper: a controller killed with -9, and the next one takes the
+partitions' states over from its standby view rather than read them all, and every partition
+is led again where ZooKeeper and every broker agree. With it off, failover reads every state
+(the other failover tests)."""
+
+from __future__ import annotations
+
+import signal
+
+from kazoo.client import KazooClient
+
+from tests.integration.conftest import Brokers
+from tests.integration.test_partition_leadership import controller_of, create_topic, settled_to
+from tests.support import eventually
+
+TAKEN_OVER = "partition states taken over from the standby view: 40"
+
+
+async def test_a_new_controller_takes_the_states_over_from_its_standby_view(
+    brokers: Brokers, kazoo: KazooClient
+) -> None:
+    brokers.settings["controller.standby.enable"] = "true"
+    brokers.start(1, 2, 3)
+    first = await controller_of(brokers)
+    await create_topic(brokers.by_id(first), "warm", partitions=40, rf=3)
+    await settled_to(brokers, kazoo, "warm", lambda s: len(s) == 40, "the topic never agreed")
+
+    brokers.by_id(first).signal(signal.SIGKILL)
+
+    def healed(state: dict[int, tuple[int, int, list[int]]]) -> bool:
+        return all(leader not in (first, -1) and first not in isr for leader, _, isr in state.values())
+
+    await settled_to(brokers, kazoo, "warm", healed, "a partition led by the dead controller or by none")
+    second = await controller_of(brokers)
+    assert second != first
+    await eventually(
+        lambda: _logged(brokers, second, TAKEN_OVER), timeout=10, message="no takeover from the standby view"
+    )
+    assert "cannot be taken over" not in brokers.by_id(second).log()
+
+
+async def _logged(brokers: Brokers, broker_id: int, line: str) -> bool:
+    return line in brokers.by_id(broker_id).log()
