@@ -20,7 +20,9 @@ After every step:
   not expect (a `log.exception`, or a task or callback whose error reached the event loop);
 - an acknowledged acks=all write is on every member of the partition's ISR, at its offset
   (a write sent before an unclean election of its partition is let off: losing it is what
-  that election means; writes sent after it are held to the rule again).
+  that election means; writes sent after it are held to the rule again);
+- with the warm standby on, every live broker's standby view that has applied the newest
+  change record equals ZooKeeper's partition states.
 
 Once healed (every broker up, the network whole), within a bounded simulated time: one
 controller that every broker knows, every partition led by a live ISR member with a full ISR,
@@ -33,7 +35,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 
-from actors.base.ports import LeaderAndIsr, TopicPartition
+from actors.base.ports import LeaderAndIsr, LeadershipInfo, TopicPartition
 from actors.controller.event_manager import QueuedEvent
 from actors.controller.events import ControllerState
 from actors.replica.partition import Role
@@ -241,6 +243,7 @@ class Checker:
         self._no_event_lost(brokers)
         self._vouched_for_no_more()
         self._acknowledged_writes()
+        self._standby_views(brokers)
 
     def _one_controller_per_epoch(self, brokers: dict[int, tuple[int, SimBroker]]) -> None:
         for broker_id, (_, broker) in sorted(brokers.items()):
@@ -351,6 +354,30 @@ class Checker:
         within one step it may lead, be copied, and hand the partition on."""
         self._unclean[tp] = self._unclean.get(tp, 0) + 1
         del self._tail_lost[(broker_id, tp)]
+
+    def _standby_views(self, brokers: dict[int, tuple[int, SimBroker]]) -> None:
+        newest = max(self.zk.change_records, default=None)
+        if newest is None:
+            return
+        current = None
+        for broker_id, (_, broker) in sorted(brokers.items()):
+            standby = broker.controller.standby if broker.alive and broker.started else None
+            if standby is None or not standby.view.loaded:
+                continue
+            view = standby.view
+            if view.applied != newest:
+                continue
+            if current is None:
+                current = {
+                    tp: LeadershipInfo(state._replace(partition_epoch=version), epoch)
+                    for tp, (state, epoch, version) in self.zk.partition_states.items()
+                }
+            if view.leadership != current:
+                differ = sorted(set(view.leadership.items()) ^ set(current.items()))[:2]
+                raise Violation(
+                    "standby views equal ZooKeeper's states",
+                    f"broker {broker_id}'s view at record {newest} differs from ZooKeeper's states: {differ}",
+                )
 
     def _acknowledged_writes(self) -> None:
         by_partition: dict[TopicPartition, list[Ack]] = {}

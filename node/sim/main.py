@@ -88,6 +88,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--jobs", type=positive_int, default=1, help="worker processes the seeds are shared among (1)"
     )
     parser.add_argument(
+        "--standby",
+        action="store_true",
+        help="run the brokers with controller.standby.enable (docs/STANDBY.md)",
+    )
+    parser.add_argument(
         "--keep-going",
         action="store_true",
         help="report each violation and run the remaining seeds, rather than stop at the first",
@@ -99,6 +104,8 @@ def replay_command(args: argparse.Namespace, seed: int) -> str:
     command = f"bin/keel-sim --seeds {seed} --brokers {args.brokers} --steps {args.steps}"
     if args.faults != DEFAULT_FAULTS:
         command += f" --faults {','.join(k for k in FAULTS if k in args.faults)}"
+    if args.standby:
+        command += " --standby"
     return command
 
 
@@ -160,9 +167,13 @@ class _ConfigOf:
         self.brokers: int = args.brokers
         self.steps: int = args.steps
         self.faults: frozenset[str] = args.faults
+        self.standby: bool = args.standby
 
     def __call__(self, seed: int) -> RunResult:
-        return run_seed(RunConfig(seed=seed, brokers=self.brokers, steps=self.steps, faults=self.faults))
+        config = RunConfig(
+            seed=seed, brokers=self.brokers, steps=self.steps, faults=self.faults, standby=self.standby
+        )
+        return run_seed(config)
 
 
 def _print_progress(seed: int, done: int, total: int, events: int, elapsed_s: float) -> None:

@@ -82,6 +82,8 @@ class RunConfig:
     faults: frozenset[str] = DEFAULT_FAULTS
     # Simulated seconds the healed cluster has to converge.
     settle_s: float = 60.0
+    # The brokers run the warm standby (controller.standby.enable, docs/STANDBY.md).
+    standby: bool = False
 
 
 @dataclasses.dataclass
@@ -114,6 +116,9 @@ class Simulation:
         self.logs = {b: MemoryLogStore() for b in self.broker_ids}
         self.checker = Checker(self.zk, self.logs)
         self.settings = BrokerSettings()
+        if config.standby:
+            controller = dataclasses.replace(self.settings.controller, standby_enable=True)
+            self.settings = dataclasses.replace(self.settings, controller=controller)
         # broker id -> (incarnation, the broker)
         self.brokers: dict[int, tuple[int, SimBroker]] = {}
         self._incarnations = 0
