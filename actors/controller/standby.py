@@ -23,6 +23,7 @@ from actors.base.ports import (
     ChangeRecordWatcher,
     ControllerEpoch,
     LeadershipInfo,
+    SessionWatcher,
     TopicPartition,
 )
 from actors.base.service import Service
@@ -38,6 +39,8 @@ class StandbySource(Protocol):
     async def change_record(self, name: str) -> ChangeRecord | None: ...
 
     def watch_change_records(self, watcher: ChangeRecordWatcher) -> None: ...
+
+    def watch_session(self, watcher: SessionWatcher) -> None: ...
 
     async def topics(self, *, watch: bool = False) -> set[str]: ...
 
@@ -155,8 +158,17 @@ class StandbyFollower(Service):
         self._retry_s = retry_s
         self._wake = asyncio.Event()
         source.watch_change_records(self)
+        source.watch_session(self)
 
     def change_records_changed(self) -> None:
+        self._wake.set()
+
+    # --- SessionWatcher: a new session has no watch armed; the next look arms it again ---
+
+    async def before_new_session(self) -> None:
+        return None
+
+    def after_new_session(self) -> None:
         self._wake.set()
 
     async def run(self) -> None:

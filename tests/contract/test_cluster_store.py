@@ -992,3 +992,23 @@ async def test_a_takeover_from_the_standby_view_gives_zookeepers_states_only_if_
 
 async def _loaded(follower: StandbyFollower) -> bool:
     return follower.view.loaded
+
+
+async def test_a_standby_follower_catches_up_after_its_session_expired(ensemble: Ensemble) -> None:
+    """Records written across an expiry of the follower's session still reach its view."""
+    controller, broker = await ensemble.store(), await ensemble.store()
+    controller.change_records = True
+    fence = await _controller(controller, "e", 2)
+    partitions = [TopicPartition("e", p) for p in range(2)]
+    await controller.create_partition_states({partitions[0]: LeaderAndIsr(1, 0, (1, 2))}, 1, fence)
+    follower = StandbyFollower(broker, retry_s=0.1)
+    follower.start()
+
+    async def current() -> bool:
+        return follower.view.leadership == await controller.partition_states(partitions)
+
+    await eventually(current, timeout=10, message="the first load")
+    await ensemble.expire(broker)
+    await controller.create_partition_states({partitions[1]: LeaderAndIsr(2, 0, (2, 1))}, 1, fence)
+    await eventually(current, timeout=15, message="the record written across the expiry")
+    await follower.stop()
