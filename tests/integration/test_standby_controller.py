@@ -10,6 +10,7 @@ import signal
 
 from kazoo.client import KazooClient
 
+from node.clients.admin import KeelAdminClient
 from tests.integration.conftest import Brokers
 from tests.integration.test_partition_leadership import controller_of, create_topic, settled_to
 from tests.support import eventually
@@ -42,3 +43,37 @@ async def test_a_new_controller_takes_the_states_over_from_its_standby_view(
 
 async def _logged(brokers: Brokers, broker_id: int, line: str) -> bool:
     return line in brokers.by_id(broker_id).log()
+
+
+async def test_after_a_controller_that_did_not_record_the_next_one_reads_every_state(
+    brokers: Brokers, kazoo: KazooClient
+) -> None:
+    """Broker 1 runs without the standby and is controller first: it writes no records, so
+    the views the others loaded under it cannot be trusted, and its successor reads every
+    state from ZooKeeper (the fallback), with the same outcome."""
+    brokers.new(1).start()
+    assert await controller_of(brokers) == 1
+    for broker_id in (2, 3):
+        brokers.new(broker_id, {"controller.standby.enable": "true"}).start()
+    await eventually(lambda: _knows_brokers(brokers, 1, 3), timeout=15, message="brokers 2 and 3 not live")
+    await create_topic(brokers.by_id(1), "cold", partitions=40, rf=3)
+    await settled_to(brokers, kazoo, "cold", lambda s: len(s) == 40, "the topic never agreed")
+
+    brokers.by_id(1).signal(signal.SIGKILL)
+
+    def healed(state: dict[int, tuple[int, int, list[int]]]) -> bool:
+        return all(leader not in (1, -1) and 1 not in isr for leader, _, isr in state.values())
+
+    await settled_to(brokers, kazoo, "cold", healed, "a partition led by the dead controller or by none")
+    second = await controller_of(brokers)
+    await eventually(
+        lambda: _logged(brokers, second, "the standby view cannot be taken over"),
+        timeout=10,
+        message="no fallback to reading every state",
+    )
+    assert "taken over from the standby view" not in brokers.by_id(second).log()
+
+
+async def _knows_brokers(brokers: Brokers, broker_id: int, count: int) -> bool:
+    async with KeelAdminClient(f"127.0.0.1:{brokers.by_id(broker_id).port}", timeout=2) as admin:
+        return len((await admin.metadata([])).brokers) == count
