@@ -77,3 +77,24 @@ async def test_after_a_controller_that_did_not_record_the_next_one_reads_every_s
 async def _knows_brokers(brokers: Brokers, broker_id: int, count: int) -> bool:
     async with KeelAdminClient(f"127.0.0.1:{brokers.by_id(broker_id).port}", timeout=2) as admin:
         return len((await admin.metadata([])).brokers) == count
+
+
+async def test_a_controller_killed_while_it_writes_a_topics_states_leaves_a_view_to_take_over_from(
+    brokers: Brokers, kazoo: KazooClient
+) -> None:
+    """Each multi-op of states carries its record, so a controller killed between two of them
+    leaves states and records that agree: its successor takes over from its view, creates
+    the states the first one did not, and every partition is led."""
+    brokers.settings["controller.standby.enable"] = "true"
+    brokers.start(1, 2, 3)
+    first = await controller_of(brokers)
+    await eventually(lambda: _knows_brokers(brokers, first, 3), timeout=15, message="brokers not live")
+    await create_topic(brokers.by_id(first), "burst", partitions=2000, rf=3)
+    brokers.by_id(first).signal(signal.SIGKILL)  # its 500-partition multi-ops under way
+
+    def healed(state: dict[int, tuple[int, int, list[int]]]) -> bool:
+        return len(state) == 2000 and all(leader not in (first, -1) for leader, _, _ in state.values())
+
+    await settled_to(brokers, kazoo, "burst", healed, "a partition of the burst not led")
+    second = await controller_of(brokers)
+    assert TAKEN_OVER.rpartition(":")[0] in brokers.by_id(second).log()
