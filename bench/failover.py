@@ -10,7 +10,10 @@ deletes `/controller` and times:
 In the same run, the baseline: the same ZooKeeper reads (brokers, topics, assignments, every
 partition state) by one bare aiozk client, with pipelined single reads and with multiRead.
 
-    .venv/bin/python -m bench.failover [--partitions 100000] [--runs 3]
+    .venv/bin/python -m bench.failover [--partitions 100000] [--runs 3] [--standby]
+
+`--standby` runs the brokers with `controller.standby.enable` (docs/STANDBY.md): each new
+controller takes the states over from its standby view rather than read them.
 """
 
 from __future__ import annotations
@@ -208,9 +211,11 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--keep-logs", action="store_true", help="keep broker logs in a directory it prints")
+    parser.add_argument("--standby", action="store_true", help="the brokers run the warm standby")
     args = parser.parse_args()
     tune_gc()
-    print(f"machine: {cpu_model()}, python {sys.version.split()[0]}, {args.partitions} partitions")
+    standby = ", warm standby" if args.standby else ""
+    print(f"machine: {cpu_model()}, python {sys.version.split()[0]}, {args.partitions} partitions{standby}")
     with tempfile.TemporaryDirectory(prefix="keel-failover-") as scratch:
         tmp = tempfile.mkdtemp(prefix="keel-failover-") if args.keep_logs else scratch
         if args.keep_logs:
@@ -218,7 +223,8 @@ def main() -> None:
         zookeeper = EmbeddedZooKeeper(Path(tmp) / "zk", heap_mb=2048)
         zookeeper.start()
         connect = zookeeper.connect_string + "/failover"
-        cluster = LocalCluster(Path(tmp), connect, session_timeout_ms=30_000)
+        settings = {"controller.standby.enable": "true"} if args.standby else {}
+        cluster = LocalCluster(Path(tmp), connect, session_timeout_ms=30_000, settings=settings)
         try:
             started = time.perf_counter()
             uvloop.run(populate(connect, args.partitions))

@@ -97,9 +97,12 @@ class StandbyView:
         recorded its changes: the view then misses nothing they wrote (given `missed`)."""
         if not self.loaded:
             return False
-        if self.load_epoch > 0 and not self.load_epoch_recorded:
+        # A controller that records says so before it writes anything else, so one whose
+        # saying so the view applied after its load (elected as it loaded) recorded too.
+        started = self.epochs_started
+        if self.load_epoch > 0 and not self.load_epoch_recorded and self.load_epoch not in started:
             return False
-        return all(e in self.epochs_started for e in range(self.load_epoch + 1, epoch))
+        return all(e in started for e in range(self.load_epoch + 1, epoch))
 
     def apply(self, sequence: int, record: ChangeRecord) -> bool:
         """Apply one record; False (and nothing changed) for one already applied."""

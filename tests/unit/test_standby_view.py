@@ -83,6 +83,8 @@ def test_a_view_covers_an_epoch_only_if_every_controller_since_its_load_recorded
     assert not view.covers(2), "never loaded"
     view.load({}, applied=0, controller_epoch=4, recorded=False)
     assert not view.covers(5), "loaded under a controller that did not record"
+    view.apply(1, ChangeRecord(4, ()))
+    assert view.covers(5), "it said so after the load: elected as the view loaded"
     view.load({}, applied=0, controller_epoch=4, recorded=True)
     assert view.covers(5), "the controller it was loaded under recorded, and none since"
     assert not view.covers(7), "epochs 5 and 6 went by without saying they record"
