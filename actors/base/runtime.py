@@ -16,12 +16,12 @@ fails whatever was still queued. `stop` drains the mailbox, failing each waiting
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 from typing import Generic, Protocol, TypeVar, cast
 
 from actors.base.loop_slices import turn_if_held
+from actors.base.service import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -173,9 +173,7 @@ class ActorHandle(Generic[M]):
         task = self._task
         if task is None or task.done():
             return
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await cancel_and_wait(task)
         in_hand = self._in_hand
         if in_hand is not None and in_hand.reply is not None and not in_hand.reply.done():
             in_hand.reply.set_exception(ActorStopped(f"actor {self.name} stopped"))

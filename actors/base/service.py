@@ -20,7 +20,6 @@ Time is the event loop's, which a simulation's loop makes virtual.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -54,15 +53,25 @@ class Service:
         task = self._task
         if task is None or task.done():
             return
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await cancel_and_wait(task)
 
     async def _main(self) -> None:
         try:
             await self.run()
         except Exception:
             log.exception("%s ended by an error", self.name)
+
+
+async def cancel_and_wait(task: asyncio.Task[None]) -> None:
+    """Cancel `task` and wait until it has ended. Its cancellation is not the caller's: a
+    caller cancelled while it waits (a timeout around a stop) is cancelled still."""
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise
 
 
 class Worker(Service):

@@ -50,6 +50,10 @@ class StandbySource(Protocol):
         """The epoch of the last controller that started recording (None: none did)."""
         ...
 
+    async def change_records_generation(self) -> int | None:
+        """Which records' parent is there (None: none); a new one numbers from 0 again."""
+        ...
+
     async def topic_partition_ids(self, topic: str) -> set[int]: ...
 
     async def partition_states(
@@ -70,6 +74,8 @@ class StandbyView:
         self.load_epoch = 0
         self.load_epoch_recorded = False
         self.epochs_started: set[int] = set()
+        # The records' parent the view follows (a new parent numbers from 0 again).
+        self.generation: int | None = None
 
     @property
     def loaded(self) -> bool:
@@ -82,6 +88,7 @@ class StandbyView:
         *,
         controller_epoch: int = 0,
         recorded: bool = False,
+        generation: int | None = None,
     ) -> None:
         """Start from a full read of the states, taken once every record up to `applied`
         was written, under the controller of `controller_epoch` (`recorded`: one that
@@ -91,6 +98,7 @@ class StandbyView:
         self.chain_breaks = 0
         self.load_epoch, self.load_epoch_recorded = controller_epoch, recorded
         self.epochs_started = set()
+        self.generation = generation
 
     def covers(self, epoch: int) -> bool:
         """Whether every controller before the one of `epoch`, since the view was loaded,
@@ -122,17 +130,25 @@ class StandbyView:
         self.applied = sequence
         return True
 
-    def missed(self, listed: Sequence[int]) -> bool:
+    def missed(self, listed: Sequence[int], generation: int | None) -> bool:
         """Whether records this view has not applied may have been deleted unread, given the
-        sequences of the records listed now (ascending). Records are deleted oldest first,
-        so while the last one applied is still listed, nothing after it was."""
-        if self.applied is None:
+        sequences of the records listed now (ascending) under the parent of `generation`.
+        Records are deleted oldest first and the newest is always kept, so while the last
+        one applied is still listed, nothing after it went."""
+        applied = self.applied
+        if applied is None or generation != self.generation:
             return True
-        if not listed or listed[-1] <= self.applied:
-            return False  # nothing newer than what it applied
+        if not listed:
+            return applied != -1
+        if listed[-1] == applied:
+            return False
+        if listed[-1] < applied:
+            return True  # numbered from 0 again
+        if applied == -1:
+            return listed[0] != 0  # the first records went unread
         # Sequences have gaps (a deletion moves the parent's counter too): only the last
         # record applied, still listed, proves that none after it went.
-        return self.applied not in listed
+        return applied not in listed
 
     def unapplied(self, listed: Iterable[int]) -> list[int]:
         """The listed sequences after the last one applied, in order."""
@@ -149,17 +165,18 @@ class StandbyFollower(Service):
     """Keeps a broker's `StandbyView` current: a full load first (every state, as a new
     controller reads them today, but in the background), then each record as its watch
     reports it; a load again whenever records went unread (deleted before this broker read
-    them) or one cannot be read. Errors are retried after `retry_s`."""
+    them, or unreadable), and after a takeover refused the view. Errors are retried after
+    `retry_s`. One lock keeps the follower's catching up and a takeover apart."""
 
-    def __init__(
-        self, source: StandbySource, *, retry_s: float = 1.0, name: str = "standby-follower"
-    ) -> None:
-        super().__init__(name)
+    def __init__(self, source: StandbySource, *, retry_s: float = 1.0) -> None:
+        super().__init__("standby-follower")
         self.view = StandbyView()
         self.loads = 0
         self._source = source
         self._retry_s = retry_s
         self._wake = asyncio.Event()
+        self._lock = asyncio.Lock()
+        self._reload = False
         source.watch_change_records(self)
         source.watch_session(self)
 
@@ -178,29 +195,37 @@ class StandbyFollower(Service):
         while True:
             self._wake.clear()
             try:
-                await self._catch_up()
+                async with self._lock:
+                    await self._catch_up()
             except Exception as e:
                 log.warning("the standby view could not catch up (%s); trying again", e)
                 await asyncio.sleep(self._retry_s)
                 self._wake.set()
             await self._wake.wait()
 
-    async def _catch_up(self) -> None:
+    async def _listed(self) -> tuple[dict[int, str], int | None]:
+        """The records listed now (sequence -> name), and their parent's generation, read
+        after the listing: a parent made again since shows as a new generation."""
         names = await self._source.change_record_names(watch=True)
-        listed = {seq: name for name in names if (seq := _sequence(name)) is not None}
-        if self.view.missed(sorted(listed)):
-            await self._load(max(listed, default=-1))
+        generation = await self._source.change_records_generation()
+        return {seq: name for name in names if (seq := _sequence(name)) is not None}, generation
+
+    async def _catch_up(self) -> None:
+        listed, generation = await self._listed()
+        if self._reload or self.view.missed(sorted(listed), generation):
+            await self._load(max(listed, default=-1), generation)
             return
         for sequence in self.view.unapplied(listed):
             record = await self._source.change_record(listed[sequence])
-            if record is None:  # deleted since it was listed: unread
-                await self._load(max(listed))
+            if record is None:  # deleted since it was listed, or unreadable
+                await self._load(max(listed), generation)
                 return
             self.view.apply(sequence, record)
 
-    async def _load(self, applied: int) -> None:
+    async def _load(self, applied: int, generation: int | None) -> None:
         """Every state, read after the records up to `applied` were listed: applying the
         later ones over it gives ZooKeeper's states (each record carries whole states)."""
+        self._reload = False
         epoch = await self._source.controller_epoch()
         recording = await self._source.change_records_epoch()
         topics = await self._source.topics()
@@ -210,7 +235,9 @@ class StandbyFollower(Service):
             partitions += [TopicPartition(topic, p) for p in sorted(ids)]
         states = await self._source.partition_states(partitions)
         value = 0 if epoch is None else epoch.epoch
-        self.view.load(states, applied, controller_epoch=value, recorded=recording == value)
+        self.view.load(
+            states, applied, controller_epoch=value, recorded=recording == value, generation=generation
+        )
         self.loads += 1
         self._wake.set()  # the records written meanwhile
 
@@ -221,13 +248,23 @@ class StandbyFollower(Service):
         view, brought current with every record listed now (every earlier controller's
         write is among them, or fenced for good), and those it holds none for read from
         ZooKeeper. None where the view cannot be trusted (never loaded, records gone
-        unread, an earlier controller that did not record): the caller reads every state."""
+        unread or unreadable, an earlier controller that did not record): the caller reads
+        every state, and the follower loads the view again for the next time."""
+        async with self._lock:
+            found = await self._take_over(epoch, partitions)
+        if found is None:
+            self._reload = True
+            self._wake.set()
+        return found
+
+    async def _take_over(
+        self, epoch: int, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, LeadershipInfo] | None:
         view = self.view
         if not view.loaded:
             return None
-        names = await self._source.change_record_names()
-        listed = {seq: name for name in names if (seq := _sequence(name)) is not None}
-        if view.missed(sorted(listed)):
+        listed, generation = await self._listed()
+        if view.missed(sorted(listed), generation):
             return None
         for sequence in view.unapplied(listed):
             record = await self._source.change_record(listed[sequence])

@@ -289,6 +289,10 @@ class FakeClusterStore:
         records[next(self.zk._change_seq)] = ChangeRecord(controller_epoch, ())
         self.zk.fire_change_records()
 
+    async def change_records_generation(self) -> int | None:
+        await self.round_trip()
+        return 1  # the in-memory ensemble's parent is never deleted
+
     async def change_records_epoch(self) -> int | None:
         await self.round_trip()
         return self.zk.change_records_epoch

@@ -18,6 +18,8 @@ def broker_id(broker: int) -> str:
 
 # Created at broker start-up if missing, parents before children (spec §1).
 PERSISTENT_PATHS: tuple[str, ...] = (
+    "/keel",
+    "/keel/controller_changes",
     "/consumers",
     BROKERS,
     BROKER_IDS,

@@ -13,7 +13,6 @@ registration, a topic), `getChildren` for children watches.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import functools
 import logging
@@ -83,7 +82,8 @@ class ZkClusterStore:
         # (controller.standby.enable); the names of the records there, oldest first, once
         # listed (None until the first record is written).
         self.change_records = False
-        self._records: collections.deque[str] | None = None
+        # Records this store wrote since it last trimmed.
+        self._since_trim = 0
 
     # --- controller (spec §2.2) ---
 
@@ -401,7 +401,6 @@ class ZkClusterStore:
         recorded = self.change_records and record is not None and bool(record.changes)
         if recorded:
             assert record is not None
-            await self._list_records()
             ops = [*ops, self._record_op(record)]
         results = await self.zk.multi([self.zk.check_op(paths.CONTROLLER_EPOCH, epoch_zk_version), *ops])
         # When another op fails, the check reports RolledBack; only its own failure fences.
@@ -418,7 +417,7 @@ class ZkClusterStore:
             await self.zk.create_all_if_missing([paths.KEEL, paths.CONTROLLER_CHANGES])
             return await self._fenced(ops[:-1], epoch_zk_version, record)
         if _failed(results) is None:
-            await self._record_written(made.path, epoch_zk_version)
+            await self._record_written(epoch_zk_version)
         return results
 
     # --- change records (docs/STANDBY.md) ---
@@ -430,27 +429,19 @@ class ZkClusterStore:
             sequential=True,
         )
 
-    async def _list_records(self) -> None:
-        """The records already there (an earlier controller's), once: this controller
-        trims them too, oldest first."""
-        if self._records is not None:
+    async def _record_written(self, epoch_zk_version: int) -> None:
+        """Every so many records, the oldest beyond RECORDS_KEPT deleted, oldest first, from
+        a listing made now (whoever wrote them): the standbys rely on that order (a view
+        whose last record is still listed missed nothing), which a failed or partial trim
+        keeps, since what it deleted is always the oldest."""
+        self._since_trim += 1
+        if self._since_trim < _RECORDS_TRIMMED_AT_ONCE:
             return
-        try:
-            names = await self.zk.children(paths.CONTROLLER_CHANGES)
-        except NoNode:
-            await self.zk.create_all_if_missing([paths.KEEL, paths.CONTROLLER_CHANGES])
-            names = []
-        listed = sorted((seq, name) for name in names if (seq := paths.change_sequence(name)) is not None)
-        self._records = collections.deque(name for _, name in listed)
-
-    async def _record_written(self, path: str, epoch_zk_version: int) -> None:
-        records = self._records
-        assert records is not None
-        records.append(path.rpartition("/")[2])
-        if len(records) < RECORDS_KEPT + _RECORDS_TRIMMED_AT_ONCE:
+        self._since_trim = 0
+        names = await self.change_record_names()
+        doomed = [f"{paths.CONTROLLER_CHANGES}/{name}" for name in names[: max(len(names) - RECORDS_KEPT, 0)]]
+        if not doomed:
             return
-        oldest = [records.popleft() for _ in range(_RECORDS_TRIMMED_AT_ONCE)]
-        doomed = [f"{paths.CONTROLLER_CHANGES}/{name}" for name in oldest]
         try:
             await self._fenced_delete(doomed, epoch_zk_version)
         except ControllerMovedError:
@@ -475,16 +466,25 @@ class ZkClusterStore:
     async def start_change_records(self, controller_epoch: int, epoch_zk_version: int) -> None:
         """A controller just elected that records its changes says so: a record with no
         change, and the records' parent's data set to its epoch, in one fenced multi-op."""
-        await self._list_records()
         ops = [
             self._record_op(ChangeRecord(controller_epoch, ())),
             self.zk.set_op(paths.CONTROLLER_CHANGES, str(controller_epoch).encode()),
         ]
         results = await self._fenced(ops, epoch_zk_version)
         error = _failed(results)
+        if isinstance(error, NoNode):
+            await self.zk.create_all_if_missing([paths.KEEL, paths.CONTROLLER_CHANGES])
+            results = await self._fenced(ops, epoch_zk_version)
+            error = _failed(results)
         if error is not None:
             raise error
-        await self._record_written(results[1].path, epoch_zk_version)
+        await self._record_written(epoch_zk_version)
+
+    async def change_records_generation(self) -> int | None:
+        """Which records' parent this is (its czxid; None: none): one made again numbers its
+        records from 0, and a view of the one before cannot follow it."""
+        found = await self.zk.get_or_none(paths.CONTROLLER_CHANGES)
+        return None if found is None else int(found[1].created_zxid)
 
     async def change_records_epoch(self) -> int | None:
         found = await self.zk.get_or_none(paths.CONTROLLER_CHANGES)
@@ -497,9 +497,16 @@ class ZkClusterStore:
         )
 
     async def change_record(self, name: str) -> ChangeRecord | None:
-        """One record, None where it is gone; ZNodeDataError where it is not a record."""
+        """One record; None where it is gone, or cannot be read (a later version's, say):
+        either way a standby cannot follow the records past it, and reads every state."""
         found = await self.zk.get_or_none(f"{paths.CONTROLLER_CHANGES}/{name}")
-        return None if found is None else data.decode_change_record(name, found[0])
+        if found is None:
+            return None
+        try:
+            return data.decode_change_record(name, found[0])
+        except data.ZNodeDataError as e:
+            log.warning("a change record cannot be read: %s", e)
+            return None
 
     async def _fenced_ignoring_exists(self, op: Any, epoch_zk_version: int) -> Exception | None:
         error = _failed(await self._fenced([op], epoch_zk_version))

@@ -897,6 +897,40 @@ async def test_a_write_after_the_records_parent_was_deleted_makes_it_again(zk_co
     await real.close()
 
 
+async def test_a_view_of_a_records_parent_made_again_or_of_an_unreadable_record_is_not_taken_over(
+    zk_connect: str,
+) -> None:
+    """ZooKeeper's own: a parent made again numbers its records from 0, and a record may be
+    unreadable (another version's); either way the takeover reads every state instead."""
+    real = RealEnsemble(zk_connect)
+    controller, broker = await real.store(), await real.store()
+    controller.change_records = True
+    fence = await _controller(controller, "p", 2)
+    await controller.start_change_records(1, fence)
+    partitions = [TopicPartition("p", p) for p in range(2)]
+    await controller.create_partition_states({tp: LeaderAndIsr(1, 0, (1, 2)) for tp in partitions}, 1, fence)
+    follower = StandbyFollower(broker, retry_s=0.1)
+    follower.start()
+    await eventually(lambda: _loaded(follower), timeout=10, message="the first load")
+    await follower.stop()
+    assert await follower.takeover(2, partitions) is not None
+
+    for name in await controller.change_record_names():
+        await controller.zk.delete(f"{paths.CONTROLLER_CHANGES}/{name}")
+    await controller.zk.delete(paths.CONTROLLER_CHANGES)
+    state = (await controller.partition_states([partitions[0]]))[partitions[0]].leader_and_isr
+    await controller.update_partition_states({partitions[0]: state._replace(leader_epoch=4)}, 1, fence)
+    assert await follower.takeover(2, partitions) is None, "a parent made again"
+
+    again = StandbyFollower(broker, retry_s=0.1)
+    again.start()
+    await eventually(lambda: _loaded(again), timeout=10, message="the load on the new parent")
+    await again.stop()
+    await controller.zk.create(f"{paths.CONTROLLER_CHANGES}/{paths.CHANGE_PREFIX}9999999999", b"\x93\x02")
+    assert await again.takeover(2, partitions) is None, "an unreadable record"
+    await real.close()
+
+
 async def test_a_standby_follower_keeps_its_view_current_and_loads_again_once_it_fell_behind(
     ensemble: Ensemble, monkeypatch: pytest.MonkeyPatch
 ) -> None:

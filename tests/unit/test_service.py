@@ -97,3 +97,29 @@ def test_periodic_work_runs_after_each_pause_and_a_failed_run_is_followed_by_the
     with caplog.at_level(logging.ERROR, logger="actors.base.service"):
         run_simulated(main())
     assert [r.getMessage() for r in caplog.records] == ["periodic checkpoint failed"]
+
+
+def test_a_caller_cancelled_while_it_waits_for_a_stop_is_cancelled_still() -> None:
+    """A timeout around `stop` ends the wait: the service's own cancellation is not the
+    caller's to swallow."""
+
+    class SlowToStop(Service):
+        async def run(self) -> None:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                await asyncio.sleep(5)  # a slow clean-up
+                raise
+
+    async def main() -> None:
+        service = SlowToStop("slow")
+        service.start()
+        await asyncio.sleep(0)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(1):
+                await service.stop()
+        assert loop.time() - started == pytest.approx(1)
+
+    run_simulated(main())

@@ -41,12 +41,19 @@ def test_a_missed_record_is_superseded_by_the_next_change_and_counted() -> None:
 
 def test_records_gone_unread_are_known_by_the_last_applied_no_longer_listed() -> None:
     view = StandbyView()
-    assert view.missed([1, 2]), "a view never loaded has missed everything"
-    view.load({}, applied=5)
-    assert not view.missed([]) and not view.missed([3, 4, 5]) and not view.missed([5])
-    assert not view.missed([5, 9, 10]), "the last applied is listed: nothing after it went"
-    assert view.missed([9, 10]), "5 went, and what came between may have"
+    assert view.missed([1, 2], 7), "a view never loaded has missed everything"
+    view.load({}, applied=5, generation=7)
+    assert not view.missed([3, 4, 5], 7) and not view.missed([5], 7)
+    assert not view.missed([5, 9, 10], 7), "the last applied is listed: nothing after it went"
+    assert view.missed([9, 10], 7), "5 went, and what came between may have"
+    assert view.missed([], 7), "every record went, 5 among them"
+    assert view.missed([0, 1, 2], 7), "numbered from 0 again: the parent was made again"
+    assert view.missed([5, 9], 8), "another parent: a new numbering that may reach 5 again"
     assert view.unapplied([3, 5, 9, 7]) == [7, 9]
+    empty = StandbyView()
+    empty.load({}, applied=-1, generation=7)
+    assert not empty.missed([], 7) and not empty.missed([0, 1], 7)
+    assert empty.missed([1, 2], 7), "record 0 went unread"
 
 
 def test_a_change_record_round_trips_and_anything_else_is_refused_in_one_line() -> None:
