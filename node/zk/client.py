@@ -212,7 +212,8 @@ class ZooKeeperClient:
     ) -> None:
         servers, chroot = split_connect(connect)
         self.connect_string = connect
-        self._chroot = chroot or ""
+        # As aiozk makes it of the connect string's (empty segments dropped).
+        self._chroot = "".join(f"/{name}" for name in (chroot or "").split("/") if name)
         # zookeeper.max.in.flight.requests: the window of every bulk read and write.
         self.max_in_flight_requests = max_in_flight_requests
         self.security = security or ZkSecurity()

@@ -77,7 +77,7 @@ def test_connect_string_chroot() -> None:
 
 
 def test_a_path_under_the_chroot_is_what_aiozk_makes_of_it_fast_path_or_not() -> None:
-    for connect in ("127.0.0.1:1", "127.0.0.1:1/keel", "127.0.0.1:1/a/b/"):
+    for connect in ("127.0.0.1:1", "127.0.0.1:1/keel", "127.0.0.1:1/a/b/", "127.0.0.1:1/a//b"):
         client = ZooKeeperClient(connect, session_timeout_s=6, connection_timeout_s=1)
         for path in ("/", "/brokers", "/brokers/ids/1", "brokers", "//x//y/", "/x/"):
             assert client.path(path) == client._zk.normalize_path(path), (connect, path)
