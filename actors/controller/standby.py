@@ -36,7 +36,9 @@ class StandbySource(Protocol):
 
     async def change_record_names(self, *, watch: bool = False) -> list[str]: ...
 
-    async def change_record(self, name: str) -> ChangeRecord | None: ...
+    async def change_records_named(self, names: list[str]) -> list[ChangeRecord | None]:
+        """These records, in the order named; None for one gone or unreadable."""
+        ...
 
     def watch_change_records(self, watcher: ChangeRecordWatcher) -> None: ...
 
@@ -215,12 +217,21 @@ class StandbyFollower(Service):
         if self._reload or self.view.missed(sorted(listed), generation):
             await self._load(max(listed, default=-1), generation)
             return
-        for sequence in self.view.unapplied(listed):
-            record = await self._source.change_record(listed[sequence])
-            if record is None:  # deleted since it was listed, or unreadable
-                await self._load(max(listed), generation)
-                return
-            self.view.apply(sequence, record)
+        if not await self._apply(listed):  # one deleted since it was listed, or unreadable
+            await self._load(max(listed), generation)
+
+    async def _apply(self, listed: dict[int, str]) -> bool:
+        """The listed records the view has not applied, read a thousand at a time and
+        applied in order; False at one gone or unreadable (those before it applied)."""
+        unapplied = self.view.unapplied(listed)
+        for start in range(0, len(unapplied), 1000):
+            sequences = unapplied[start : start + 1000]
+            records = await self._source.change_records_named([listed[s] for s in sequences])
+            for sequence, record in zip(sequences, records, strict=True):
+                if record is None:
+                    return False
+                self.view.apply(sequence, record)
+        return True
 
     async def _load(self, applied: int, generation: int | None) -> None:
         """Every state, read after the records up to `applied` were listed: applying the
@@ -266,12 +277,7 @@ class StandbyFollower(Service):
         listed, generation = await self._listed()
         if view.missed(sorted(listed), generation):
             return None
-        for sequence in view.unapplied(listed):
-            record = await self._source.change_record(listed[sequence])
-            if record is None:
-                return None
-            view.apply(sequence, record)
-        if not view.covers(epoch):
+        if not await self._apply(listed) or not view.covers(epoch):
             return None
         held = view.leadership
         found = {tp: held[tp] for tp in partitions if tp in held}

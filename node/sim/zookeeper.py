@@ -300,10 +300,10 @@ class FakeClusterStore:
     def watch_change_records(self, watcher: ChangeRecordWatcher) -> None:
         self.zk.change_record_watchers.append((self, watcher))
 
-    async def change_record(self, name: str) -> ChangeRecord | None:
+    async def change_records_named(self, names: list[str]) -> list[ChangeRecord | None]:
         await self.round_trip()
-        sequence = paths.change_sequence(name)
-        return None if sequence is None else self.zk.change_records.get(sequence)
+        sequences = [paths.change_sequence(name) for name in names]
+        return [None if s is None else self.zk.change_records.get(s) for s in sequences]
 
     async def round_trip(self) -> None:
         # Every real call is a round trip; yield so concurrency in the tests is real.

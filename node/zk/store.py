@@ -496,17 +496,19 @@ class ZkClusterStore:
             ZNodeChildChangeHandler(paths.CONTROLLER_CHANGES, watcher.change_records_changed)
         )
 
-    async def change_record(self, name: str) -> ChangeRecord | None:
-        """One record; None where it is gone, or cannot be read (a later version's, say):
-        either way a standby cannot follow the records past it, and reads every state."""
-        found = await self.zk.get_or_none(f"{paths.CONTROLLER_CHANGES}/{name}")
-        if found is None:
-            return None
-        try:
-            return data.decode_change_record(name, found[0])
-        except data.ZNodeDataError as e:
-            log.warning("a change record cannot be read: %s", e)
-            return None
+    async def change_records_named(self, names: list[str]) -> list[ChangeRecord | None]:
+        """These records, read by multiRead; None for one gone, or that cannot be read (a
+        later version's, say): either way a standby cannot follow the records past it, and
+        reads every state."""
+        found = await self.zk.get_many([f"{paths.CONTROLLER_CHANGES}/{name}" for name in names])
+        records: list[ChangeRecord | None] = []
+        for name, value in zip(names, found, strict=True):
+            try:
+                records.append(None if value is None else data.decode_change_record(name, value[0]))
+            except data.ZNodeDataError as e:
+                log.warning("a change record cannot be read: %s", e)
+                records.append(None)
+        return records
 
     async def _fenced_ignoring_exists(self, op: Any, epoch_zk_version: int) -> Exception | None:
         error = _failed(await self._fenced([op], epoch_zk_version))

@@ -805,8 +805,8 @@ async def _controller(store: FakeClusterStore | ZkClusterStore, topic: str, part
 async def _view_of_records(store: FakeClusterStore | ZkClusterStore) -> StandbyView:
     view = StandbyView()
     view.load({}, applied=-1)
-    for name in await store.change_record_names():
-        record = await store.change_record(name)
+    names = await store.change_record_names()
+    for name, record in zip(names, await store.change_records_named(names), strict=True):
         assert record is not None
         sequence = paths.change_sequence(name)
         assert sequence is not None
