@@ -647,7 +647,9 @@ class PlanExecutor:
         changes.update({t: None for t in self._topic_lists if t not in wanted})
         if not changes:
             return True
-        if not await self._alter(topic_list_resources(changes)):
+        # A topic deleted under the plan has no throttle to set or remove: its moves fail as
+        # "no longer exists", and the others must not wait on it.
+        if not await self._alter(topic_list_resources(changes), missing_ok=True):
             return False
         self._topic_lists = dict(wanted)
         ever = {str(t) for t in _list(self._plan.get("throttled_topics"))}

@@ -24,6 +24,8 @@ from wire.api import (
 from wire.errors import ErrorCode
 
 Partition = tuple[str, int]
+# AlterConfigs' resource type of a topic.
+_TOPIC = 2
 
 
 class FakeController:
@@ -46,6 +48,11 @@ class FakeController:
     def complete(self, *partitions: Partition) -> None:
         for tp in partitions or list(self.ongoing()):
             self.assignments[tp] = ReplicaAssignment(self.assignments[tp].target_replicas)
+
+    def delete_topic(self, topic: str) -> None:
+        """The topic deleted under the plan (its reassignments with it)."""
+        for tp in [tp for tp in self.assignments if tp[0] == topic]:
+            del self.assignments[tp]
 
     def replicas(self, tp: Partition) -> tuple[int, ...]:
         return self.assignments[tp].replicas
@@ -133,10 +140,16 @@ class FakeController:
     async def incremental_alter_configs(
         self, resources: list[AlterConfigsResource], *, validate_only: bool = False
     ) -> IncrementalAlterConfigsResponse:
-        self.configs.extend(resources)
+        topics = {tp[0] for tp in self.assignments}
+        known = [r for r in resources if r.resource_type != _TOPIC or r.resource_name in topics]
+        self.configs.extend(known)
         return IncrementalAlterConfigsResponse(
             responses=[
-                AlterConfigsResourceResponse(resource_type=r.resource_type, resource_name=r.resource_name)
+                AlterConfigsResourceResponse(
+                    resource_type=r.resource_type,
+                    resource_name=r.resource_name,
+                    error_code=ErrorCode.NONE if r in known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                )
                 for r in resources
             ]
         )

@@ -116,6 +116,27 @@ async def test_throttles_follow_the_moves_in_flight_and_are_removed_at_the_end(
     assert controller.throttle_config(TOPIC, "a") == {}
 
 
+async def test_a_topic_deleted_under_the_plan_does_not_hold_back_the_moves_after_it(
+    tmp_path: Path, clock: ManualClock, record: MemoryPlanRecord
+) -> None:
+    """Chaos seed 816: the throttle list of a topic deleted mid-plan could not be removed
+    (UNKNOWN_TOPIC_OR_PARTITION), every later move waited on that, and the plan never ended.
+    A topic that no longer exists has no throttle to set or remove."""
+    controller = FakeController({("gone", 0): (1, 2), ("a", 0): (1, 2)})
+    plan = {("gone", 0): (3, 2), ("a", 0): (4, 2)}
+    ex = executor(controller, tmp_path, clock, record, limit=1, throttle=1000)
+    await ex.start("p1", entries(plan), {tp: 10 for tp in plan})
+    await ex.tick()  # one move from broker 1 at a time: gone-0 first
+    assert controller.ongoing() == {("gone", 0): (3, 2)}
+    controller.delete_topic("gone")
+    await ex.tick()
+    assert controller.ongoing() == {("a", 0): (4, 2)}, "a-0 held back behind the deleted topic"
+    controller.complete()
+    await ex.tick()
+    assert not ex.running
+    assert {m.tp: m.state for m in ex.moves()} == {("gone", 0): MoveState.FAILED, ("a", 0): MoveState.DONE}
+
+
 async def test_no_throttle_sets_no_config(
     tmp_path: Path, clock: ManualClock, record: MemoryPlanRecord
 ) -> None:
