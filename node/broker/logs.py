@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import codecs
 import dataclasses
+import functools
 import logging
 import logging.handlers
 import os
@@ -205,8 +206,7 @@ def follow_log(
     """Write a log to `out` as `tail -F` would: its backups and current file, then whatever is
     appended, until interrupted (or `until()`). When the file rotates, the rest of the file
     being read is written, then the backups made since, then the new file."""
-    for backup in _backups(directory, name):
-        out.write(backup.read_text(errors="replace"))
+    out.write(_read_all(functools.partial(_backups, directory, name)))
     path = directory / name
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     current = path.open("rb")
@@ -226,11 +226,32 @@ def follow_log(
                 time.sleep(interval)
                 continue
             current.close()
-            for backup in _rotated_since(directory, name, reading):
-                out.write(backup.read_text(errors="replace"))
+            out.write(_read_all(functools.partial(_rotated_since, directory, name, reading)))
             current = path.open("rb")
     finally:
         current.close()
+
+
+def _read_all(listed: Callable[[], list[Path]]) -> str:
+    """The text of the files `listed()` names, each opened before any is read: a rotation
+    renames them meanwhile, and an open file stays the same file. One renamed before it was
+    opened has them listed again (a few times at most; then what could be opened)."""
+    for attempt in range(5):
+        handles = []
+        try:
+            for path in listed():
+                try:
+                    handles.append(path.open("rb"))
+                except FileNotFoundError:
+                    if attempt < 4:
+                        raise
+            return "".join(h.read().decode("utf-8", errors="replace") for h in handles)
+        except FileNotFoundError:
+            continue
+        finally:
+            for handle in handles:
+                handle.close()
+    return ""
 
 
 def _rotated_since(directory: Path, name: str, inode: int) -> list[Path]:

@@ -158,3 +158,17 @@ def test_follow_writes_what_is_appended_across_a_rotation(tmp_path: Path, config
     finally:
         stop.set()
         follower.join(10)
+
+
+def test_backups_renamed_by_a_rotation_while_listed_are_listed_again_not_a_crash(tmp_path: Path) -> None:
+    """`bin/test` under load: the follower listed `server.log.3`, a rotation renamed it to
+    `.4` before the follower read it, and the follower's thread died of FileNotFoundError."""
+    from node.broker.logs import _read_all
+
+    (tmp_path / "server.log.2").write_text("older\n")
+    (tmp_path / "server.log.1").write_text("newer\n")
+    listings = [
+        [tmp_path / "server.log.3", tmp_path / "server.log.2"],  # .3 rotated away meanwhile
+        [tmp_path / "server.log.2", tmp_path / "server.log.1"],
+    ]
+    assert _read_all(lambda: listings.pop(0)) == "older\nnewer\n"
