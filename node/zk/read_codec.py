@@ -22,7 +22,7 @@ from aiozk import exc, protocol
 from aiozk.protocol.request import Request
 from aiozk.protocol.stat import Stat
 
-from node.zk.jute import HEADER, INT, STAT, buffer, made, packed_stat, read_stat, string
+from node.zk.jute import HEADER, INT, STAT, buffer, made, read_stat, string
 
 _GET_DATA = protocol.GetDataRequest.opcode
 _SET_DATA = protocol.SetDataRequest.opcode
@@ -76,29 +76,13 @@ class FastMultiReadResponse(protocol.TransactionResponse):  # type: ignore[misc]
     def deserialize(cls, raw_bytes: bytes) -> FastMultiReadResponse:
         instance = cls()
         responses: list[Read | Exception] = instance.responses
-        # A thousand results per answer, a thousand answers at 1M partitions: the loop's
-        # names are bound once, and each result's Stat packed (node/zk/jute.py).
-        append, header, length, stat_at = (
-            responses.append,
-            HEADER.unpack_from,
-            INT.unpack_from,
-            STAT.unpack_from,
-        )
-        stat_size = STAT.size
+        append, header, length = responses.append, HEADER.unpack_from, INT.unpack_from
         kind, done, _ = header(raw_bytes, 0)
         offset = HEADER.size
         while not done:
             if kind == _GET_DATA:
-                (size,) = length(raw_bytes, offset)
-                offset += 4
-                if size == -1:
-                    data = None
-                else:
-                    data = raw_bytes[offset : offset + size]
-                    offset += size
-                stat = packed_stat(stat_at(raw_bytes, offset))
-                offset += stat_size
-                append((data, stat))
+                read, offset = _read_data(raw_bytes, offset)
+                append(read)
             elif kind == -1:
                 (code,) = length(raw_bytes, offset)
                 offset += 4

@@ -14,6 +14,7 @@ from aiozk.protocol.transaction import MultiHeader
 
 from node.zk.acls import default_acls
 from node.zk.multi_codec import FastMulti, FastMultiResponse
+from tests.unit.jute_samples import rendered, sample_stat, stat_fields
 
 
 def _create(path: str, data: bytes | None, *, secured: bool = False, ephemeral: bool = False) -> Any:
@@ -52,46 +53,23 @@ def test_an_operation_it_does_not_lay_out_goes_through_aiozk() -> None:
     assert fast.serialize(9) == plain.serialize(9)
 
 
-def _rendered(*parts: Any) -> bytes:
-    formats, data = [], []
-    for part in parts:
-        fmt, values = part.render()
-        formats.append(fmt)
-        data += values
-    return struct.pack("!" + "".join(formats), *data)
-
-
-def _stat(version: int) -> Stat:
-    return Stat(
-        created_zxid=0x100000001 + version,
-        last_modified_zxid=0x100000002,
-        created=1_700_000_000_000,
-        modified=1_700_000_000_001,
-        version=version,
-        child_version=0,
-        acl_version=0,
-        ephemeral_owner=0x1234 if version % 2 else 0,
-        data_length=12,
-        num_children=0,
-        last_modified_children=0x100000003,
-    )
-
-
 def _answer() -> bytes:
     header = MultiHeader
     return b"".join(
         (
-            _rendered(header(type=13, done=False, error=0)),
-            _rendered(header(type=15, done=False, error=0)),
-            _rendered(protocol.Create2Response(path="/brokers/topics/t\u00e9/partitions", stat=_stat(0))),
-            _rendered(header(type=5, done=False, error=0)),
-            _rendered(protocol.SetDataResponse(stat=_stat(5))),
-            _rendered(header(type=2, done=False, error=0)),
-            _rendered(header(type=-1, done=False, error=-110)),
+            rendered(header(type=13, done=False, error=0)),
+            rendered(header(type=15, done=False, error=0)),
+            rendered(
+                protocol.Create2Response(path="/brokers/topics/t\u00e9/partitions", stat=sample_stat(0))
+            ),
+            rendered(header(type=5, done=False, error=0)),
+            rendered(protocol.SetDataResponse(stat=sample_stat(5))),
+            rendered(header(type=2, done=False, error=0)),
+            rendered(header(type=-1, done=False, error=-110)),
             struct.pack("!i", -110),  # NodeExists
-            _rendered(header(type=-1, done=False, error=-2)),
+            rendered(header(type=-1, done=False, error=-2)),
             struct.pack("!i", -2),  # RuntimeInconsistency: rolled back after a failure
-            _rendered(header(type=-1, done=True, error=-1)),
+            rendered(header(type=-1, done=True, error=-1)),
         )
     )
 
@@ -101,11 +79,7 @@ def _fields(result: Any) -> Any:
         return type(result)
     # aiozk's class, where Keel's codec registers a subclass of it (node/zk/read_codec.py).
     kind = next(k for k in type(result).__mro__ if k.__module__.startswith("aiozk."))
-    return kind, {k: (_stat_fields(v) if isinstance(v, Stat) else v) for k, v in vars(result).items()}
-
-
-def _stat_fields(stat: Stat) -> dict[str, int]:
-    return {name: getattr(stat, name) for name, _ in Stat.parts}
+    return kind, {k: (stat_fields(v) if isinstance(v, Stat) else v) for k, v in vars(result).items()}
 
 
 def test_an_answer_is_decoded_as_aiozk_decodes_it() -> None:

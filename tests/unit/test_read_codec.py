@@ -8,7 +8,6 @@ import struct
 from typing import Any
 
 from aiozk import exc, protocol
-from aiozk.protocol.stat import Stat
 from aiozk.protocol.transaction import MultiHeader
 
 from node.zk.read_codec import (
@@ -19,33 +18,9 @@ from node.zk.read_codec import (
     FastSetData,
     FastSetDataResponse,
 )
+from tests.unit.jute_samples import rendered, sample_stat, stat_fields
 
 PATHS = ["/brokers/topics/t/partitions/0/state", "/brokers/topics/t\u00e9/partitions/1/state", "/x"]
-
-
-def _rendered(*parts: Any) -> bytes:
-    formats, data = [], []
-    for part in parts:
-        fmt, values = part.render()
-        formats.append(fmt)
-        data += values
-    return struct.pack("!" + "".join(formats), *data)
-
-
-def _stat(version: int) -> Stat:
-    return Stat(
-        created_zxid=0x100000001 + version,
-        last_modified_zxid=0x100000002,
-        created=1_700_000_000_000,
-        modified=1_700_000_000_001,
-        version=version,
-        child_version=0,
-        acl_version=0,
-        ephemeral_owner=0x1234 if version % 2 else 0,
-        data_length=12,
-        num_children=3,
-        last_modified_children=0x100000003,
-    )
 
 
 def test_a_multi_read_is_encoded_as_aiozk_encodes_its_get_datas() -> None:
@@ -56,7 +31,7 @@ def test_a_multi_read_is_encoded_as_aiozk_encodes_its_get_datas() -> None:
     fast = FastMultiRead(PATHS)
     assert fast.serialize(42) == plain.serialize(42)
     assert fast.serialize() == plain.serialize()
-    assert FastMultiRead([]).serialize(1) == b"\x00\x00\x00\x01\x00\x00\x00\x16" + _rendered(
+    assert FastMultiRead([]).serialize(1) == b"\x00\x00\x00\x01\x00\x00\x00\x16" + rendered(
         MultiHeader(type=-1, done=True, error=-1)
     )
 
@@ -74,29 +49,25 @@ def test_single_reads_and_sets_are_encoded_as_aiozk_encodes_them() -> None:
         assert fast_set.serialize(8) == plain_set.serialize(8)
 
 
-def _stat_fields(stat: Stat) -> dict[str, int]:
-    return {name: getattr(stat, name) for name, _ in Stat.parts}
-
-
 def _fields(result: Any) -> Any:
     if isinstance(result, Exception):
         return type(result)
     data, stat = result
-    return data, _stat_fields(stat)
+    return data, stat_fields(stat)
 
 
 def test_a_multi_read_answer_is_decoded_to_each_reads_data_and_stat_or_its_error() -> None:
     raw = b"".join(
         (
-            _rendered(MultiHeader(type=4, done=False, error=0)),
-            _rendered(protocol.GetDataResponse(data=b'{"leader":1}', stat=_stat(4))),
-            _rendered(MultiHeader(type=-1, done=False, error=-101)),
+            rendered(MultiHeader(type=4, done=False, error=0)),
+            rendered(protocol.GetDataResponse(data=b'{"leader":1}', stat=sample_stat(4))),
+            rendered(MultiHeader(type=-1, done=False, error=-101)),
             struct.pack("!i", -101),  # NoNode
-            _rendered(MultiHeader(type=4, done=False, error=0)),
-            _rendered(protocol.GetDataResponse(data=b"", stat=_stat(1))),
-            _rendered(MultiHeader(type=4, done=False, error=0)),
-            _rendered(protocol.GetDataResponse(data=None, stat=_stat(2))),
-            _rendered(MultiHeader(type=-1, done=True, error=-1)),
+            rendered(MultiHeader(type=4, done=False, error=0)),
+            rendered(protocol.GetDataResponse(data=b"", stat=sample_stat(1))),
+            rendered(MultiHeader(type=4, done=False, error=0)),
+            rendered(protocol.GetDataResponse(data=None, stat=sample_stat(2))),
+            rendered(MultiHeader(type=-1, done=True, error=-1)),
         )
     )
     ours = FastMultiReadResponse.deserialize(raw)
@@ -110,11 +81,11 @@ def test_a_multi_read_answer_is_decoded_to_each_reads_data_and_stat_or_its_error
 
 def test_single_answers_are_decoded_as_aiozk_decodes_them() -> None:
     for data in (b'{"a":1}', b""):
-        raw = _rendered(protocol.GetDataResponse(data=data, stat=_stat(9)))
+        raw = rendered(protocol.GetDataResponse(data=data, stat=sample_stat(9)))
         ours, aiozks = FastGetDataResponse.deserialize(raw), protocol.GetDataResponse.deserialize(raw)
-        assert (ours.data, _stat_fields(ours.stat)) == (aiozks.data, _stat_fields(aiozks.stat))
-    raw = _rendered(protocol.SetDataResponse(stat=_stat(3)))
-    assert _stat_fields(FastSetDataResponse.deserialize(raw).stat) == _stat_fields(
+        assert (ours.data, stat_fields(ours.stat)) == (aiozks.data, stat_fields(aiozks.stat))
+    raw = rendered(protocol.SetDataResponse(stat=sample_stat(3)))
+    assert stat_fields(FastSetDataResponse.deserialize(raw).stat) == stat_fields(
         protocol.SetDataResponse.deserialize(raw).stat
     )
 
