@@ -143,14 +143,24 @@ async def measure(connect: str, sizes: list[int], runs: int, java_dir: Path) -> 
         print(f"Keel per read: {low:.2f} µs at {smallest:,}, {high:.2f} µs at {largest:,} ({growth:.2f}x)")
 
 
+def _sizes(value: str) -> list[int]:
+    try:
+        sizes = sorted(int(s) for s in value.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a comma-separated list of state counts") from None
+    if not sizes or sizes[0] < 1:
+        raise argparse.ArgumentTypeError(f"{value!r}: each state count must be at least 1")
+    return sizes
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--sizes", default="100000,1000000", help="comma-separated state counts")
+    parser.add_argument("--sizes", type=_sizes, default="100000,1000000", help="comma-separated state counts")
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    sizes = sorted(int(s) for s in args.sizes.split(","))
+    sizes: list[int] = args.sizes
     print(f"machine: {cpu_model()}, python {sys.version.split()[0]}; runs: {args.runs}, medians")
     with tempfile.TemporaryDirectory() as tmp:
         java_dir = Path(tmp) / "classes"
