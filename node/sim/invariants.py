@@ -26,8 +26,9 @@ After every step:
 
 Once healed (every broker up, the network whole), within a bounded simulated time: one
 controller that every broker knows, every partition led by a live ISR member with a full ISR,
-no reassignment or deletion left, the leaders' replica managers agreeing with ZooKeeper, the
-replicas' logs equal up to the high watermark, and every caller of the controller answered.
+no reassignment or deletion left, the replica managers (leaders and followers) and every
+broker's metadata agreeing with ZooKeeper, the replicas' logs equal up to the high watermark,
+and every caller of the controller answered.
 """
 
 from __future__ import annotations
@@ -457,6 +458,29 @@ class Checker:
         leader = live[state.leader].replica_manager.replica_state.partitions.get(tp)
         if leader is None or leader.role is not Role.LEADER or leader.leader_epoch != state.leader_epoch:
             return f"{tp}: broker {state.leader} does not lead it at epoch {state.leader_epoch}"
+        for b in replicas:
+            follower = live[b].replica_manager.replica_state.partitions.get(tp)
+            if b != state.leader and (
+                follower is None
+                or follower.role is not Role.FOLLOWER
+                or follower.leader_epoch != state.leader_epoch
+            ):
+                return f"{tp}: broker {b} does not follow {state.leader} at epoch {state.leader_epoch}"
+        for b, broker in live.items():
+            # What every broker answers Metadata with: the state, all replicas online.
+            told = broker.replica_manager.replica_state.metadata.partitions.get(tp)
+            if (
+                told is None
+                or (told.leader, told.leader_epoch, sorted(told.isr), tuple(told.replicas))
+                != (
+                    state.leader,
+                    state.leader_epoch,
+                    sorted(state.isr),
+                    replicas,
+                )
+                or told.offline_replicas
+            ):
+                return f"{tp}: broker {b}'s metadata shows {told}, not {state} with replicas {replicas}"
         high_watermark = leader.high_watermark
         logs = {b: self.logs[b].get(tp) for b in replicas}
         committed = {
