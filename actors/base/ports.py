@@ -282,10 +282,30 @@ class PartitionChange(NamedTuple):
 
 class ChangeRecord(NamedTuple):
     controller_epoch: int
-    # None of them: the record that a controller writes as it is elected, to say that it
-    # records its changes (a controller with records off writes none, and a view that sees
-    # an epoch go by without one cannot be trusted past it).
     changes: tuple[PartitionChange, ...]
+    # The topics whose assignment (replicas, adding, removing) the write set: brokers were
+    # told of it, so a new controller tells them again unless it was acknowledged.
+    topics: tuple[str, ...] = ()
+
+    @property
+    def starts_epoch(self) -> bool:
+        """The record that a controller writes as it is elected, changing nothing, to say
+        that it records its changes (a controller with records off writes none, and a view
+        that sees an epoch go by without one cannot be trusted past it)."""
+        return not self.changes and not self.topics
+
+
+class AcknowledgedChanges(NamedTuple):
+    """A controller's mark of what every live broker has been told and answered
+    (docs/STANDBY.md, "Sending only what changed"): every change record up to `sequence`
+    under the records' parent of `generation`, with the brokers live then (id -> broker
+    epoch). A new controller resends only what the records after it changed, and everything
+    to a broker not among these at the same epoch."""
+
+    controller_epoch: int
+    generation: int
+    sequence: int
+    brokers: dict[int, int]
 
 
 class ChangeRecordWatcher(Protocol):
@@ -342,6 +362,18 @@ class ClusterStore(BrokerRegistry, Protocol):
     async def change_records_named(self, names: list[str]) -> list[ChangeRecord | None]: ...
 
     def watch_change_records(self, watcher: ChangeRecordWatcher) -> None: ...
+
+    # How many records this store has written: the controller marks what was acknowledged
+    # only after new ones.
+    records_written: int
+
+    async def acknowledged_changes(self) -> AcknowledgedChanges | None:
+        """The last controller's mark (None: none, cleared, or unreadable)."""
+        ...
+
+    async def mark_acknowledged(self, mark: AcknowledgedChanges | None, epoch_zk_version: int) -> None:
+        """Write the mark, or clear it (None), fenced; raises ControllerMovedError."""
+        ...
 
     async def topic_assignments(self, topics: set[str], *, watch: bool = False) -> dict[str, TopicAssignment]:
         """Assignments of these topics, read pipelined; `watch` arms each topic's data watch

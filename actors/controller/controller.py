@@ -27,6 +27,7 @@ from actors.base.ports import (
     TopicPartition,
 )
 from actors.base.state_change_log import StateChangeLogger
+from actors.controller.acknowledged import AcknowledgedMarker
 from actors.controller.alter_partition import alter_partition
 from actors.controller.context import ControllerContext
 from actors.controller.controlled_shutdown import controlled_shutdown
@@ -47,6 +48,7 @@ from actors.controller.events import (
     LeaderAndIsrResponseReceived,
     ListPartitionReassignments,
     LogDirEventNotification,
+    MarkAcknowledged,
     PartitionModifications,
     Reelect,
     RegisterBrokerAndReelect,
@@ -204,6 +206,11 @@ class KafkaController:
             rearm_zk_trigger=self._watch.preferred_replica_election_created,
         )
         self.auto_rebalance = AutoRebalanceTask(clock, self._watch.auto_rebalance_due)
+        self.acknowledged: AcknowledgedMarker | None = None
+        if self.standby is not None:
+            self.acknowledged = AcknowledgedMarker(
+                self.context, store, channel, clock, self._watch.acknowledged_mark_due
+            )
 
     # --- public API: called by the broker; everything else happens on the event queue ---
 
@@ -380,6 +387,8 @@ class KafkaController:
             event.fail(UnknownServerError(f"{name} was processed without an answer"))
         finally:
             self.metrics.event_processed()
+            if self.acknowledged is not None and self.is_active:
+                self.acknowledged.poke()
 
     # One arm per event, as Kafka's process(); the closed set has outgrown the statement limit.
     async def _dispatch(self, event: ControllerEvent) -> None:  # noqa: PLR0915
@@ -456,6 +465,9 @@ class KafkaController:
             case LeaderAndIsrResponseReceived(broker_id=broker_id, response=response):
                 if self.is_active:
                     await self.log_dir_failures.on_leader_and_isr_response(broker_id, response)
+            case MarkAcknowledged():
+                if self.is_active and self.acknowledged is not None:
+                    await self.acknowledged.mark()
             case _:
                 assert_never(event)
 
@@ -662,6 +674,8 @@ class KafkaController:
         if log_line:
             log.info("broker %d resigned as controller", self.broker_id)
         self.auto_rebalance.cancel()
+        if self.acknowledged is not None:
+            self.acknowledged.reset()
         self.initialization_retries.reset()
         await self.channel.close()
         self.context.reset()
@@ -703,6 +717,9 @@ class _Watch:
 
     def auto_rebalance_due(self) -> None:
         self._event_manager.put(AutoPreferredReplicaLeaderElection())
+
+    def acknowledged_mark_due(self) -> None:
+        self._event_manager.put(MarkAcknowledged())
 
     def partition_initialization_due(self) -> None:
         self._event_manager.put(RetryPartitionInitialization())

@@ -264,6 +264,14 @@ class LeaderAndIsrResponseReceived(Event):
     response: Response = dataclasses.field(compare=False, repr=False)
 
 
+@dataclasses.dataclass(frozen=True)
+class MarkAcknowledged(Event):
+    """Time to mark what every live broker has answered (actors/controller/acknowledged.py).
+    Kafka has no such event; its nearest state is that of brokers' answers arriving."""
+
+    state = ControllerState.UPDATE_METADATA_RESPONSE_RECEIVED
+
+
 ControllerEvent = (
     Startup
     | ControllerChange
@@ -287,4 +295,5 @@ ControllerEvent = (
     | ControlledShutdown
     | LogDirEventNotification
     | LeaderAndIsrResponseReceived
+    | MarkAcknowledged
 )

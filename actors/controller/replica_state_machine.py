@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from actors.base.loop_slices import SLICE, each, turn_if_held
 from actors.base.ports import ClusterStore, LeaderAndIsr, LeadershipInfo, ReplicaAssignment, TopicPartition
 from actors.base.state_change_log import StateChangeLogger
+from actors.controller.acknowledged import Resend
 from actors.controller.context import ControllerContext, PartitionReplica, ReplicaState
 from actors.controller.partition_state_machine import cached_or_read, write_states
 from actors.controller.request_batch import RequestBatch
@@ -72,8 +73,9 @@ class ReplicaStateMachine:
     def state(self, replica: PartitionReplica) -> ReplicaState:
         return self._context.replica_states.get(replica, ReplicaState.NON_EXISTENT)
 
-    async def startup(self) -> None:
-        """Online replicas get LeaderAndIsr with the current state; offline ones leave the ISR."""
+    async def startup(self, resend: Resend | None = None) -> None:
+        """Online replicas get LeaderAndIsr with the current state (those `resend` covers,
+        where given: the rest have it already); offline ones leave the ISR."""
         online, offline = [], []
         # Topic by topic (all_replicas would make 600k replicas at 200k partitions in one step).
         for topic, partitions in list(self._context.assignments.items()):
@@ -86,7 +88,8 @@ class ReplicaStateMachine:
             for replica in replicas:
                 if self._context.is_replica_online(replica.replica, replica.tp):
                     self._context.replica_states[replica] = ReplicaState.ONLINE
-                    online.append(replica)
+                    if resend is None or resend.covers(replica):
+                        online.append(replica)
                 else:
                     self._context.replica_states[replica] = ReplicaState.DELETION_INELIGIBLE
                     offline.append(replica)

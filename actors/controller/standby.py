@@ -16,19 +16,33 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from actors.base.ports import (
+    AcknowledgedChanges,
     ChangeRecord,
     ChangeRecordWatcher,
     ControllerEpoch,
     LeadershipInfo,
     SessionWatcher,
+    TopicAssignment,
     TopicPartition,
 )
 from actors.base.service import Service
 
 log = logging.getLogger(__name__)
+
+# What the view remembers of the records it applied (which partitions and topics each
+# changed), so that a new controller can resend only what changed since the last mark of
+# what brokers acknowledged: about this many partitions, the oldest records forgotten first.
+RECENT_PARTITIONS_KEPT = 200_000
+
+
+class Changed(NamedTuple):
+    """What records changed: partitions' states, and topics' assignments."""
+
+    partitions: set[TopicPartition]
+    topics: set[str]
 
 
 class StandbySource(Protocol):
@@ -56,7 +70,9 @@ class StandbySource(Protocol):
         """Which records' parent is there (None: none); a new one numbers from 0 again."""
         ...
 
-    async def topic_partition_ids(self, topic: str) -> set[int]: ...
+    async def topic_assignments(
+        self, topics: set[str], *, watch: bool = False
+    ) -> dict[str, TopicAssignment]: ...
 
     async def partition_states(
         self, partitions: list[TopicPartition]
@@ -78,6 +94,10 @@ class StandbyView:
         self.epochs_started: set[int] = set()
         # The records' parent the view follows (a new parent numbers from 0 again).
         self.generation: int | None = None
+        # What each record applied since `recent_after` changed, by sequence, oldest first.
+        self.recent: dict[int, tuple[tuple[TopicPartition, ...], tuple[str, ...]]] = {}
+        self.recent_after: int | None = None
+        self._recent_partitions = 0
 
     @property
     def loaded(self) -> bool:
@@ -101,6 +121,9 @@ class StandbyView:
         self.load_epoch, self.load_epoch_recorded = controller_epoch, recorded
         self.epochs_started = set()
         self.generation = generation
+        self.recent = {}
+        self.recent_after = applied
+        self._recent_partitions = 0
 
     def covers(self, epoch: int) -> bool:
         """Whether every controller before the one of `epoch`, since the view was loaded,
@@ -118,7 +141,7 @@ class StandbyView:
         """Apply one record; False (and nothing changed) for one already applied."""
         if self.applied is not None and sequence <= self.applied:
             return False
-        if not record.changes:
+        if record.starts_epoch:
             self.epochs_started.add(record.controller_epoch)
         leadership = self.leadership
         for tp, before, after in record.changes:
@@ -130,7 +153,30 @@ class StandbyView:
                 self.chain_breaks += 1
             leadership[tp] = after
         self.applied = sequence
+        self._remember(sequence, record)
         return True
+
+    def _remember(self, sequence: int, record: ChangeRecord) -> None:
+        self.recent[sequence] = (tuple(c.tp for c in record.changes), record.topics)
+        self._recent_partitions += len(record.changes)
+        while self._recent_partitions > RECENT_PARTITIONS_KEPT and len(self.recent) > 1:
+            oldest = next(iter(self.recent))
+            self._recent_partitions -= len(self.recent.pop(oldest)[0])
+            self.recent_after = oldest
+
+    def changed_after(self, mark: AcknowledgedChanges) -> Changed | None:
+        """What the records after the mark changed, all applied; None where the view
+        cannot tell (it was loaded after the mark, forgot records since, or follows
+        another parent)."""
+        after = self.recent_after
+        if after is None or mark.generation != self.generation or mark.sequence < after:
+            return None
+        changed = Changed(set(), set())
+        for sequence, (partitions, topics) in self.recent.items():
+            if sequence > mark.sequence:
+                changed.partitions.update(partitions)
+                changed.topics.update(topics)
+        return changed
 
     def missed(self, listed: Sequence[int], generation: int | None) -> bool:
         """Whether records this view has not applied may have been deleted unread, given the
@@ -158,7 +204,8 @@ class StandbyView:
         return sorted(s for s in listed if s > applied)
 
 
-def _sequence(name: str) -> int | None:
+def record_sequence(name: str) -> int | None:
+    """A record's sequence from its znode name; None for a name that is not a record's."""
     digits = name.rpartition("-")[2]
     return int(digits) if digits.isdigit() else None
 
@@ -210,7 +257,7 @@ class StandbyFollower(Service):
         after the listing: a parent made again since shows as a new generation."""
         names = await self._source.change_record_names(watch=True)
         generation = await self._source.change_records_generation()
-        return {seq: name for name in names if (seq := _sequence(name)) is not None}, generation
+        return {seq: name for name in names if (seq := record_sequence(name)) is not None}, generation
 
     async def _catch_up(self) -> None:
         listed, generation = await self._listed()
@@ -239,11 +286,12 @@ class StandbyFollower(Service):
         self._reload = False
         epoch = await self._source.controller_epoch()
         recording = await self._source.change_records_epoch()
-        topics = await self._source.topics()
-        partitions = []
-        for topic in sorted(topics):
-            ids = await self._source.topic_partition_ids(topic)
-            partitions += [TopicPartition(topic, p) for p in sorted(ids)]
+        # The assignments give the partitions to read, and a store that keeps what it decoded
+        # has them at hand for the takeover.
+        assignments = await self._source.topic_assignments(await self._source.topics())
+        partitions = [
+            TopicPartition(topic, p) for topic, a in sorted(assignments.items()) for p in sorted(a.partitions)
+        ]
         states = await self._source.partition_states(partitions)
         value = 0 if epoch is None else epoch.epoch
         self.view.load(
@@ -280,8 +328,15 @@ class StandbyFollower(Service):
         if not await self._apply(listed) or not view.covers(epoch):
             return None
         held = view.leadership
+        if len(held) == len(partitions) and all(tp in held for tp in partitions):
+            return dict(held)  # the usual case, and a copy at C speed
         found = {tp: held[tp] for tp in partitions if tp in held}
         missing = [tp for tp in partitions if tp not in held]
         if missing:
             found.update(await self._source.partition_states(missing))
         return found
+
+    async def changed_after(self, mark: AcknowledgedChanges) -> Changed | None:
+        """After a takeover: what the records after `mark` changed (StandbyView.changed_after)."""
+        async with self._lock:
+            return self.view.changed_after(mark)

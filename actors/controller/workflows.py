@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from actors.base.clock import Clock
 from actors.base.loop_slices import sliced, turn_if_held
 from actors.base.ports import (
+    AcknowledgedChanges,
     BrokerChannel,
     ClusterStore,
     LeaderAndIsr,
@@ -23,6 +24,7 @@ from actors.base.ports import (
     TopicAssignment,
     TopicPartition,
 )
+from actors.controller.acknowledged import Resend, resend_after
 from actors.controller.context import ControllerContext, PartitionReplica, PartitionState, ReplicaState
 from actors.controller.partition_state_machine import PartitionStateMachine, Strategy
 from actors.controller.replica_state_machine import ReplicaStateMachine
@@ -64,21 +66,29 @@ class Workflows:
         self._replicas = replicas
         self._new_batch = new_batch
         self._standby = standby
+        # Whether this failover took the states over from the standby view.
+        self._taken_over = False
 
     # --- failover (spec §4.1) ---
 
     async def on_failover(self) -> None:
         started = self._clock.monotonic()
+        acknowledged = None
         if self._standby is not None:
+            acknowledged = await self._store.acknowledged_changes()
             # Before anything else it writes: the standbys learn that this epoch records.
             await self._store.start_change_records(self._context.epoch, self._context.epoch_zk_version)
         await self._initialize_context()
         loaded = self._clock.monotonic()
         await self._initialize_topic_deletion()
+        resend = await self._resend(acknowledged)
         batch = self._new_batch()
         batch.add_update_metadata(self._context.live_or_shutting_down_ids())
         await batch.send()
-        await self._replicas.startup()
+        if resend is not None and resend.brokers:
+            batch.add_update_metadata(resend.brokers, self._context.all_partitions())
+            await batch.send()
+        await self._replicas.startup(resend)
         await self._partitions.startup()
         await self._partitions.trigger_online_partition_state_change()
         if self._reassignment is not None:
@@ -102,11 +112,12 @@ class Workflows:
         context.partitions_being_reassigned = set()
         for topic, assignment in assignments.items():
             await turn_if_held()  # 200 topics of 1,000 partitions: a pass of 200k
-            for partition, replicas in assignment.partitions.items():
-                tp = TopicPartition(topic, partition)
-                context.set_assignment(tp, replicas)
-                if replicas.is_being_reassigned:
-                    context.partitions_being_reassigned.add(tp)
+            context.assignments[topic] = dict(assignment.partitions)
+            context.partitions_being_reassigned.update(
+                TopicPartition(topic, p)
+                for p, replicas in assignment.partitions.items()
+                if replicas.is_being_reassigned
+            )
         context.leadership = await self._leadership(context.all_partitions())
         # The failover's UpdateMetadata to every broker follows, with what these reads show.
         await self._watch_brokers(list(context.live_brokers))
@@ -122,13 +133,33 @@ class Workflows:
     async def _leadership(self, partitions: list[TopicPartition]) -> dict[TopicPartition, LeadershipInfo]:
         """Every partition's state: from the warm standby's view where it can be trusted
         (docs/STANDBY.md), else read from ZooKeeper, all of them."""
+        self._taken_over = False
         if self._standby is not None:
             held = await self._standby.takeover(self._context.epoch, partitions)
             if held is not None:
                 log.info("partition states taken over from the standby view: %d", len(held))
+                self._taken_over = True
                 return held
             log.info("the standby view cannot be taken over; reading every partition state")
         return await self._store.partition_states(partitions)
+
+    async def _resend(self, acknowledged: AcknowledgedChanges | None) -> Resend | None:
+        """What to tell brokers again, after a takeover from the standby view under a mark
+        of what they acknowledged (actors/controller/acknowledged.py); None: everything, as
+        Kafka's failover does."""
+        if acknowledged is None or not self._taken_over or self._standby is None:
+            return None
+        changed = await self._standby.changed_after(acknowledged)
+        if changed is None:
+            log.info("the standby view cannot tell what changed since the mark; resending every state")
+            return None
+        resend = await resend_after(self._context, acknowledged, changed)
+        log.info(
+            "resending %d partition states changed since the acknowledged mark, and everything to brokers %s",
+            len(resend.partitions),
+            sorted(resend.brokers),
+        )
+        return resend
 
     async def _initialize_topic_deletion(self) -> None:
         """Spec §4.1 step 5: queue the marked topics; those with an offline replica or a

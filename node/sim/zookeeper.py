@@ -34,6 +34,7 @@ import itertools
 from collections.abc import Callable
 
 from actors.base.ports import (
+    AcknowledgedChanges,
     BrokerIdTakenError,
     BrokerInfo,
     ChangeRecord,
@@ -130,6 +131,8 @@ class FakeZooKeeper:
         self._change_seq = itertools.count()
         self.change_record_watchers: list[tuple[FakeClusterStore, ChangeRecordWatcher]] = []
         self.change_records_epoch: int | None = None
+        # /keel/acknowledged_changes: the last controller's mark (None: none or cleared).
+        self.acknowledged: AcknowledgedChanges | None = None
         # Set by a simulation: each round trip's delay, and an observer of fenced writes
         # (the writing store, and the controller epoch it stamps on what it writes, or None).
         self.latency: Callable[[], float] | None = None
@@ -257,18 +260,22 @@ class FakeClusterStore:
         self.reachable = asyncio.Event()
         self.reachable.set()
         self.registry = FakeBrokerRegistry(self)
-        # As ZkClusterStore's: whether writes of partition states are recorded.
+        # As ZkClusterStore's: whether writes of partition states are recorded, how many
+        # records this store wrote, and under which controller epoch.
         self.change_records = False
+        self.records_written = 0
+        self._recording_epoch = 0
 
     # --- change records (docs/STANDBY.md), as ZkClusterStore writes them ---
 
     def _record(self, record: ChangeRecord) -> None:
         """With records on, what a write changed, as one record; the oldest trimmed beyond
         what is kept, a batch at a time."""
-        if not self.change_records or not record.changes:
+        if not self.change_records or record.starts_epoch:
             return
         records = self.zk.change_records
         records[next(self.zk._change_seq)] = record
+        self.records_written += 1
         self.zk.fire_change_records()
         if len(records) >= zk_store.RECORDS_KEPT + zk_store._RECORDS_TRIMMED_AT_ONCE:
             for sequence in sorted(records)[: zk_store._RECORDS_TRIMMED_AT_ONCE]:
@@ -285,8 +292,10 @@ class FakeClusterStore:
         await self.round_trip()
         self._check_fence(epoch_zk_version, controller_epoch)
         self.zk.change_records_epoch = controller_epoch
+        self._recording_epoch = controller_epoch
         records = self.zk.change_records
         records[next(self.zk._change_seq)] = ChangeRecord(controller_epoch, ())
+        self.records_written += 1
         self.zk.fire_change_records()
 
     async def change_records_generation(self) -> int | None:
@@ -304,6 +313,15 @@ class FakeClusterStore:
         await self.round_trip()
         sequences = [paths.change_sequence(name) for name in names]
         return [None if s is None else self.zk.change_records.get(s) for s in sequences]
+
+    async def acknowledged_changes(self) -> AcknowledgedChanges | None:
+        await self.round_trip()
+        return self.zk.acknowledged
+
+    async def mark_acknowledged(self, mark: AcknowledgedChanges | None, epoch_zk_version: int) -> None:
+        await self.round_trip()
+        self._check_fence(epoch_zk_version)
+        self.zk.acknowledged = mark
 
     async def round_trip(self) -> None:
         # Every real call is a round trip; yield so concurrency in the tests is real.
@@ -500,6 +518,7 @@ class FakeClusterStore:
                 topic, {**current.partitions, **partitions}, current.topic_id
             )
             self.zk.fire(f"/brokers/topics/{topic}", "topic_modified", topic)
+        self._record(ChangeRecord(self._recording_epoch, (), (topic,)))
 
     def watch_reassignments(self, watcher: ReassignmentWatcher) -> None:
         self.zk.reassignment_watchers.append((self, watcher))
@@ -579,6 +598,7 @@ class FakeClusterStore:
             raise LookupError(f"topic {assignment.topic} does not exist")
         self.zk.topics[assignment.topic] = assignment
         self.zk.fire(f"/brokers/topics/{assignment.topic}", "topic_modified", assignment.topic)
+        self._record(ChangeRecord(self._recording_epoch, (), (assignment.topic,)))
 
     def watch_cluster(self, watcher: ClusterWatcher) -> None:
         self.zk.cluster_watchers.append((self, watcher))

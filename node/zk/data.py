@@ -11,6 +11,7 @@ import msgpack
 import orjson
 
 from actors.base.ports import (
+    AcknowledgedChanges,
     BrokerInfo,
     ChangeRecord,
     LeaderAndIsr,
@@ -433,7 +434,8 @@ _CHANGE_RECORD_VERSION = 1
 def encode_change_record(record: ChangeRecord) -> bytes:
     """msgpack, compact: [1, controller epoch, [[topic, partition, version before, state or
     nil], ...]], a state as [leader, leader epoch, isr, version after, recovering, its
-    controller epoch]. 500 partitions take about 30 KB."""
+    controller epoch], and the topics whose assignment it set after them where there are
+    any. 500 partitions take about 30 KB."""
     changes = [
         [
             tp.topic,
@@ -452,16 +454,22 @@ def encode_change_record(record: ChangeRecord) -> bytes:
         ]
         for tp, before, after in record.changes
     ]
-    packed: bytes = msgpack.packb([_CHANGE_RECORD_VERSION, record.controller_epoch, changes])
+    fields = [_CHANGE_RECORD_VERSION, record.controller_epoch, changes]
+    if record.topics:
+        fields.append(list(record.topics))
+    packed: bytes = msgpack.packb(fields)
     return packed
 
 
 def decode_change_record(what: object, data: bytes | None) -> ChangeRecord:
     """ZNodeDataError for anything but a record as `encode_change_record` writes it."""
     try:
-        version, controller_epoch, raw_changes = msgpack.unpackb(data or b"", strict_map_key=True)
+        version, controller_epoch, raw_changes, *rest = msgpack.unpackb(data or b"", strict_map_key=True)
         if version != _CHANGE_RECORD_VERSION or type(controller_epoch) is not int:
             raise TypeError(f"version {version!r}, controller epoch {controller_epoch!r}")
+        topics = rest[0] if rest else []
+        if len(rest) > 1 or type(topics) is not list or not all(type(t) is str for t in topics):
+            raise TypeError("the topics whose assignment was set")
         changes = []
         for topic, partition, before, raw_state in raw_changes:
             if type(topic) is not str or type(partition) is not int or type(before) is not int:
@@ -481,4 +489,37 @@ def decode_change_record(what: object, data: bytes | None) -> ChangeRecord:
             changes.append(PartitionChange(TopicPartition(topic, partition), before, after))
     except (ValueError, TypeError, msgpack.UnpackException) as e:
         raise ZNodeDataError(f"{what}: not a change record: {e}") from None
-    return ChangeRecord(controller_epoch, tuple(changes))
+    return ChangeRecord(controller_epoch, tuple(changes), tuple(topics))
+
+
+_ACKNOWLEDGED_VERSION = 1
+
+
+def encode_acknowledged_changes(mark: AcknowledgedChanges | None) -> bytes:
+    """msgpack: [1, controller epoch, generation, sequence, [[broker, broker epoch], ...]];
+    no mark is empty data."""
+    if mark is None:
+        return b""
+    brokers = [[b, e] for b, e in sorted(mark.brokers.items())]
+    packed: bytes = msgpack.packb(
+        [_ACKNOWLEDGED_VERSION, mark.controller_epoch, mark.generation, mark.sequence, brokers]
+    )
+    return packed
+
+
+def decode_acknowledged_changes(data: bytes | None) -> AcknowledgedChanges | None:
+    """None for empty data; ZNodeDataError for anything but what the encoding writes."""
+    if not data:
+        return None
+    try:
+        version, epoch, generation, sequence, raw = msgpack.unpackb(data, strict_map_key=True)
+        if version != _ACKNOWLEDGED_VERSION or not all(type(v) is int for v in (epoch, generation, sequence)):
+            raise TypeError(f"version {version!r}")
+        brokers = {}
+        for broker, broker_epoch in raw:
+            if type(broker) is not int or type(broker_epoch) is not int:
+                raise TypeError("a broker and its epoch")
+            brokers[broker] = broker_epoch
+    except (ValueError, TypeError, msgpack.UnpackException) as e:
+        raise ZNodeDataError(f"not a mark of acknowledged changes: {e}") from None
+    return AcknowledgedChanges(epoch, generation, sequence, brokers)

@@ -20,6 +20,7 @@ def broker_id(broker: int) -> str:
 PERSISTENT_PATHS: tuple[str, ...] = (
     "/keel",
     "/keel/controller_changes",
+    "/keel/acknowledged_changes",
     "/consumers",
     BROKERS,
     BROKER_IDS,
@@ -105,6 +106,9 @@ PLANNER = "/keel/planner"
 # fenced multi-op that wrote partition states, when records are on.
 CONTROLLER_CHANGES = "/keel/controller_changes"
 CHANGE_PREFIX = "change-"
+# The newest of them that every live broker has been told and answered (msgpack; empty: no
+# mark), which the controller sets now and then.
+ACKNOWLEDGED_CHANGES = "/keel/acknowledged_changes"
 
 
 def change_sequence(name: str) -> int | None:

@@ -25,6 +25,7 @@ from aiozk.protocol.stat import Stat
 from actors.base.clock import Clock
 from actors.base.loop_slices import SLICE, turn_if_held
 from actors.base.ports import (
+    AcknowledgedChanges,
     BrokerInfo,
     ChangeRecord,
     ChangeRecordWatcher,
@@ -82,8 +83,15 @@ class ZkClusterStore:
         # (controller.standby.enable); the names of the records there, oldest first, once
         # listed (None until the first record is written).
         self.change_records = False
-        # Records this store wrote since it last trimmed.
+        # Records this store wrote, since it last trimmed, and under which controller epoch
+        # (the one that started recording last).
+        self.records_written = 0
         self._since_trim = 0
+        self._recording_epoch = 0
+        # Each topic's assignment as last decoded, by the zxids of the znode's creation and
+        # last change: a read that finds them unchanged reuses it (decoding 1,000 partitions
+        # takes a few milliseconds; a standby decodes every topic before it is elected).
+        self._topics_decoded: dict[str, tuple[int, int, TopicAssignment]] = {}
 
     # --- controller (spec §2.2) ---
 
@@ -236,8 +244,15 @@ class ZkClusterStore:
             reads = (self.zk.get_or_none(paths.topic(name)) for name in names)
         values = await asyncio.gather(*reads)
         assignments = {}
+        decoded = self._topics_decoded
         for name, value in zip(names, values, strict=True):
             if value is None:
+                decoded.pop(name, None)
+                continue
+            zxids = value[1].created_zxid, value[1].last_modified_zxid
+            known = decoded.get(name)
+            if known is not None and known[:2] == zxids:
+                assignments[name] = known[2]
                 continue
             # A topic of 1,000 partitions takes a millisecond or two to decode; 200 of them
             # read together would hold the loop (actors/base/loop_slices.py).
@@ -246,6 +261,8 @@ class ZkClusterStore:
                 assignments[name] = data.decode_topic(name, value[0])
             except data.ZNodeDataError as e:
                 log.warning("ignoring unreadable topic: %s", e)
+                continue
+            decoded[name] = (*zxids, assignments[name])
         return assignments
 
     async def topic_configs(self, topics: set[str]) -> dict[str, dict[str, str]]:
@@ -398,7 +415,7 @@ class ZkClusterStore:
         """Run ops in one multi-op behind the `/controller_epoch` version check (spec §2.4);
         with records on, `record` (what the ops change in partition states) is created last
         in the same multi-op, so it exists if and only if the change does."""
-        recorded = self.change_records and record is not None and bool(record.changes)
+        recorded = self.change_records and record is not None and not record.starts_epoch
         if recorded:
             assert record is not None
             ops = [*ops, self._record_op(record)]
@@ -420,6 +437,9 @@ class ZkClusterStore:
             await self._record_written(epoch_zk_version)
         return results
 
+    def _assignment_record(self, topic: str) -> ChangeRecord:
+        return ChangeRecord(self._recording_epoch, (), (topic,))
+
     # --- change records (docs/STANDBY.md) ---
 
     def _record_op(self, record: ChangeRecord) -> Any:
@@ -434,6 +454,7 @@ class ZkClusterStore:
         a listing made now (whoever wrote them): the standbys rely on that order (a view
         whose last record is still listed missed nothing), which a failed or partial trim
         keeps, since what it deleted is always the oldest."""
+        self.records_written += 1
         self._since_trim += 1
         if self._since_trim < _RECORDS_TRIMMED_AT_ONCE:
             return
@@ -466,6 +487,7 @@ class ZkClusterStore:
     async def start_change_records(self, controller_epoch: int, epoch_zk_version: int) -> None:
         """A controller just elected that records its changes says so: a record with no
         change, and the records' parent's data set to its epoch, in one fenced multi-op."""
+        self._recording_epoch = controller_epoch
         ops = [
             self._record_op(ChangeRecord(controller_epoch, ())),
             self.zk.set_op(paths.CONTROLLER_CHANGES, str(controller_epoch).encode()),
@@ -495,6 +517,23 @@ class ZkClusterStore:
         self.zk.register_handler(
             ZNodeChildChangeHandler(paths.CONTROLLER_CHANGES, watcher.change_records_changed)
         )
+
+    async def acknowledged_changes(self) -> AcknowledgedChanges | None:
+        found = await self.zk.get_or_none(paths.ACKNOWLEDGED_CHANGES)
+        try:
+            return None if found is None else data.decode_acknowledged_changes(found[0])
+        except data.ZNodeDataError as e:
+            log.warning("%s cannot be read: %s", paths.ACKNOWLEDGED_CHANGES, e)
+            return None
+
+    async def mark_acknowledged(self, mark: AcknowledgedChanges | None, epoch_zk_version: int) -> None:
+        ops = [self.zk.set_op(paths.ACKNOWLEDGED_CHANGES, data.encode_acknowledged_changes(mark))]
+        error = _failed(await self._fenced(ops, epoch_zk_version))
+        if isinstance(error, NoNode):  # an operator's doing: made again
+            await self.zk.create_all_if_missing([paths.KEEL, paths.ACKNOWLEDGED_CHANGES])
+            error = _failed(await self._fenced(ops, epoch_zk_version))
+        if error is not None:
+            raise error
 
     async def change_records_named(self, names: list[str]) -> list[ChangeRecord | None]:
         """These records, read by multiRead; None for one gone, or that cannot be read (a
@@ -600,7 +639,7 @@ class ZkClusterStore:
             current = data.decode_topic(topic, raw)
             updated = TopicAssignment(topic, {**current.partitions, **partitions}, current.topic_id)
             op = self.zk.set_op(path, data.encode_topic(updated), stat.version)
-            error = _failed(await self._fenced([op], epoch_zk_version))
+            error = _failed(await self._fenced([op], epoch_zk_version, self._assignment_record(topic)))
             if error is None:
                 return
             if not isinstance(error, BadVersion):
@@ -678,6 +717,7 @@ class ZkClusterStore:
             await self._fenced(
                 [self.zk.set_op(paths.topic(assignment.topic), data.encode_topic(assignment))],
                 epoch_zk_version,
+                self._assignment_record(assignment.topic),
             )
         )
         if error is not None:

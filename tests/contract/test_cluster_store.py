@@ -15,6 +15,7 @@ from kazoo.client import KazooClient
 
 from actors.base.clock import SystemClock
 from actors.base.ports import (
+    AcknowledgedChanges,
     BrokerIdTakenError,
     BrokerInfo,
     ControllerEpoch,
@@ -851,6 +852,37 @@ async def test_each_write_is_recorded_and_the_records_give_zookeepers_states(ens
     await store.delete_topic("t", fence)
     view = await _view_of_records(store)
     assert view.leadership == {} and view.chain_breaks == 0
+
+
+async def test_a_controllers_assignment_writes_are_recorded_by_topic(ensemble: Ensemble) -> None:
+    store = await ensemble.store()
+    store.change_records = True
+    fence = await _controller(store, "t", 2)
+    await store.start_change_records(1, fence)
+    moving = ReplicaAssignment((2, 1), (2,), (1,))
+    await store.set_partition_assignments("t", {0: moving}, fence)
+    topic = (await store.topic_assignments({"t"}))["t"]
+    await store.set_topic_assignment(topic, fence)
+    names = await store.change_record_names()
+    records = await store.change_records_named(names)
+    assert [r.topics if r else None for r in records] == [(), ("t",), ("t",)]
+    assert store.records_written == 3
+
+
+async def test_the_mark_of_acknowledged_changes_is_written_read_cleared_and_fenced(
+    ensemble: Ensemble,
+) -> None:
+    store = await ensemble.store()
+    assert await store.acknowledged_changes() is None
+    fence = await store.register_controller_and_increment_epoch(1)
+    mark = AcknowledgedChanges(1, 77, 12, {1: 100, 2: 200})
+    await store.mark_acknowledged(mark, fence.zk_version)
+    assert await store.acknowledged_changes() == mark
+    with pytest.raises(ControllerMovedError):
+        await store.mark_acknowledged(None, fence.zk_version - 1)
+    assert await store.acknowledged_changes() == mark, "a deposed controller changes nothing"
+    await store.mark_acknowledged(None, fence.zk_version)
+    assert await store.acknowledged_changes() is None
 
 
 async def test_the_oldest_records_are_trimmed_beyond_what_is_kept(

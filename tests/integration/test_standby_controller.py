@@ -1,8 +1,9 @@
 """The warm-standby controller (docs/STANDBY.md, `controller.standby.enable`) on real broker
 processes and a real ZooKeeper: a controller killed with -9, and the next one takes the
 partitions' states over from its standby view rather than read them all, and every partition
-is led again where ZooKeeper and every broker agree. With it off, failover reads every state
-(the other failover tests)."""
+is led again where ZooKeeper and every broker agree; a controller moved once every broker
+acknowledged everything, and the next one resends nothing. With it off, failover reads every
+state (the other failover tests)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import signal
 from kazoo.client import KazooClient
 
 from node.clients.admin import KeelAdminClient
+from node.zk import data, paths
 from tests.integration.conftest import Brokers
 from tests.integration.test_partition_leadership import controller_of, create_topic, settled_to
 from tests.support import eventually
@@ -39,6 +41,38 @@ async def test_a_new_controller_takes_the_states_over_from_its_standby_view(
         lambda: _logged(brokers, second, TAKEN_OVER), timeout=10, message="no takeover from the standby view"
     )
     assert "cannot be taken over" not in brokers.by_id(second).log()
+
+
+async def test_a_controller_moved_after_every_broker_acknowledged_resends_nothing(
+    brokers: Brokers, kazoo: KazooClient
+) -> None:
+    brokers.settings["controller.standby.enable"] = "true"
+    brokers.start(1, 2, 3)
+    first = await controller_of(brokers)
+    await create_topic(brokers.by_id(first), "acked", partitions=40, rf=3)
+    settled = await settled_to(brokers, kazoo, "acked", lambda s: len(s) == 40, "the topic never agreed")
+
+    async def marked() -> bool:
+        names = kazoo.get_children(paths.CONTROLLER_CHANGES)
+        mark = data.decode_acknowledged_changes(kazoo.get(paths.ACKNOWLEDGED_CHANGES)[0])
+        newest = max(s for n in names if (s := paths.change_sequence(n)) is not None)
+        return mark is not None and mark.sequence == newest and set(mark.brokers) == {1, 2, 3}
+
+    await eventually(marked, timeout=15, message="no mark of what every broker acknowledged")
+    kazoo.delete("/controller")
+
+    async def moved() -> int | None:
+        agreed = await brokers.agreed_controller()
+        return agreed[0] if agreed and agreed[1] > 1 else None
+
+    second = await eventually(moved, timeout=20, message="no new controller")
+    await eventually(
+        lambda: _logged(brokers, second, "resending 0 partition states changed since the acknowledged mark"),
+        timeout=10,
+        message="the new controller did not resend only what changed",
+    )
+    # Nobody was told anything new, and every broker still agrees with ZooKeeper.
+    assert await settled_to(brokers, kazoo, "acked", lambda s: len(s) == 40, "disagreed after") == settled
 
 
 async def _logged(brokers: Brokers, broker_id: int, line: str) -> bool:

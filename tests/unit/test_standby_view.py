@@ -1,14 +1,23 @@
 """The warm standby's view (actors/controller/standby.py): records applied in order supersede
 what came before them per partition, one already applied is not applied again, a broken
-version chain is counted, and a view knows when records may have gone unread."""
+version chain is counted, a view knows when records may have gone unread, and what the
+records after a mark of acknowledged changes changed (or that it cannot tell)."""
 
 from __future__ import annotations
 
 import msgpack
 import pytest
 
-from actors.base.ports import ChangeRecord, LeaderAndIsr, LeadershipInfo, PartitionChange, TopicPartition
-from actors.controller.standby import StandbyView
+from actors.base.ports import (
+    AcknowledgedChanges,
+    ChangeRecord,
+    LeaderAndIsr,
+    LeadershipInfo,
+    PartitionChange,
+    TopicPartition,
+)
+from actors.controller import standby
+from actors.controller.standby import Changed, StandbyView
 from node.zk import data
 
 A, B = TopicPartition("t", 0), TopicPartition("t", 1)
@@ -65,6 +74,9 @@ def test_a_change_record_round_trips_and_anything_else_is_refused_in_one_line() 
     )
     record = ChangeRecord(5, changes)
     assert data.decode_change_record("c", data.encode_change_record(record)) == record
+    assigned = ChangeRecord(5, (), ("t", "u"))
+    assert data.decode_change_record("c", data.encode_change_record(assigned)) == assigned
+    assert not assigned.starts_epoch and ChangeRecord(5, ()).starts_epoch
     many = ChangeRecord(
         5,
         tuple(
@@ -79,6 +91,8 @@ def test_a_change_record_round_trips_and_anything_else_is_refused_in_one_line() 
         msgpack.packb([2, 5, []]),
         msgpack.packb([1, 5, [["t", 0, "x", None]]]),
         msgpack.packb([1, 5, [["t", 0, 1, [1, 2, [1], 3, "no", 5]]]]),
+        msgpack.packb([1, 5, [], [7]]),
+        msgpack.packb([1, 5, [], ["t"], "more"]),
     )
     for bad in bad_records:
         with pytest.raises(data.ZNodeDataError, match=r"^change-1: not a change record"):
@@ -101,3 +115,41 @@ def test_a_view_covers_an_epoch_only_if_every_controller_since_its_load_recorded
     fresh = StandbyView()
     fresh.load({}, applied=-1)
     assert fresh.covers(1), "no controller yet when it loaded: the first one's records are all"
+
+
+def mark(sequence: int, generation: int = 7) -> AcknowledgedChanges:
+    return AcknowledgedChanges(3, generation, sequence, {1: 10, 2: 20})
+
+
+def test_a_view_tells_what_the_records_after_a_mark_changed() -> None:
+    view = StandbyView()
+    assert view.changed_after(mark(0)) is None, "never loaded"
+    view.load({}, applied=5, generation=7)
+    view.apply(6, ChangeRecord(3, (PartitionChange(A, -1, state(1, 0, 0)),)))
+    view.apply(8, ChangeRecord(3, (), ("u",)))
+    view.apply(9, ChangeRecord(3, (PartitionChange(B, -1, state(1, 0, 0)),)))
+    assert view.changed_after(mark(9)) == Changed(set(), set())
+    assert view.changed_after(mark(6)) == Changed({B}, {"u"})
+    assert view.changed_after(mark(5)) == Changed({A, B}, {"u"})
+    assert view.changed_after(mark(4)) is None, "loaded after the mark: what came between is unknown"
+    assert view.changed_after(mark(9, generation=8)) is None, "another parent's numbering"
+
+
+def test_a_view_forgets_the_oldest_records_beyond_what_it_keeps(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(standby, "RECENT_PARTITIONS_KEPT", 2)
+    view = StandbyView()
+    view.load({}, applied=0, generation=7)
+    for sequence in range(1, 4):
+        tp = TopicPartition("t", sequence)
+        view.apply(sequence, ChangeRecord(3, (PartitionChange(tp, -1, state(1, 0, 0)),)))
+    assert view.recent_after == 1, "record 1 forgotten: two partitions are kept"
+    assert view.changed_after(mark(0)) is None
+    assert view.changed_after(mark(1)) == Changed({TopicPartition("t", 2), TopicPartition("t", 3)}, set())
+
+
+def test_a_mark_of_acknowledged_changes_round_trips_and_anything_else_is_refused() -> None:
+    assert data.decode_acknowledged_changes(data.encode_acknowledged_changes(mark(9))) == mark(9)
+    assert data.encode_acknowledged_changes(None) == b"" and data.decode_acknowledged_changes(b"") is None
+    for bad in (b"\x01", msgpack.packb([2, 3, 7, 9, []]), msgpack.packb([1, 3, 7, 9, [[1, "x"]]])):
+        with pytest.raises(data.ZNodeDataError, match=r"^not a mark of acknowledged changes"):
+            data.decode_acknowledged_changes(bad)
