@@ -13,7 +13,10 @@ partition state) by one bare aiozk client, with pipelined single reads and with 
     .venv/bin/python -m bench.failover [--partitions 100000] [--runs 3] [--standby]
 
 `--standby` runs the brokers with `controller.standby.enable` (docs/STANDBY.md): each new
-controller takes the states over from its standby view rather than read them.
+controller takes the states over from its standby view rather than read them, and resends
+only what changed since the last mark of what every broker acknowledged. Each run starts from
+a quiet cluster: the controller idle with every request answered (and, with the standby, that
+marked).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from node.broker.gc_tuning import tune_gc
 from node.clients.admin import KeelAdminClient
 from node.cluster.local import LocalCluster
 from node.cluster.zookeeper import EmbeddedZooKeeper
+from node.zk import data, paths
 from node.zk.client import ZooKeeperClient
 
 T = TypeVar("T")
@@ -155,9 +159,9 @@ async def controller_epochs(ports: list[int]) -> list[int]:
     return list(await asyncio.gather(*(one(p) for p in ports)))
 
 
-async def controller_idle(ports: list[int]) -> tuple[int, int] | None:
-    """(controller id, epoch) once one broker is the controller with nothing queued, running,
-    or waiting for a broker's answer: the cluster is quiet."""
+async def controller_idle(ports: list[int], *, answered: bool = False) -> tuple[int, int] | None:
+    """(controller id, epoch) once one broker is the controller with nothing queued or
+    running (`answered`: nor waiting for a broker's answer)."""
     for port in ports:
         try:
             async with KeelAdminClient(f"127.0.0.1:{port}", timeout=5) as admin:
@@ -169,6 +173,7 @@ async def controller_idle(ports: list[int]) -> tuple[int, int] | None:
             m.get("ActiveControllerCount") == 1
             and m.get("EventQueueSize") == 0
             and m.get("ControllerState") == 0
+            and (not answered or m.get("TotalQueueSize") == 0)
         ):
             return answer.controller_id, answer.controller_epoch
     return None
@@ -184,8 +189,32 @@ async def wait_for(probe, timeout: float, interval: float = 0.02):  # type: igno
     raise RuntimeError("timed out")
 
 
-async def one_failover(connect: str, ports: list[int]) -> tuple[float, float]:
-    _, epoch = await wait_for(lambda: controller_idle(ports), timeout=300, interval=0.2)
+async def acknowledged_to_newest(zk: ZooKeeperClient) -> bool:
+    """Whether the controller has marked the newest change record as acknowledged by every
+    broker (docs/STANDBY.md): what a cluster that has been quiet for a second has."""
+    names = await zk.children(paths.CONTROLLER_CHANGES)
+    found = await zk.get_or_none(paths.ACKNOWLEDGED_CHANGES)
+    mark = None if found is None else data.decode_acknowledged_changes(found[0])
+    newest = max((s for n in names if (s := paths.change_sequence(n)) is not None), default=None)
+    return mark is not None and mark.sequence == newest
+
+
+async def quiet(connect: str, ports: list[int], *, standby: bool) -> int:
+    """Until the controller is idle with every request answered and, with the standby, has
+    marked that; returns its epoch."""
+    _, epoch = await wait_for(lambda: controller_idle(ports, answered=True), timeout=300, interval=0.2)
+    if standby:
+        client = ZooKeeperClient(connect, session_timeout_s=30, connection_timeout_s=10)
+        await client.start()
+        try:
+            await wait_for(lambda: acknowledged_to_newest(client), timeout=60, interval=0.2)
+        finally:
+            await client.close()
+    return int(epoch)
+
+
+async def one_failover(connect: str, ports: list[int], *, standby: bool) -> tuple[float, float]:
+    epoch = await quiet(connect, ports, standby=standby)
     zk = zk_client(connect)
     await zk.start()
     started = time.perf_counter()
@@ -238,7 +267,7 @@ def main() -> None:
             ports = [b.port for b in cluster.all]
             keel, raw_single, raw_multi = [], [], []
             for run in range(1, args.runs + 1):
-                to_update, to_idle = uvloop.run(one_failover(connect, ports))
+                to_update, to_idle = uvloop.run(one_failover(connect, ports, standby=args.standby))
                 single = uvloop.run(raw_reads(connect, args.partitions, multi_read=False))
                 multi = uvloop.run(raw_reads(connect, args.partitions, multi_read=True))
                 keel.append((to_update, to_idle))
