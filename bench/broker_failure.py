@@ -51,7 +51,9 @@ async def elections_done(port: int) -> float:
         return (await admin.describe_controller()).metrics["LeaderElectionRateAndTimeMs.count"]
 
 
-async def measure(connect: str, cluster: LocalCluster, partitions: int) -> tuple[float, float, int]:
+async def measure(
+    connect: str, cluster: LocalCluster, partitions: int, timeout_s: float = 120.0
+) -> tuple[float, float, int]:
     ports = {b.broker_id: b.port for b in cluster.all}
     controller, _ = await wait_for(lambda: controller_idle(list(ports.values())), timeout=300, interval=0.2)
     victim = next(b for b in BROKERS if b != controller)
@@ -90,7 +92,7 @@ async def measure(connect: str, cluster: LocalCluster, partitions: int) -> tuple
         )
 
     moved_task = asyncio.create_task(leaders_moved_on_survivors(ports, controller, victim))
-    await wait_for(finished, timeout=120, interval=0.01)
+    await wait_for(finished, timeout=timeout_s, interval=0.01)
     elapsed = time.perf_counter() - disappeared
     moved = await moved_task - disappeared
     async with KeelAdminClient(f"127.0.0.1:{ports[controller]}", timeout=5) as admin:

@@ -65,6 +65,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--runs", type=int, default=3, help="failovers per size")
     parser.add_argument("--standby", action="store_true", help="the brokers run the warm standby")
     parser.add_argument("--settle-timeout", type=float, default=900.0)
+    parser.add_argument("--failure-timeout", type=float, default=900.0, help="for the broker failure")
     parser.add_argument("--zk-heap-mb", type=int, default=4096)
     parser.add_argument("--table", type=Path, help="write the table here (markdown)")
     parser.add_argument("--plot", type=Path, help="write the plot here (PNG)")
@@ -109,7 +110,11 @@ def one_size(zookeeper: EmbeddedZooKeeper, home: Path, partitions: int, args: ar
         size.multi_read_s = uvloop.run(raw_reads(connect, partitions, multi_read=True))
         uvloop.run(quiet(connect, ports, standby=args.standby))
         size.controller = uvloop.run(_controller(ports))
-        _, elapsed, led = uvloop.run(broker_failure(connect, cluster, partitions))
+        try:
+            _, elapsed, led = uvloop.run(broker_failure(connect, cluster, partitions, args.failure_timeout))
+        except RuntimeError as e:  # bench.failover.wait_for's timeout
+            print(f"{partitions}: broker failure: {e} after {args.failure_timeout:.0f} s")
+            return size
         size.broker_failure_s = elapsed
         print(f"{partitions}: broker failure, {led} leaders: controller idle after {elapsed:.2f} s")
         return size
@@ -138,12 +143,17 @@ def table(sizes: list[Size], args: argparse.Namespace) -> str:
         if s.settled_s is None:
             lines.append(f"| {s.partitions:,} | not settled in {args.settle_timeout:.0f} s | | | | | |")
             continue
+        failure = (
+            f"not idle in {args.failure_timeout:.0f} s"
+            if s.broker_failure_s is None
+            else f"{s.broker_failure_s:.2f} s"
+        )
         failover = statistics.median(s.failover_s)
         idle = statistics.median(s.failover_idle_s)
         runs = ", ".join(f"{v:.2f}" for v in s.failover_s)
         lines.append(
             f"| {s.partitions:,} | {s.settled_s:.1f} s | {failover:.2f} s (runs {runs}) | {idle:.2f} s "
-            f"| {s.broker_failure_s:.2f} s | {s.multi_read_s:.2f} s "
+            f"| {failure} | {s.multi_read_s:.2f} s "
             f"| {s.per_partition_kib(True):.2f} / {s.per_partition_kib(False):.2f} KiB |"
         )
     return "\n".join(lines) + "\n"
@@ -162,7 +172,9 @@ def plot(sizes: list[Size], path: Path, standby: bool) -> None:
         "settle": [s.settled_s for s in done],
         "failover: UpdateMetadata at every broker": [statistics.median(s.failover_s) for s in done],
         "failover: controller idle": [statistics.median(s.failover_idle_s) for s in done],
-        "broker failure: controller idle": [s.broker_failure_s for s in done],
+        "broker failure: controller idle": [
+            float("nan") if s.broker_failure_s is None else s.broker_failure_s for s in done
+        ],
         "bare multiRead of the states": [s.multi_read_s for s in done],
     }
     for label, values in series.items():

@@ -18,6 +18,7 @@ moves every replica Online, three lines per partition.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections.abc import Callable, Iterable
 
@@ -77,24 +78,48 @@ class ReplicaStateMachine:
         """Online replicas get LeaderAndIsr with the current state (those `resend` covers,
         where given: the rest have it already); offline ones leave the ISR."""
         online, offline = [], []
+        context = self._context
+        resent_by_topic: dict[str, list[TopicPartition]] = {}
+        for tp in () if resend is None else resend.partitions:
+            resent_by_topic.setdefault(tp.topic, []).append(tp)
         # Topic by topic (all_replicas would make 600k replicas at 200k partitions in one step).
-        for topic, partitions in list(self._context.assignments.items()):
+        for topic, partitions in list(context.assignments.items()):
             await turn_if_held()
+            if resend is not None and self._assume_online(topic, partitions, resend):
+                online += [
+                    PartitionReplica(tp, r)
+                    for tp in resent_by_topic.get(topic, ())
+                    for r in context.replicas(tp)
+                ]
+                continue
             replicas = [
                 PartitionReplica(tp, r)
                 for tp in (TopicPartition(topic, p) for p in partitions)
-                for r in self._context.replicas(tp)
+                for r in context.replicas(tp)
             ]
             for replica in replicas:
-                if self._context.is_replica_online(replica.replica, replica.tp):
-                    self._context.replica_states[replica] = ReplicaState.ONLINE
+                if context.is_replica_online(replica.replica, replica.tp):
+                    context.replica_states[replica] = ReplicaState.ONLINE
                     if resend is None or resend.covers(replica):
                         online.append(replica)
                 else:
-                    self._context.replica_states[replica] = ReplicaState.DELETION_INELIGIBLE
+                    context.replica_states[replica] = ReplicaState.DELETION_INELIGIBLE
                     offline.append(replica)
         await self.handle_state_changes(online, ReplicaState.ONLINE)
         await self.handle_state_changes(offline, ReplicaState.OFFLINE)
+
+    def _assume_online(self, topic: str, partitions: dict[int, ReplicaAssignment], resend: Resend) -> bool:
+        """A topic all of whose replicas are on online brokers, none told everything again,
+        and no log directory offline anywhere: every replica is Online, taken as a whole
+        (ReplicaStates.assume_online) rather than one entry each. False otherwise."""
+        context = self._context
+        if context.replicas_on_offline_dirs:
+            return False
+        brokers = set(itertools.chain.from_iterable(a.replicas for a in partitions.values()))
+        if brokers & resend.brokers or not all(context.is_replica_online(b) for b in brokers):
+            return False
+        context.replica_states.assume_online(topic, dict(partitions))
+        return True
 
     async def handle_state_changes(self, replicas: Iterable[PartitionReplica], target: ReplicaState) -> None:
         valid = []

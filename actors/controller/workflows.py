@@ -118,7 +118,7 @@ class Workflows:
                 for p, replicas in assignment.partitions.items()
                 if replicas.is_being_reassigned
             )
-        context.leadership = await self._leadership(context.all_partitions())
+        context.leadership = await self._leadership()
         # The failover's UpdateMetadata to every broker follows, with what these reads show.
         await self._watch_brokers(list(context.live_brokers))
         for broker in context.live_brokers.values():
@@ -130,18 +130,20 @@ class Workflows:
             len(context.leadership),
         )
 
-    async def _leadership(self, partitions: list[TopicPartition]) -> dict[TopicPartition, LeadershipInfo]:
+    async def _leadership(self) -> dict[TopicPartition, LeadershipInfo]:
         """Every partition's state: from the warm standby's view where it can be trusted
         (docs/STANDBY.md), else read from ZooKeeper, all of them."""
         self._taken_over = False
+        context = self._context
         if self._standby is not None:
-            held = await self._standby.takeover(self._context.epoch, partitions)
+            assigned = {topic: partitions.keys() for topic, partitions in context.assignments.items()}
+            held = await self._standby.takeover(context.epoch, assigned)
             if held is not None:
                 log.info("partition states taken over from the standby view: %d", len(held))
                 self._taken_over = True
                 return held
             log.info("the standby view cannot be taken over; reading every partition state")
-        return await self._store.partition_states(partitions)
+        return await self._store.partition_states(context.all_partitions())
 
     async def _resend(self, acknowledged: AcknowledgedChanges | None) -> Resend | None:
         """What to tell brokers again, after a takeover from the standby view under a mark

@@ -803,6 +803,13 @@ async def _controller(store: FakeClusterStore | ZkClusterStore, topic: str, part
     return epoch.zk_version
 
 
+def by_topic(partitions: list[TopicPartition]) -> dict[str, set[int]]:
+    ids: dict[str, set[int]] = {}
+    for tp in partitions:
+        ids.setdefault(tp.topic, set()).add(tp.partition)
+    return ids
+
+
 async def _view_of_records(store: FakeClusterStore | ZkClusterStore) -> StandbyView:
     view = StandbyView()
     view.load({}, applied=-1)
@@ -945,21 +952,21 @@ async def test_a_view_of_a_records_parent_made_again_or_of_an_unreadable_record_
     follower.start()
     await eventually(lambda: _loaded(follower), timeout=10, message="the first load")
     await follower.stop()
-    assert await follower.takeover(2, partitions) is not None
+    assert await follower.takeover(2, by_topic(partitions)) is not None
 
     for name in await controller.change_record_names():
         await controller.zk.delete(f"{paths.CONTROLLER_CHANGES}/{name}")
     await controller.zk.delete(paths.CONTROLLER_CHANGES)
     state = (await controller.partition_states([partitions[0]]))[partitions[0]].leader_and_isr
     await controller.update_partition_states({partitions[0]: state._replace(leader_epoch=4)}, 1, fence)
-    assert await follower.takeover(2, partitions) is None, "a parent made again"
+    assert await follower.takeover(2, by_topic(partitions)) is None, "a parent made again"
 
     again = StandbyFollower(broker, retry_s=0.1)
     again.start()
     await eventually(lambda: _loaded(again), timeout=10, message="the load on the new parent")
     await again.stop()
     await controller.zk.create(f"{paths.CONTROLLER_CHANGES}/{paths.CHANGE_PREFIX}9999999999", b"\x93\x02")
-    assert await again.takeover(2, partitions) is None, "an unreadable record"
+    assert await again.takeover(2, by_topic(partitions)) is None, "an unreadable record"
     await real.close()
 
 
@@ -1030,7 +1037,7 @@ async def test_a_takeover_from_the_standby_view_gives_zookeepers_states_only_if_
     partitions = [TopicPartition("s", p) for p in range(3)]
     await first.create_partition_states({tp: LeaderAndIsr(1, 0, (1, 2)) for tp in partitions}, 1, fence)
     follower = StandbyFollower(standby, retry_s=0.1)
-    assert await follower.takeover(2, partitions) is None, "a view never loaded"
+    assert await follower.takeover(2, by_topic(partitions)) is None, "a view never loaded"
     follower.start()
     await eventually(lambda: _loaded(follower), timeout=10, message="the first load")
 
@@ -1040,7 +1047,7 @@ async def test_a_takeover_from_the_standby_view_gives_zookeepers_states_only_if_
     await first.delete_controller(fence)
     won = await standby.register_controller_and_increment_epoch(2)
     await standby.start_change_records(won.epoch, won.zk_version)
-    taken = await follower.takeover(won.epoch, partitions)
+    taken = await follower.takeover(won.epoch, by_topic(partitions))
     assert taken == await standby.partition_states(partitions)
     assert taken is not None and taken[partitions[0]].leader_and_isr.leader == 2
 
@@ -1052,7 +1059,7 @@ async def test_a_takeover_from_the_standby_view_gives_zookeepers_states_only_if_
     await quiet.update_partition_states({partitions[1]: state._replace(leader_epoch=5)}, 3, silent.zk_version)
     await quiet.delete_controller(silent.zk_version)
     again = await standby.register_controller_and_increment_epoch(2)
-    assert await follower.takeover(again.epoch, partitions) is None
+    assert await follower.takeover(again.epoch, by_topic(partitions)) is None
     await follower.stop()
 
 

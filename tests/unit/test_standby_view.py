@@ -36,6 +36,7 @@ def test_records_applied_in_order_leave_zookeepers_states() -> None:
     )
     assert view.apply(12, ChangeRecord(3, (PartitionChange(A, 1, None),)))
     assert view.leadership == {B: state(1, 0, 0)} and view.applied == 12 and view.chain_breaks == 0
+    assert view.partitions == {"t": {1}}, "the ids by topic follow the states"
     assert not view.apply(12, ChangeRecord(3, (PartitionChange(B, 0, None),))), "applied twice"
     assert view.leadership == {B: state(1, 0, 0)}
 
