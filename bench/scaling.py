@@ -100,8 +100,10 @@ def one_size(zookeeper: EmbeddedZooKeeper, home: Path, partitions: int, args: ar
             print(f"{partitions}: not settled within {args.settle_timeout:.0f} s")
             return size
         size.settled_s = time.perf_counter() - started
+        size.controller = uvloop.run(_controller(ports))
         size.rss_kib = {b.broker_id: b.rss_kib() for b in cluster.all}
-        print(f"{partitions}: settled in {size.settled_s:.1f} s; RSS KiB {size.rss_kib}")
+        print(f"{partitions}: settled in {size.settled_s:.1f} s, controller {size.controller}")
+        print(f"{partitions}: resident KiB {size.rss_kib}")
         for run in range(1, args.runs + 1):
             to_update, to_idle = uvloop.run(one_failover(connect, ports, standby=args.standby))
             size.failover_s.append(to_update)
@@ -109,7 +111,6 @@ def one_size(zookeeper: EmbeddedZooKeeper, home: Path, partitions: int, args: ar
             print(f"{partitions}: failover {run}: everywhere {to_update:.2f} s, idle {to_idle:.2f} s")
         size.multi_read_s = uvloop.run(raw_reads(connect, partitions, multi_read=True))
         uvloop.run(quiet(connect, ports, standby=args.standby))
-        size.controller = uvloop.run(_controller(ports))
         try:
             _, elapsed, led = uvloop.run(broker_failure(connect, cluster, partitions, args.failure_timeout))
         except RuntimeError as e:  # bench.failover.wait_for's timeout
