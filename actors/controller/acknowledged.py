@@ -31,7 +31,9 @@ class AcknowledgedMarker:
     """Keeps `/keel/acknowledged_changes` current while this broker is controller: `poke`
     after each event schedules a look (the `due` callback queues it as an event) when the
     records written, the live brokers or the offline log directories moved since the last
-    mark; `mark` on the event queue writes it once nothing sent is unanswered."""
+    mark; `mark` on the event queue writes it once nothing sent is unanswered and no answer
+    waits on the queue, or clears it while replicas sit on failed log directories; `clear`
+    clears it at once, as the controller starts learning of such replicas."""
 
     def __init__(
         self,
@@ -39,13 +41,18 @@ class AcknowledgedMarker:
         store: ClusterStore,
         channel: BrokerChannel,
         clock: Clock,
+        *,
         due: Callable[[], None],
+        queued_events: Callable[[], int] = lambda: 0,
     ) -> None:
         self._context = context
         self._store = store
         self._channel = channel
         self._clock = clock
         self._due = due
+        # Events waiting on the controller's queue: a broker's answer is handed over as one
+        # (a LeaderAndIsr's storage errors among them), so none may wait behind a mark.
+        self._queued_events = queued_events
         self._timer: Cancellable | None = None
         # What the last mark written covered; None: none written by this controller.
         self._marked: tuple[int, dict[int, int], bool] | None = None
@@ -70,23 +77,34 @@ class AcknowledgedMarker:
         brokers = {b: r.broker_epoch for b, r in context.live_brokers.items()}
         return self._store.records_written, brokers, bool(context.replicas_on_offline_dirs)
 
+    async def clear(self) -> None:
+        """No mark, at once: this controller is learning which replicas sit on failed log
+        directories, which only the brokers' answers to a full LeaderAndIsr tell a new
+        controller (a log-dir event notification, storage errors in an answer)."""
+        await self._store.mark_acknowledged(None, self._context.epoch_zk_version)
+        self._marked = None
+        log.info("the mark of acknowledged changes is cleared: log directories failed")
+
     async def mark(self) -> None:
-        if self._channel.total_queue_size:
-            self.poke()  # still unanswered: look again later
-            return
         covered = self._covered()
         if covered == self._marked:
             return
         written, brokers, offline_dirs = covered
-        mark = None
-        if not offline_dirs:
+        if offline_dirs:
             # Which replicas are on failed directories only the brokers' answers to a full
             # LeaderAndIsr tell a new controller: while there are any, no mark.
-            names = await self._store.change_record_names()
-            generation = await self._store.change_records_generation()
-            sequences = [s for name in names if (s := record_sequence(name)) is not None]
-            if sequences and generation is not None:
-                mark = AcknowledgedChanges(self._context.epoch, generation, max(sequences), brokers)
+            await self._store.mark_acknowledged(None, self._context.epoch_zk_version)
+            self._marked = covered
+            return
+        if self._channel.total_queue_size or self._queued_events():
+            self.poke()  # still unanswered, or an answer not yet handled: look again later
+            return
+        mark = None
+        names = await self._store.change_record_names()
+        generation = await self._store.change_records_generation()
+        sequences = [s for name in names if (s := record_sequence(name)) is not None]
+        if sequences and generation is not None:
+            mark = AcknowledgedChanges(self._context.epoch, generation, max(sequences), brokers)
         await self._store.mark_acknowledged(mark, self._context.epoch_zk_version)
         self._marked = covered
         log.debug("acknowledged changes marked: %s (%d records written)", mark, written)

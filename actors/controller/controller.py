@@ -197,7 +197,11 @@ class KafkaController:
             standby=self.standby,
         )
         self.log_dir_failures = LogDirFailures(
-            context=self.context, store=store, replicas=self.replica_state_machine, workflows=self.workflows
+            context=self.context,
+            store=store,
+            replicas=self.replica_state_machine,
+            workflows=self.workflows,
+            forget_acknowledged=self._forget_acknowledged if self.standby is not None else None,
         )
         self.leader_elections = LeaderElections(
             context=self.context,
@@ -209,7 +213,12 @@ class KafkaController:
         self.acknowledged: AcknowledgedMarker | None = None
         if self.standby is not None:
             self.acknowledged = AcknowledgedMarker(
-                self.context, store, channel, clock, self._watch.acknowledged_mark_due
+                self.context,
+                store,
+                channel,
+                clock,
+                due=self._watch.acknowledged_mark_due,
+                queued_events=lambda: self.event_manager.queue_size,
             )
 
     # --- public API: called by the broker; everything else happens on the event queue ---
@@ -669,6 +678,10 @@ class KafkaController:
                 log.info("broker %d: /controller already belongs to another broker", self.broker_id)
         elif self.active_controller_id == -1:
             self.event_manager.put(Reelect())
+
+    async def _forget_acknowledged(self) -> None:
+        if self.acknowledged is not None:
+            await self.acknowledged.clear()
 
     async def _on_controller_resignation(self, *, log_line: bool = True) -> None:
         if log_line:

@@ -13,6 +13,7 @@ another leader from the ISR, and they leave the ISR.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 from actors.base.ports import ClusterStore, TopicPartition
 from actors.controller.context import ControllerContext, PartitionReplica, ReplicaState
@@ -32,21 +33,31 @@ class LogDirFailures:
         store: ClusterStore,
         replicas: ReplicaStateMachine,
         workflows: Workflows,
+        forget_acknowledged: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._context = context
         self._store = store
         self._replicas = replicas
         self._workflows = workflows
+        # With the warm standby: clears the mark of what brokers acknowledged, so that a
+        # successor resends every LeaderAndIsr, whose answers are how it learns which
+        # replicas sit on failed directories (actors/controller/acknowledged.py).
+        self._forget_acknowledged = forget_acknowledged
 
     async def on_failover(self) -> None:
         """Spec §4.1 steps 2 and 3: watch the notifications and drop those already there
-        (the failover's LeaderAndIsr to every replica finds the offline ones anyway)."""
+        (the failover's LeaderAndIsr to every replica finds the offline ones anyway; with the
+        standby's mark cleared first, so that it is to every replica)."""
         events = await self._store.log_dir_events(watch=True)
         if events:
+            if self._forget_acknowledged is not None:
+                await self._forget_acknowledged()
             await self._store.delete_log_dir_events(list(events), self._context.epoch_zk_version)
 
     async def on_log_dir_event_notification(self) -> None:
         events = await self._store.log_dir_events(watch=True)
+        if events and self._forget_acknowledged is not None:
+            await self._forget_acknowledged()
         try:
             brokers = sorted({b for b in events.values() if b is not None})
             if brokers:
@@ -84,5 +95,7 @@ class LogDirFailures:
                 len(newly),
                 newly[0],
             )
+            if self._forget_acknowledged is not None:
+                await self._forget_acknowledged()
             offline_replicas = [PartitionReplica(tp, broker_id) for tp in newly]
             await self._workflows.on_replicas_become_offline(offline_replicas)

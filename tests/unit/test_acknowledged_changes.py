@@ -62,7 +62,10 @@ async def test_the_mark_waits_for_every_answer_and_is_cleared_by_a_failed_log_di
     context.epoch, context.epoch_zk_version = fence.epoch, fence.zk_version
     channel, clock, due = FakeBrokerChannel(), ManualClock(), []
     channel.brokers = {1, 2}
-    marker = AcknowledgedMarker(context, store, channel, clock, lambda: due.append(1))
+    queued = [0]
+    marker = AcknowledgedMarker(
+        context, store, channel, clock, due=lambda: due.append(1), queued_events=lambda: queued[0]
+    )
 
     channel.down.add(2)
     channel.send(2, UpdateMetadataRequest(controller_id=1, controller_epoch=1, broker_epoch=20))
@@ -74,6 +77,10 @@ async def test_the_mark_waits_for_every_answer_and_is_cleared_by_a_failed_log_di
     assert clock.pending() == [MARK_DELAY_S], "it looks again later"
 
     channel.bring_up(2)
+    queued[0] = 1  # its answer, handed over as an event still queued
+    await marker.mark()
+    assert zk.acknowledged is None, "an answer not yet handled"
+    queued[0] = 0
     await marker.mark()
     newest = max(zk.change_records)
     assert zk.acknowledged == AcknowledgedChanges(1, 1, newest, {1: 10, 2: 20})
@@ -82,9 +89,17 @@ async def test_the_mark_waits_for_every_answer_and_is_cleared_by_a_failed_log_di
     assert clock.pending() == [], "nothing moved since the mark"
 
     context.replicas_on_offline_dirs[2] = {TopicPartition("t", 0)}
-    marker.poke()
+    channel.down.add(2)
+    channel.send(2, UpdateMetadataRequest(controller_id=1, controller_epoch=1, broker_epoch=20))
     await marker.mark()
     assert zk.acknowledged is None, "a failed directory is learnt only from a full LeaderAndIsr"
+    assert clock.pending() == [], "cleared at once, whatever is unanswered"
+    context.replicas_on_offline_dirs.clear()
+    channel.bring_up(2)
+    await marker.mark()
+    assert zk.acknowledged is not None
+    await marker.clear()
+    assert zk.acknowledged is None
 
 
 def created(cluster: ControllerCluster, states: int) -> Callable[[], Awaitable[bool]]:
@@ -177,5 +192,40 @@ async def test_a_new_controller_resends_only_what_changed_after_the_mark() -> No
         assert not [r for _, r in channel.sent if isinstance(r, LeaderAndIsrRequest)]
         metadata = [r for _, r in channel.sent if isinstance(r, UpdateMetadataRequest)]
         assert metadata and all(not r.partition_states for r in metadata), "the new epoch, no partitions"
+    finally:
+        await cluster.stop()
+
+
+async def test_a_failed_log_directory_clears_the_mark_and_the_next_controller_resends_everything() -> None:
+    """Which replicas a failed directory holds, a new controller learns only from the answers
+    to a full LeaderAndIsr: the notification clears the mark before it is deleted."""
+    cluster = ControllerCluster()
+    try:
+        await started(cluster, 1, 2, 3, **STANDBY)
+        await cluster.create_topic("t", {p: (1, 2, 3) for p in range(6)})
+        await eventually(created(cluster, 6), timeout=2, message="t not created")
+        await mark_written(cluster)
+        first = cluster.controller.broker_id
+        await cluster.stores[first].propagate_log_dir_event(2)
+        await eventually(
+            settled(cluster, lambda: cluster.zk.acknowledged is None and not cluster.zk.log_dir_events),
+            timeout=2,
+            message="the notification did not clear the mark",
+        )
+        for channel in cluster.channels.values():
+            channel.take()
+        await cluster.stores[first].force_delete_controller()
+        await eventually(
+            settled(cluster, lambda: bool(cluster.active()) and cluster.controller.context.epoch == 2),
+            timeout=2,
+            message="no new controller",
+        )
+        second = cluster.controller
+        told = {
+            TopicPartition(s.topic, s.partition)
+            for request in leader_and_isr_to(cluster.channels[second.broker_id], 2)
+            for s in request.partition_states
+        }
+        assert told == {TopicPartition("t", p) for p in range(6)}, "broker 2 heard every partition again"
     finally:
         await cluster.stop()
