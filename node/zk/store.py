@@ -231,8 +231,12 @@ class ZkClusterStore:
 
     async def topics(self, *, watch: bool = False) -> set[str]:
         if watch:
-            return set(await self.zk.watch_children(paths.BROKER_TOPICS))
-        return set(await self.zk.children(paths.BROKER_TOPICS))
+            topics = set(await self.zk.watch_children(paths.BROKER_TOPICS))
+        else:
+            topics = set(await self.zk.children(paths.BROKER_TOPICS))
+        for gone in self._topics_decoded.keys() - topics:
+            del self._topics_decoded[gone]  # deleted: its assignment will not be read again
+        return topics
 
     async def topic_assignments(self, topics: set[str], *, watch: bool = False) -> dict[str, TopicAssignment]:
         """`watch` arms each topic's data watch by the getData that reads it (pipelined, one

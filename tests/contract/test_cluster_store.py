@@ -915,6 +915,26 @@ async def test_the_oldest_records_are_trimmed_beyond_what_is_kept(
     assert view.leadership[tp] == (await store.partition_states([tp]))[tp]
 
 
+async def test_a_topics_assignment_is_decoded_again_only_once_its_znode_changed(zk_connect: str) -> None:
+    """ZooKeeper's own (the fake decodes nothing): what was decoded is kept by the zxids of
+    the topic znode's creation and last change, and forgotten once the topic is gone."""
+    real = RealEnsemble(zk_connect)
+    store = await real.store()
+    original = TopicAssignment("cached", {0: ReplicaAssignment((1, 2))}, "AAAAAAAAAAAAAAAAAAAAAA")
+    await topic_admin(store).create_topic(original, {})
+    first = (await store.topic_assignments({"cached"}))["cached"]
+    assert (await store.topic_assignments({"cached"}, watch=True))["cached"] is first, "unchanged: kept"
+    fence = await store.register_controller_and_increment_epoch(1)
+    moved = TopicAssignment("cached", {0: ReplicaAssignment((2, 1))}, original.topic_id)
+    await store.set_topic_assignment(moved, fence.zk_version)
+    assert (await store.topic_assignments({"cached"}))["cached"] == moved, "changed: decoded again"
+    await store.zk.delete(paths.topic("cached"))
+    assert "cached" not in await store.topics()
+    await topic_admin(store).create_topic(original, {})
+    assert (await store.topic_assignments({"cached"}))["cached"] == original, "made again: decoded again"
+    await real.close()
+
+
 async def test_a_write_after_the_records_parent_was_deleted_makes_it_again(zk_connect: str) -> None:
     """ZooKeeper's own: the fake has no parent to delete."""
     real = RealEnsemble(zk_connect)
