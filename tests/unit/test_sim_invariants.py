@@ -5,6 +5,7 @@ needed), and to let pass what is allowed."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import random
 from types import SimpleNamespace
@@ -240,32 +241,39 @@ def test_a_broker_back_from_a_power_loss_that_a_state_names_leader_leads_as_it_s
     assert checker.unclean_elections(TP) == 1
 
 
-def test_replicas_that_differ_below_the_high_watermark_keep_the_run_from_settling() -> None:
+async def _settled_topic_on_three() -> tuple[
+    FakeZooKeeper, dict[int, MemoryLogStore], Checker, dict[int, Any]
+]:
+    """Three brokers, topic t's one partition on all three with a committed record, settled."""
     from node.sim.broker import BrokerSettings, SimBroker
     from wire.api import CreatableReplicaAssignment, CreatableTopic, CreateTopicsRequest
 
+    zk = FakeZooKeeper()
+    network = SimNetwork(random.Random(1), lambda line, **_: None)
+    logs = {b: MemoryLogStore() for b in (1, 2, 3)}
+    checker = Checker(zk, logs)
+    brokers = {}
+    for broker_id in (1, 2, 3):
+        broker = SimBroker(broker_id, zk, network, logs[broker_id], BrokerSettings())
+        brokers[broker_id] = (broker_id, broker)
+        broker.start()
+    await asyncio.sleep(1.0)
+    topic = CreatableTopic(
+        name="t", assignments=[CreatableReplicaAssignment(partition=0, broker_ids=[1, 2, 3])]
+    )
+    await network.request(CLIENT, endpoint_of(1), CreateTopicsRequest(topics=[topic]), 10.0, "test")
+    await network.request(CLIENT, endpoint_of(1), _produce(b"v"), 10.0, "test")
+    for _ in range(100):
+        if checker.settled(brokers) is None:
+            break
+        await asyncio.sleep(0.1)
+    assert checker.settled(brokers) is None, checker.settled(brokers)
+    return zk, logs, checker, brokers
+
+
+def test_replicas_that_differ_below_the_high_watermark_keep_the_run_from_settling() -> None:
     async def main() -> str | None:
-        zk = FakeZooKeeper()
-        network = SimNetwork(random.Random(1), lambda line, **_: None)
-        logs = {b: MemoryLogStore() for b in (1, 2, 3)}
-        checker = Checker(zk, logs)
-        brokers = {}
-        for broker_id in (1, 2, 3):
-            broker = SimBroker(broker_id, zk, network, logs[broker_id], BrokerSettings())
-            brokers[broker_id] = (broker_id, broker)
-            broker.start()
-        await asyncio.sleep(1.0)
-        topic = CreatableTopic(
-            name="t", assignments=[CreatableReplicaAssignment(partition=0, broker_ids=[1, 2, 3])]
-        )
-        await network.request(CLIENT, endpoint_of(1), CreateTopicsRequest(topics=[topic]), 10.0, "test")
-        produce = _produce(b"v")
-        await network.request(CLIENT, endpoint_of(1), produce, 10.0, "test")
-        for _ in range(100):
-            if checker.settled(brokers) is None:
-                break
-            await asyncio.sleep(0.1)
-        assert checker.settled(brokers) is None, checker.settled(brokers)
+        zk, logs, checker, brokers = await _settled_topic_on_three()
         # Broker 3's copy of the committed record replaced by another, where nothing fetches.
         follower = logs[3].get(TP)
         assert follower is not None
@@ -276,6 +284,25 @@ def test_replicas_that_differ_below_the_high_watermark_keep_the_run_from_settlin
         return checker.settled(brokers)
 
     assert run_simulated(main()) == "t-0: replicas differ below the high watermark 1"
+
+
+def test_a_broker_with_stale_metadata_or_a_follower_at_an_old_epoch_keeps_the_run_from_settling() -> None:
+    async def main() -> tuple[str | None, str | None]:
+        zk, _, checker, brokers = await _settled_topic_on_three()
+        leader = zk.partition_states[TP][0].leader
+        other = next(b for b in (1, 2, 3) if b != leader)
+        state = brokers[other][1].replica_manager.replica_state
+        told = state.metadata.partitions[TP]
+        state.metadata.partitions[TP] = dataclasses.replace(told, leader_epoch=told.leader_epoch - 1)
+        stale_metadata = checker.settled(brokers)
+        state.metadata.partitions[TP] = told
+        state.partitions[TP].leader_epoch -= 1
+        old_follower = checker.settled(brokers)
+        return stale_metadata, old_follower
+
+    stale_metadata, old_follower = run_simulated(main())
+    assert stale_metadata is not None and "metadata shows" in stale_metadata
+    assert old_follower is not None and "does not follow" in old_follower
 
 
 def _produce(value: bytes) -> Any:
