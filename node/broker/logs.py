@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import codecs
 import dataclasses
-import functools
 import logging
 import logging.handlers
 import os
@@ -30,7 +29,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 import orjson
 
@@ -206,10 +205,10 @@ def follow_log(
     """Write a log to `out` as `tail -F` would: its backups and current file, then whatever is
     appended, until interrupted (or `until()`). When the file rotates, the rest of the file
     being read is written, then the backups made since, then the new file."""
-    out.write(_read_all(functools.partial(_backups, directory, name)))
     path = directory / name
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     current = path.open("rb")
+    _write_backups(out, directory, name, -1, os.fstat(current.fileno()).st_ino)
     try:
         while not until():
             chunk = current.read(1 << 16)
@@ -225,40 +224,45 @@ def follow_log(
             if not rotated:
                 time.sleep(interval)
                 continue
+            # Written to before it was renamed, and not since: what came after the last read.
+            out.write(decoder.decode(current.read()))
             current.close()
-            out.write(_read_all(functools.partial(_rotated_since, directory, name, reading)))
+            # The new file is opened before the backups are listed: one more rotation
+            # meanwhile makes it a backup too, and those between the two are the ones missed.
             current = path.open("rb")
+            _write_backups(out, directory, name, reading, os.fstat(current.fileno()).st_ino)
+            out.flush()
     finally:
         current.close()
 
 
-def _read_all(listed: Callable[[], list[Path]]) -> str:
-    """The text of the files `listed()` names, each opened before any is read: a rotation
-    renames them meanwhile, and an open file stays the same file. One renamed before it was
-    opened has them listed again (a few times at most; then what could be opened)."""
-    for attempt in range(5):
-        handles = []
+def _write_backups(out: TextIO, directory: Path, name: str, after: int, before: int) -> None:
+    for backup in _open_rotated_between(directory, name, after, before):
+        with backup:
+            out.write(backup.read().decode("utf-8", errors="replace"))
+
+
+def _open_rotated_between(directory: Path, name: str, after: int, before: int) -> list[BinaryIO]:
+    """The backups newer than the file of inode `after` and older than that of `before`
+    (from the oldest backup, or to the newest, where either is gone), oldest first, opened,
+    each checked to be the file listed: a rotation renames them meanwhile. Listed again when
+    one moved (a few times at most; then none)."""
+    for _ in range(5):
+        handles: list[BinaryIO] = []
         try:
-            for path in listed():
-                try:
-                    handles.append(path.open("rb"))
-                except FileNotFoundError:
-                    if attempt < 4:
-                        raise
-            return "".join(h.read().decode("utf-8", errors="replace") for h in handles)
+            listed = [(p, _inode(p)) for p in _backups(directory, name)]
+            inodes = [inode for _, inode in listed]
+            start = inodes.index(after) + 1 if after in inodes else 0
+            end = inodes.index(before) if before in inodes else len(listed)
+            for path, inode in listed[start:end]:
+                handles.append(path.open("rb"))
+                if os.fstat(handles[-1].fileno()).st_ino != inode:
+                    raise FileNotFoundError(path)  # another file by now
+            return handles
         except FileNotFoundError:
-            continue
-        finally:
             for handle in handles:
                 handle.close()
-    return ""
-
-
-def _rotated_since(directory: Path, name: str, inode: int) -> list[Path]:
-    """The backups newer than the file `inode` (all of them if that one is gone too)."""
-    backups = _backups(directory, name)
-    inodes = [_inode(p) for p in backups]
-    return backups[inodes.index(inode) + 1 :] if inode in inodes else backups
+    return []
 
 
 def _inode(path: Path) -> int | None:

@@ -160,15 +160,30 @@ def test_follow_writes_what_is_appended_across_a_rotation(tmp_path: Path, config
         follower.join(10)
 
 
-def test_backups_renamed_by_a_rotation_while_listed_are_listed_again_not_a_crash(tmp_path: Path) -> None:
-    """`bin/test` under load: the follower listed `server.log.3`, a rotation renamed it to
-    `.4` before the follower read it, and the follower's thread died of FileNotFoundError."""
-    from node.broker.logs import _read_all
+def test_the_backups_between_two_files_are_opened_oldest_first_each_checked_to_be_the_one_listed(
+    tmp_path: Path,
+) -> None:
+    """`bin/test` under load: a rotation renamed the backups between their listing and their
+    reading, and the follower read one twice, or lost one, or died of FileNotFoundError."""
+    from node.broker.logs import _open_rotated_between
 
-    (tmp_path / "server.log.2").write_text("older\n")
-    (tmp_path / "server.log.1").write_text("newer\n")
-    listings = [
-        [tmp_path / "server.log.3", tmp_path / "server.log.2"],  # .3 rotated away meanwhile
-        [tmp_path / "server.log.2", tmp_path / "server.log.1"],
-    ]
-    assert _read_all(lambda: listings.pop(0)) == "older\nnewer\n"
+    for name, text in (
+        ("server.log.3", "oldest\n"),
+        ("server.log.2", "older\n"),
+        ("server.log.1", "newer\n"),
+    ):
+        (tmp_path / name).write_text(text)
+    (tmp_path / "server.log").write_text("current\n")
+
+    def read(after: int, before: int) -> list[str]:
+        handles = _open_rotated_between(tmp_path, "server.log", after, before)
+        texts = [h.read().decode() for h in handles]
+        for handle in handles:
+            handle.close()
+        return texts
+
+    inode = {n: (tmp_path / n).stat().st_ino for n in ("server.log.3", "server.log.2", "server.log")}
+    assert read(-1, inode["server.log"]) == ["oldest\n", "older\n", "newer\n"]
+    assert read(inode["server.log.3"], inode["server.log"]) == ["older\n", "newer\n"]
+    # The file being read went to .2 and the new one to .1 meanwhile: only what is between.
+    assert read(inode["server.log.3"], inode["server.log.2"]) == []
