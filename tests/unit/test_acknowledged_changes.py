@@ -128,13 +128,35 @@ async def mark_written(cluster: ControllerCluster) -> None:
     await eventually(probe, timeout=3, message="no mark of what every broker acknowledged")
 
 
+async def topic_t_acknowledged(cluster: ControllerCluster) -> None:
+    """Brokers 1-3 with the standby, topic t's 6 partitions on all three, and a mark of it."""
+    await started(cluster, 1, 2, 3, **STANDBY)
+    await cluster.create_topic("t", {p: (1, 2, 3) for p in range(6)})
+    await eventually(created(cluster, 6), timeout=2, message="t not created")
+    await mark_written(cluster)
+
+
+async def controller_at(cluster: ControllerCluster, epoch: int) -> None:
+    await eventually(
+        settled(cluster, lambda: bool(cluster.active()) and cluster.controller.context.epoch == epoch),
+        timeout=2,
+        message=f"no controller at epoch {epoch}",
+    )
+
+
+def told_to(channel: FakeBrokerChannel, broker: int) -> set[TopicPartition]:
+    """The partitions of every LeaderAndIsr sent to `broker`."""
+    return {
+        TopicPartition(s.topic, s.partition)
+        for request in leader_and_isr_to(channel, broker)
+        for s in request.partition_states
+    }
+
+
 async def test_a_new_controller_resends_only_what_changed_after_the_mark() -> None:
     cluster = ControllerCluster()
     try:
-        await started(cluster, 1, 2, 3, **STANDBY)
-        await cluster.create_topic("t", {p: (1, 2, 3) for p in range(6)})
-        await eventually(created(cluster, 6), timeout=2, message="t not created")
-        await mark_written(cluster)
+        await topic_t_acknowledged(cluster)
 
         # A topic created while broker 3 does not answer: its states are not acknowledged.
         first = cluster.controller.broker_id
@@ -162,19 +184,11 @@ async def test_a_new_controller_resends_only_what_changed_after_the_mark() -> No
             channel.bring_up(3 if first != 3 else 2)  # answered now, with no clock to mark it
             channel.take()
         await cluster.stores[first].force_delete_controller()
-        await eventually(
-            settled(cluster, lambda: bool(cluster.active()) and cluster.controller.context.epoch == 2),
-            timeout=2,
-            message="no new controller",
-        )
+        await controller_at(cluster, 2)
         second = cluster.controller
         assert second.workflows._taken_over, "the states came from the standby view"
         for broker in (1, 2, 3):
-            told = {
-                TopicPartition(s.topic, s.partition)
-                for request in leader_and_isr_to(cluster.channels[second.broker_id], broker)
-                for s in request.partition_states
-            }
+            told = told_to(cluster.channels[second.broker_id], broker)
             assert told == {TopicPartition("u", 0), TopicPartition("u", 1)}, (broker, told)
 
         # Nothing changes before the next failover: nothing is resent at all.
@@ -182,11 +196,7 @@ async def test_a_new_controller_resends_only_what_changed_after_the_mark() -> No
         for channel in cluster.channels.values():
             channel.take()
         await cluster.stores[second.broker_id].force_delete_controller()
-        await eventually(
-            settled(cluster, lambda: bool(cluster.active()) and cluster.controller.context.epoch == 3),
-            timeout=2,
-            message="no third controller",
-        )
+        await controller_at(cluster, 3)
         third = cluster.controllers[cluster.controller.broker_id]
         channel = cluster.channels[third.broker_id]
         assert not [r for _, r in channel.sent if isinstance(r, LeaderAndIsrRequest)]
@@ -201,10 +211,7 @@ async def test_a_failed_log_directory_clears_the_mark_and_the_next_controller_re
     to a full LeaderAndIsr: the notification clears the mark before it is deleted."""
     cluster = ControllerCluster()
     try:
-        await started(cluster, 1, 2, 3, **STANDBY)
-        await cluster.create_topic("t", {p: (1, 2, 3) for p in range(6)})
-        await eventually(created(cluster, 6), timeout=2, message="t not created")
-        await mark_written(cluster)
+        await topic_t_acknowledged(cluster)
         first = cluster.controller.broker_id
         await cluster.stores[first].propagate_log_dir_event(2)
         await eventually(
@@ -215,17 +222,9 @@ async def test_a_failed_log_directory_clears_the_mark_and_the_next_controller_re
         for channel in cluster.channels.values():
             channel.take()
         await cluster.stores[first].force_delete_controller()
-        await eventually(
-            settled(cluster, lambda: bool(cluster.active()) and cluster.controller.context.epoch == 2),
-            timeout=2,
-            message="no new controller",
-        )
+        await controller_at(cluster, 2)
         second = cluster.controller
-        told = {
-            TopicPartition(s.topic, s.partition)
-            for request in leader_and_isr_to(cluster.channels[second.broker_id], 2)
-            for s in request.partition_states
-        }
+        told = told_to(cluster.channels[second.broker_id], 2)
         assert told == {TopicPartition("t", p) for p in range(6)}, "broker 2 heard every partition again"
     finally:
         await cluster.stop()
