@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import heapq
 import itertools
 import random
 from collections.abc import Iterable
 
 from actors.base.ports import TopicPartition
+from actors.replica.backlog import Backlog
 from wire.api import FetchPartition, FetchRequest, ForgottenTopic
 from wire.errors import ErrorCode
 
@@ -69,7 +69,7 @@ class FetchSession:
     # session: its full fetch then names every partition, and the leader learns each
     # partition's offset from the incarnation that is live now.
     replica_epoch: int = -1
-    dirty: set[TopicPartition] = dataclasses.field(default_factory=set)
+    dirty: Backlog = dataclasses.field(default_factory=Backlog)
     waiter: asyncio.Future[None] | None = None
 
 
@@ -185,14 +185,8 @@ class FetchSessionCache:
         """The partitions of `session` that changed since its last answer (a long poll woke),
         at most `limit` of them, first in partition order; the rest stay dirty, and the next
         fetch is answered at once with them."""
-        if len(session.dirty) <= limit:
-            taken = sorted(session.dirty)
-            session.dirty.clear()
-        else:
-            taken = heapq.nsmallest(limit, session.dirty)
-            session.dirty.difference_update(taken)
         wanted = []
-        for tp in taken:
+        for tp in session.dirty.take(limit):
             cached = session.partitions.get(tp)
             if cached is not None:
                 wanted.append((tp, _cached_request(tp, cached)))
@@ -225,30 +219,29 @@ class FetchSessionClient:
     # The leader answered a full fetch without opening a session: every fetch is full, so each
     # names every partition (growing a session is then impossible).
     sessionless: bool = False
+    # Followed partitions not in the session yet, added a bounded number per fetch.
+    waiting: Backlog = dataclasses.field(default_factory=Backlog)
 
     def reset(self) -> None:
         self.session_id, self.next_epoch, self.sent, self.in_flight = 0, FULL_EPOCH, {}, False
 
     def split_additions(
         self, wanted: Iterable[TopicPartition], limit: int = PARTITIONS_ADDED_PER_FETCH
-    ) -> tuple[list[TopicPartition], set[TopicPartition]]:
-        """(to send now, in partition order; to add later) of the partitions `wanted` in the
-        next fetch: every one already in the session, and the first `limit` of those new to
-        it (all of them when the next fetch is full and the leader keeps no session). Only
-        what is sent is sorted: sorting 100k partitions for a thousand held a loop for
-        half a second."""
-        full = self.needs_full_fetch
+    ) -> list[TopicPartition]:
+        """The partitions `wanted` in the next fetch to send now, in partition order: every one
+        already in the session, and the first `limit` of those waiting to join it (all of them
+        when the next fetch is full and the leader keeps no session). Those of `wanted` new to
+        the session join the wait; a full fetch starts it again from `wanted` alone."""
+        if self.needs_full_fetch:
+            self.waiting = Backlog(wanted)
+            return self.waiting.take(len(self.waiting) if self.sessionless else limit)
         in_session: list[TopicPartition] = []
-        new: set[TopicPartition] = set()
         for tp in wanted:
-            if not full and tp in self.sent:
+            if tp in self.sent:
                 in_session.append(tp)
             else:
-                new.add(tp)
-        if (full and self.sessionless) or len(new) <= limit:
-            return sorted([*in_session, *new]), set()
-        added = heapq.nsmallest(limit, new)
-        return sorted([*in_session, *added]), new.difference(added)
+                self.waiting.add(tp)
+        return sorted([*in_session, *self.waiting.take(limit)])
 
     @property
     def needs_full_fetch(self) -> bool:

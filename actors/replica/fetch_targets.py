@@ -60,6 +60,7 @@ class FetchTargets:
         state.updates.discard(tp)
         state.truncating.discard(tp)
         state.held.discard(tp)
+        state.session.waiting.discard(tp)
         state.removed.add(tp)
 
     def moved(self, source: int, tp: TopicPartition) -> None:

@@ -78,7 +78,7 @@ class FollowerPath:
         held = throttled | state.truncating
         released, state.held = state.held - held, held
         if session.needs_full_fetch:
-            opening, later = session.split_additions(tp for tp in state.followed if tp not in held)
+            opening = session.split_additions(tp for tp in state.followed if tp not in held)
             session_id, session_epoch, changed = session.build_full(
                 {tp: self._fetch_state(tp) for tp in opening}
             )
@@ -86,15 +86,17 @@ class FollowerPath:
         else:
             # A held partition leaves the session (else the leader would still answer it)
             # and comes back as new once the quota frees, as in Kafka's fetch sessions.
-            sent, later = session.split_additions(tp for tp in state.updates | released if tp not in held)
+            for tp in held:
+                session.waiting.discard(tp)  # back with the released once the hold ends
+            sent = session.split_additions(tp for tp in state.updates | released if tp not in held)
             session_id, session_epoch, changed, forgotten = session.build_incremental(
                 {tp: self._fetch_state(tp) for tp in sent},
                 state.removed | (held & session.sent.keys()),
             )
-        state.updates = later
+        state.updates.clear()
         state.removed.clear()
         wait_ms = self.state.config.fetch_wait_max_ms
-        if later:
+        if session.waiting:
             wait_ms = 0  # more partitions to add: the leader answers at once, not at the poll's end
         if throttled:
             # (A zero rate waits forever: the long poll's own limit still applies.)

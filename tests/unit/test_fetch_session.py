@@ -98,13 +98,18 @@ def test_the_client_sends_changes_and_starts_over_after_a_lost_answer() -> None:
 def test_a_session_opens_with_a_bounded_number_of_partitions_and_grows_by_as_many() -> None:
     client = FetchSessionClient()
     wanted = [TopicPartition("t", p) for p in range(5)]
-    now, later = client.split_additions(wanted, limit=2)
-    assert (now, later) == (wanted[:2], set(wanted[2:]))
+    now = client.split_additions(wanted, limit=2)
+    assert (now, set(client.waiting)) == (wanted[:2], set(wanted[2:]))
     client.build_full({tp: (0, 0) for tp in now})
     client.answered(ErrorCode.NONE, session_id=7)
-    # Partitions already in the session are always sent; at most `limit` new ones.
-    now, later = client.split_additions([wanted[0], *later], limit=2)
-    assert (now, later) == ([wanted[0], wanted[2], wanted[3]], {wanted[4]})
+    # Partitions already in the session are always sent; at most `limit` new ones, those
+    # waiting first in partition order.
+    now = client.split_additions([wanted[0]], limit=2)
+    assert (now, set(client.waiting)) == ([wanted[0], wanted[2], wanted[3]], {wanted[4]})
+    client.build_incremental({tp: (0, 0) for tp in now}, set())
+    client.answered(ErrorCode.NONE, session_id=7)
+    assert client.split_additions([], limit=2) == [wanted[4]]
+    assert not client.waiting
 
 
 def test_a_leader_that_keeps_no_session_is_sent_every_partition_in_each_full_fetch() -> None:
@@ -112,7 +117,8 @@ def test_a_leader_that_keeps_no_session_is_sent_every_partition_in_each_full_fet
     wanted = [TopicPartition("t", p) for p in range(5)]
     client.build_full({tp: (0, 0) for tp in wanted[:2]})
     client.answered(ErrorCode.NONE, session_id=0)
-    assert client.split_additions(wanted, limit=2) == (wanted, set())
+    assert client.split_additions(wanted, limit=2) == wanted
+    assert not client.waiting
 
 
 def test_a_follower_of_many_partitions_adds_them_to_its_session_a_bounded_number_per_fetch(
