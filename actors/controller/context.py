@@ -6,18 +6,17 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator, MutableMapping
+from collections.abc import Iterator, MutableMapping
 from enum import IntEnum
 from typing import NamedTuple, overload
 
 from actors.base.loop_slices import each
 from actors.base.ports import (
-    LeaderAndIsr,
-    LeadershipInfo,
     RegisteredBroker,
     ReplicaAssignment,
     TopicPartition,
 )
+from actors.controller.partition_gauges import Leadership, PartitionStates
 
 
 class PartitionState(IntEnum):
@@ -65,16 +64,6 @@ _REPLICA_STATE_NAMES = {
 
 
 _NO_REPLICAS = ReplicaAssignment(())
-
-
-def has_preferred_leader(assignment: ReplicaAssignment, state: LeaderAndIsr) -> bool:
-    """Whether a partition counts as led by its preferred (first) replica. A first replica
-    that a reassignment is adding counts as preferred until it joins the ISR (Kafka's
-    hasPreferredLeader, followed literally)."""
-    preferred = assignment.replicas[0]
-    if preferred in assignment.adding:
-        return preferred not in state.isr
-    return state.leader == preferred
 
 
 class PartitionReplica(NamedTuple):
@@ -173,8 +162,9 @@ class ControllerContext:
     shutting_down: set[int] = dataclasses.field(default_factory=set)
     all_topics: set[str] = dataclasses.field(default_factory=set)
     assignments: dict[str, dict[int, ReplicaAssignment]] = dataclasses.field(default_factory=dict)
-    leadership: dict[TopicPartition, LeadershipInfo] = dataclasses.field(default_factory=dict)
-    partition_states: dict[TopicPartition, PartitionState] = dataclasses.field(default_factory=dict)
+    # Both keep a gauge current as they change (actors/controller/partition_gauges.py).
+    leadership: Leadership = dataclasses.field(init=False)
+    partition_states: PartitionStates[PartitionState] = dataclasses.field(init=False)
     replica_states: ReplicaStates = dataclasses.field(default_factory=ReplicaStates)
     # Topic deletion (spec §7.6): topics queued (their /admin/delete_topics marker seen), those
     # whose deletion has started, and those that cannot progress for now.
@@ -187,10 +177,16 @@ class ControllerContext:
     # (spec §7.11): offline although the broker is up, until it answers NONE or re-registers.
     replicas_on_offline_dirs: dict[int, set[TopicPartition]] = dataclasses.field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        self.leadership = Leadership(self.assignment)
+        self.partition_states = PartitionStates(PartitionState.OFFLINE)
+
     def reset(self) -> None:
         fresh = ControllerContext()
         for field in dataclasses.fields(self):
             setattr(self, field.name, getattr(fresh, field.name))
+        # The maps' view of the assignments is this context's, not the discarded one's.
+        self.__post_init__()
 
     # --- brokers ---
 
@@ -228,6 +224,16 @@ class ControllerContext:
 
     def set_assignment(self, tp: TopicPartition, assignment: ReplicaAssignment) -> None:
         self.assignments.setdefault(tp.topic, {})[tp.partition] = assignment
+        self.leadership.assignment_changed(tp, assignment)
+
+    def set_topic_assignment(self, topic: str, partitions: dict[int, ReplicaAssignment]) -> None:
+        """A topic's whole assignment, as loaded (before its partitions' leadership, which
+        then counts each against it)."""
+        self.assignments[topic] = partitions
+        leadership = self.leadership
+        if leadership:
+            for partition, assignment in partitions.items():
+                leadership.assignment_changed(TopicPartition(topic, partition), assignment)
 
     def assignment(self, tp: TopicPartition) -> ReplicaAssignment:
         partitions = self.assignments.get(tp.topic)
@@ -331,12 +337,8 @@ class ControllerContext:
     # --- gauges (spec §13) ---
 
     def offline_partition_count(self) -> int:
-        return self.offline_among(self.partition_states.items())
-
-    def offline_among(self, states: Iterable[tuple[TopicPartition, PartitionState]]) -> int:
-        """OfflinePartitionsCount over some partitions' states (all of them, or a slice)."""
-        started = self.topics_with_deletion_started
-        return sum(1 for tp, state in states if state == PartitionState.OFFLINE and tp.topic not in started)
+        """Offline partitions, those of topics whose deletion started left out."""
+        return self.partition_states.offline_count(self.topics_with_deletion_started)
 
     def topics_to_delete_count(self) -> int:
         return len(self.topics_to_be_deleted)
@@ -361,17 +363,7 @@ class ControllerContext:
     def preferred_replica_imbalance_count(self) -> int:
         """Partitions with a leader other than their preferred replica, topics queued for
         deletion left out (spec §4.3)."""
-        return self.imbalanced_among(self.leadership.items())
-
-    def imbalanced_among(self, leadership: Iterable[tuple[TopicPartition, LeadershipInfo]]) -> int:
-        """PreferredReplicaImbalanceCount over some partitions (all of them, or a slice)."""
-        deleting = self.topics_to_be_deleted
-        count = 0
-        for tp, info in leadership:
-            assignment = self.assignment(tp)
-            if assignment.replicas and tp.topic not in deleting:
-                count += not has_preferred_leader(assignment, info.leader_and_isr)
-        return count
+        return self.leadership.imbalanced_count(self.topics_to_be_deleted)
 
     def global_partition_count(self) -> int:
         return len(self.leadership)

@@ -395,7 +395,6 @@ class KafkaController:
         else:
             event.fail(UnknownServerError(f"{name} was processed without an answer"))
         finally:
-            self.metrics.event_processed()
             if self.acknowledged is not None and self.is_active:
                 self.acknowledged.poke()
 

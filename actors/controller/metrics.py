@@ -12,7 +12,6 @@ import contextlib
 from collections.abc import Callable, Iterator
 
 from actors.base.clock import Clock
-from actors.base.loop_slices import sliced
 from actors.base.ports import BrokerChannel
 from actors.controller.context import ControllerContext
 from actors.controller.event_manager import ControllerEventManager
@@ -62,53 +61,15 @@ class ControllerMetrics:
         # unclean elections): each is read back, adopted, elected or tried again.
         self.partition_initialization_failures = 0
         self.timers: dict[ControllerState, Timer] = collections.defaultdict(Timer)
-        self._partition_gauges: tuple[int, int] | None = None
-        self._events_processed = 0
 
     @property
     def event_manager(self) -> ControllerEventManager:
         """Its queue (EventQueueSize, EventQueueTimeMs), for an exporter."""
         return self._event_manager
 
-    def event_processed(self) -> None:
-        """The controller's state may have changed: the partition gauges are computed anew."""
-        self._partition_gauges = None
-        self._events_processed += 1
-
-    async def partition_gauges_in_slices(self) -> tuple[int, int] | None:
-        """The partition gauges (offline, imbalanced) for a scrape or DescribeController,
-        computed in slices between which the loop turns (actors/base/loop_slices.py): at 200k
-        partitions the two passes take a few hundred milliseconds. Kept for the snapshots
-        that follow unless an event was processed meanwhile. None when not the controller."""
-        if not self._is_active():
-            return None
-        if self._partition_gauges is not None:
-            return self._partition_gauges
-        context = self._context
-        processed = self._events_processed
-        offline = imbalanced = 0
-        # Over a copy of the keys (references only: a copy of the items would allocate 200k
-        # tuples, and set the collector going), each looked up as its slice comes.
-        states = context.partition_states
-        async for partitions in sliced(list(states)):
-            offline += context.offline_among((tp, states[tp]) for tp in partitions if tp in states)
-        leadership = context.leadership
-        async for partitions in sliced(list(leadership)):
-            imbalanced += context.imbalanced_among(
-                (tp, leadership[tp]) for tp in partitions if tp in leadership
-            )
-        if processed == self._events_processed:
-            self._partition_gauges = (offline, imbalanced)
-        return offline, imbalanced
-
     def _offline_and_imbalanced(self) -> tuple[int, int]:
-        if self._partition_gauges is None:
-            context = self._context
-            self._partition_gauges = (
-                context.offline_partition_count(),
-                context.preferred_replica_imbalance_count(),
-            )
-        return self._partition_gauges
+        context = self._context
+        return context.offline_partition_count(), context.preferred_replica_imbalance_count()
 
     @contextlib.contextmanager
     def timing(self, state: ControllerState) -> Iterator[None]:
@@ -127,14 +88,13 @@ class ControllerMetrics:
             f"{name}.p99": timer.percentile(0.99),
         }
 
-    def snapshot(self, partition_gauges: tuple[int, int] | None = None) -> dict[str, float]:
-        """Every gauge; `partition_gauges` as `partition_gauges_in_slices` gave them, else
-        computed here in one pass if an event changed them."""
+    def snapshot(self) -> dict[str, float]:
+        """Every gauge."""
         context = self._context
         active = self._is_active()
         elections = self.timers[ControllerState.BROKER_CHANGE]
         queue_time = self._event_manager.queue_time
-        offline, imbalanced = (partition_gauges or self._offline_and_imbalanced()) if active else (0, 0)
+        offline, imbalanced = self._offline_and_imbalanced() if active else (0, 0)
         return {
             "ActiveControllerCount": 1 if active else 0,
             "ControllerState": int(self._event_manager.state),

@@ -88,6 +88,7 @@ class Workflows:
         if resend is not None and resend.brokers:
             batch.add_update_metadata(resend.brokers, self._context.all_partitions())
             await batch.send()
+        await self._context.leadership.recount_in_slices()  # the imbalance gauge, once sent
         await self._replicas.startup(resend)
         await self._partitions.startup()
         await self._partitions.trigger_online_partition_state_change()
@@ -112,13 +113,13 @@ class Workflows:
         context.partitions_being_reassigned = set()
         for topic, assignment in assignments.items():
             await turn_if_held()  # 200 topics of 1,000 partitions: a pass of 200k
-            context.assignments[topic] = dict(assignment.partitions)
+            context.set_topic_assignment(topic, dict(assignment.partitions))
             context.partitions_being_reassigned.update(
                 TopicPartition(topic, p)
                 for p, replicas in assignment.partitions.items()
                 if replicas.is_being_reassigned
             )
-        context.leadership = await self._leadership()
+        context.leadership.load(await self._leadership())
         # The failover's UpdateMetadata to every broker follows, with what these reads show.
         await self._watch_brokers(list(context.live_brokers))
         for broker in context.live_brokers.values():

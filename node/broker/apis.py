@@ -286,13 +286,11 @@ class BrokerApis:
                 if not self._registered.is_set():
                     return DescribeControllerResponse(broker_id=self._broker_id, controller_id=-1)
                 controller = self._controller()
-                # The passes over every partition in slices, not in this request's one step.
-                gauges = await controller.metrics.partition_gauges_in_slices()
                 return DescribeControllerResponse(
                     broker_id=self._broker_id,
                     controller_id=controller.active_controller_id,
                     controller_epoch=controller.known_controller_epoch,
-                    metrics=controller.metrics.snapshot(gauges),
+                    metrics=controller.metrics.snapshot(),
                 )
             case ApiKey.ELECT_LEADERS:
                 assert isinstance(request.body, ElectLeadersRequest)

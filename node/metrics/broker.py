@@ -73,17 +73,14 @@ class BrokerMetrics(Collector):
         self._requests = requests
         self._default_min_isr = default_min_isr
         self._prepared: ReplicaGauges | None = None
-        self._partition_gauges: tuple[int, int] | None = None
 
     async def prepare(self) -> None:
-        """Before a scrape: the passes over every partition (ReplicaManager's gauges, the
-        controller's offline and imbalanced partitions), in slices between which the event
-        loop turns, so that a scrape at 200k partitions does not hold it for their length."""
+        """Before a scrape: the passes over every hosted partition (ReplicaManager's gauges),
+        in slices between which the event loop turns, so that a scrape at 200k partitions
+        does not hold it for their length. (The controller keeps its partition gauges
+        current as it goes: actors/controller/partition_gauges.py.)"""
         state = self._replica_manager.replica_state
         self._prepared = await replica_gauges_in_slices(state, self._default_min_isr)
-        controller = self._controller()
-        if controller is not None:
-            self._partition_gauges = await controller.metrics.partition_gauges_in_slices()
 
     def collect(self) -> Iterator[Metric]:
         out = Exposition()
@@ -96,8 +93,7 @@ class BrokerMetrics(Collector):
 
     def _export_controller(self, controller: KafkaController, out: Exposition) -> None:
         metrics = controller.metrics
-        snapshot = metrics.snapshot(self._partition_gauges)
-        self._partition_gauges = None
+        snapshot = metrics.snapshot()
         for name in _KAFKA_CONTROLLER_GAUGES:
             out.gauge(_controller_bean("KafkaController", name), snapshot[name])
         events = metrics.event_manager

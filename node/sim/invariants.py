@@ -22,7 +22,9 @@ After every step:
   (a write sent before an unclean election of its partition is let off: losing it is what
   that election means; writes sent after it are held to the rule again);
 - with the warm standby on, every live broker's standby view that has applied the newest
-  change record equals ZooKeeper's partition states.
+  change record equals ZooKeeper's partition states;
+- the active controller's offline and imbalanced partition gauges, kept as its maps change,
+  equal a pass over every partition.
 
 Once healed (every broker up, the network whole), within a bounded simulated time: one
 controller that every broker knows, every partition led by a live ISR member with a full ISR,
@@ -37,8 +39,10 @@ import dataclasses
 import logging
 
 from actors.base.ports import LeaderAndIsr, LeadershipInfo, TopicPartition
+from actors.controller.context import ControllerContext, PartitionState
 from actors.controller.event_manager import QueuedEvent
 from actors.controller.events import ControllerState
+from actors.controller.partition_gauges import has_preferred_leader
 from actors.replica.partition import Role
 from node.sim.broker import SimBroker
 from node.sim.log_store import MemoryLogStore
@@ -245,6 +249,22 @@ class Checker:
         self._vouched_for_no_more()
         self._acknowledged_writes()
         self._standby_views(brokers)
+        self._controller_gauges(brokers)
+
+    def _controller_gauges(self, brokers: dict[int, tuple[int, SimBroker]]) -> None:
+        for broker_id, (_, broker) in sorted(brokers.items()):
+            if not (broker.alive and broker.started and broker.controller.is_active):
+                continue
+            context = broker.controller.context
+            if not context.leadership.counted:
+                continue  # a failover's count in slices is under way; a read would do it now
+            kept = context.offline_partition_count(), context.preferred_replica_imbalance_count()
+            counted = partition_gauges_by_a_pass(context)
+            if kept != counted:
+                raise Violation(
+                    "partition gauges",
+                    f"controller {broker_id} keeps (offline, imbalanced) {kept}; a pass counts {counted}",
+                )
 
     def _one_controller_per_epoch(self, brokers: dict[int, tuple[int, SimBroker]]) -> None:
         for broker_id, (_, broker) in sorted(brokers.items()):
@@ -501,6 +521,22 @@ class Checker:
             for queued in self._events.get(incarnation, []):
                 state = "unspent" if not queued.spent else "spent without an answer to its caller"
                 raise Violation("no event lost", f"broker {broker_id}: {type(queued.event).__name__} {state}")
+
+
+def partition_gauges_by_a_pass(context: ControllerContext) -> tuple[int, int]:
+    """OfflinePartitionsCount and PreferredReplicaImbalanceCount as Kafka defines them, by a
+    pass over every partition: what the controller's maps keep as they change."""
+    offline = sum(
+        1
+        for tp, state in context.partition_states.items()
+        if state == PartitionState.OFFLINE and tp.topic not in context.topics_with_deletion_started
+    )
+    imbalanced = 0
+    for tp, info in context.leadership.items():
+        assignment = context.assignment(tp)
+        if assignment.replicas and tp.topic not in context.topics_to_be_deleted:
+            imbalanced += not has_preferred_leader(assignment, info.leader_and_isr)
+    return offline, imbalanced
 
 
 def _leads(brokers: dict[int, tuple[int, SimBroker]], tp: TopicPartition, state: LeaderAndIsr) -> bool:

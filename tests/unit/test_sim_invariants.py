@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from actors.base.ports import LeaderAndIsr, ReplicaAssignment, TopicAssignment, TopicPartition
+from actors.controller.context import ControllerContext, PartitionState
 from actors.controller.event_manager import ControllerEventManager
 from actors.controller.events import Startup
 from actors.replica.partition import Role
@@ -43,7 +44,7 @@ def _stand_in(
     """What the per-step checks read of a broker, and nothing more."""
     partitions = {tp: SimpleNamespace(leader_epoch=e) for tp, e in (leader_epochs or {}).items()}
     controller = SimpleNamespace(
-        is_active=active, context=SimpleNamespace(epoch=controller_epoch), event_manager=events
+        is_active=active, context=ControllerContext(epoch=controller_epoch), event_manager=events
     )
     return SimpleNamespace(
         alive=True,
@@ -84,6 +85,19 @@ def test_two_active_controllers_at_one_epoch_are_caught() -> None:
     checker.check({1: (1, _stand_in()), 2: (2, _stand_in(active=True, controller_epoch=5))})
     with pytest.raises(Violation, match="one controller per epoch: brokers 1 and 2 both active at 4"):
         checker.check({2: (2, _stand_in(active=True, controller_epoch=4))})
+
+
+def test_a_controller_gauge_that_missed_a_change_is_caught() -> None:
+    checker = Checker(FakeZooKeeper(), {})
+    broker = _stand_in(active=True, controller_epoch=1)
+    context = broker.controller.context
+    context.partition_states[TP] = PartitionState.OFFLINE
+    checker.check({1: (1, broker)})
+    dict.__setitem__(context.partition_states, TP, PartitionState.ONLINE)  # past the gauge
+    with pytest.raises(
+        Violation, match=r"partition gauges: controller 1 keeps .* \(1, 0\); a pass counts \(0, 0\)"
+    ):
+        checker.check({1: (1, broker)})
 
 
 def test_a_fenced_write_by_a_broker_that_did_not_bump_the_epoch_is_caught() -> None:
