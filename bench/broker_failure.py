@@ -91,7 +91,7 @@ async def measure(
             and m["TotalQueueSize"] == 0
         )
 
-    moved_task = asyncio.create_task(leaders_moved_on_survivors(ports, controller, victim))
+    moved_task = asyncio.create_task(leaders_moved_on_survivors(ports, controller, victim, timeout_s))
     await wait_for(finished, timeout=timeout_s, interval=0.01)
     elapsed = time.perf_counter() - disappeared
     moved = await moved_task - disappeared
@@ -108,7 +108,9 @@ async def measure(
     return moved, elapsed, led
 
 
-async def leaders_moved_on_survivors(ports: dict[int, int], controller: int, victim: int) -> float:
+async def leaders_moved_on_survivors(
+    ports: dict[int, int], controller: int, victim: int, timeout_s: float
+) -> float:
     """When both survivors' Metadata show a leader other than the victim for every sentinel
     partition (see the module's docstring)."""
     survivors = [b for b in BROKERS if b != victim]
@@ -120,7 +122,7 @@ async def leaders_moved_on_survivors(ports: dict[int, int], controller: int, vic
         return len(partitions) == len(BROKERS) and all(p.leader not in (victim, -1) for p in partitions)
 
     for broker in survivors:
-        await wait_for(lambda b=broker: moved(ports[b]), timeout=120, interval=0.01)
+        await wait_for(lambda b=broker: moved(ports[b]), timeout=timeout_s, interval=0.01)
     return time.perf_counter()
 
 

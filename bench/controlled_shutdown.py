@@ -70,7 +70,7 @@ async def measure(connect: str, cluster: LocalCluster, partitions: int) -> tuple
     exited = asyncio.create_task(asyncio.to_thread(_wait_exit, stopping))
     signalled = time.perf_counter()
     stopping.signal(signal.SIGTERM)
-    applied = await leaders_moved_on_survivors(ports, controller, victim) - signalled
+    applied = await leaders_moved_on_survivors(ports, controller, victim, timeout_s=120) - signalled
     in_zookeeper = await asyncio.wait_for(written, 60) - signalled
     code, exit_time = await exited
     if code != 0:

@@ -223,17 +223,20 @@ class FetchSessionClient:
     waiting: Backlog = dataclasses.field(default_factory=Backlog)
 
     def reset(self) -> None:
-        self.session_id, self.next_epoch, self.sent, self.in_flight = 0, FULL_EPOCH, {}, False
+        """No session: the next fetch is full. `sent` stays until then: it names what was in
+        the session, which joins the next one."""
+        self.session_id, self.next_epoch, self.in_flight = 0, FULL_EPOCH, False
 
     def split_additions(
         self, wanted: Iterable[TopicPartition], limit: int = PARTITIONS_ADDED_PER_FETCH
     ) -> list[TopicPartition]:
-        """The partitions `wanted` in the next fetch to send now, in partition order: every one
-        already in the session, and the first `limit` of those waiting to join it (all of them
-        when the next fetch is full and the leader keeps no session). Those of `wanted` new to
-        the session join the wait; a full fetch starts it again from `wanted` alone."""
+        """The partitions to send in the next fetch, in partition order: every one of `wanted`
+        already in the session, and the first `limit` of those waiting to join it (all of
+        them when the leader keeps no session); those of `wanted` new to the session join
+        the wait. Before a full fetch nothing is in the session: `wanted` must then name
+        what was (see `reset`) beside what changed."""
         if self.needs_full_fetch:
-            self.waiting = Backlog(wanted)
+            self.waiting.update(wanted)
             return self.waiting.take(len(self.waiting) if self.sessionless else limit)
         in_session: list[TopicPartition] = []
         for tp in wanted:
@@ -254,7 +257,7 @@ class FetchSessionClient:
         """(session id 0, epoch 0, every partition): the fetch that opens a session, given
         each followed partition's (fetch offset, leader epoch)."""
         self.reset()
-        self.sent = dict(partitions)
+        self.sent = dict(partitions)  # the rest wait to join
         self.in_flight = True
         return 0, FULL_EPOCH, list(partitions)
 

@@ -4,6 +4,7 @@ epoch after a leader change."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 
@@ -77,8 +78,17 @@ class FollowerPath:
         throttled = self._held_by_follower_quota(state.followed)
         held = throttled | state.truncating
         released, state.held = state.held - held, held
+        for tp in held:
+            session.waiting.discard(tp)  # back with the released once the hold ends
         if session.needs_full_fetch:
-            opening = session.split_additions(tp for tp in state.followed if tp not in held)
+            # What was in the session joins the new one, with what changed since, not every
+            # partition followed: against a leader that is down, each retry is a full fetch,
+            # and a pass over the hundreds of thousands it led cost a second per retry.
+            opening = session.split_additions(
+                tp
+                for tp in itertools.chain(session.sent, state.updates, released)
+                if tp in state.followed and tp not in held
+            )
             session_id, session_epoch, changed = session.build_full(
                 {tp: self._fetch_state(tp) for tp in opening}
             )
@@ -86,8 +96,6 @@ class FollowerPath:
         else:
             # A held partition leaves the session (else the leader would still answer it)
             # and comes back as new once the quota frees, as in Kafka's fetch sessions.
-            for tp in held:
-                session.waiting.discard(tp)  # back with the released once the hold ends
             sent = session.split_additions(tp for tp in state.updates | released if tp not in held)
             session_id, session_epoch, changed, forgotten = session.build_incremental(
                 {tp: self._fetch_state(tp) for tp in sent},

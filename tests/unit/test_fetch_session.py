@@ -13,12 +13,14 @@ from actors.replica.fetch_session import (
     FetchSessionClient,
 )
 from actors.replica.replica_manager import ReplicaManager
+from actors.replica.replication import FetchPlan
 from node.broker.log.config import LogConfig
 from node.broker.log.manager import LogManager
 from wire import records
 from wire.api import (
     FetchPartition,
     FetchRequest,
+    FetchResponse,
     FetchTopic,
     ForgottenTopic,
     LeaderAndIsrPartitionState,
@@ -141,6 +143,44 @@ def test_a_follower_of_many_partitions_adds_them_to_its_session_a_bounded_number
     assert waits[2] > 0, "once all are in, the fetch long-polls again"
     (session,) = leader.state.fetch_sessions._sessions.values()
     assert len(session.partitions) == count
+
+
+def named(plan: FetchPlan | None) -> set[TopicPartition]:
+    assert plan is not None and plan.fetch_request is not None
+    return {TopicPartition(t.topic, p.partition) for t in plan.fetch_request.topics for p in t.partitions}
+
+
+def test_a_follower_whose_leader_stops_answering_loses_no_partition_of_its_session(tmp_path: Path) -> None:
+    """Unanswered fetches and a session the leader forgot each start a new session; what was
+    in the old one joins it a slice at a time, and every partition followed is in it again."""
+    count = 2 * PARTITIONS_ADDED_PER_FETCH + 500
+    leader, follower = leading(tmp_path / "leader", count), following(tmp_path / "follower", count)
+    path = follower.follower_path
+
+    def grow_until_whole() -> None:
+        while True:
+            plan = path.plan_fetch(1)
+            assert plan is not None and plan.fetch_request is not None
+            path.process_fetched(1, plan, leader.leader_path.read(plan.fetch_request, wait=False).response)
+            if not path.state.fetch_targets.get(1).session.waiting:
+                return
+
+    opening = named(path.plan_fetch(1))
+    assert len(opening) == PARTITIONS_ADDED_PER_FETCH
+    # Unanswered (the leader is down): each retry is the same full fetch, the rest waiting.
+    for _ in range(3):
+        assert named(path.plan_fetch(1)) == opening
+    grow_until_whole()
+    session = path.state.fetch_targets.get(1).session
+    assert len(session.sent) == count
+    # The leader forgot the session: a new one opens and grows back to every partition.
+    plan = path.plan_fetch(1)
+    path.process_fetched(1, plan, FetchResponse(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND))
+    assert len(named(path.plan_fetch(1))) == PARTITIONS_ADDED_PER_FETCH
+    grow_until_whole()
+    assert len(session.sent) == count
+    (on_leader,) = leader.state.fetch_sessions._sessions.values()
+    assert len(on_leader.partitions) == count
 
 
 async def test_a_leader_answers_a_bounded_number_of_changed_partitions_per_fetch(tmp_path: Path) -> None:
