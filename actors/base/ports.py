@@ -632,7 +632,10 @@ class LogStore(Protocol):
 
     def checkpointed_high_watermark(self, tp: TopicPartition) -> int: ...
 
-    async def checkpoint_high_watermarks(self, high_watermarks: dict[TopicPartition, int]) -> None: ...
+    async def checkpoint_high_watermarks(self, high_watermarks: dict[TopicPartition, int]) -> None:
+        """Write the checkpoint with `high_watermarks`, those that moved since the last one
+        (the others as checkpointed, 0 for a log never checkpointed)."""
+        ...
 
 
 class ReplicaLink(Protocol):

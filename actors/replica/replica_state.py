@@ -12,7 +12,7 @@ import logging
 from collections.abc import Iterable
 
 from actors.base.clock import Clock, SystemClock
-from actors.base.loop_slices import each
+from actors.base.loop_slices import sliced
 from actors.base.ports import LogStore, PartitionLog
 from actors.replica.broker_stats import BrokerStats
 from actors.replica.fetch_session import FetchSessionCache
@@ -189,14 +189,23 @@ class ReplicaState:
         return bool(newly)
 
     async def checkpoint_high_watermarks(self) -> None:
-        high_watermarks = {}
+        """Hand the log store the high watermarks that moved since the last checkpoint: at 1M
+        partitions, building every pair every 5 s took a tenth of a core."""
+        moved = {}
+        partitions, checkpointed = self.partitions, self.logs.checkpointed_high_watermark
         # Over a copy of the keys, not of the items: 200k new pairs would each be tracked by
         # the garbage collector, and collected for (node/broker/gc_tuning.py).
-        async for tp in each(list(self.partitions)):
-            p = self.partitions.get(tp)
-            if p is not None and p.log is not None and tp not in self.offline:
-                high_watermarks[tp] = p.high_watermark
-        await self.logs.checkpoint_high_watermarks(high_watermarks)
+        async for keys in sliced(list(partitions)):
+            for tp in keys:
+                p = partitions.get(tp)
+                if (
+                    p is not None
+                    and p.log is not None
+                    and p.high_watermark != checkpointed(tp)
+                    and tp not in self.offline
+                ):
+                    moved[tp] = p.high_watermark
+        await self.logs.checkpoint_high_watermarks(moved)
 
 
 def epoch_error(requested: int, current: int) -> ErrorCode | None:

@@ -558,8 +558,39 @@ async def test_a_checkpoint_out_of_file_descriptors_is_retried_not_an_offline_di
         patched.setattr(manager_module, "write_checkpoint", no_descriptor)
         await manager.checkpoint_high_watermarks({TP: 5})
     assert not manager.failures.is_offline(tmp_path)
-    await manager.checkpoint_high_watermarks({TP: 5})
+    await manager.checkpoint_high_watermarks({})  # nothing moved since: written all the same
     assert read_checkpoint(tmp_path / "replication-offset-checkpoint") == [["orders", "0", "5"]]
+
+
+async def test_the_high_watermark_checkpoint_is_written_again_only_when_something_moved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manager = LogManager([tmp_path], LogConfig())
+    manager.load()
+    manager.get_or_create(TP, {})
+    writes: list[list[list[str]]] = []
+    real_write = manager_module.write_checkpoint
+
+    def counted(path: Path, lines: list[str]) -> None:
+        writes.append([line.split() for line in lines])
+        real_write(path, lines)
+
+    monkeypatch.setattr(manager_module, "write_checkpoint", counted)
+    await manager.checkpoint_high_watermarks({})  # a new log: written, at 0
+    await manager.checkpoint_high_watermarks({})
+    await manager.checkpoint_high_watermarks({TP: 3})
+    await manager.checkpoint_high_watermarks({})
+    other = TopicPartition("other", 1)
+    manager.get_or_create(other, {})
+    await manager.checkpoint_high_watermarks({})
+    manager.delete(other)
+    await manager.checkpoint_high_watermarks({})
+    assert [sorted(w) for w in writes] == [
+        [["orders", "0", "0"]],
+        [["orders", "0", "3"]],
+        [["orders", "0", "3"], ["other", "1", "0"]],
+        [["orders", "0", "3"]],
+    ]
 
 
 async def test_a_roll_flushes_the_rolled_segments_off_the_loop_and_moves_the_recovery_point(
