@@ -44,6 +44,7 @@ from bench.scale import SENTINEL, fresh_clusters, parse_args
 from node.clients.admin import KeelAdminClient
 from node.cluster.local import LocalCluster
 from node.zk.client import DELETED, ZooKeeperClient
+from wire.errors import WireError
 
 
 async def elections_done(port: int) -> float:
@@ -55,7 +56,13 @@ async def measure(
     connect: str, cluster: LocalCluster, partitions: int, timeout_s: float = 120.0
 ) -> tuple[float, float, int]:
     ports = {b.broker_id: b.port for b in cluster.all}
-    controller, _ = await wait_for(lambda: controller_idle(list(ports.values())), timeout=300, interval=0.2)
+    # Every request answered, not only the queue empty: at 1M partitions the brokers are still
+    # applying the first LeaderAndIsr long after the controller's last event.
+    controller, _ = await wait_for(
+        lambda: controller_idle(list(ports.values()), answered=True),
+        timeout=max(300, timeout_s),
+        interval=0.2,
+    )
     victim = next(b for b in BROKERS if b != controller)
     before = await elections_done(ports[controller])
     watcher = ZooKeeperClient(connect, session_timeout_s=30, connection_timeout_s=10)
@@ -82,8 +89,11 @@ async def measure(
     disappeared = await asyncio.wait_for(gone, 30)
 
     async def finished() -> bool:
-        async with KeelAdminClient(f"127.0.0.1:{ports[controller]}", timeout=5) as admin:
-            m = (await admin.describe_controller()).metrics
+        try:
+            async with KeelAdminClient(f"127.0.0.1:{ports[controller]}", timeout=5) as admin:
+                m = (await admin.describe_controller()).metrics
+        except WireError:
+            return False
         return (
             m["LeaderElectionRateAndTimeMs.count"] > before
             and m["EventQueueSize"] == 0
@@ -116,8 +126,12 @@ async def leaders_moved_on_survivors(
     survivors = [b for b in BROKERS if b != victim]
 
     async def moved(port: int) -> bool:
-        async with KeelAdminClient(f"127.0.0.1:{port}", timeout=5) as admin:
-            answer = await admin.metadata([SENTINEL])
+        try:
+            async with KeelAdminClient(f"127.0.0.1:{port}", timeout=5) as admin:
+                answer = await admin.metadata([SENTINEL])
+        except WireError:
+            return False  # a broker busy with the change answers late: ask again
+
         partitions = answer.topics[0].partitions if answer.topics else []
         return len(partitions) == len(BROKERS) and all(p.leader not in (victim, -1) for p in partitions)
 

@@ -375,6 +375,19 @@ async def test_a_follower_that_stops_catching_up_is_proposed_out_of_the_isr(brok
     assert (partition(brokers[1]).isr, partition(brokers[1]).partition_epoch) == ((1, 2), 1)
 
 
+async def test_a_follower_whose_broker_is_gone_is_left_for_the_controller_to_remove(brokers: Brokers) -> None:
+    """The controller's broker change takes every replica of a broker gone out of the ISRs;
+    the leader proposes only the live laggards."""
+    brokers.lead(1, 0, [1, 2, 3])
+    brokers[1].leader_path.append_records(produce([b"a"], acks=1))
+    _live(brokers[1], 1, 2)  # 3's registration is gone
+    brokers.clock.advance(31)
+    brokers[1].leader_path.maybe_shrink_isr()
+    assert [(leader, p.new_isr) for leader, p in brokers.proposals] == [(1, (1, 3))], (
+        "2 lags and is live; 3 is the controller's"
+    )
+
+
 async def test_a_follower_that_reaches_the_high_watermark_is_proposed_back_in(brokers: Brokers) -> None:
     brokers.lead(1, 0, [1, 2])
     brokers[1].leader_path.append_records(produce([b"a"], acks=1))
