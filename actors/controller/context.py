@@ -179,7 +179,7 @@ class ControllerContext:
 
     def __post_init__(self) -> None:
         self.leadership = Leadership(self.assignment)
-        self.partition_states = PartitionStates(PartitionState.OFFLINE)
+        self.partition_states = PartitionStates(PartitionState.OFFLINE, PartitionState.NEW)
 
     def reset(self) -> None:
         fresh = ControllerContext()

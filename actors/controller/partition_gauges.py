@@ -47,6 +47,9 @@ class _PerTopic:
     def count_without(self, topics: Collection[str]) -> int:
         return self.total - sum(len(self._by_topic.get(t, ())) for t in topics)
 
+    def partitions(self) -> list[TopicPartition]:
+        return [TopicPartition(t, p) for t, partitions in self._by_topic.items() for p in partitions]
+
 
 def has_preferred_leader(assignment: ReplicaAssignment, state: LeaderAndIsr) -> bool:
     """Whether a partition counts as led by its preferred (first) replica. A first replica
@@ -74,35 +77,64 @@ S = TypeVar("S", bound=int)
 
 
 class PartitionStates(dict[TopicPartition, S], Generic[S]):
-    """Each partition's state (`offline` is OfflinePartition's value: the states' enum lives
-    with the context), counting the offline ones."""
+    """Each partition's state (`offline` and `new` are OfflinePartition's and NewPartition's
+    values: the states' enum lives with the context), counting the offline ones, and keeping
+    those without a leader elected (new or offline) for the elections that go over them
+    after every broker change: a pass over them, not over every partition."""
 
-    __slots__ = ("_offline", "_offline_state")
+    __slots__ = ("_new_state", "_offline", "_offline_state", "_unelected")
 
-    def __init__(self, offline: S) -> None:
+    def __init__(self, offline: S, new: S) -> None:
         super().__init__()
-        self._offline_state = offline
+        self._offline_state, self._new_state = offline, new
         self._offline = _PerTopic()
+        self._unelected = _PerTopic()
 
     def __setitem__(self, tp: TopicPartition, state: S) -> None:
         super().__setitem__(tp, state)
+        self._counted(tp, state)
+
+    def _counted(self, tp: TopicPartition, state: S | None) -> None:
+        offline, unelected = self._offline, self._unelected
         if state == self._offline_state:
-            self._offline.set(tp, True)
-        elif self._offline.total:  # nothing to look up in the usual case: none offline
-            self._offline.set(tp, False)
+            offline.set(tp, True)
+            unelected.set(tp, True)
+            return
+        # Nothing to look up in the usual case: no partition offline or new.
+        if offline.total:
+            offline.set(tp, False)
+        if state == self._new_state:
+            unelected.set(tp, True)
+        elif unelected.total:
+            unelected.set(tp, False)
 
     def __delitem__(self, tp: TopicPartition) -> None:
         super().__delitem__(tp)
-        self._offline.set(tp, False)
+        self._counted(tp, None)
 
     def pop(self, tp: TopicPartition, *default: Any) -> Any:
         found = super().pop(tp, *default)
-        self._offline.set(tp, False)
+        self._counted(tp, None)
         return found
+
+    def load(self, states: Mapping[TopicPartition, S]) -> None:
+        """Many states at once, as a failover sets every partition's: one update, then only
+        the partitions that are not online counted."""
+        if self._offline.total or self._unelected.total:
+            for tp in states:
+                self._counted(tp, None)
+        super().update(states)
+        unelected = (self._offline_state, self._new_state)
+        for tp in [tp for tp, state in states.items() if state in unelected]:
+            self._counted(tp, states[tp])
 
     def offline_count(self, leaving_out: Collection[str]) -> int:
         """Partitions offline, those of the topics `leaving_out` left out."""
         return self._offline.count_without(leaving_out)
+
+    def new_or_offline(self) -> list[TopicPartition]:
+        """The partitions without a leader elected, topic by topic."""
+        return self._unelected.partitions()
 
     update = setdefault = popitem = clear = __ior__ = _unsupported
 
@@ -173,8 +205,14 @@ class Leadership(dict[TopicPartition, LeadershipInfo]):
         self, counted: _PerTopic, items: Iterable[tuple[TopicPartition, LeadershipInfo | None]]
     ) -> None:
         assignment = self._assignment
-        for tp, info in items:
-            if _imbalanced(assignment(tp), info):
+        for tp, info in items:  # `_imbalanced`, inlined: a failover's count goes over 1M
+            if info is None:
+                continue
+            replicas = assignment(tp)
+            if not replicas.replicas:
+                continue
+            preferred, state = replicas.replicas[0], info.leader_and_isr
+            if preferred in state.isr if preferred in replicas.adding else state.leader != preferred:
                 counted.set(tp, True)
 
     update = setdefault = popitem = clear = __ior__ = _unsupported

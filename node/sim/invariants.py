@@ -23,8 +23,9 @@ After every step:
   that election means; writes sent after it are held to the rule again);
 - with the warm standby on, every live broker's standby view that has applied the newest
   change record equals ZooKeeper's partition states;
-- the active controller's offline and imbalanced partition gauges, kept as its maps change,
-  equal a pass over every partition.
+- the active controller's offline and imbalanced partition gauges, and the partitions it
+  keeps as new or offline for its elections, kept as its maps change, equal a pass over every
+  partition.
 
 Once healed (every broker up, the network whole), within a bounded simulated time: one
 controller that every broker knows, every partition led by a live ISR member with a full ISR,
@@ -264,6 +265,13 @@ class Checker:
                 raise Violation(
                     "partition gauges",
                     f"controller {broker_id} keeps (offline, imbalanced) {kept}; a pass counts {counted}",
+                )
+            unelected = unelected_by_a_pass(context)
+            if sorted(context.partition_states.new_or_offline()) != unelected:
+                raise Violation(
+                    "partition gauges",
+                    f"controller {broker_id} keeps {len(context.partition_states.new_or_offline())} "
+                    f"partitions new or offline; a pass finds {len(unelected)}",
                 )
 
     def _one_controller_per_epoch(self, brokers: dict[int, tuple[int, SimBroker]]) -> None:
@@ -537,6 +545,15 @@ def partition_gauges_by_a_pass(context: ControllerContext) -> tuple[int, int]:
         if assignment.replicas and tp.topic not in context.topics_to_be_deleted:
             imbalanced += not has_preferred_leader(assignment, info.leader_and_isr)
     return offline, imbalanced
+
+
+def unelected_by_a_pass(context: ControllerContext) -> list[TopicPartition]:
+    """The partitions in NewPartition or OfflinePartition, by a pass over every one."""
+    return sorted(
+        tp
+        for tp, state in context.partition_states.items()
+        if state in (PartitionState.NEW, PartitionState.OFFLINE)
+    )
 
 
 def _leads(brokers: dict[int, tuple[int, SimBroker]], tp: TopicPartition, state: LeaderAndIsr) -> bool:

@@ -9,7 +9,7 @@ import pytest
 
 from actors.base.ports import LeaderAndIsr, LeadershipInfo, ReplicaAssignment, TopicPartition
 from actors.controller.context import ControllerContext, PartitionState
-from node.sim.invariants import partition_gauges_by_a_pass
+from node.sim.invariants import partition_gauges_by_a_pass, unelected_by_a_pass
 
 
 def led_by(leader: int, isr: tuple[int, ...] = (1, 2, 3)) -> LeadershipInfo:
@@ -106,3 +106,15 @@ def test_the_gauges_equal_a_pass_over_every_partition_under_any_mix_of_writes() 
                 if rng.random() < 0.05:
                     context.remove_topic(tp.topic)
         assert gauges(context) == partition_gauges_by_a_pass(context)
+        assert sorted(context.partition_states.new_or_offline()) == unelected_by_a_pass(context)
+
+
+def test_states_loaded_at_once_are_counted_as_if_set_one_by_one() -> None:
+    context = ControllerContext()
+    t0, t1, t2 = (TopicPartition("t", p) for p in range(3))
+    context.partition_states[t0] = PartitionState.OFFLINE
+    context.partition_states.load(
+        {t0: PartitionState.ONLINE, t1: PartitionState.NEW, t2: PartitionState.OFFLINE}
+    )
+    assert context.offline_partition_count() == 1
+    assert sorted(context.partition_states.new_or_offline()) == [t1, t2] == unelected_by_a_pass(context)
