@@ -220,7 +220,9 @@ async def test_a_broker_out_of_file_descriptors_keeps_its_log_directory_and_serv
     meanwhile fail with EMFILE, which used to take its only log directory offline and halt it.
     Now each waits for the next interval, and once the connections go the broker serves on."""
     broker = brokers.new(1, {"replica.high.watermark.checkpoint.interval.ms": "200"}).start()
-    await (await serving_client(broker)).close()
+    # Held through the attack: a record taken on it moves the high watermark, so the next
+    # checkpoint has something to write (an unmoved one is not written again).
+    held = await serving_client(broker)
     # A small limit, as on a host that never raised it (the broker raises its soft limit to
     # the hard one at start; this lowers both under it).
     resource.prlimit(broker.pid, resource.RLIMIT_NOFILE, (FD_LIMIT, FD_LIMIT))
@@ -229,6 +231,7 @@ async def test_a_broker_out_of_file_descriptors_keeps_its_log_directory_and_serv
         for _ in range(FD_LIMIT + 50):
             _, writer = await asyncio.open_connection("127.0.0.1", broker.port)
             idle.append(writer)
+        await round_trip(held, 1)
 
         async def checkpoint_met_the_limit() -> bool:
             return "no file descriptor free" in broker.log() or not broker.running
@@ -238,9 +241,10 @@ async def test_a_broker_out_of_file_descriptors_keeps_its_log_directory_and_serv
     finally:
         for writer in idle:
             writer.close()
+        await held.close()
     client = await RpcClient.connect("127.0.0.1", broker.port, request_timeout=30)
     try:
-        await eventually(takes_a_record(client, 1), timeout=30, message="the broker did not serve again")
+        await eventually(takes_a_record(client, 2), timeout=30, message="the broker did not serve again")
     finally:
         await client.close()
     assert "goes offline" not in broker.log() and broker.running
