@@ -77,7 +77,7 @@ def main() -> None:
         for b, before, after in zip(BROKERS, small, large, strict=True):
             per_replica = (after - before) * 1024 / args.partitions
             role = "controller" if b == controller else "broker"
-            print(f"broker {b} ({role}): {per_replica / 1024:.1f} KiB per hosted replica")
+            print(f"broker {b} ({role}): {per_replica / 1024:.2f} KiB per hosted replica")
 
 
 if __name__ == "__main__":

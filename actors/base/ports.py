@@ -95,7 +95,7 @@ class TopicPartition(NamedTuple):
         return f"{self.topic}-{self.partition}"
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class ReplicaAssignment:
     """A partition's full replica list, and which of them a reassignment adds or removes."""
 

@@ -82,10 +82,9 @@ class ReplicaStates(MutableMapping[PartitionReplica, ReplicaState]):
     """The replica state machine's states (a mapping of replica to state; a replica absent
     is NonExistent), kept per topic, so that a topic goes in one step.
 
-    A failover sets every online replica Online (spec §5.2). Where a new controller resends
-    only what changed (actors/controller/acknowledged.py), that is one entry per replica it
-    would otherwise make for nothing (3M at 1M partitions): instead a topic whose replicas'
-    brokers are all online is *assumed* online, from a copy of its assignment then. A state
+    A failover sets every online replica Online (spec §5.2): one entry per replica (3M at 1M
+    partitions), held for as long as nothing changes. Instead a topic whose replicas' brokers
+    are all online is *assumed* online, from a copy of its assignment then. A state
     set since overrides the assumption, and a replica removed since is remembered as removed
     (None), so that the assumption does not bring it back."""
 
@@ -128,6 +127,13 @@ class ReplicaStates(MutableMapping[PartitionReplica, ReplicaState]):
         return state
 
     def __setitem__(self, replica: PartitionReplica, state: ReplicaState) -> None:
+        if state is ReplicaState.ONLINE and self._assumed_online(replica):
+            # What the assumption already says: no entry (a failover sets every replica
+            # Online, which would otherwise make one per replica).
+            set_here = self._set.get(replica.tp.topic)
+            if set_here is not None:
+                set_here.pop(replica, None)
+            return
         self._set.setdefault(replica.tp.topic, {})[replica] = state
 
     def __delitem__(self, replica: PartitionReplica) -> None:

@@ -85,12 +85,13 @@ class ReplicaStateMachine:
         # Topic by topic (all_replicas would make 600k replicas at 200k partitions in one step).
         for topic, partitions in list(context.assignments.items()):
             await turn_if_held()
-            if resend is not None and self._assume_online(topic, partitions, resend):
-                online += [
-                    PartitionReplica(tp, r)
-                    for tp in resent_by_topic.get(topic, ())
-                    for r in context.replicas(tp)
-                ]
+            if self._assume_online(topic, partitions, resend):
+                told = (
+                    (TopicPartition(topic, p) for p in partitions)
+                    if resend is None
+                    else resent_by_topic.get(topic, ())
+                )
+                online += [PartitionReplica(tp, r) for tp in told for r in context.replicas(tp)]
                 continue
             replicas = [
                 PartitionReplica(tp, r)
@@ -108,15 +109,20 @@ class ReplicaStateMachine:
         await self.handle_state_changes(online, ReplicaState.ONLINE)
         await self.handle_state_changes(offline, ReplicaState.OFFLINE)
 
-    def _assume_online(self, topic: str, partitions: dict[int, ReplicaAssignment], resend: Resend) -> bool:
-        """A topic all of whose replicas are on online brokers, none told everything again,
-        and no log directory offline anywhere: every replica is Online, taken as a whole
-        (ReplicaStates.assume_online) rather than one entry each. False otherwise."""
+    def _assume_online(
+        self, topic: str, partitions: dict[int, ReplicaAssignment], resend: Resend | None
+    ) -> bool:
+        """A topic all of whose replicas are on online brokers, none told everything again
+        (where only what changed is resent), and no log directory offline anywhere: every
+        replica is Online, taken as a whole (ReplicaStates.assume_online) rather than one
+        entry each. False otherwise."""
         context = self._context
         if context.replicas_on_offline_dirs:
             return False
         brokers = set(itertools.chain.from_iterable(a.replicas for a in partitions.values()))
-        if brokers & resend.brokers or not all(context.is_replica_online(b) for b in brokers):
+        if resend is not None and brokers & resend.brokers:
+            return False
+        if not all(context.is_replica_online(b) for b in brokers):
             return False
         context.replica_states.assume_online(topic, dict(partitions))
         return True

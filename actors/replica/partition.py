@@ -8,6 +8,8 @@ replica manager calls them and acts on the answers.
 from __future__ import annotations
 
 import dataclasses
+import types
+import typing
 from enum import Enum
 
 from actors.base.ports import PartitionLog, TopicPartition
@@ -46,6 +48,10 @@ class PendingIsr:
     broker_epochs: tuple[int, ...] = ()
 
 
+# Read-only, so that a write that skipped `follower` fails rather than reaching every partition.
+_NO_FOLLOWERS = typing.cast(dict[int, FollowerState], types.MappingProxyType({}))
+
+
 @dataclasses.dataclass(slots=True)
 class Partition:
     tp: TopicPartition
@@ -63,8 +69,10 @@ class Partition:
     high_watermark: int = 0
     # The log end offset when this broker became leader at this epoch (spec §9.1).
     leader_epoch_start_offset: int = 0
-    # Created on a follower's first fetch under this leadership (see `follower`).
-    followers: dict[int, FollowerState] = dataclasses.field(default_factory=dict)
+    # Created on a follower's first fetch under this leadership (see `follower`). Until then
+    # the shared empty `_NO_FOLLOWERS`: a broker follows most of the partitions it hosts, and
+    # an empty dict each is 64 bytes.
+    followers: dict[int, FollowerState] = dataclasses.field(default_factory=lambda: _NO_FOLLOWERS)
     leader_since_ms: int = 0
     pending_isr: PendingIsr | None = None
     # Follower side: whether the log must first be truncated to where it agrees with the
@@ -102,6 +110,8 @@ class Partition:
         """The leader's view of `replica`, as reset_followers left it until it fetches."""
         state = self.followers.get(replica)
         if state is None:
+            if self.followers is _NO_FOLLOWERS:
+                self.followers = {}
             caught_up = self.leader_since_ms if replica in self.isr else 0
             state = self.followers[replica] = FollowerState(last_caught_up_ms=caught_up)
         return state

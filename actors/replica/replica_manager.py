@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import sys
 from collections.abc import Sequence
 
 from actors.base.clock import Clock
@@ -365,7 +366,8 @@ class ReplicaManager(Actor[ReplicaMessage]):
     def _apply(
         self, state: LeaderAndIsrPartitionState, leaders: dict[int, Endpoint], now_ms: int
     ) -> ErrorCode:
-        tp = TopicPartition(state.topic, state.partition)
+        # One copy of each topic name across the process, not the request's copy per state.
+        tp = TopicPartition(sys.intern(state.topic), state.partition)
         if self.state.offline and tp in self.state.offline:
             # Spec §7.11: the controller takes this answer to mean the replica is offline.
             return ErrorCode.KAFKA_STORAGE_ERROR
@@ -411,13 +413,13 @@ class ReplicaManager(Actor[ReplicaMessage]):
         else:
             high_watermark = self.state.logs.checkpointed_high_watermark(tp)
         partition = Partition(
-            tp,
+            tp if current is None else current.tp,
             role,
             state.leader,
             state.leader_epoch,
-            tuple(state.isr),
+            self.state.metadata.shared_ids(state.isr),
             state.partition_epoch,
-            tuple(state.replicas),
+            self.state.metadata.shared_ids(state.replicas),
             tuple(state.adding_replicas) if state.adding_replicas else (),
             tuple(state.removing_replicas) if state.removing_replicas else (),
             state.controller_epoch,

@@ -5,9 +5,7 @@ One object, handed to both parts when the replica manager is made."""
 from __future__ import annotations
 
 import asyncio
-import collections
 import copy
-import dataclasses
 import logging
 from collections.abc import Iterable
 
@@ -67,13 +65,7 @@ class ReplicaState:
         return Snapshot(
             self.controller_epoch,
             {tp: copy.copy(p) for tp, p in self.partitions.items()},
-            dataclasses.replace(
-                self.metadata,
-                live_brokers=dict(self.metadata.live_brokers),
-                partitions=dict(self.metadata.partitions),
-                by_topic={topic: dict(states) for topic, states in self.metadata.by_topic.items()},
-                replicas_by_broker=collections.Counter(self.metadata.replicas_by_broker),
-            ),
+            self.metadata.copy(),
         )
 
     def now_ms(self) -> int:
@@ -105,7 +97,7 @@ class ReplicaState:
             return None, ErrorCode.KAFKA_STORAGE_ERROR
         partition = self.partitions.get(tp)
         if partition is None or partition.stopped:
-            known = tp in self.metadata.partitions
+            known = self.metadata.knows(tp)
             return None, ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if partition.role is not Role.LEADER:
             return None, ErrorCode.NOT_LEADER_OR_FOLLOWER

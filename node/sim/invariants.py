@@ -496,7 +496,7 @@ class Checker:
                 return f"{tp}: broker {b} does not follow {state.leader} at epoch {state.leader_epoch}"
         for b, broker in live.items():
             # What every broker answers Metadata with: the state, all replicas online.
-            told = broker.replica_manager.replica_state.metadata.partitions.get(tp)
+            told = broker.replica_manager.replica_state.metadata.state(tp)
             if (
                 told is None
                 or (told.leader, told.leader_epoch, sorted(told.isr), tuple(told.replicas))

@@ -158,14 +158,18 @@ def decode_topic(topic: str, data: bytes | None) -> TopicAssignment:
     if not isinstance(partitions, dict) or not isinstance(adding, dict) or not isinstance(removing, dict):
         raise ZNodeDataError(f"{what}: partitions are not a map")
     assignment = {}
+    # Equal assignments as one object: a topic's partitions mostly share a few replica lists,
+    # and a controller holds an assignment for every partition of the cluster.
+    shared: dict[ReplicaAssignment, ReplicaAssignment] = {}
     for key, replicas in partitions.items():
         if not str(key).isdigit():
             raise ZNodeDataError(f"{what}: partition {key!r} is not a number")
-        assignment[int(key)] = ReplicaAssignment(
+        decoded = ReplicaAssignment(
             _int_list(replicas, what),
             _int_list(adding.get(key, []), what),
             _int_list(removing.get(key, []), what),
         )
+        assignment[int(key)] = shared.setdefault(decoded, decoded)
     topic_id = value.get("topic_id")
     return TopicAssignment(topic, assignment, topic_id if isinstance(topic_id, str) else None)
 

@@ -445,7 +445,7 @@ def test_caught_up_time_follows_kafkas_rule() -> None:
     follower = FollowerState(
         log_end_offset=5, last_caught_up_ms=0, last_fetch_leader_log_end_offset=10, last_fetch_ms=100
     )
-    state.followers[2] = follower
+    state.followers = {2: follower}
     # No log yet: the leader's log end is 0, so any fetch from 0 is caught up now.
     state.update_follower_fetch(2, 0, now_ms=200)
     assert follower.last_caught_up_ms == 200

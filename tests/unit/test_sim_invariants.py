@@ -5,7 +5,6 @@ needed), and to let pass what is allowed."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import random
 from types import SimpleNamespace
@@ -306,10 +305,11 @@ def test_a_broker_with_stale_metadata_or_a_follower_at_an_old_epoch_keeps_the_ru
         leader = zk.partition_states[TP][0].leader
         other = next(b for b in (1, 2, 3) if b != leader)
         state = brokers[other][1].replica_manager.replica_state
-        told = state.metadata.partitions[TP]
-        state.metadata.partitions[TP] = dataclasses.replace(told, leader_epoch=told.leader_epoch - 1)
+        told = state.metadata.state(TP)
+        assert told is not None
+        state.metadata.put(TP, told._replace(leader_epoch=told.leader_epoch - 1))
         stale_metadata = checker.settled(brokers)
-        state.metadata.partitions[TP] = told
+        state.metadata.put(TP, told)
         state.partitions[TP].leader_epoch -= 1
         old_follower = checker.settled(brokers)
         return stale_metadata, old_follower
