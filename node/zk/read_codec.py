@@ -22,7 +22,7 @@ from aiozk import exc, protocol
 from aiozk.protocol.request import Request
 from aiozk.protocol.stat import Stat
 
-from node.zk.jute import HEADER, INT, STAT, buffer, made, read_stat, string
+from node.zk.jute import HEADER, INT, STAT, PackedStat, buffer, made, read_stat, string
 
 _GET_DATA = protocol.GetDataRequest.opcode
 _SET_DATA = protocol.SetDataRequest.opcode
@@ -45,8 +45,10 @@ class FastMultiRead(Request):  # type: ignore[misc]
     def serialize(self, xid: int | None = None) -> bytes:
         parts = [] if xid is None else [INT.pack(xid)]
         parts.append(INT.pack(self.opcode))
+        length = INT.pack
         for path in self.paths:
-            parts += (_GET_DATA_HEADER, string(path), _UNWATCHED)
+            raw = path.encode()
+            parts += (_GET_DATA_HEADER, length(len(raw)), raw, _UNWATCHED)
         parts.append(_FOOTER)
         return b"".join(parts)
 
@@ -77,12 +79,23 @@ class FastMultiReadResponse(protocol.TransactionResponse):  # type: ignore[misc]
         instance = cls()
         responses: list[Read | Exception] = instance.responses
         append, header, length = responses.append, HEADER.unpack_from, INT.unpack_from
+        stat_fields, stat_size, new_stat = STAT.unpack_from, STAT.size, PackedStat.__new__
         kind, done, _ = header(raw_bytes, 0)
         offset = HEADER.size
         while not done:
             if kind == _GET_DATA:
-                read, offset = _read_data(raw_bytes, offset)
-                append(read)
+                # `_read_data` written out: a bulk read decodes a million of these.
+                (size,) = length(raw_bytes, offset)
+                offset += 4
+                if size == -1:
+                    data = None
+                else:
+                    data = raw_bytes[offset : offset + size]
+                    offset += size
+                stat = new_stat(PackedStat)
+                stat.fields = stat_fields(raw_bytes, offset)
+                offset += stat_size
+                append((data, stat))
             elif kind == -1:
                 (code,) = length(raw_bytes, offset)
                 offset += 4
