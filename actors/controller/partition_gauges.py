@@ -187,8 +187,8 @@ class Leadership(dict[TopicPartition, LeadershipInfo]):
         if not self._stale:
             return
         loads, counted = self._loads, _PerTopic()
-        async for partitions in sliced(list(self)):
-            self._count_into(counted, ((tp, self.get(tp)) for tp in partitions))
+        async for items in sliced(list(self.items())):
+            self._count_into(counted, items)
         if self._stale and loads == self._loads:
             self._imbalanced, self._stale = counted, False
 

@@ -176,16 +176,29 @@ class PartitionStateMachine:
         leadership, assignments = context.leadership, context.assignments
         live, shutting_down = context.live_brokers, context.shutting_down
         checks_dirs = bool(context.replicas_on_offline_dirs)
-        states: dict[TopicPartition, PartitionState] = {}
-        async for partitions in sliced(list(leadership)):
-            for tp in partitions:
-                if tp.partition not in assignments.get(tp.topic, ()):
-                    continue  # a state read for a partition no longer assigned
-                leader = leadership[tp].leader_and_isr.leader
+        # Online is the usual answer: the loop only finds the exceptions, and the map of
+        # every partition is made from the leadership's keys in one call (their hashes kept).
+        exceptions: dict[TopicPartition, PartitionState | None] = {}
+        topic, assigned = None, {}
+        async for items in sliced(list(leadership.items())):
+            for tp, info in items:
+                if tp.topic != topic:  # the leadership comes topic by topic
+                    topic, assigned = tp.topic, assignments.get(tp.topic, {})
+                if tp.partition not in assigned:
+                    exceptions[tp] = None  # a state read for a partition no longer assigned
+                    continue
+                leader = info.leader_and_isr.leader
                 online = leader in live and leader not in shutting_down
                 if online and checks_dirs:
                     online = context.is_replica_online(leader, tp)
-                states[tp] = PartitionState.ONLINE if online else PartitionState.OFFLINE
+                if not online:
+                    exceptions[tp] = PartitionState.OFFLINE
+        states = dict.fromkeys(leadership, PartitionState.ONLINE)
+        for tp, exception in exceptions.items():
+            if exception is None:
+                del states[tp]
+            else:
+                states[tp] = exception
         if len(states) < sum(map(len, assignments.values())):  # partitions with no state yet
             async for partitions in sliced(context.all_partitions()):
                 for tp in partitions:
