@@ -177,7 +177,7 @@ class PartitionStateMachine:
         live, shutting_down = context.live_brokers, context.shutting_down
         checks_dirs = bool(context.replicas_on_offline_dirs)
         # Online is the usual answer: the loop only finds the exceptions, and the map of
-        # every partition is made from the leadership's keys in one call (their hashes kept).
+        # every partition is made from the leadership's keys in one call.
         exceptions: dict[TopicPartition, PartitionState | None] = {}
         topic, assigned = None, {}
         async for items in sliced(list(leadership.items())):
