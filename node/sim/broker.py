@@ -101,6 +101,8 @@ class SimBroker:
         self.apis = self.parts.apis
         self.alive = False
         self._cut_offs = 0
+        # Cuts from ZooKeeper begun and not healed yet (a partition and an outage may overlap).
+        self._cuts_held = 0
         self._context = contextvars.copy_context()
 
     @property
@@ -204,7 +206,13 @@ class SimBroker:
         past the session timeout the ensemble expires its session, so that the others elect
         a controller while this one may still believe it is (a zombie, fenced by the epoch
         at its next write)."""
+        self._cuts_held += 1
         store, session = self.store, self.store.session
+        if not store.reachable.is_set():
+            # Cut off already: no heartbeat has gone through since that cut began, so its
+            # timer stands (the ensemble expires the session then); this cut only keeps the
+            # broker cut off until it heals too.
+            return
         store.reachable.clear()
         # An earlier cut healed and this one began: only this one's timer may expire it.
         self._cut_offs += 1
@@ -222,10 +230,19 @@ class SimBroker:
 
         self.loop.call_later(self.settings.session_timeout_s, expire)
 
-    def reconnect_to_zookeeper(self) -> None:
-        """The partition heals: calls go through again; a session expired meanwhile is
-        renewed, and the broker hears of it as after any expiry."""
+    def starts_cut_off(self) -> None:
+        """This incarnation starts while ZooKeeper is unreachable (an outage under way)."""
+        self.store.reachable.clear()
+        self._cuts_held = 1
+
+    def reconnect_to_zookeeper(self, *, every_cut: bool = False) -> None:
+        """A cut heals (`every_cut`: all of them): once none holds, calls go through again,
+        and a session expired meanwhile is renewed, the broker hearing of it as after any
+        expiry."""
         if self.store.reachable.is_set():
+            return
+        self._cuts_held = 0 if every_cut else max(0, self._cuts_held - 1)
+        if self._cuts_held:
             return
         self.store.reachable.set()
         if self.alive and self.store.expired:

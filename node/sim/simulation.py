@@ -212,7 +212,7 @@ class Simulation:
         self.brokers[broker_id] = (self._incarnations, broker)
         self.checker.started(broker_id, self._incarnations)
         if self._zookeeper_down:
-            broker.store.reachable.clear()  # it starts into the outage, and waits for it to end
+            broker.starts_cut_off()  # it starts into the outage, and waits for it to end
         self.trace(f"start broker {broker_id} (incarnation {self._incarnations})")
         started = broker.start()
         incarnation = self._incarnations
@@ -621,7 +621,7 @@ class Simulation:
         self.trace("heal everything")
         self._heal_network()
         for _, broker in self.brokers.values():
-            broker.reconnect_to_zookeeper()
+            broker.reconnect_to_zookeeper(every_cut=True)
             broker.store.lose_replies = None
         # Controlled shutdowns under way end first: each within its deadline, or the stop
         # hangs, which is a violation too (a broker that never stops never comes back).

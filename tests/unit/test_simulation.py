@@ -20,6 +20,7 @@ from actors.base.ports import TopicPartition
 from node.broker.log.config import LogConfig
 from node.broker.log.log import Log
 from node.cluster.local import ROOT
+from node.sim.broker import BrokerSettings, SimBroker
 from node.sim.invariants import Ack, Checker, Violation
 from node.sim.log_store import MemoryLog, MemoryLogStore
 from node.sim.loop import NODE, Deadlock, VirtualTimeLoop, run_simulated
@@ -622,3 +623,45 @@ def test_the_standby_path_holds_every_invariant_and_new_controllers_take_over_fr
         result = run_seed(RunConfig(seed=seed, standby=True))
         assert result.violation is None, f"seed {seed}: {result.violation}"
     assert outcomes["took over"] > 0 and outcomes["fell back"] > 0, outcomes
+
+
+def test_a_second_cut_from_zookeeper_neither_restarts_the_session_clock_nor_ends_with_the_first() -> None:
+    """Two cuts that overlap (a partition during another, or an outage): the ensemble expires
+    the session a session timeout after the first began, since no heartbeat went through
+    after it; the broker reaches ZooKeeper again only once the last has healed. The model used
+    to start the clock again at each cut, so a broker cut off three times in a row (the
+    controller, in seed 22454) held a session the ensemble would have expired, and no other
+    broker could take over while a partition's leader was dead."""
+
+    async def main() -> tuple[bool, bool, bool]:
+        zk = FakeZooKeeper()
+        network = SimNetwork(random.Random(7), lambda line, **_: None)
+        settings = BrokerSettings()
+        broker = SimBroker(1, zk, network, MemoryLogStore(), settings)
+        await broker.start()
+        broker.cut_off_from_zookeeper()
+        await asyncio.sleep(settings.session_timeout_s / 2)
+        broker.cut_off_from_zookeeper()  # the second cut, while the first holds
+        await asyncio.sleep(settings.session_timeout_s / 2 + 0.1)
+        expired_at_the_first_cuts_timeout = broker.store.expired
+        broker.reconnect_to_zookeeper()  # the first heals; the second still holds
+        still_cut_off = not broker.store.reachable.is_set()
+        broker.reconnect_to_zookeeper()
+        return expired_at_the_first_cuts_timeout, still_cut_off, broker.store.reachable.is_set()
+
+    expired, still_cut_off, reachable = run_simulated(main())
+    assert expired, "the session outlived a session timeout without a heartbeat"
+    assert still_cut_off, "the first heal ended the second cut"
+    assert reachable
+
+
+def test_a_controller_cut_off_three_times_in_a_row_gives_way_to_one_that_leads_the_partitions() -> None:
+    """Seed 22454 of the 100,000-seed run on every fault kind: broker 5 lost power while it
+    led t1-0; the controller, broker 2, was cut off from ZooKeeper three times in a row (11.6 s
+    for 8.8 s, 13.8 s for 9.5 s, 18.9 s for 3.5 s) before it crashed. Each cut started the
+    session's clock again, so no broker took over until 6 s after the crash, and t1-0 went
+    20 s without a leader while brokers 1 and 4 of its ISR were live (the focused test is
+    test_a_second_cut_from_zookeeper_neither_restarts_the_session_clock_nor_ends_with_the_first)."""
+    result = run_seed(RunConfig(seed=22454))
+    assert result.faults["zk-partition"] >= 3 and result.faults["power-loss"] >= 1
+    assert result.violation is None, result.violation
