@@ -178,4 +178,3 @@ class MetadataCache:
             isr=list(state.isr),
             offline_replicas=list(state.offline_replicas),
         )
-

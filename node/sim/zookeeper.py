@@ -14,7 +14,8 @@ does not run against a fantasy.
 Every call is a round trip: it yields to the loop, after `FakeZooKeeper.latency()` seconds
 when a simulation sets one, so that concurrency is real. A simulation may also watch every
 fenced write through `FakeZooKeeper.on_fenced_write`, to check that only the controller of
-the current epoch writes.
+the current epoch writes. A fenced write passes where the real store's would: `/controller_epoch`
+at the version the writer won, and `/controller` there.
 
 A simulation may lose the answers to a session's fenced writes (`FakeClusterStore.lose_replies`):
 such a write is applied, then answered as the real store answers a write whose reply was lost
@@ -145,6 +146,13 @@ class FakeZooKeeper:
 
     def next_zxid(self) -> int:
         return next(self._zxid)
+
+    def elected(self, broker_id: int, epoch: tuple[int, int]) -> None:
+        """What an election on a session outside this ensemble leaves: `/controller` naming
+        the broker (owned by no store's session), and `/controller_epoch` at `epoch` (its value
+        and data version). For tests that start from a controller already in office."""
+        self.controller = _Ephemeral(broker_id, -1, self.next_zxid())
+        self.epoch = epoch
 
     def write_partition_state(self, tp: TopicPartition, state: LeaderAndIsr, controller_epoch: int) -> int:
         """Store a partition's state at the next data version (0 for a new one); the version."""
@@ -419,8 +427,12 @@ class FakeClusterStore:
         return found
 
     def _check_fence(self, epoch_zk_version: int, controller_epoch: int | None = None) -> None:
+        # The real store's two checks (node/zk/store.py): the epoch's version, and that
+        # `/controller` exists, whoever's it is (a check op sees no owner).
         if self.zk.epoch is None or self.zk.epoch[1] != epoch_zk_version:
             raise ControllerMovedError(f"/controller_epoch is past version {epoch_zk_version}")
+        if self.zk.controller is None:
+            raise ControllerMovedError("/controller is gone: the reign that wrote the epoch has ended")
         if self.zk.on_fenced_write is not None:
             self.zk.on_fenced_write(self, controller_epoch)
 

@@ -65,6 +65,9 @@ BadVersion = exc.BadVersion
 RolledBack = exc.RolledBack
 RuntimeInconsistency = exc.RuntimeInconsistency
 ZKError = exc.ZKError
+# The version a conditional op passes to hold for any version: a check op with it holds
+# while the znode exists.
+ANY_VERSION = -1
 
 CREATED = protocol.WatchEvent.CREATED
 DELETED = protocol.WatchEvent.DELETED

@@ -17,7 +17,7 @@ A znode shows this client's write when it was
 - set at version v: it is at version v + 1 with exactly the data written, modified after the
   write was first sent;
 - deleted: it is gone;
-- checked at version v (an op of a multi-op): it is still at version v.
+- checked at version v (an op of a multi-op): it is still at version v (exists, for -1).
 A multi-op is one transaction: its creates and sets must all carry the same zxid, which is also
 how the znode a sequential create made is found among its siblings. Partition states carry
 the controller epoch in their data, so "exactly the data written" is also "this controller".
@@ -152,7 +152,7 @@ def _effect(op: Any, found: _Found, first: FirstSend) -> _Effect | None:
         case protocol.DeleteRequest():
             return _Effect(protocol.DeleteResponse()) if found is None else None
         case protocol.CheckVersionRequest():
-            checked = found is not None and found[1].version == op.version
+            checked = found is not None and op.version in (-1, found[1].version)
             return _Effect(protocol.CheckVersionResponse()) if checked else None
     return None
 

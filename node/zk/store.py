@@ -1,7 +1,14 @@
 """ZkClusterStore: the ClusterStore port over ZooKeeper, as Kafka's KafkaZkClient does it.
 
 Every controller write is fenced: a multi-op whose first op checks the version of
-`/controller_epoch` this controller wrote when elected (spec §2.4).
+`/controller_epoch` this controller wrote when elected (spec §2.4), and whose second checks
+that `/controller` exists. An election creates `/controller` and raises the epoch in one
+multi-op, so the two checks together hold only while the reign that wrote that version
+stands: once its session expired (and its ephemeral `/controller` went with it), or an
+operator deleted `/controller`, its writes are refused even before anyone is elected again.
+Kafka fences by the epoch version alone and is safe only because its client opens a new
+session after the controller has run Expire; a controller here may reach ZooKeeper on its
+new session with events of the old reign still queued.
 
 Watches (node/zk/watches.py): `watch_*` registers a watcher's handlers; a read with `watch`
 (or one that always watches, as `read_controller`) arms the watch by that same read, with the
@@ -51,6 +58,7 @@ from actors.base.ports import (
 from node.zk import data, paths
 from node.zk.broker_registry import ZkBrokerRegistry
 from node.zk.client import (
+    ANY_VERSION,
     BadVersion,
     NodeExists,
     NoNode,
@@ -388,7 +396,7 @@ class ZkClusterStore:
         if _failed(results) is None:
             return {
                 tp: states[tp]._replace(partition_epoch=r.stat.version)
-                for tp, r in zip(chunk, results[1:], strict=True)
+                for tp, r in zip(chunk, results, strict=True)
             }
         singles = await asyncio.gather(
             *(
@@ -410,7 +418,7 @@ class ZkClusterStore:
             elif error is not None:
                 outcome[tp] = error
             else:
-                outcome[tp] = states[tp]._replace(partition_epoch=single[1].stat.version)
+                outcome[tp] = states[tp]._replace(partition_epoch=single[0].stat.version)
         return outcome
 
     async def _fenced(
@@ -423,10 +431,19 @@ class ZkClusterStore:
         if recorded:
             assert record is not None
             ops = [*ops, self._record_op(record)]
-        results = await self.zk.multi([self.zk.check_op(paths.CONTROLLER_EPOCH, epoch_zk_version), *ops])
-        # When another op fails, the check reports RolledBack; only its own failure fences.
-        if isinstance(results[0], Exception) and not isinstance(results[0], RolledBack):
+        results = await self.zk.multi(
+            [
+                self.zk.check_op(paths.CONTROLLER_EPOCH, epoch_zk_version),
+                self.zk.check_op(paths.CONTROLLER, ANY_VERSION),
+                *ops,
+            ]
+        )
+        (epoch_check, controller_check), results = results[:2], results[2:]
+        # When another op fails, a check reports RolledBack; only its own failure fences.
+        if isinstance(epoch_check, Exception) and not isinstance(epoch_check, RolledBack):
             raise ControllerMovedError(f"/controller_epoch is past version {epoch_zk_version}")
+        if isinstance(controller_check, Exception) and not isinstance(controller_check, RolledBack):
+            raise ControllerMovedError("/controller is gone: the reign that wrote the epoch has ended")
         if not recorded:
             return results
         results, made = results[:-1], results[-1]

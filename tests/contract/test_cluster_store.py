@@ -387,6 +387,60 @@ async def test_a_deposed_controller_writes_no_partition_state(ensemble: Ensemble
     }
 
 
+async def test_a_controller_whose_session_expired_writes_nothing_though_none_was_elected_since(
+    ensemble: Ensemble,
+) -> None:
+    """A controller's events may still be queued when it reaches ZooKeeper on a new session:
+    its epoch's version is still current (nobody has run since), but its `/controller` went
+    with the old session, and so does its right to write."""
+    controller, observer = await ensemble.store(), await ensemble.store()
+    await topic_admin(controller).create_topic(assignment("t", 2), {})
+    fence = await controller.register_controller_and_increment_epoch(1)
+    tp = TopicPartition("t", 0)
+    await controller.create_partition_states({tp: LeaderAndIsr(1, 0, (1, 2))}, fence.epoch, fence.zk_version)
+    recorder = Recorder()
+    controller.watch_session(recorder)
+    await ensemble.expire(controller)
+    await eventually(
+        recorded(recorder, "before_new_session", "after_new_session"), timeout=10, message="no new session"
+    )
+    assert await observer.controller_epoch() == fence, "nobody has been elected since"
+    with pytest.raises(ControllerMovedError):
+        await controller.update_partition_states(
+            {tp: LeaderAndIsr(1, 0, (1, 2, 5), 0)}, fence.epoch, fence.zk_version
+        )
+    with pytest.raises(ControllerMovedError):
+        await controller.create_partition_states(
+            {TopicPartition("t", 1): LeaderAndIsr(1, 0, (1,))}, fence.epoch, fence.zk_version
+        )
+    with pytest.raises(ControllerMovedError):
+        await controller.delete_preferred_replica_election(fence.zk_version)
+    assert (await observer.partition_states([tp, TopicPartition("t", 1)])) == {
+        tp: LeadershipInfo(LeaderAndIsr(1, 0, (1, 2), 0), fence.epoch)
+    }
+
+
+async def test_a_controller_whose_znode_an_operator_deleted_writes_nothing(ensemble: Ensemble) -> None:
+    """`rmr /controller` ends the reign at once: the controller hears of it later, through
+    its watch, and what it writes meanwhile is refused."""
+    controller, operator = await ensemble.store(), await ensemble.store()
+    await topic_admin(controller).create_topic(assignment("t", 1), {})
+    fence = await controller.register_controller_and_increment_epoch(1)
+    tp = TopicPartition("t", 0)
+    await controller.create_partition_states({tp: LeaderAndIsr(1, 0, (1, 2))}, fence.epoch, fence.zk_version)
+    assert await operator.force_delete_controller() == 1
+    with pytest.raises(ControllerMovedError):
+        await controller.update_partition_states(
+            {tp: LeaderAndIsr(2, 1, (2,), 0)}, fence.epoch, fence.zk_version
+        )
+    assert (await operator.partition_states([tp]))[tp].leader_and_isr == LeaderAndIsr(1, 0, (1, 2), 0)
+    again = await controller.register_controller_and_increment_epoch(1)
+    written = await controller.update_partition_states(
+        {tp: LeaderAndIsr(2, 1, (2,), 0)}, again.epoch, again.zk_version
+    )
+    assert written[tp] == LeaderAndIsr(2, 1, (2,), partition_epoch=1), "the next reign writes"
+
+
 async def test_cluster_watches_report_broker_and_topic_changes(ensemble: Ensemble) -> None:
     controller, other = await ensemble.store(), await ensemble.store()
     recorder = ClusterRecorder()

@@ -16,7 +16,7 @@ import pytest
 from actors.base.clock import SystemClock
 from actors.base.ports import LeaderAndIsr, TopicPartition
 from node.zk import data, paths
-from node.zk.client import BadVersion, NodeExists, ZooKeeperClient, multi_failure
+from node.zk.client import ANY_VERSION, BadVersion, NodeExists, NoNode, ZooKeeperClient, multi_failure
 from node.zk.store import ZkClusterStore
 from tests.unit.zk_protocol_fake import OTHER_SESSION_ID, LossyConnection, ZNodeTree, client_on, close
 
@@ -118,6 +118,36 @@ async def test_a_fenced_multi_op_of_creates_whose_answer_was_lost_is_answered_as
     assert results[3].stat.version == 0
 
 
+async def test_a_multi_op_checking_that_a_znode_exists_whose_answer_was_lost_is_answered_as_applied(
+    zk: tuple[ZooKeeperClient, LossyConnection],
+) -> None:
+    """A check at version -1 (any version, as the fence's check of `/controller`) holds, read
+    back, while the znode is there at whatever version."""
+    client, connection = zk
+    await client.create("/controller", b'{"brokerid":1}', ephemeral=True)
+    await client.set("/controller", b'{"brokerid":1}')
+    connection.lose_answer_of = 3
+    results = await client.multi(
+        [client.check_op("/controller", ANY_VERSION), client.create_op("/brokers/topics/t", b"{}")]
+    )
+    assert connection.writes == 4
+    assert multi_failure(results) is None, results
+
+
+async def test_a_multi_op_checking_a_znode_gone_since_stays_refused(
+    zk: tuple[ZooKeeperClient, LossyConnection],
+) -> None:
+    """Applied, but `/controller` was deleted before the retry: the write is fenced out."""
+    client, connection = zk
+    await client.create("/controller", b'{"brokerid":1}')
+    connection.lose_answer_of = 2
+    connection.meanwhile = _other_writes(client.delete_op("/controller"))
+    results = await client.multi(
+        [client.check_op("/controller", ANY_VERSION), client.create_op("/brokers/topics/t", b"{}")]
+    )
+    assert isinstance(multi_failure(results), NoNode)
+
+
 async def test_a_multi_op_with_a_set_keeps_the_stat_callers_read(
     zk: tuple[ZooKeeperClient, LossyConnection],
 ) -> None:
@@ -162,8 +192,9 @@ async def test_the_store_creates_partition_states_whose_multi_op_answer_was_lost
     client, connection = zk
     store = ZkClusterStore(client, SystemClock())
     await client.create(paths.CONTROLLER_EPOCH, data.encode_controller_epoch(1))
+    await client.create(paths.CONTROLLER, data.encode_controller(1, 0), ephemeral=True)
     await client.create(paths.topic("t"), b"{}")
-    connection.lose_answer_of = 3
+    connection.lose_answer_of = 4
     states = {TopicPartition("t", p): LeaderAndIsr(1, 0, (1, 2)) for p in range(3)}
     written = await store.create_partition_states(states, 1, 0)
     assert written == {tp: state._replace(partition_epoch=0) for tp, state in states.items()}

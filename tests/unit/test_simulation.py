@@ -665,3 +665,18 @@ def test_a_controller_cut_off_three_times_in_a_row_gives_way_to_one_that_leads_t
     result = run_seed(RunConfig(seed=22454))
     assert result.faults["zk-partition"] >= 3 and result.faults["power-loss"] >= 1
     assert result.violation is None, result.violation
+
+
+def test_a_controller_on_its_new_session_writes_nothing_its_expired_reign_queued() -> None:
+    """Seed 188 of the default run on the fixed model: overlapping outages of ZooKeeper
+    expired every session. The controller of epoch 7 reached ZooKeeper on a new session and,
+    before its Expire ran, handled a queued AlterPartition that put broker 5 (which had lost
+    power, and asked as its old incarnation) back into t1-0's ISR; nobody had been elected
+    since, so `/controller_epoch` was still at the version it had won and the write passed.
+    The next controller elected broker 5, whose log had lost acknowledged records. Every
+    fenced write now also checks that `/controller` exists (the contract tests
+    test_a_controller_whose_session_expired_writes_nothing_though_none_was_elected_since and
+    test_a_controller_whose_znode_an_operator_deleted_writes_nothing)."""
+    result = run_seed(RunConfig(seed=188))
+    assert result.faults["zk-outage"] >= 2 and result.faults["power-loss"] >= 1
+    assert result.violation is None, result.violation

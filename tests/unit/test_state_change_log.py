@@ -31,7 +31,7 @@ class Controller:
 
     def __init__(self) -> None:
         zk = FakeZooKeeper()
-        zk.epoch = (4, 4)
+        zk.elected(9, (4, 4))
         self.store = FakeClusterStore(zk)
         self.channel = FakeBrokerChannel()
         self.context = ControllerContext(epoch=4, epoch_zk_version=4)

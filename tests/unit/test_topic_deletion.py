@@ -33,7 +33,7 @@ from actors.controller.request_batch import RequestBatch
 from actors.controller.topic_deletion import TopicDeletionManager, deletion_errors
 from tests.controllers import ControllerCluster as Cluster
 from tests.controllers import info, settled, started
-from tests.fakes import FakeBrokerChannel, FakeClusterStore, FakeZooKeeper, _Ephemeral
+from tests.fakes import FakeBrokerChannel, FakeClusterStore, FakeZooKeeper
 from tests.support import ManualClock, eventually, topic_admin
 from wire.api import (
     LeaderAndIsrResponse,
@@ -53,7 +53,7 @@ class Deletion:
 
     def __init__(self) -> None:
         self.zk = FakeZooKeeper()
-        self.zk.epoch = (1, 1)
+        self.zk.elected(0, (1, 1))
         self.store = FakeClusterStore(self.zk)
         self.channel = FakeBrokerChannel()
         context = ControllerContext(epoch=1, epoch_zk_version=1)
@@ -402,8 +402,7 @@ async def test_a_controller_moved_under_a_deletion_writes_nothing_and_resigns(
     await created(deleting, "t", {0: (1, 2)})
     before = dict(deleting.zk.partition_states)
     # Another broker is elected while this controller has not heard of it yet.
-    deleting.zk.controller = _Ephemeral(9, -1, deleting.zk.next_zxid())
-    deleting.zk.epoch = (2, 2)
+    deleting.zk.elected(9, (2, 2))
     await topic_admin(deleting.store).mark_topic_for_deletion("t")
     await eventually(settled(deleting, lambda: not old.is_active), timeout=2, message="did not resign")
     assert old.active_controller_id == 9
