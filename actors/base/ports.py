@@ -37,6 +37,12 @@ class BrokerIdTakenError(Exception):
     """`/brokers/ids/<id>` belongs to another live session."""
 
 
+class SessionExpiredError(Exception):
+    """The ZooKeeper session a call was made on expired before the call was answered: what
+    it would have done in that session (an ephemeral it would have owned) was not done. The
+    new session's watchers redo what must be redone (spec §2.5), so a caller only gives up."""
+
+
 @dataclasses.dataclass(frozen=True)
 class ControllerEpoch:
     """The controller epoch and the ZooKeeper data version of `/controller_epoch` that

@@ -24,6 +24,7 @@ from actors.base.ports import (
     ClusterStore,
     ControllerEpoch,
     ControllerMovedError,
+    SessionExpiredError,
     TopicPartition,
 )
 from actors.base.state_change_log import StateChangeLogger
@@ -389,6 +390,11 @@ class KafkaController:
             # Fenced out mid-way: a waiting caller hears NOT_CONTROLLER, as Kafka's does.
             event.fail(NotController(f"the controller moved while processing {name}"))
             await self._follow_moved_controller()
+        except SessionExpiredError as e:
+            # The session watcher queues Expire and then RegisterBrokerAndReelect for the new
+            # session, which resign and register again; this event is only given up.
+            log.info("ZooKeeper session expired while processing %s: %s", name, e)
+            event.fail(NotController(f"the ZooKeeper session expired while processing {name}"))
         except Exception as e:
             event.fail(UnknownServerError(f"{name} failed: {e!r}"))
             raise

@@ -54,6 +54,7 @@ from actors.base.ports import (
     ReassignmentWatcher,
     RegisteredBroker,
     ReplicaAssignment,
+    SessionExpiredError,
     SessionWatcher,
     TopicAlreadyMarkedForDeletionError,
     TopicAssignment,
@@ -337,6 +338,18 @@ class FakeClusterStore:
         await asyncio.sleep(0 if self.zk.latency is None else self.zk.latency())
         await self.reachable.wait()
 
+    async def round_trip_on_session(self) -> None:
+        """The round trip of a call whose effect belongs to the session (an ephemeral it
+        creates): the real client fails such a call with SessionExpired when the session
+        expired before it was answered (node/zk/client.py), and it creates nothing."""
+        session = self.session
+        await self.round_trip()
+        self.check_session(session)
+
+    def check_session(self, session: int) -> None:
+        if self.expired or self.session != session:
+            raise SessionExpiredError(f"ZooKeeper session {session} expired before the call was answered")
+
     async def controller_id(self) -> int | None:
         await self.round_trip()
         self.controller_watch_armed = True
@@ -355,7 +368,7 @@ class FakeClusterStore:
     async def register_controller_and_increment_epoch(
         self, broker_id: int, seen: ControllerEpoch | None = None
     ) -> ControllerEpoch:
-        await self.round_trip()
+        await self.round_trip_on_session()
         if self.zk.epoch is None:
             self.zk.epoch = (0, 0)
         if self.zk.controller is not None:
@@ -664,9 +677,11 @@ class FakeBrokerRegistry:
         self._registered_session: int | None = None
 
     async def register_broker(self, info: BrokerInfo) -> int:
-        await self._store.round_trip()
+        session = self._store.session
+        await self._store.round_trip_on_session()
         deadline = asyncio.get_running_loop().time() + self._store.stale_session_wait
         while True:
+            self._store.check_session(session)
             existing = self._store.zk.brokers.get(info.broker_id)
             if existing is None:
                 node = _Ephemeral(info, self._store.session, self._store.zk.next_zxid())

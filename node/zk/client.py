@@ -39,7 +39,7 @@ from aiozk.session import Session
 from aiozk.states import States
 
 from actors.base.loop_slices import turn_if_held
-from actors.base.ports import SessionWatcher
+from actors.base.ports import SessionExpiredError, SessionWatcher
 from node.zk import retried_writes
 from node.zk.acls import ZkSecurity, default_acls
 from node.zk.in_flight import MAX_IN_FLIGHT_REQUESTS, windowed
@@ -102,6 +102,11 @@ _CONNECTION_ERRORS = (
     exc.OperationTimeout,
     exc.SessionExpired,
 )
+
+
+class SessionExpired(exc.SessionExpired, SessionExpiredError):  # type: ignore[misc]
+    """What `send` raises for a request its session did not outlive: aiozk's error, which
+    this module's callers know, and the port's, which the controller knows."""
 
 
 # Of those, what `send` sends again by itself: the session may still be alive.
@@ -348,10 +353,15 @@ class ZooKeeperClient:
                     raise
                 await session.ensure_safe_state(writing=request.writes_data)
                 if session.session_id != sid:
-                    raise exc.SessionExpired() from e
+                    raise SessionExpired() from e
                 log.debug(
                     "ZooKeeper %s lost with its connection (%r); sending it again", type(request).__name__, e
                 )
+            except exc.SessionExpired as e:
+                # The server's own answer for a session it has expired: the port's error too.
+                if isinstance(e, SessionExpired):
+                    raise
+                raise SessionExpired() from e
 
     async def get(self, path: str, *, watch: bool = False) -> tuple[bytes | None, Stat]:
         response = await self.send(FastGetData(path=self.path(path), watch=watch))

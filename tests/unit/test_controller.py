@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
+from actors.base.ports import SessionExpiredError
 from actors.controller import KafkaController
 from tests.controllers import ControllerCluster as Cluster
 from tests.controllers import info
@@ -141,6 +142,30 @@ async def test_a_controller_elected_on_its_new_session_before_hearing_of_the_exp
     await eventually(cluster.settled, timeout=2, message="the brokers did not agree on a controller")
     assert cluster.controller.context.epoch == 2, "the active controller took over at the new epoch"
     assert "/controller names it from before its session expired" in caplog.text
+
+
+async def test_an_event_whose_session_expired_under_it_is_given_up_without_an_error(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A ZooKeeper call that its session did not outlive fails with SessionExpiredError; the
+    session watcher's Expire and re-registration follow, so the event is only given up: no
+    uncaught error, and the queue goes on."""
+    controller = await cluster.start(1)
+    await eventually(condition(lambda: controller.is_active), timeout=2, message="no controller")
+    cluster.stores[1].fail_next_registered_brokers = SessionExpiredError("expired while reading /brokers/ids")
+    await cluster.start(2)  # its registration is a BrokerChange, whose read fails
+    await eventually(
+        condition(lambda: "ZooKeeper session expired while processing BrokerChange" in caplog.text),
+        timeout=2,
+        message="the event did not meet the expiry",
+    )
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], "logged as an uncaught error"
+    await cluster.start(3)  # the next BrokerChange is read in full
+    await eventually(
+        condition(lambda: set(controller.context.live_brokers) == {1, 2, 3}),
+        timeout=2,
+        message="the queue stopped after the given-up event",
+    )
 
 
 async def test_failover_error_gives_the_role_up_with_a_fenced_delete(cluster: Cluster) -> None:

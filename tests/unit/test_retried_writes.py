@@ -12,9 +12,10 @@ from __future__ import annotations
 import collections.abc
 
 import pytest
+from aiozk import exc
 
 from actors.base.clock import SystemClock
-from actors.base.ports import LeaderAndIsr, TopicPartition
+from actors.base.ports import LeaderAndIsr, SessionExpiredError, TopicPartition
 from node.zk import data, paths
 from node.zk.client import ANY_VERSION, BadVersion, NodeExists, NoNode, ZooKeeperClient, multi_failure
 from node.zk.store import ZkClusterStore
@@ -305,3 +306,25 @@ async def test_a_refusal_of_a_write_sent_once_is_not_looked_into(
     with pytest.raises(NodeExists):
         await client.create("/brokers/topics/t", b"same")
     assert connection.reads == 0, "a write sent once was read back"
+
+
+# --- a session lost meanwhile ---
+
+
+async def test_a_write_whose_session_expired_before_its_answer_fails_with_the_ports_error(
+    zk: tuple[ZooKeeperClient, LossyConnection], tree: ZNodeTree
+) -> None:
+    """Not sent again on the new session: an ephemeral it made there would outlive what the
+    caller knew of the old one. The error is aiozk's, and the port's the controller knows."""
+    client, connection = zk
+    connection.lose_request_of = 1
+
+    def new_session(_: ZNodeTree) -> None:
+        client._zk.session.session_id = OTHER_SESSION_ID
+
+    connection.meanwhile = new_session
+    with pytest.raises(SessionExpiredError) as raised:
+        await client.create("/brokers/ids/5", b"registration", ephemeral=True)
+    assert isinstance(raised.value, exc.SessionExpired)
+    assert connection.writes == 1, "sent again on the new session"
+    assert "/brokers/ids/5" not in tree.nodes

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.base.ports import TopicPartition
+from actors.base.ports import BrokerInfo, SessionExpiredError, TopicPartition
 from node.broker.log.config import LogConfig
 from node.broker.log.log import Log
 from node.cluster.local import ROOT
@@ -27,7 +27,7 @@ from node.sim.loop import NODE, Deadlock, VirtualTimeLoop, run_simulated
 from node.sim.main import parse_args, replay_command
 from node.sim.network import SimNetwork, endpoint_of
 from node.sim.simulation import DEFAULT_FAULTS, RunConfig, run_seed
-from node.sim.zookeeper import FakeZooKeeper
+from node.sim.zookeeper import FakeClusterStore, FakeZooKeeper
 from tests.support import run_command
 from wire import records
 from wire.api import ApiVersionsRequest, ProducePartitionData, ProduceRequest, ProduceTopicData
@@ -679,4 +679,37 @@ def test_a_controller_on_its_new_session_writes_nothing_its_expired_reign_queued
     test_a_controller_whose_znode_an_operator_deleted_writes_nothing)."""
     result = run_seed(RunConfig(seed=188))
     assert result.faults["zk-outage"] >= 2 and result.faults["power-loss"] >= 1
+    assert result.violation is None, result.violation
+
+
+def test_a_registration_whose_session_expired_while_it_waited_creates_nothing() -> None:
+    """The real client fails a call its session did not outlive (node/zk/client.py), and the
+    in-memory store fails an ephemeral create so too: it used to create the znode on the dead
+    session, which the ensemble never dropped again."""
+
+    async def main() -> tuple[BaseException | None, bool]:
+        zk = FakeZooKeeper()
+        store = FakeClusterStore(zk)
+        store.reachable.clear()  # an outage under way
+        registering = asyncio.create_task(store.register_broker(BrokerInfo(5, (endpoint_of(5),))))
+        await asyncio.sleep(1)
+        store.expired = True  # the ensemble expires the session meanwhile
+        zk.drop_session(store.session)
+        store.reachable.set()
+        await store.renew_session()
+        error = (await asyncio.gather(registering, return_exceptions=True))[0]
+        return (error if isinstance(error, BaseException) else None), 5 in zk.brokers
+
+    error, registered = run_simulated(main())
+    assert isinstance(error, SessionExpiredError), error
+    assert not registered, "an ephemeral on a session the ensemble had expired"
+
+
+def test_a_broker_whose_controlled_shutdown_outlived_an_outage_leaves_its_id_to_the_next_one() -> None:
+    """Seed 4557 on the fixed model: broker 5 was shutting down (its controlled shutdown had
+    given up) while ZooKeeper was unreachable; its registration on the session being expired
+    went through when the outage healed, on that dead session, so the znode was never
+    dropped, and broker 5 started at the heal found its id taken for good."""
+    result = run_seed(RunConfig(seed=4557))
+    assert result.faults["zk-outage"] >= 3 and result.faults["shutdown"] >= 1
     assert result.violation is None, result.violation
