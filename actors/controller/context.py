@@ -184,7 +184,7 @@ class ControllerContext:
     replicas_on_offline_dirs: dict[int, set[TopicPartition]] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.leadership = Leadership(self.assignment)
+        self.leadership = Leadership(self.assignment, self.topic_assignment)
         self.partition_states = PartitionStates(PartitionState.OFFLINE, PartitionState.NEW)
 
     def reset(self) -> None:
@@ -240,6 +240,9 @@ class ControllerContext:
         if leadership:
             for partition, assignment in partitions.items():
                 leadership.assignment_changed(TopicPartition(topic, partition), assignment)
+
+    def topic_assignment(self, topic: str) -> dict[int, ReplicaAssignment] | None:
+        return self.assignments.get(topic)
 
     def assignment(self, tp: TopicPartition) -> ReplicaAssignment:
         partitions = self.assignments.get(tp.topic)

@@ -69,6 +69,9 @@ def _imbalanced(assignment: ReplicaAssignment, info: LeadershipInfo | None) -> b
     )
 
 
+_NOT_ASSIGNED: Mapping[int, ReplicaAssignment] = {}
+
+
 def _unsupported(*_: Any, **__: Any) -> NoReturn:
     raise TypeError("a write the partition gauges would not see: use item assignment, del or pop")
 
@@ -117,15 +120,19 @@ class PartitionStates(dict[TopicPartition, S], Generic[S]):
         self._counted(tp, None)
         return found
 
-    def load(self, states: Mapping[TopicPartition, S]) -> None:
+    def load(
+        self, states: Mapping[TopicPartition, S], *, not_online: Collection[TopicPartition] | None = None
+    ) -> None:
         """Many states at once, as a failover sets every partition's: one update, then only
-        the partitions that are not online counted."""
+        the partitions that are not online counted; `not_online`, when the caller knows them
+        (every other partition of `states` online), spares the pass that finds them."""
         if self._offline.total or self._unelected.total:
             for tp in states:
                 self._counted(tp, None)
         super().update(states)
         unelected = (self._offline_state, self._new_state)
-        for tp in [tp for tp, state in states.items() if state in unelected]:
+        candidates = states if not_online is None else not_online
+        for tp in [tp for tp in candidates if states.get(tp) in unelected]:
             self._counted(tp, states[tp])
 
     def offline_count(self, leaving_out: Collection[str]) -> int:
@@ -143,11 +150,18 @@ class Leadership(dict[TopicPartition, LeadershipInfo]):
     """Each partition's leader and ISR as the controller knows them, counting those not led by
     their preferred replica (`assignment` gives a partition's replicas)."""
 
-    __slots__ = ("_assignment", "_imbalanced", "_loads", "_stale")
+    __slots__ = ("_assignment", "_imbalanced", "_loads", "_partitions_of", "_stale")
 
-    def __init__(self, assignment: Callable[[TopicPartition], ReplicaAssignment]) -> None:
+    def __init__(
+        self,
+        assignment: Callable[[TopicPartition], ReplicaAssignment],
+        partitions_of: Callable[[str], Mapping[int, ReplicaAssignment] | None],
+    ) -> None:
+        """`assignment` gives a partition's replicas; `partitions_of` a topic's, by partition
+        (None: a topic not assigned), for the count of a whole load."""
         super().__init__()
         self._assignment = assignment
+        self._partitions_of = partitions_of
         self._imbalanced = _PerTopic()
         self._stale = False  # loaded whole, not counted yet
         self._loads = 0
@@ -204,12 +218,15 @@ class Leadership(dict[TopicPartition, LeadershipInfo]):
     def _count_into(
         self, counted: _PerTopic, items: Iterable[tuple[TopicPartition, LeadershipInfo | None]]
     ) -> None:
-        assignment = self._assignment
+        partitions_of, topic, assigned = self._partitions_of, None, _NOT_ASSIGNED
         for tp, info in items:  # `_imbalanced`, inlined: a failover's count goes over 1M
             if info is None:
                 continue
-            replicas = assignment(tp)
-            if not replicas.replicas:
+            if tp.topic != topic:  # a load comes topic by topic: one lookup per topic
+                topic = tp.topic
+                assigned = partitions_of(topic) or _NOT_ASSIGNED
+            replicas = assigned.get(tp.partition)
+            if replicas is None or not replicas.replicas:
                 continue
             preferred, state = replicas.replicas[0], info.leader_and_isr
             if preferred in state.isr if preferred in replicas.adding else state.leader != preferred:

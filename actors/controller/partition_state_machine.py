@@ -174,7 +174,7 @@ class PartitionStateMachine:
         every partition's name again: at 1M partitions that alone took half a second."""
         context = self._context
         leadership, assignments = context.leadership, context.assignments
-        live, shutting_down = context.live_brokers, context.shutting_down
+        leaders = {b for b in context.live_brokers if b not in context.shutting_down}
         checks_dirs = bool(context.replicas_on_offline_dirs)
         # Online is the usual answer: the loop only finds the exceptions, and the map of
         # every partition is made from the leadership's keys in one call.
@@ -188,7 +188,7 @@ class PartitionStateMachine:
                     exceptions[tp] = None  # a state read for a partition no longer assigned
                     continue
                 leader = info.leader_and_isr.leader
-                online = leader in live and leader not in shutting_down
+                online = leader in leaders
                 if online and checks_dirs:
                     online = context.is_replica_online(leader, tp)
                 if not online:
@@ -199,12 +199,14 @@ class PartitionStateMachine:
                 del states[tp]
             else:
                 states[tp] = exception
+        not_online = [tp for tp, exception in exceptions.items() if exception is not None]
         if len(states) < sum(map(len, assignments.values())):  # partitions with no state yet
             async for partitions in sliced(context.all_partitions()):
                 for tp in partitions:
                     if tp not in states:
                         states[tp] = PartitionState.NEW
-        context.partition_states.load(states)
+                        not_online.append(tp)
+        context.partition_states.load(states, not_online=not_online)
 
     async def trigger_online_partition_state_change(self) -> dict[TopicPartition, PartitionResult]:
         """Every New or Offline partition to Online, by offline election (topic config decides
