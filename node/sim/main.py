@@ -145,7 +145,9 @@ class _SeedResults:
             return map(self._config, self._seeds)
         # Fork, not spawn: a worker starts at once with every module loaded, and with this
         # process's hash secret, so that sets iterate as they would here.
-        self._pool = multiprocessing.get_context("fork").Pool(self._jobs)
+        # A worker is replaced after a bounded number of seeds: whatever a run leaves behind
+        # (docs/RELIABILITY.md, "A worker's memory across seeds") cannot end a long run.
+        self._pool = multiprocessing.get_context("fork").Pool(self._jobs, maxtasksperchild=_CHUNKS_PER_WORKER)
         # A few seeds per dispatch: little traffic between processes, and the workers stay
         # evenly loaded (a seed takes a fraction of a second).
         return self._pool.imap(self._config, self._seeds, chunksize=_CHUNK_SEEDS)
@@ -156,8 +158,10 @@ class _SeedResults:
             self._pool.join()
 
 
-# Seeds handed to a worker at once.
+# Seeds handed to a worker at once, and the dispatches a worker takes before a fresh one
+# (forked from this process, as the first was) replaces it: 1,000 seeds.
 _CHUNK_SEEDS = 4
+_CHUNKS_PER_WORKER = 250
 
 
 class _ConfigOf:

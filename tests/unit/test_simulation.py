@@ -26,7 +26,7 @@ from node.sim.log_store import MemoryLog, MemoryLogStore
 from node.sim.loop import NODE, Deadlock, VirtualTimeLoop, run_simulated
 from node.sim.main import parse_args, replay_command
 from node.sim.network import SimNetwork, endpoint_of
-from node.sim.simulation import DEFAULT_FAULTS, RunConfig, run_seed
+from node.sim.simulation import DEFAULT_FAULTS, RunConfig, RunResult, run_seed
 from node.sim.zookeeper import FakeClusterStore, FakeZooKeeper
 from tests.support import run_command
 from wire import records
@@ -321,6 +321,33 @@ def test_seeds_shared_among_workers_add_up_to_the_same_totals() -> None:
     assert _totals(shared.stdout) == _totals(alone.stdout)
     assert "9 runs, no violation" in shared.stdout and "faults: crash" in shared.stdout
     assert "seed 9: 9/9 runs" in shared.stderr
+
+
+def test_workers_replaced_after_each_dispatch_give_the_same_totals(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A worker is replaced after a bounded number of seeds (what a run leaves behind cannot
+    end a long one); each replacement is forked from this process as the first was, so the
+    seeds run as they would in one worker. Here every dispatch (4 seeds) gets a fresh one."""
+    import node.sim.main as sim_main
+
+    status = sim_main.main(["--seeds", "1-9", "--steps", "8", "--jobs", "2"])
+    kept = capsys.readouterr().out
+    monkeypatch.setattr(sim_main, "_CHUNKS_PER_WORKER", 1)
+    workers = tmp_path / "workers"
+    run = sim_main._ConfigOf.__call__
+
+    def noting_the_worker(self: sim_main._ConfigOf, seed: int) -> RunResult:
+        with workers.open("a") as f:
+            f.write(f"{os.getpid()}\n")
+        return run(self, seed)
+
+    monkeypatch.setattr(sim_main._ConfigOf, "__call__", noting_the_worker)
+    replaced_status = sim_main.main(["--seeds", "1-9", "--steps", "8", "--jobs", "2"])
+    replaced = capsys.readouterr().out
+    assert status == replaced_status == 0, kept + replaced
+    assert _totals(replaced) == _totals(kept)
+    assert len(set(workers.read_text().split())) == 3, "9 seeds in dispatches of 4: three workers"
 
 
 def test_a_violation_found_by_a_worker_is_reported_with_its_replay(
