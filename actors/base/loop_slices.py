@@ -33,10 +33,12 @@ BUDGET_S = 0.02
 
 
 class _Turns:
-    """When the loop last turned, as far as one loop's checks have seen."""
+    """When the loop last turned, as far as one loop's checks have seen. It keeps no reference
+    to its loop: it is the value of a weak map keyed by that loop, and a value that held its
+    key would keep the loop, and all it references, for ever (the simulation runs a loop per
+    seed, the tests one per test)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
         self._since = loop.time()
         self._turned = False
         loop.call_soon(self._turn)
@@ -44,17 +46,17 @@ class _Turns:
     def _turn(self) -> None:
         self._turned = True
 
-    def _restart(self) -> None:
-        self._since = self._loop.time()
+    def _restart(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._since = loop.time()
         self._turned = False
-        self._loop.call_soon(self._turn)
+        loop.call_soon(self._turn)
 
-    async def turn_if_held(self) -> None:
+    async def turn_if_held(self, loop: asyncio.AbstractEventLoop) -> None:
         if self._turned:  # the loop turned since the last check: count from here
-            self._restart()
-        elif self._loop.time() - self._since >= BUDGET_S:
+            self._restart(loop)
+        elif loop.time() - self._since >= BUDGET_S:
             await asyncio.sleep(0)
-            self._restart()
+            self._restart(loop)
 
 
 _turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Turns] = weakref.WeakKeyDictionary()
@@ -66,7 +68,7 @@ async def turn_if_held() -> None:
     turns = _turns.get(loop)
     if turns is None:
         turns = _turns[loop] = _Turns(loop)
-    await turns.turn_if_held()
+    await turns.turn_if_held(loop)
 
 
 async def sliced(items: Sequence[T], size: int = SLICE) -> AsyncIterator[Sequence[T]]:
