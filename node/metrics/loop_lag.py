@@ -84,7 +84,11 @@ class LoopLagMonitor(Collector):
         window_s: float = WINDOW_S,
         warn_threshold_s: float = DEFAULT_WARN_THRESHOLD_S,
         warn_every_s: float = DEFAULT_WARN_EVERY_S,
+        collections: WindowedMax = COLLECTIONS,
     ) -> None:
+        """`collections`: the garbage collector's collections, whose longest over the last
+        minute each warning names, so that a hold the collector made shows as such."""
+        self._collections = collections
         self._interval_s = interval_s
         self._warn_threshold_s = warn_threshold_s
         self._warn_every_s = warn_every_s
@@ -129,11 +133,13 @@ class LoopLagMonitor(Collector):
             return
         log.warning(
             "the event loop was held for %.0f ms (%d time(s) over %.0f ms since the last such line, "
-            "the longest %.0f ms): ZooKeeper heartbeats and requests waited as long",
+            "the longest %.0f ms; the garbage collector's longest collection in the last minute "
+            "%.0f ms): ZooKeeper heartbeats and requests waited as long",
             lag_s * 1000,
             self._over_since_warning,
             self._warn_threshold_s * 1000,
             self._worst_since_warning * 1000,
+            self._collections.max() * 1000,
         )
         self._last_warning = now
         self._over_since_warning = 0
@@ -157,7 +163,7 @@ class LoopLagMonitor(Collector):
             GC_PAUSE_MAX,
             "The longest collection of the cyclic garbage collector over the last minute: it "
             "holds the event loop as long",
-            COLLECTIONS.max(),
+            self._collections.max(),
         )
 
     def collect(self) -> Iterator[Metric]:

@@ -13,7 +13,7 @@ import uvloop
 from prometheus_client import generate_latest
 
 from node.metrics.http import registry_of
-from node.metrics.loop_lag import LAG_MAX, LoopLagMonitor
+from node.metrics.loop_lag import LAG_MAX, LoopLagMonitor, WindowedMax
 
 _INTERVAL_S = 0.005
 _HOLD_S = 0.3
@@ -69,9 +69,11 @@ def test_the_maximum_covers_the_last_minute_only() -> None:
 def test_a_long_hold_is_logged_once_per_interval_with_what_came_since(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    monitor = LoopLagMonitor(warn_threshold_s=0.5, warn_every_s=10)
+    collections = WindowedMax()
+    monitor = LoopLagMonitor(warn_threshold_s=0.5, warn_every_s=10, collections=collections)
     with caplog.at_level(logging.WARNING, logger="node.metrics.loop_lag"):
         monitor.record(0.6, now=100.0)
+        collections.record(0.42)
         monitor.record(0.7, now=101.0)
         monitor.record(0.4, now=102.0)  # under the threshold: not counted
         monitor.record(0.55, now=111.0)
@@ -80,6 +82,9 @@ def test_a_long_hold_is_logged_once_per_interval_with_what_came_since(
     assert lines[0].startswith("the event loop was held for 600 ms (1 time(s) over 500 ms")
     assert lines[1].startswith("the event loop was held for 550 ms (2 time(s) over 500 ms")
     assert "the longest 700 ms" in lines[1]
+    # Which holds the collector made: none before the first line, 420 ms by the second.
+    assert "the garbage collector's longest collection in the last minute 0 ms" in lines[0]
+    assert "the garbage collector's longest collection in the last minute 420 ms" in lines[1]
 
 
 def test_the_maximum_is_exported_under_its_name() -> None:
