@@ -7,9 +7,10 @@ length:
   - a producer sends `--rate` records a second (acks=all, one at a time) to a topic of 3
     partitions, each record's value its number; every acknowledged record is kept with where
     it landed;
-  - every `--restart-every` minutes, the next broker in turn (1, 2, 3, 1, ...: the controller's
-    broker among them) gets SIGTERM (a controlled shutdown), and is started again once it has
-    exited;
+  - every `--restart-every` minutes, the next broker in turn (`--order`, 1, 2, 3, 1, ...: the
+    controller's broker among them; with `--spare-controller` the controller's broker is
+    passed over, so that one controller handles every restart) gets SIGTERM (a controlled
+    shutdown), and is started again once it has exited;
   - after each restart, the cluster must settle again within `--settle-timeout`: the
     controller idle with every request answered, no partition offline, and no broker
     reporting an under-replicated partition (`UnderReplicatedPartitions`, scraped from each
@@ -24,6 +25,7 @@ load in which it kept its role (the controller's broker holds the controller's c
 a broker that becomes or stops being the controller is compared only within each role).
 
     .venv/bin/python -m bench.soak [--partitions 1000000] [--minutes 60] [--restart-every 10]
+                                   [--order 1,2,3] [--spare-controller]
 """
 
 from __future__ import annotations
@@ -199,7 +201,10 @@ async def soak(
             if next_restart > soak_started + args.minutes * 60:
                 break
             await asyncio.sleep(max(0.0, next_restart - time.monotonic()))
-            broker = cluster.by_id(BROKERS[turn % len(BROKERS)])
+            order = [b for b in args.order if not (args.spare_controller and b == controller)]
+            if not order:
+                raise RuntimeError(f"--order {args.order} leaves no broker but the controller to restart")
+            broker = cluster.by_id(order[turn % len(order)])
             turn += 1
             stop_started = time.monotonic()
             await asyncio.to_thread(broker.stop, 300.0)
@@ -242,9 +247,22 @@ def main() -> None:
     parser.add_argument("--settle-timeout", type=float, default=600.0, help="seconds, after each restart")
     parser.add_argument("--standby", action="store_true", help="the brokers run the warm standby")
     parser.add_argument("--zk-heap-mb", type=int, default=4096)
+    parser.add_argument(
+        "--order",
+        type=lambda text: [int(b) for b in text.split(",")],
+        default=list(BROKERS),
+        help="the brokers restarted in turn (1,2,3)",
+    )
+    parser.add_argument(
+        "--spare-controller",
+        action="store_true",
+        help="restart only brokers that are not the controller, so that one controller sees every restart",
+    )
     args = parser.parse_args()
     if args.partitions < 1 or args.minutes <= 0 or args.restart_every <= 0 or args.rate <= 0:
         parser.error("--partitions, --minutes, --restart-every and --rate must be positive")
+    if not set(args.order) <= set(BROKERS):
+        parser.error(f"--order names brokers among {','.join(map(str, BROKERS))}")
     tune_gc()
     print(
         f"machine: {cpu_model()}, python {sys.version.split()[0]}; {args.partitions:,} partitions, RF 3, "
