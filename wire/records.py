@@ -10,7 +10,9 @@ The layout is Kafka's record batch v2. A 61-byte header:
 then the records, each with Kafka's varint framing. `batch_length` counts the bytes after
 its own field. The CRC covers everything from `attributes` to the end, so the leader can
 stamp `base_offset` and `partition_leader_epoch` without touching the records or the CRC:
-the broker never re-encodes a record. Keel's CRC is CRC-32 (zlib), not Kafka's CRC-32C.
+the broker never re-encodes a record. The CRC is Kafka's CRC-32C (Castagnoli); logs written
+before Keel used it carry zlib's CRC-32 and are converted once, at load
+(`node/broker/log/crc_format.py`).
 
 Sans-I/O: bytes in, bytes or values out; every malformed input raises CorruptMessage.
 """
@@ -21,6 +23,8 @@ import struct
 import zlib
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
+
+import crc32c
 
 from wire.errors import CorruptMessage, InvalidRecord
 
@@ -170,12 +174,29 @@ def build_batch(
     if count == 0:
         raise ValueError("a batch needs at least one record")
     tail = struct.pack(">hiqqqhii", 0, count - 1, timestamp, timestamp, -1, -1, -1, count) + bytes(body)
-    crc = zlib.crc32(tail)
+    crc = checksum(tail)
     length = len(tail) + 4 + 1 + 4  # leader epoch, magic, crc
     return _PREFIX.pack(base_offset, length) + struct.pack(">ibI", -1, MAGIC, crc) + tail
 
 
 # --- reading and checking ---
+
+
+def checksum(data: Buffer) -> int:
+    """A batch's CRC-32C over `data`, its bytes from `attributes` to its end."""
+    return int(crc32c.crc32c(data))
+
+
+def convert_legacy_crc(batch: bytearray | memoryview, position: int = 0) -> bool:
+    """Give the whole batch at `position` a CRC-32C in place of the zlib CRC-32 that Keel
+    wrote before it used Kafka's; whether it was one. A batch whose stored CRC is neither is
+    left alone, for the log's own checks to find."""
+    header = read_header(batch, position)
+    covered = memoryview(batch)[position + _CRC_START : position + header.size]
+    if checksum(covered) == header.crc or zlib.crc32(covered) != header.crc:
+        return False
+    struct.pack_into(">I", batch, position + _CRC_START - 4, checksum(covered))
+    return True
 
 
 def read_header(buffer: Buffer, position: int = 0) -> BatchHeader:
@@ -199,7 +220,7 @@ def validate(buffer: Buffer, position: int = 0) -> BatchHeader:
     end = position + header.size
     if end > len(buffer):
         raise CorruptMessage(f"batch of {header.size} bytes, {len(buffer) - position} present")
-    crc = zlib.crc32(memoryview(buffer)[position + _CRC_START : end])
+    crc = checksum(memoryview(buffer)[position + _CRC_START : end])
     if crc != header.crc:
         raise CorruptMessage(f"batch at offset {header.base_offset} fails its CRC")
     return header

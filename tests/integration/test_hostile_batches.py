@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import struct
 import time
-import zlib
 
 import pytest
 
@@ -47,7 +46,7 @@ def forged(
         struct.pack_into(">i", out, 57, count)
     if max_timestamp is not None:
         struct.pack_into(">q", out, 35, max_timestamp)
-    struct.pack_into(">I", out, 17, zlib.crc32(out[21:]))
+    struct.pack_into(">I", out, 17, records.checksum(out[21:]))
     return bytes(out)
 
 

@@ -72,3 +72,47 @@ def test_arbitrary_bytes_decode_or_raise_corrupt_message(data: bytes) -> None:
 def test_any_records_round_trip(items: list[tuple[bytes | None, bytes | None]]) -> None:
     batch = records.build_batch(items, timestamp=123)
     assert [(r.key, r.value) for r in records.records(batch)] == items
+
+
+def test_a_batch_carries_kafkas_crc_32c_as_kafka_python_checks_it() -> None:
+    """An independent implementation on both sides: kafka-python's consumer checks the CRC of
+    what Keel builds, and Keel reads what kafka-python's producer builds."""
+    from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+
+    built = records.build_batch([(b"k", b"v")], timestamp=5)
+    theirs = DefaultRecordBatch(built)
+    assert theirs.validate_crc()
+    assert [(r.key, r.value) for r in theirs] == [(b"k", b"v")]
+    builder = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=0,
+        is_transactional=False,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=1 << 16,
+    )
+    builder.append(0, timestamp=7, key=b"a", value=b"b", headers=[("h", b"x")])
+    assert list(records.records(bytes(builder.build()))) == [records.Record(0, 7, b"a", b"b", (("h", b"x"),))]
+
+
+def test_a_batch_with_the_old_zlib_crc_is_given_its_crc_32c_in_place() -> None:
+    import zlib
+
+    batch = bytearray(records.build_batch([(None, b"a"), (None, b"b")], timestamp=5))
+    batch[17:21] = zlib.crc32(batch[21:]).to_bytes(4, "big")
+    with pytest.raises(CorruptMessage, match="CRC"):
+        records.validate(batch)
+    untouched = bytes(batch[21:])
+    assert records.convert_legacy_crc(batch)
+    assert records.validate(batch).records_count == 2
+    assert bytes(batch[21:]) == untouched
+    assert not records.convert_legacy_crc(batch)  # already CRC-32C
+
+
+def test_a_batch_whose_crc_is_neither_is_left_for_the_checks_to_find() -> None:
+    batch = bytearray(records.build_batch([(None, b"payload")], timestamp=1))
+    batch[-3] ^= 0xFF
+    before = bytes(batch)
+    assert not records.convert_legacy_crc(batch)
+    assert bytes(batch) == before

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import struct
-import zlib
 from pathlib import Path
 
 import pytest
@@ -54,7 +53,7 @@ def forge(batch: bytes, **fields: int) -> bytes:
 
 def recrc(batch: bytes | bytearray) -> bytes:
     out = bytearray(batch)
-    struct.pack_into(">I", out, 17, zlib.crc32(out[21:]))
+    struct.pack_into(">I", out, 17, records.checksum(out[21:]))
     return bytes(out)
 
 

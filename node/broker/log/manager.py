@@ -1,11 +1,13 @@
 """LogManager: every partition log under `log.dirs`, and their checkpoints.
 
-On start it opens (and so recovers) every partition directory it finds. New logs go to the
-directory holding the fewest. Each directory has two checkpoints, written periodically and on
-shutdown: `replication-offset-checkpoint` with the high watermark of each partition in it, and
-`recovery-point-offset-checkpoint` with each log's recovery point (what recovery after a crash
-may skip). A clean shutdown leaves `.kafka_cleanshutdown` in each directory; loading a
-directory that holds it skips recovery, and removes it, so that a later crash is seen as one.
+On start it opens (and so recovers) every partition directory it finds; a directory written
+before Keel's batches carried Kafka's CRC-32C is converted once, before its logs open
+(`crc_format`). New logs go to the directory holding the fewest. Each directory has two
+checkpoints, written periodically and on shutdown: `replication-offset-checkpoint` with the
+high watermark of each partition in it, and `recovery-point-offset-checkpoint` with each log's
+recovery point (what recovery after a crash may skip). A clean shutdown leaves
+`.kafka_cleanshutdown` in each directory; loading a directory that holds it skips recovery, and
+removes it, so that a later crash is seen as one.
 
 A directory where an I/O error happened is offline (Kafka's handleLogDirFailure): its logs stay
 known, so that their partitions answer KAFKA_STORAGE_ERROR rather than being created afresh
@@ -27,6 +29,7 @@ from actors.base.loop_slices import each
 from actors.base.ports import TopicPartition
 from node.broker.log.checkpoint import CheckpointError, read_checkpoint, write_checkpoint
 from node.broker.log.config import LogConfig
+from node.broker.log.crc_format import ensure_crc32c
 from node.broker.log.failure_channel import LogDirFailureChannel
 from node.broker.log.log import OUT_OF_DESCRIPTORS, Log, directory_name
 from wire.errors import KafkaStorageError
@@ -73,6 +76,14 @@ class LogManager:
         started = time.monotonic()
         for directory in self.log_dirs:
             directory.mkdir(parents=True, exist_ok=True)
+            try:
+                ensure_crc32c(directory)
+            except OSError as e:
+                for child in directory.iterdir():
+                    if (tp := _parse_directory(child.name)) is not None:
+                        self._unloadable[tp] = directory
+                self.failures.maybe_add_offline_log_dir(directory, f"cannot convert its logs to CRC-32C: {e}")
+                continue
             self._high_watermarks.update(_read_offsets(directory / HIGH_WATERMARK_FILE, "high-watermark"))
             recovery_points = _read_offsets(directory / RECOVERY_POINT_FILE, "recovery-point")
             marker = directory / CLEAN_SHUTDOWN_FILE
