@@ -31,6 +31,7 @@ import os
 import socket
 import ssl
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from wire.api import ApiKey, Response
 from wire.connection_quotas import ConnectionQuotas
@@ -56,6 +57,42 @@ _ACCEPT_RETRY_S = 0.1
 _TLS_HANDSHAKE_TIMEOUT_S = 10.0
 
 
+class WireFormat(Protocol):
+    """How a listener's frames hold requests and answers: Keel's msgpack envelope, or
+    Kafka's binary protocol (`wire/kafka/listener.py`). Either way the handler sees Keel's
+    requests and gives Keel's answers."""
+
+    def parse(self, frame: bytes, context: RequestContext) -> ParsedRequest:
+        """The request in `frame`; raises WireError, carrying the correlation id when the
+        request should be answered with the error rather than its connection closed."""
+        ...
+
+    def encode(self, request: ParsedRequest, response: Response) -> bytes | None:
+        """The frame payload answering `request`; None when no answer is sent."""
+        ...
+
+    def refuse(self, error: WireError) -> bytes:
+        """The answer to a request `parse` refused with a correlation id."""
+        ...
+
+
+class _MsgpackFormat:
+    """Keel's own wire: `[api_key, api_version, correlation_id, client_id, body]`."""
+
+    def parse(self, frame: bytes, context: RequestContext) -> ParsedRequest:
+        return parse_request(frame, context)
+
+    def encode(self, request: ParsedRequest, response: Response) -> bytes | None:
+        return encode_response(request.header.correlation_id, response)
+
+    def refuse(self, error: WireError) -> bytes:
+        assert error.correlation_id is not None
+        return encode_response(error.correlation_id, error_response(error))
+
+
+MSGPACK: WireFormat = _MsgpackFormat()
+
+
 class ListenerUnavailable(OSError):
     """The listener's address cannot be bound: the port is in use, the host is not this
     machine's, or the port needs privileges."""
@@ -74,8 +111,10 @@ class RpcServer:
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         security: ListenerSecurity = PLAINTEXT_LISTENER,
         quotas: ConnectionQuotas | None = None,
+        wire_format: WireFormat = MSGPACK,
     ) -> None:
         self._handler = handler
+        self._format = wire_format
         self._security = security
         self._host = host
         self._port = port
@@ -282,16 +321,15 @@ class RpcServer:
         """The encoded response (None: none), and whether the connection stays open. The
         frame's bytes are `held` until it is parsed."""
         try:
-            request = parse_request(frame, connection.context)
+            request = self._format.parse(frame, connection.context)
         except WireError as e:
             held.release()
             if e.correlation_id is None:
                 self._refusals.report("frame", "closing connection from %s: %s", peer, e.message)
                 return None, False
             self._refusals.report("bad request", "bad request from %s: %s: %s", peer, e.code.name, e.message)
-            return encode_response(e.correlation_id, error_response(e)), True
+            return self._format.refuse(e), True
         held.release()
-        correlation_id = request.header.correlation_id
         if connection.sasl is not None:
             step = connection.sasl.receive(request.body)
             if step is not None:
@@ -305,16 +343,16 @@ class RpcServer:
                 elif step.close:
                     self._refusals.report("sasl", "closing connection from %s: %s", peer, step.reason)
                 connection.authenticated_as(connection.sasl.principal)
-                answer = None if step.response is None else encode_response(correlation_id, step.response)
+                answer = None if step.response is None else self._format.encode(request, step.response)
                 return answer, not step.close
         elif request.spec.key in _SASL_KEYS:
             # Kafka's KafkaApis: SASL requests on a listener without SASL.
             error = IllegalSaslState(
                 f"{request.spec.key.name} on listener {connection.context.listener_name}"
             )
-            return encode_response(correlation_id, error_response(error)), True
+            return self._format.encode(request, error_response(error)), True
         response = await call_handler(self._handler, request, peer)
-        return encode_response(correlation_id, response), True
+        return self._format.encode(request, response), True
 
 
 _CONNECTION_IDS = itertools.count(1)

@@ -64,6 +64,10 @@ DEFINITIONS: dict[str, Definition] = {
     "broker.id": Definition(integer(0), None),
     "listeners": Definition(string, "PLAINTEXT://:9092"),
     "advertised.listeners": Definition(string, ""),
+    # Listeners that speak Kafka's binary protocol (wire/kafka), in the same syntax; each is
+    # registered as KAFKA_<name>, beside Keel's own listeners of the same name.
+    "kafka.listeners": Definition(string, ""),
+    "kafka.advertised.listeners": Definition(string, ""),
     "listener.security.protocol.map": Definition(string, DEFAULT_PROTOCOL_MAP),
     # Which listener the controller's channel and the replica fetchers use: one or the other
     # (Kafka's rule), else the listener named PLAINTEXT.
@@ -151,6 +155,9 @@ class BrokerConfig:
     # Whom the other brokers see on those connections (node/security/settings.py).
     inter_broker_principal: str = ANONYMOUS
     connection_limits: ConnectionLimits = dataclasses.field(default_factory=ConnectionLimits)
+    # Kafka's binary protocol: what the broker binds and registers, named KAFKA_<name>.
+    kafka_listeners: tuple[Endpoint, ...] = ()
+    kafka_advertised: tuple[Endpoint, ...] = ()
 
     def get_int(self, key: str) -> int:
         value = self.values[key]
@@ -191,7 +198,8 @@ class BrokerConfig:
 
     def endpoint(self, listener: Endpoint, bound_port: int) -> Endpoint:
         """The advertised endpoint of a listener, once its real port is known."""
-        advertised = next((a for a in self.advertised if a.listener == listener.listener), listener)
+        every = (*self.advertised, *self.kafka_advertised)
+        advertised = next((a for a in every if a.listener == listener.listener), listener)
         host = advertised.host or socket.getfqdn()
         port = bound_port if advertised is listener else advertised.port
         return Endpoint(listener.listener, listener.security_protocol, host, port)
@@ -238,9 +246,10 @@ def load_config(props: Mapping[str, str]) -> BrokerConfig:
         if not listener.host:
             raise ConfigError("advertised.listeners", f"{listener.listener} needs a host")
     inter_broker = _inter_broker_listener(values, listeners)
+    kafka_listeners, kafka_advertised = _kafka_listeners(values, protocols)
     get = getter(values, LISTENER_DEFAULTS)
     try:
-        for listener in listeners:
+        for listener in (*listeners, *kafka_listeners):
             check_listener_security(listener, get)
         inter_broker_security = client_security(
             inter_broker.security_protocol,
@@ -249,7 +258,9 @@ def load_config(props: Mapping[str, str]) -> BrokerConfig:
             mechanism_key="sasl.mechanism.inter.broker.protocol",
         )
         principal = inter_broker_principal(inter_broker_security, get)
-        limits = listener_connection_limits(values, props, listeners, inter_broker.listener)
+        limits = listener_connection_limits(
+            values, props, (*listeners, *kafka_listeners), inter_broker.listener
+        )
     except SettingError as e:
         raise ConfigError(e.key, e.message) from None
     unknown = tuple(sorted(key for key in props if key not in values))
@@ -264,7 +275,43 @@ def load_config(props: Mapping[str, str]) -> BrokerConfig:
         inter_broker_security,
         principal,
         limits,
+        kafka_listeners,
+        kafka_advertised,
     )
+
+
+KAFKA_LISTENER_PREFIX = "KAFKA_"
+
+
+def _kafka_listeners(
+    values: Mapping[str, object], protocols: Mapping[str, str]
+) -> tuple[tuple[Endpoint, ...], tuple[Endpoint, ...]]:
+    """`kafka.listeners` and `kafka.advertised.listeners`, each renamed KAFKA_<name>. SASL is
+    not served on them yet: a SASL_ listener is a configuration error, not a silent one."""
+    listeners = parse_listeners("kafka.listeners", str(values["kafka.listeners"] or ""), dict(protocols))
+    advertised_raw = values["kafka.advertised.listeners"]
+    advertised = (
+        parse_listeners("kafka.advertised.listeners", str(advertised_raw), dict(protocols))
+        if advertised_raw
+        else ()
+    )
+    for listener in listeners:
+        if listener.security_protocol not in SECURITY_PROTOCOLS:
+            raise ConfigError("kafka.listeners", f"no security protocol for listener {listener.listener}")
+        if listener.security_protocol.startswith("SASL_"):
+            raise ConfigError(
+                "kafka.listeners", f"{listener.listener}: SASL is not served on Kafka listeners yet"
+            )
+    for listener in advertised:
+        if listener.listener not in {item.listener for item in listeners}:
+            raise ConfigError("kafka.advertised.listeners", f"{listener.listener} is not in kafka.listeners")
+        if not listener.host:
+            raise ConfigError("kafka.advertised.listeners", f"{listener.listener} needs a host")
+    return tuple(_renamed(e) for e in listeners), tuple(_renamed(e) for e in advertised)
+
+
+def _renamed(endpoint: Endpoint) -> Endpoint:
+    return dataclasses.replace(endpoint, listener=KAFKA_LISTENER_PREFIX + endpoint.listener)
 
 
 def _inter_broker_listener(values: Mapping[str, object], listeners: tuple[Endpoint, ...]) -> Endpoint:

@@ -51,8 +51,9 @@ from node.zk.store import ZkClusterStore
 from node.zk.topic_admin_store import ZkTopicAdminStore
 from wire.connection_quotas import ConnectionQuotas
 from wire.context import RequestContext
+from wire.kafka.listener import KafkaWireFormat
 from wire.pool import secured_connection_pools
-from wire.server import RpcServer
+from wire.server import MSGPACK, RpcServer
 
 log = logging.getLogger(__name__)
 
@@ -236,7 +237,8 @@ class KeelBroker:
         endpoints = []
         # One count for all the listeners: max.connections is broker-wide.
         quotas = ConnectionQuotas(self.config.connection_limits)
-        for listener in self.config.listeners:
+        kafka = KafkaWireFormat()
+        for listener in (*self.config.listeners, *self.config.kafka_listeners):
             server = RpcServer(
                 self.request_metrics.timed(self.apis.handle),
                 listener.host or "0.0.0.0",
@@ -244,6 +246,7 @@ class KeelBroker:
                 max_frame_size=self.config.get_int("socket.request.max.bytes"),
                 security=listener_security(listener, self.settings, self.credential_cache.credential),
                 quotas=quotas,
+                wire_format=kafka if listener in self.config.kafka_listeners else MSGPACK,
             )
             await server.start()
             self.servers.append(server)

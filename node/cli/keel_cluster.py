@@ -64,6 +64,7 @@ from node.cluster.state import (
     ClusterState,
     ConsoleRecord,
     PlannerRecord,
+    kafka_bootstrap,
     metrics_urls,
     spark_ui_url,
 )
@@ -149,6 +150,7 @@ def show_status(state: ClusterState, fmt: str) -> None:
                 "connect": connect,
                 "metrics": metrics_urls(state),
                 "spark_ui": spark_ui_url(state),
+                "kafka_bootstrap": kafka_bootstrap(state),
             }
         )
         return
@@ -178,6 +180,8 @@ def show_status(state: ClusterState, fmt: str) -> None:
     if console_row is not None:
         print(f"Console: {console_row['url']} (pid {console_row['pid']}, {console_row['state']})")
     print(f"Connect: {connect['command']}")
+    if (bootstrap := kafka_bootstrap(state)) is not None:
+        print(f"Kafka bootstrap: {bootstrap}")
     for name, url in metrics_urls(state).items():
         print(f"Metrics: {name} {url}")
 
@@ -227,6 +231,11 @@ def cmd_up(args: argparse.Namespace) -> int:
         if broker_id not in state.brokers:
             port, metrics_port = free_ports(2)
             state.brokers[broker_id] = BrokerRecord(broker_id, port, metrics_port=metrics_port)
+        record = state.brokers[broker_id]
+        if record.kafka_port is None and state.security is None:
+            # Kafka's clients reach every broker on a Kafka listener of its own (not yet on
+            # a --security cluster: the Kafka listener serves no SASL yet).
+            record.kafka_port = free_ports(1)[0]
     state.save()
     _start_zookeeper(state)
     security = state.cluster_security

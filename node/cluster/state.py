@@ -28,6 +28,9 @@ class BrokerRecord:
     pid: int | None = None
     # Its metrics.http.listener's port (None in a cluster.json from before metrics).
     metrics_port: int | None = None
+    # Its Kafka listener's port (kafka.listeners; None before there was one, and in a cluster
+    # with --security, whose Kafka listeners would need SASL).
+    kafka_port: int | None = None
 
 
 @dataclasses.dataclass
@@ -122,6 +125,7 @@ class ClusterState:
                 {
                     **({} if security is None else security.listeners(record.port)),
                     **metrics_listener(record.metrics_port),
+                    **kafka_listener(record.kafka_port),
                 },
                 port=record.port,
                 home=self.directory / f"broker-{record.broker_id}",
@@ -199,6 +203,16 @@ class ClusterState:
 
 def metrics_listener(port: int | None) -> dict[str, str]:
     return {} if port is None else {"metrics.http.listener": f"127.0.0.1:{port}"}
+
+
+def kafka_listener(port: int | None) -> dict[str, str]:
+    return {} if port is None else {"kafka.listeners": f"PLAINTEXT://127.0.0.1:{port}"}
+
+
+def kafka_bootstrap(state: ClusterState) -> str | None:
+    """The brokers' Kafka listeners, as Kafka's clients take `bootstrap.servers`."""
+    ports = [r.kafka_port for _, r in sorted(state.brokers.items()) if r.kafka_port is not None]
+    return ",".join(f"127.0.0.1:{p}" for p in ports) or None
 
 
 def spark_ui(port: int | None, master: str) -> dict[str, str]:

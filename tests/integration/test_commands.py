@@ -156,6 +156,18 @@ def test_keel_cluster_up_kill_status_restart_stop(tmp_path: Path) -> None:
     assert status()["console"]["state"] == "stopped"  # type: ignore[index]
 
 
+def kafka_brokers_seen(bootstrap: str) -> set[tuple[str, int]]:
+    """The brokers kafka-python's client learns of from `bootstrap`'s Metadata."""
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap)
+    try:
+        consumer.topics()
+        return {(b.host, b.port) for b in consumer._client.cluster.brokers()}
+    finally:
+        consumer.close()
+
+
 @pytest.mark.plain_pass_only(security_pass.OWN_PLAINTEXT_CLUSTER)
 def test_keel_cluster_on_a_three_server_zookeeper_ensemble(tmp_path: Path) -> None:
     directory = ["--dir", str(tmp_path / "ensemble")]
@@ -177,6 +189,10 @@ def test_keel_cluster_on_a_three_server_zookeeper_ensemble(tmp_path: Path) -> No
         assert status["zookeeper"]["running"] is True
         assert len(status["zookeeper"]["connect"].split(",")) == 3
         assert sum(1 for row in status["brokers"] if row["controller"]) == 1
+        # Kafka's own clients bootstrap from the line up prints, and find both brokers.
+        bootstrap = status["kafka_bootstrap"]
+        assert f"Kafka bootstrap: {bootstrap}" in up.stdout
+        assert len(kafka_brokers_seen(bootstrap)) == 2
     finally:
         assert run_command("node.cli.keel_cluster", "stop", *directory).returncode == 0
 
