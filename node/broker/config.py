@@ -286,8 +286,7 @@ KAFKA_LISTENER_PREFIX = "KAFKA_"
 def _kafka_listeners(
     values: Mapping[str, object], protocols: Mapping[str, str]
 ) -> tuple[tuple[Endpoint, ...], tuple[Endpoint, ...]]:
-    """`kafka.listeners` and `kafka.advertised.listeners`, each renamed KAFKA_<name>. SASL is
-    not served on them yet: a SASL_ listener is a configuration error, not a silent one."""
+    """`kafka.listeners` and `kafka.advertised.listeners`, each renamed KAFKA_<name>."""
     listeners = parse_listeners("kafka.listeners", str(values["kafka.listeners"] or ""), dict(protocols))
     advertised_raw = values["kafka.advertised.listeners"]
     advertised = (
@@ -298,10 +297,6 @@ def _kafka_listeners(
     for listener in listeners:
         if listener.security_protocol not in SECURITY_PROTOCOLS:
             raise ConfigError("kafka.listeners", f"no security protocol for listener {listener.listener}")
-        if listener.security_protocol.startswith("SASL_"):
-            raise ConfigError(
-                "kafka.listeners", f"{listener.listener}: SASL is not served on Kafka listeners yet"
-            )
     for listener in advertised:
         if listener.listener not in {item.listener for item in listeners}:
             raise ConfigError("kafka.advertised.listeners", f"{listener.listener} is not in kafka.listeners")

@@ -232,9 +232,8 @@ def cmd_up(args: argparse.Namespace) -> int:
             port, metrics_port = free_ports(2)
             state.brokers[broker_id] = BrokerRecord(broker_id, port, metrics_port=metrics_port)
         record = state.brokers[broker_id]
-        if record.kafka_port is None and state.security is None:
-            # Kafka's clients reach every broker on a Kafka listener of its own (not yet on
-            # a --security cluster: the Kafka listener serves no SASL yet).
+        if record.kafka_port is None:
+            # Kafka's clients reach every broker on a Kafka listener of its own.
             record.kafka_port = free_ports(1)[0]
     state.save()
     _start_zookeeper(state)

@@ -28,8 +28,7 @@ class BrokerRecord:
     pid: int | None = None
     # Its metrics.http.listener's port (None in a cluster.json from before metrics).
     metrics_port: int | None = None
-    # Its Kafka listener's port (kafka.listeners; None before there was one, and in a cluster
-    # with --security, whose Kafka listeners would need SASL).
+    # Its Kafka listener's port (kafka.listeners; None in a cluster.json from before them).
     kafka_port: int | None = None
 
 
@@ -125,7 +124,9 @@ class ClusterState:
                 {
                     **({} if security is None else security.listeners(record.port)),
                     **metrics_listener(record.metrics_port),
-                    **kafka_listener(record.kafka_port),
+                    **kafka_listener(
+                        record.kafka_port, "PLAINTEXT" if security is None else security.protocol
+                    ),
                 },
                 port=record.port,
                 home=self.directory / f"broker-{record.broker_id}",
@@ -205,8 +206,9 @@ def metrics_listener(port: int | None) -> dict[str, str]:
     return {} if port is None else {"metrics.http.listener": f"127.0.0.1:{port}"}
 
 
-def kafka_listener(port: int | None) -> dict[str, str]:
-    return {} if port is None else {"kafka.listeners": f"PLAINTEXT://127.0.0.1:{port}"}
+def kafka_listener(port: int | None, protocol: str) -> dict[str, str]:
+    """A Kafka listener with the security of the cluster's own listeners."""
+    return {} if port is None else {"kafka.listeners": f"{protocol}://127.0.0.1:{port}"}
 
 
 def kafka_bootstrap(state: ClusterState) -> str | None:

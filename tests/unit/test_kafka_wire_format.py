@@ -249,3 +249,337 @@ def test_produce_before_record_batches_is_refused() -> None:
     with pytest.raises((UnsupportedVersion, InvalidRequest)) as refused:
         FORMAT.parse(bytes(request.encode(header=True)), ANONYMOUS_CONTEXT)
     assert refused.value.correlation_id is None
+
+
+# --- the APIs translated by field name ---
+
+
+def _decode_class(request: object) -> object:
+    """kafka-python's response class answering `request`."""
+    from kafka.protocol import admin, consumer, sasl
+
+    name = type(request).__name__.replace("Request", "Response")
+    for module in (admin, consumer, sasl):
+        if hasattr(module, name):
+            return getattr(module, name)
+    raise LookupError(name)
+
+
+def exchange(request: object, answer: Response) -> tuple[object, object]:
+    request.with_header(correlation_id=43, client_id="contract")  # type: ignore[attr-defined]
+    parsed = FORMAT.parse(bytes(request.encode(header=True)), ANONYMOUS_CONTEXT)  # type: ignore[attr-defined]
+    payload = FORMAT.encode(parsed, answer)
+    assert payload is not None
+    version = request.API_VERSION  # type: ignore[attr-defined]
+    return parsed.body, _decode_class(request)[version].decode(payload, header=True)  # type: ignore[index]
+
+
+@pytest.mark.parametrize("version", versions(19))
+def test_create_topics_carries_counts_assignments_and_configs(version: int) -> None:
+    from kafka.protocol.admin import CreateTopicsRequest as K
+
+    topic = K.CreatableTopic(
+        name="orders",
+        num_partitions=-1,
+        replication_factor=-1,
+        assignments=[K.CreatableTopic.CreatableReplicaAssignment(partition_index=0, broker_ids=[1, 2])],
+        configs=[K.CreatableTopic.CreatableTopicConfig(name="retention.ms", value="1000")],
+    )
+    request = K[version](topics=[topic], timeout_ms=5_000, validate_only=False)
+    answer = keel.CreateTopicsResponse(
+        topics=[
+            keel.CreatableTopicResult(name="orders", error_code=0, num_partitions=1, replication_factor=2)
+        ]
+    )
+    ours, decoded = exchange(request, answer)
+    assert ours == keel.CreateTopicsRequest(
+        topics=[
+            keel.CreatableTopic(
+                name="orders",
+                assignments=[keel.CreatableReplicaAssignment(partition=0, broker_ids=[1, 2])],
+                configs={"retention.ms": "1000"},
+            )
+        ]
+    )
+    [result] = decoded.topics
+    assert (result.name, result.error_code) == ("orders", 0)
+    if version >= 5:
+        assert (result.num_partitions, result.replication_factor) == (1, 2)
+    refused = Response(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message="no")
+    _, decoded = exchange(request, refused)
+    assert [t.error_code for t in decoded.topics] == [ErrorCode.CLUSTER_AUTHORIZATION_FAILED]
+
+
+@pytest.mark.parametrize("version", versions(20))
+def test_delete_topics_by_name(version: int) -> None:
+    from kafka.protocol.admin import DeleteTopicsRequest as K
+
+    request = K[version](topic_names=["a", "b"], timeout_ms=2_000)
+    answer = keel.DeleteTopicsResponse(
+        responses=[
+            keel.DeletableTopicResult(name="a", error_code=0),
+            keel.DeletableTopicResult(name="b", error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+        ]
+    )
+    ours, decoded = exchange(request, answer)
+    assert ours == keel.DeleteTopicsRequest(topic_names=["a", "b"], timeout_ms=2_000)
+    assert [(r.name, r.error_code) for r in decoded.responses] == [("a", 0), ("b", 3)]
+
+
+@pytest.mark.parametrize("version", versions(37))
+def test_create_partitions_with_and_without_assignments(version: int) -> None:
+    from kafka.protocol.admin import CreatePartitionsRequest as K
+
+    topics = [
+        K.CreatePartitionsTopic(name="a", count=4, assignments=None),
+        K.CreatePartitionsTopic(
+            name="b",
+            count=2,
+            assignments=[K.CreatePartitionsTopic.CreatePartitionsAssignment(broker_ids=[3])],
+        ),
+    ]
+    request = K[version](topics=topics, timeout_ms=1_000, validate_only=True)
+    answer = keel.CreatePartitionsResponse(results=[keel.CreatePartitionsTopicResult(name="a", error_code=0)])
+    ours, decoded = exchange(request, answer)
+    assert isinstance(ours, keel.CreatePartitionsRequest) and ours.validate_only
+    assert [(t.name, t.count, t.assignments) for t in ours.topics] == [
+        ("a", 4, None),
+        ("b", 2, [keel.CreatePartitionsAssignment(broker_ids=[3])]),
+    ]
+    assert [(r.name, r.error_code) for r in decoded.results] == [("a", 0)]
+
+
+@pytest.mark.parametrize("version", versions(32))
+def test_describe_configs_answers_each_resource(version: int) -> None:
+    from kafka.protocol.admin import DescribeConfigsRequest as K
+
+    request = K[version](
+        resources=[
+            K.DescribeConfigsResource(resource_type=2, resource_name="orders", configuration_keys=None)
+        ]
+    )
+    answer = keel.DescribeConfigsResponse(
+        results=[
+            keel.DescribeConfigsResult(
+                resource_type=2,
+                resource_name="orders",
+                configs=[keel.DescribeConfigsResourceResult(name="retention.ms", value="1000")],
+            )
+        ]
+    )
+    ours, decoded = exchange(request, answer)
+    assert ours == keel.DescribeConfigsRequest(
+        resources=[keel.DescribeConfigsResource(resource_type=2, resource_name="orders")]
+    )
+    [result] = decoded.results
+    assert [(c.name, c.value) for c in result.configs] == [("retention.ms", "1000")]
+
+
+@pytest.mark.parametrize("version", versions(44))
+def test_incremental_alter_configs(version: int) -> None:
+    from kafka.protocol.admin import IncrementalAlterConfigsRequest as K
+
+    resource = K.AlterConfigsResource(
+        resource_type=2,
+        resource_name="orders",
+        configs=[K.AlterConfigsResource.AlterableConfig(name="retention.ms", config_operation=0, value="5")],
+    )
+    request = K[version](resources=[resource], validate_only=False)
+    answer = keel.IncrementalAlterConfigsResponse(
+        responses=[keel.AlterConfigsResourceResponse(resource_type=2, resource_name="orders")]
+    )
+    ours, decoded = exchange(request, answer)
+    assert isinstance(ours, keel.IncrementalAlterConfigsRequest)
+    assert ours.resources[0].configs == [
+        keel.AlterableConfig(name="retention.ms", config_operation=0, value="5")
+    ]
+    assert [(r.resource_name, r.error_code) for r in decoded.responses] == [("orders", 0)]
+
+
+@pytest.mark.parametrize("version", versions(60))
+def test_describe_cluster(version: int) -> None:
+    from kafka.protocol.admin import DescribeClusterRequest as K
+
+    answer = keel.DescribeClusterResponse(
+        cluster_id="c1", controller_id=2, brokers=[keel.DescribedBroker(broker_id=2, host="h", port=9093)]
+    )
+    _, decoded = exchange(K[version](), answer)
+    assert (decoded.cluster_id, decoded.controller_id) == ("c1", 2)
+    assert [(b.broker_id, b.host, b.port) for b in decoded.brokers] == [(2, "h", 9093)]
+
+
+@pytest.mark.parametrize("version", versions(43))
+def test_elect_leaders(version: int) -> None:
+    from kafka.protocol.admin import ElectLeadersRequest as K
+
+    request = K[version](
+        election_type=0,
+        topic_partitions=[K.TopicPartitions(topic="orders", partitions=[0, 1])],
+        timeout_ms=9_000,
+    )
+    answer = keel.ElectLeadersResponse(
+        replica_election_results=[
+            keel.ReplicaElectionResult(
+                topic="orders", partition_result=[keel.PartitionElectionResult(partition_id=1, error_code=84)]
+            )
+        ]
+    )
+    ours, decoded = exchange(request, answer)
+    assert ours == keel.ElectLeadersRequest(
+        topic_partitions=[keel.ElectLeadersTopicPartitions(topic="orders", partitions=[0, 1])],
+        timeout_ms=9_000,
+    )
+    [result] = decoded.replica_election_results
+    assert [(p.partition_id, p.error_code) for p in result.partition_result] == [(1, 84)]
+
+
+def test_partition_reassignments_alter_and_list() -> None:
+    from kafka.protocol.admin import AlterPartitionReassignmentsRequest as A
+    from kafka.protocol.admin import ListPartitionReassignmentsRequest as L
+
+    partition = A.ReassignableTopic.ReassignablePartition(partition_index=0, replicas=[2, 3])
+    request = A[0](timeout_ms=1_000, topics=[A.ReassignableTopic(name="orders", partitions=[partition])])
+    answer = keel.AlterPartitionReassignmentsResponse(
+        responses=[
+            keel.ReassignableTopicResponse(
+                name="orders", partitions=[keel.ReassignablePartitionResponse(partition_index=0)]
+            )
+        ]
+    )
+    ours, decoded = exchange(request, answer)
+    assert isinstance(ours, keel.AlterPartitionReassignmentsRequest)
+    assert ours.topics[0].partitions == [keel.ReassignablePartition(partition_index=0, replicas=[2, 3])]
+    assert decoded.responses[0].partitions[0].error_code == 0
+    listing = keel.ListPartitionReassignmentsResponse(
+        topics=[
+            keel.OngoingTopicReassignment(
+                name="orders",
+                partitions=[
+                    keel.OngoingPartitionReassignment(
+                        partition_index=0, replicas=[1, 2, 3], adding_replicas=[3]
+                    )
+                ],
+            )
+        ]
+    )
+    ours, decoded = exchange(L[0](timeout_ms=1_000, topics=None), listing)
+    assert ours == keel.ListPartitionReassignmentsRequest(timeout_ms=1_000, topics=None)
+    [partition_listed] = decoded.topics[0].partitions
+    assert (list(partition_listed.replicas), list(partition_listed.adding_replicas)) == ([1, 2, 3], [3])
+
+
+@pytest.mark.parametrize("version", versions(35))
+def test_describe_log_dirs(version: int) -> None:
+    from kafka.protocol.admin import DescribeLogDirsRequest as K
+
+    answer = keel.DescribeLogDirsResponse(
+        results=[
+            keel.DescribeLogDirsResult(
+                log_dir="/data",
+                topics=[
+                    keel.DescribeLogDirsTopic(
+                        name="orders",
+                        partitions=[keel.DescribeLogDirsPartition(partition_index=0, partition_size=99)],
+                    )
+                ],
+            )
+        ]
+    )
+    ours, decoded = exchange(K[version](topics=None), answer)
+    assert ours == keel.DescribeLogDirsRequest(topics=None)
+    [result] = decoded.results
+    assert (result.log_dir, result.topics[0].partitions[0].partition_size) == ("/data", 99)
+
+
+@pytest.mark.parametrize("version", versions(23))
+def test_offset_for_leader_epoch_as_a_consumer(version: int) -> None:
+    from kafka.protocol.consumer import OffsetForLeaderEpochRequest as K
+
+    partition = K.OffsetForLeaderTopic.OffsetForLeaderPartition(
+        partition=0, current_leader_epoch=3, leader_epoch=2
+    )
+    request = K[version](
+        replica_id=1, topics=[K.OffsetForLeaderTopic(topic="orders", partitions=[partition])]
+    )
+    answer = keel.OffsetsForLeaderEpochResponse(
+        topics=[
+            keel.OffsetForLeaderTopicResult(
+                topic="orders", partitions=[keel.EpochEndOffset(partition=0, leader_epoch=2, end_offset=50)]
+            )
+        ]
+    )
+    ours, decoded = exchange(request, answer)
+    assert isinstance(ours, keel.OffsetsForLeaderEpochRequest) and ours.replica_id == -1
+    assert ours.topics[0].partitions == [
+        keel.OffsetForLeaderPartition(partition=0, current_leader_epoch=3, leader_epoch=2)
+    ]
+    [end] = decoded.topics[0].partitions
+    assert (end.leader_epoch, end.end_offset) == (2, 50)
+
+
+def test_the_sasl_exchange_is_keels_own() -> None:
+    from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
+
+    ours, decoded = exchange(
+        SaslHandshakeRequest[1](mechanism="SCRAM-SHA-512"),
+        keel.SaslHandshakeResponse(mechanisms=["SCRAM-SHA-512"]),
+    )
+    assert ours == keel.SaslHandshakeRequest(mechanism="SCRAM-SHA-512")
+    assert list(decoded.mechanisms) == ["SCRAM-SHA-512"]
+    for version in versions(36):
+        ours, decoded = exchange(
+            SaslAuthenticateRequest[version](auth_bytes=b"client-first"),
+            keel.SaslAuthenticateResponse(auth_bytes=b"server-first", session_lifetime_ms=60_000),
+        )
+        assert ours == keel.SaslAuthenticateRequest(auth_bytes=b"client-first")
+        assert bytes(decoded.auth_bytes) == b"server-first"
+        if version >= 1:
+            assert decoded.session_lifetime_ms == 60_000
+
+
+# --- tagged fields a spec does not name are skipped, as Kafka skips them ---
+
+# librdkafka 2.16's Metadata v9 for every topic, as sent after SASL: a tagged field (tag 0,
+# empty) that MetadataRequest does not define, then one byte more.
+LIBRDKAFKA_METADATA_V9 = bytes.fromhex("000300090000000c000772646b61666b61000000000001000000")
+
+
+def test_librdkafkas_metadata_with_an_unknown_tagged_field_is_read() -> None:
+    parsed = FORMAT.parse(LIBRDKAFKA_METADATA_V9, ANONYMOUS_CONTEXT)
+    assert parsed.body == keel.MetadataRequest(topics=None)
+    assert parsed.header.correlation_id == 12
+
+
+def test_unknown_tagged_fields_inside_nested_entities_are_skipped() -> None:
+    from wire.kafka.tolerant_reader import read_entity
+
+    request = MetadataRequest[9](
+        topics=[
+            MetadataRequest.MetadataRequestTopic(name="a"),
+            MetadataRequest.MetadataRequestTopic(name="b"),
+        ],
+        allow_auto_topic_creation=True,
+    )
+    request.with_header(correlation_id=5, client_id="c")
+    plain_frame = bytes(request.encode(header=True))
+    # Each topic entry ends in its tagged-field count (0): give the first an unknown tag 7
+    # of 3 bytes. The entry of "a" is: compact string (02 61), then tags (00).
+    tagged = plain_frame.replace(b"\x02a\x00", b"\x02a\x01\x07\x03xyz", 1)
+    assert tagged != plain_frame
+    parsed = FORMAT.parse(tagged, ANONYMOUS_CONTEXT)
+    assert parsed.body == keel.MetadataRequest(topics=["a", "b"])
+    # On a frame without unknown tags it reads what kio's native reader reads.
+    from kio.index import load_request_schema
+    from kio.schema.request_header.v2.header import RequestHeader
+
+    header, offset = read_entity(RequestHeader, plain_frame, 0)
+    body, _ = read_entity(load_request_schema(3, 9), plain_frame, offset)
+    assert header.correlation_id == 5
+    assert [t.name for t in body.topics] == ["a", "b"] and body.allow_auto_topic_creation
+
+
+def test_an_array_longer_than_its_bytes_is_refused_before_it_is_read() -> None:
+    # Metadata v9, topics claiming 2^28 entries in a handful of bytes.
+    frame = bytes.fromhex("0003000900000001000163") + b"\x00" + b"\x80\x80\x80\x80\x01" + b"\x00" * 4
+    with pytest.raises(InvalidRequest):
+        FORMAT.parse(frame, ANONYMOUS_CONTEXT)

@@ -20,6 +20,7 @@ import io
 import struct
 import types
 import typing
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,6 +32,7 @@ from kio.serial import entity_reader, entity_writer
 
 from wire.api.keys import ApiKey
 from wire.errors import InvalidRequest
+from wire.kafka.tolerant_reader import read_entity
 
 _PREFIX = struct.Struct(">hhi")
 _CORRELATION = struct.Struct(">i")
@@ -70,7 +72,8 @@ def response_schema(api_key: int, version: int) -> type[Any]:
 
 def read_request(frame: bytes) -> tuple[KafkaHeader, Any]:
     """The header and body of a whole request frame. Raises InvalidRequest for an API or
-    version kio does not know, bytes that are not that request, or bytes left over."""
+    version kio does not know, or bytes that are not that request. Bytes after the body are
+    ignored, as Kafka's broker ignores them (librdkafka's Metadata v9 ends in one)."""
     prefix = peek_header(frame)
     if prefix is None:
         raise InvalidRequest(f"a request of {len(frame)} bytes is shorter than a header")
@@ -81,12 +84,14 @@ def read_request(frame: bytes) -> tuple[KafkaHeader, Any]:
     header_schema = RequestHeaderV2 if schema.__flexible__ else RequestHeaderV1
     try:
         header, offset = _reader(header_schema)(frame, 0)
-        body, size = _reader(schema)(frame, offset)  # kio gives the bytes each read took
-        offset += size
-    except Exception as e:  # kio's reader raises its own errors and ValueError on bad bytes
-        raise InvalidRequest(f"not a {schema.__name__} v{api_version}: {e}") from None
-    if offset != len(frame):
-        raise InvalidRequest(f"{len(frame) - offset} bytes after a {schema.__name__} v{api_version}")
+        body, _ = _reader(schema)(frame, offset)
+    except Exception:  # kio's native reader: its own errors, ValueError on bad bytes
+        # It also refuses tagged fields its spec does not name, which Kafka ignores.
+        try:
+            header, offset = read_entity(header_schema, frame, 0)
+            body, _ = read_entity(schema, frame, offset)
+        except Exception as e:
+            raise InvalidRequest(f"not a {schema.__name__} v{api_version}: {e}") from None
     return KafkaHeader(api_key, api_version, header.correlation_id, header.client_id), body
 
 
@@ -102,13 +107,19 @@ def write_response(header: KafkaHeader, body: Any) -> bytes:
 
 def build(schema: type[Any], values: Mapping[str, object]) -> Any:
     """An instance of kio's `schema` from `values` by field name: fields the schema lacks are
-    ignored, fields `values` lacks take their defaults, and lists of mappings become tuples
-    of the nested entity the field holds."""
+    ignored, fields `values` lacks take their defaults (null or empty where the spec has
+    none), lists of mappings become tuples of the nested entity the field holds, and a
+    duration `x` is read from `x_ms` in ms."""
     kwargs = {}
     for field, kind in _fields(schema):
-        if field.name not in values:
+        name = field.name
+        if name not in values and _is_timedelta(kind) and f"{name}_ms" in values:
+            name = f"{name}_ms"  # Keel names Kafka's durations by their unit
+        if name not in values:
+            if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+                kwargs[field.name] = _empty(kind)
             continue
-        value = values[field.name]
+        value = values[name]
         nested = _nested_entity(kind)
         if nested is not None and value is not None:
             value = tuple(build(nested, item) for item in value)  # type: ignore[attr-defined]
@@ -136,6 +147,16 @@ def _fields(schema: type[Any]) -> tuple[tuple[dataclasses.Field[Any], object], .
     return fields
 
 
+def _empty(kind: object) -> object:
+    """What a field kio requires takes when Keel has nothing for it: null where the field
+    allows it, else an empty array (Kafka's own defaults for both)."""
+    if typing.get_origin(kind) in (typing.Union, types.UnionType) and type(None) in typing.get_args(kind):
+        return None
+    if typing.get_origin(kind) is tuple:
+        return ()
+    raise TypeError(f"no value for a field of type {kind}")
+
+
 def _nested_entity(kind: object) -> type[Any] | None:
     """The nested entity class of a field typed `tuple[Entity, ...]` (or that or None)."""
     if typing.get_origin(kind) in (typing.Union, types.UnionType):
@@ -145,6 +166,35 @@ def _nested_entity(kind: object) -> type[Any] | None:
         return None
     item = typing.get_args(kind)[0]
     return item if isinstance(item, type) and dataclasses.is_dataclass(item) else None
+
+
+def plain(value: object) -> object:
+    """A kio value as Keel's structs read one (`Struct.from_wire`): entities as mappings by
+    field name, tuples as lists, a duration `x` as `x_ms` in ms, enums and ids as plain
+    values."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields: dict[str, object] = {}
+        for field in dataclasses.fields(value):
+            item = getattr(value, field.name)
+            if isinstance(item, datetime.timedelta):
+                fields[f"{field.name}_ms"] = int(item.total_seconds() * 1000)
+            else:
+                fields[field.name] = plain(item)
+        return fields
+    if isinstance(value, tuple | list):
+        return [plain(item) for item in value]
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, bool) or value is None:
+        return value
+    # Keel's structs check exact types; kio's are subclasses (enums, phantom ints and strings).
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, bytes):
+        return bytes(value)
+    return value
 
 
 def _error_code(value: int) -> ErrorCode:

@@ -1,10 +1,11 @@
 """Kafka's requests as Keel's, and Keel's answers as Kafka's, API by API.
 
-Keel's APIs carry Kafka's fields under Kafka's names, so a translation mostly renames: each
-API has `to_keel`, from kio's request of any version to Keel's request, and `to_kafka`, from
-Keel's answer to a mapping of the Kafka response's fields that `codec.build` makes into the
-request's version. Fields of later versions that Keel has no use for keep their defaults;
-a Kafka client may not pose as a follower here (`replica_id` is always a consumer's).
+Keel's APIs carry Kafka's fields under Kafka's names, so most translations are the same one
+(`renamed`): kio's request of any version as plain values (`codec.plain`) read by Keel's
+request struct, and Keel's answer as plain values that `codec.build` makes into the request's
+version, fields of other versions keeping their defaults. The few whose shapes differ
+(Metadata, Produce, Fetch, ListOffsets, ApiVersions, CreateTopics) have their own. A Kafka
+client may not pose as a follower here: `replica_id` is always a consumer's.
 
 When the handler answered with an error alone (the bare `Response` of a refused or failed
 request), `to_kafka` puts that error where the Kafka response has room for it: on every
@@ -18,25 +19,52 @@ from collections.abc import Callable
 from typing import Any
 
 from wire.api import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
     ApiKey,
     ApiVersionsRequest,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
     FetchPartition,
     FetchRequest,
     FetchResponse,
     FetchTopic,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
     ListOffsetsPartition,
     ListOffsetsRequest,
     ListOffsetsResponse,
     ListOffsetsTopic,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
     MetadataRequest,
     MetadataResponse,
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
     ProducePartitionData,
     ProduceRequest,
     ProduceResponse,
     ProduceTopicData,
     Request,
     Response,
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
 )
+from wire.kafka.codec import plain
 from wire.kafka.versions import ADVERTISED
 
 Fields = dict[str, object]
@@ -331,10 +359,120 @@ def _list_offsets_to_kafka(body: Any, answer: Response) -> Fields:
     }
 
 
+# --- the rest: the same fields under the same names ---
+
+
+def renamed(
+    request: type[Request],
+    response: type[Response],
+    *,
+    adjust: Callable[[Fields], Fields] | None = None,
+    refused: Callable[[Any, Response], Fields] | None = None,
+) -> Translation:
+    """A translation by field names: `adjust` reshapes the request's plain fields where Keel's
+    struct differs; `refused` puts an error alone on what the request named (by default the
+    response's own top-level error code)."""
+
+    def to_keel(body: Any, version: int) -> Request:
+        fields = plain(body)
+        assert isinstance(fields, dict)
+        return request.from_wire(adjust(fields) if adjust is not None else fields)
+
+    def to_kafka(body: Any, answer: Response) -> Fields:
+        if isinstance(answer, response):
+            return {"throttle_time": 0, **answer.to_wire()}
+        if refused is not None:
+            return {"throttle_time": 0, **refused(body, answer)}
+        return {"throttle_time": 0, "error_code": answer.error_code, "error_message": answer.error_message}
+
+    return Translation(to_keel, to_kafka)
+
+
+def _error(answer: Response, **named: object) -> Fields:
+    return {**named, "error_code": answer.error_code, "error_message": answer.error_message}
+
+
+def _create_topics_fields(fields: Fields) -> Fields:
+    """Kafka's topic configs are a list of name and value; its assignments name the partition
+    `partition_index`."""
+    topics = fields["topics"]
+    assert isinstance(topics, list)
+    for topic in topics:
+        topic["configs"] = {c["name"]: c["value"] for c in topic["configs"] if c["value"] is not None}
+        for assignment in topic["assignments"]:
+            assignment["partition"] = assignment.pop("partition_index")
+    return fields
+
+
+def _as_consumer(fields: Fields) -> Fields:
+    return {**fields, "replica_id": _CONSUMER}
+
+
 TRANSLATIONS: dict[int, Translation] = {
     ApiKey.API_VERSIONS: Translation(_api_versions_to_keel, _api_versions_to_kafka),
     ApiKey.METADATA: Translation(_metadata_to_keel, _metadata_to_kafka),
     ApiKey.PRODUCE: Translation(_produce_to_keel, _produce_to_kafka),
     ApiKey.FETCH: Translation(_fetch_to_keel, _fetch_to_kafka),
     ApiKey.LIST_OFFSETS: Translation(_list_offsets_to_keel, _list_offsets_to_kafka),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: renamed(
+        OffsetsForLeaderEpochRequest,
+        OffsetsForLeaderEpochResponse,
+        adjust=_as_consumer,
+        refused=lambda body, answer: {
+            "topics": [
+                {
+                    "topic": t.topic,
+                    "partitions": [_error(answer, partition=p.partition) for p in t.partitions],
+                }
+                for t in body.topics
+            ]
+        },
+    ),
+    ApiKey.CREATE_TOPICS: renamed(
+        CreateTopicsRequest,
+        CreateTopicsResponse,
+        adjust=_create_topics_fields,
+        refused=lambda body, answer: {"topics": [_error(answer, name=t.name) for t in body.topics]},
+    ),
+    ApiKey.DELETE_TOPICS: renamed(
+        DeleteTopicsRequest,
+        DeleteTopicsResponse,
+        refused=lambda body, answer: {"responses": [_error(answer, name=n) for n in body.topic_names]},
+    ),
+    ApiKey.CREATE_PARTITIONS: renamed(
+        CreatePartitionsRequest,
+        CreatePartitionsResponse,
+        refused=lambda body, answer: {"results": [_error(answer, name=t.name) for t in body.topics]},
+    ),
+    ApiKey.DESCRIBE_CONFIGS: renamed(
+        DescribeConfigsRequest,
+        DescribeConfigsResponse,
+        refused=lambda body, answer: {
+            "results": [
+                _error(answer, resource_type=r.resource_type, resource_name=r.resource_name, configs=[])
+                for r in body.resources
+            ]
+        },
+    ),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: renamed(
+        IncrementalAlterConfigsRequest,
+        IncrementalAlterConfigsResponse,
+        refused=lambda body, answer: {
+            "responses": [
+                _error(answer, resource_type=r.resource_type, resource_name=r.resource_name)
+                for r in body.resources
+            ]
+        },
+    ),
+    ApiKey.DESCRIBE_CLUSTER: renamed(DescribeClusterRequest, DescribeClusterResponse),
+    ApiKey.DESCRIBE_LOG_DIRS: renamed(DescribeLogDirsRequest, DescribeLogDirsResponse),
+    ApiKey.ELECT_LEADERS: renamed(ElectLeadersRequest, ElectLeadersResponse),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: renamed(
+        AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse
+    ),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: renamed(
+        ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse
+    ),
+    ApiKey.SASL_HANDSHAKE: renamed(SaslHandshakeRequest, SaslHandshakeResponse),
+    ApiKey.SASL_AUTHENTICATE: renamed(SaslAuthenticateRequest, SaslAuthenticateResponse),
 }

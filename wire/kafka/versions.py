@@ -19,7 +19,22 @@ ADVERTISED: Final[dict[int, tuple[int, int]]] = {
     ApiKey.FETCH: (4, 12),
     ApiKey.LIST_OFFSETS: (1, 7),
     ApiKey.METADATA: (0, 9),
+    ApiKey.SASL_HANDSHAKE: (1, 1),
     ApiKey.API_VERSIONS: (0, 3),
+    ApiKey.CREATE_TOPICS: (2, 7),
+    # v6 names topics by id as well; Keel's DeleteTopics names them.
+    ApiKey.DELETE_TOPICS: (1, 5),
+    # librdkafka sends exactly v2.
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
+    ApiKey.DESCRIBE_CONFIGS: (1, 4),
+    ApiKey.DESCRIBE_LOG_DIRS: (1, 4),
+    ApiKey.SASL_AUTHENTICATE: (0, 2),
+    ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.ELECT_LEADERS: (0, 2),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.DESCRIBE_CLUSTER: (0, 1),
 }
 # Advertised from 0, served from 3: the first version that carries record batches.
 MIN_PRODUCE_SERVED: Final = 3
