@@ -26,6 +26,7 @@ from wire.api import (
     ApiVersionRange,
     ApiVersionsResponse,
     ControlledShutdownRequest,
+    CreatableTopic,
     CreatePartitionsRequest,
     CreatePartitionsResponse,
     CreateTopicsRequest,
@@ -44,6 +45,7 @@ from wire.api import (
     ListOffsetsResponse,
     ListPartitionReassignmentsRequest,
     MetadataRequest,
+    MetadataResponse,
     OffsetsForLeaderEpochRequest,
     OffsetsForLeaderEpochResponse,
     ProduceRequest,
@@ -59,7 +61,13 @@ from wire.api.incremental_alter_configs import IncrementalAlterConfigsRequest
 from wire.api.planner import DescribePlannerResponse
 from wire.context import ANONYMOUS, RequestContext
 from wire.envelope import ParsedRequest
-from wire.errors import BrokerNotAvailable, ClusterAuthorizationFailed, InvalidRequest, NotController
+from wire.errors import (
+    BrokerNotAvailable,
+    ClusterAuthorizationFailed,
+    ErrorCode,
+    InvalidRequest,
+    NotController,
+)
 from wire.refusals import RefusalLog
 from wire.retry import Backoff
 
@@ -152,8 +160,10 @@ class BrokerApis:
         authorizer: AclAuthorizer | None = None,
         own_principal: str = ANONYMOUS,
         clock: Clock | None = None,
+        auto_create_topics: bool = False,
     ) -> None:
         self._authorizer = authorizer
+        self._auto_create_topics = auto_create_topics
         # Only handle_in_process hands this object on: nothing from the network carries it.
         self.own_context = RequestContext(principal=own_principal, client_host="in-process")
         self._broker_id = broker_id
@@ -372,8 +382,40 @@ class BrokerApis:
         answer = await self._replica_manager.metadata(
             dataclasses.replace(body, topics=names), request.context.listener_name
         )
+        if body.allow_auto_topic_creation and self._auto_create_topics:
+            answer = await self._auto_create(answer, check)
         answer = dataclasses.replace(answer, cluster_id=self._cluster_id())
         return _with_refused(request, answer, "topics", refused)
+
+    async def _auto_create(self, answer: MetadataResponse, check: Check) -> MetadataResponse:
+        """Kafka's auto.create.topics.enable: the topics named that do not exist are created
+        with the broker's defaults by a caller who may create them (else they stay unknown),
+        and answered LEADER_NOT_AVAILABLE until their leaders are known, as Kafka answers."""
+        missing = [t.name for t in answer.topics if t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+        if not missing:
+            return answer
+        create, _ = authz.create_topics(
+            check, CreateTopicsRequest(topics=[CreatableTopic(name=n) for n in missing])
+        )
+        if not create.topics:
+            return answer
+        created = await self._admin.create_topics(create)
+        outcome = {r.name: r.error_code for r in created.topics}
+        for name in (n for n, code in outcome.items() if code == ErrorCode.NONE):
+            log.info("auto-created topic %s (auto.create.topics.enable)", name)
+        being_created = (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS)
+        topics = [
+            t
+            if t.name not in outcome
+            else dataclasses.replace(
+                t,
+                error_code=ErrorCode.LEADER_NOT_AVAILABLE
+                if outcome[t.name] in being_created
+                else outcome[t.name],
+            )
+            for t in answer.topics
+        ]
+        return dataclasses.replace(answer, topics=topics)
 
     async def _keel_own(self, request: ParsedRequest) -> Response:
         """Keel's own APIs that brokers answer beside the planner's: DescribePlanner, where the

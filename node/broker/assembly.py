@@ -46,6 +46,7 @@ class PartsSettings:
     default_partitions: int = 1
     default_replication_factor: int = 1
     delete_topic_enable: bool = True
+    auto_create_topics_enable: bool = False
     limits: PartitionLimits = NO_PARTITION_LIMITS
     # The listener the controller is reached on (spec: inter.broker.listener.name).
     inter_broker_listener: str = "PLAINTEXT"
@@ -117,6 +118,7 @@ class BrokerParts:
             authorizer=authorizer,
             own_principal=own_principal,
             clock=clock,
+            auto_create_topics=settings.auto_create_topics_enable,
         )
 
     @property

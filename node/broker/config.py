@@ -103,6 +103,9 @@ DEFINITIONS: dict[str, Definition] = {
     "zookeeper.jute.maxbuffer": Definition(integer(ZNODE_REQUEST_OVERHEAD + 1), str(JUTE_MAX_BUFFER)),
     "num.partitions": Definition(integer(1), "1"),
     "default.replication.factor": Definition(integer(1), "1"),
+    # Kafka's: a Metadata request that asks for it (Kafka's clients' do) creates the topics it
+    # names that do not exist, with num.partitions and default.replication.factor.
+    "auto.create.topics.enable": Definition(boolean, "true"),
     # The replicated log: broker-wide defaults of the topic configs, and replication.
     "log.segment.bytes": Definition(integer(SEGMENT_BYTES_MIN), "1073741824"),
     # Keel's own, for tests: every segment rolls at this size (0: segment.bytes decides).

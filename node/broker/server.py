@@ -111,6 +111,7 @@ def parts_settings(config: BrokerConfig) -> PartsSettings:
         default_partitions=config.get_int("num.partitions"),
         default_replication_factor=config.get_int("default.replication.factor"),
         delete_topic_enable=config.get_bool("delete.topic.enable"),
+        auto_create_topics_enable=config.get_bool("auto.create.topics.enable"),
         limits=partition_limits(config),
         inter_broker_listener=config.inter_broker_listener,
     )

@@ -28,11 +28,11 @@ T = TypeVar("T")
 pytestmark = pytest.mark.plain_pass_only("the Kafka listener serves no SASL yet")
 
 
-def start_with_kafka_listeners(brokers: Brokers, *broker_ids: int) -> str:
-    """The brokers started, each with a Kafka listener; the Kafka bootstrap list."""
+def start_with_kafka_listeners(brokers: Brokers, *broker_ids: int, **settings: str) -> str:
+    """The brokers started, each with a Kafka listener and `settings`; the Kafka bootstrap list."""
     ports = free_ports(len(broker_ids))
     for broker_id, port in zip(broker_ids, ports, strict=True):
-        brokers.new(broker_id, {"kafka.listeners": f"PLAINTEXT://127.0.0.1:{port}"}).start()
+        brokers.new(broker_id, {"kafka.listeners": f"PLAINTEXT://127.0.0.1:{port}", **settings}).start()
     return ",".join(f"127.0.0.1:{port}" for port in ports)
 
 
@@ -370,3 +370,48 @@ async def test_sasl_scram_and_acls_hold_on_a_kafka_listener(brokers: Brokers, zk
         await asyncio.to_thread(topics_listed, bootstrap, None)
     assert await asyncio.to_thread(topics_listed, bootstrap, "admin") == {"payroll"}
     assert await asyncio.to_thread(read_all, admin, "payroll") == [b"salary"], "nothing else landed"
+
+
+async def test_a_kafka_producer_creates_its_topic_through_metadata(
+    brokers: Brokers, kazoo: KazooClient
+) -> None:
+    """auto.create.topics.enable (on by default): kafka-python's producer asks Metadata for a
+    topic that does not exist, the broker creates it with num.partitions and
+    default.replication.factor, and the records land."""
+    bootstrap = start_with_kafka_listeners(
+        brokers, 1, 2, **{"num.partitions": "4", "default.replication.factor": "2"}
+    )
+    await controller_of(brokers)
+
+    def produce() -> set[int]:
+        producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=False)
+        try:
+            futures = [producer.send("signups", key=f"user-{i}".encode(), value=b"x") for i in range(40)]
+            return {f.get(timeout=30).partition for f in futures}
+        finally:
+            producer.close(timeout=10)
+
+    partitions_written = await asyncio.to_thread(produce)
+    assert partitions_written <= set(range(4)) and len(partitions_written) > 1
+    assignment = orjson.loads(kazoo.get("/brokers/topics/signups")[0])["partitions"]
+    assert len(assignment) == 4 and all(len(replicas) == 2 for replicas in assignment.values())
+
+
+async def test_with_auto_creation_off_an_unknown_topic_stays_unknown(
+    brokers: Brokers, kazoo: KazooClient
+) -> None:
+    bootstrap = start_with_kafka_listeners(brokers, 1, **{"auto.create.topics.enable": "false"})
+    await controller_of(brokers)
+
+    def produce() -> None:
+        producer = KafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=False, max_block_ms=3_000)
+        try:
+            producer.send("nowhere", value=b"x").get(timeout=10)
+        finally:
+            producer.close(timeout=10)
+
+    from kafka.errors import KafkaTimeoutError
+
+    with pytest.raises(KafkaTimeoutError):
+        await asyncio.to_thread(produce)
+    assert kazoo.exists("/brokers/topics/nowhere") is None

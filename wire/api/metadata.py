@@ -19,6 +19,8 @@ class MetadataRequest(Request):
     API_KEY = ApiKey.METADATA
 
     topics: list[str] | None = None
+    # Kafka's: create the topics named that do not exist (auto.create.topics.enable).
+    allow_auto_topic_creation: bool = False
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

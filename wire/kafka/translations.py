@@ -112,7 +112,9 @@ def _metadata_to_keel(body: Any, version: int) -> Request:
     topics = body.topics
     if topics is None or (version == 0 and not topics):  # v0 asks for every topic with []
         return MetadataRequest(topics=None)
-    return MetadataRequest(topics=[t.name for t in topics])
+    # Before v4 a request could not say, and Kafka creates the topics.
+    allow = getattr(body, "allow_auto_topic_creation", True)
+    return MetadataRequest(topics=[t.name for t in topics], allow_auto_topic_creation=allow)
 
 
 def _metadata_to_kafka(body: Any, answer: Response) -> Fields:
