@@ -415,3 +415,69 @@ async def test_with_auto_creation_off_an_unknown_topic_stays_unknown(
     with pytest.raises(KafkaTimeoutError):
         await asyncio.to_thread(produce)
     assert kazoo.exists("/brokers/topics/nowhere") is None
+
+
+async def test_confluent_kafka_and_aiokafka_produce_and_read_back(
+    brokers: Brokers, kazoo: KazooClient
+) -> None:
+    """librdkafka (confluent-kafka) and aiokafka each write 200 records and read back both
+    clients' records in order, through the same Kafka listeners."""
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka.structs import TopicPartition as AioTopicPartition
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka import TopicPartition as RdTopicPartition
+
+    bootstrap = start_with_kafka_listeners(brokers, 1, 2)
+    await create_topic(brokers.by_id(await controller_of(brokers)), "mixed", partitions=1, rf=2)
+    await settled_to(brokers, kazoo, "mixed", lambda s: len(s) == 1, "topic never agreed")
+
+    def rdkafka_produce() -> None:
+        producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": False})
+        failures: list[object] = []
+        for i in range(200):
+            producer.produce(
+                "mixed", value=f"rd-{i}".encode(), on_delivery=lambda e, _m: e and failures.append(e)
+            )
+        assert producer.flush(30) == 0 and not failures, failures
+
+    await asyncio.to_thread(rdkafka_produce)
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    await producer.start()
+    try:
+        for i in range(200):
+            await producer.send_and_wait("mixed", f"aio-{i}".encode())
+    finally:
+        await producer.stop()
+    expected = [f"rd-{i}".encode() for i in range(200)] + [f"aio-{i}".encode() for i in range(200)]
+
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False
+    )
+    await consumer.start()
+    try:
+        consumer.assign([AioTopicPartition("mixed", 0)])
+        await consumer.seek_to_beginning()
+        seen: list[bytes] = []
+        async with asyncio.timeout(30):
+            while len(seen) < len(expected):
+                batches = await consumer.getmany(timeout_ms=1_000)
+                seen += [r.value for records_of in batches.values() for r in records_of]
+    finally:
+        await consumer.stop()
+    assert seen == expected
+
+    def rdkafka_consume() -> list[bytes]:
+        reader = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False})
+        try:
+            reader.assign([RdTopicPartition("mixed", 0, 0)])
+            got: list[bytes] = []
+            deadline = time.monotonic() + 30
+            while len(got) < len(expected) and time.monotonic() < deadline:
+                message = reader.poll(1.0)
+                if message is not None and message.error() is None:
+                    got.append(message.value())
+            return got
+        finally:
+            reader.close()
+
+    assert await asyncio.to_thread(rdkafka_consume) == expected
