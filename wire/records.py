@@ -26,6 +26,7 @@ from typing import NamedTuple
 
 import crc32c
 
+from wire import compression
 from wire.errors import CorruptMessage, InvalidRecord
 
 MAGIC = 2
@@ -237,14 +238,22 @@ def batches(buffer: Buffer, *, check_crc: bool = True) -> Iterator[tuple[int, Ba
         position += header.size
 
 
-def check_records(buffer: Buffer, position: int, header: BatchHeader) -> None:  # noqa: PLR0915 - varints inline
-    """That the records of the (whole, CRC-checked) batch at `position` are what its header
-    says, as Kafka's LogValidator checks a produce: each record framed within the batch, as
+def record_bytes(buffer: Buffer, position: int, header: BatchHeader, limit: int) -> bytes:
+    """The records section of the whole batch at `position`, decompressed if its attributes
+    name a codec (at most `limit` bytes of it; wire/compression.py)."""
+    body = memoryview(buffer)[position + HEADER_SIZE : position + header.size]
+    codec = header.attributes & COMPRESSION_MASK
+    return bytes(body) if codec == 0 else compression.decompress(codec, body, limit)
+
+
+def check_record_bytes(body: bytes, header: BatchHeader) -> None:  # noqa: PLR0915 - varints inline
+    """That the records of a (whole, CRC-checked) batch, its uncompressed records section
+    `body`, are what its header says, as Kafka's LogValidator checks a produce: each record
+    framed within the batch, as
     many as `records_count`, their offset deltas 0, 1, 2, ... and the header's max timestamp
     their largest. Raises InvalidRecord. The walk reads each record's framing and skips its
     key, value and headers: its work is bounded by the batch's bytes, not by the count its
     header claims."""
-    body = bytes(memoryview(buffer)[position + HEADER_SIZE : position + header.size])
     end = len(body)
     cursor = 0
     count = 0
@@ -332,27 +341,29 @@ def stamp(batch: bytearray | memoryview, position: int, base_offset: int, leader
     _EPOCH.pack_into(batch, position + LOG_OVERHEAD, leader_epoch)
 
 
-def records(buffer: Buffer) -> Iterator[Record]:
-    """Every record of the whole batches in `buffer`, CRC-checked (consumers)."""
+def records(buffer: Buffer, *, limit: int = 64 * 1024 * 1024) -> Iterator[Record]:
+    """Every record of the whole batches in `buffer`, CRC-checked and decompressed (each
+    batch's records to at most `limit` bytes) (consumers)."""
     view = memoryview(buffer)
     for position, header in batches(view):
-        cursor = position + HEADER_SIZE
-        end = position + header.size
+        body = record_bytes(view, position, header, limit)
+        cursor = 0
+        end = len(body)
         for _ in range(header.records_count):
-            length, cursor = _get_varint(view, cursor)
+            length, cursor = _get_varint(body, cursor)
             record_end = cursor + length
             if length < 0 or record_end > end:
                 raise CorruptMessage("record runs past the end of its batch")
             cursor += 1  # attributes
-            timestamp_delta, cursor = _get_varint(view, cursor)
-            offset_delta, cursor = _get_varint(view, cursor)
-            key, cursor = _get_bytes(view, cursor)
-            value, cursor = _get_bytes(view, cursor)
-            header_count, cursor = _get_varint(view, cursor)
+            timestamp_delta, cursor = _get_varint(body, cursor)
+            offset_delta, cursor = _get_varint(body, cursor)
+            key, cursor = _get_bytes(body, cursor)
+            value, cursor = _get_bytes(body, cursor)
+            header_count, cursor = _get_varint(body, cursor)
             headers = []
             for _ in range(max(header_count, 0)):
-                name, cursor = _get_bytes(view, cursor)
-                header_value, cursor = _get_bytes(view, cursor)
+                name, cursor = _get_bytes(body, cursor)
+                header_value, cursor = _get_bytes(body, cursor)
                 headers.append(((name or b"").decode("utf-8", "replace"), header_value))
             if cursor != record_end:
                 raise CorruptMessage("record length does not match its fields")

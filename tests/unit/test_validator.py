@@ -100,8 +100,8 @@ def test_a_max_timestamp_other_than_the_records_largest_is_refused() -> None:
 
 @pytest.mark.parametrize(
     ("attributes", "error"),
-    [(1, UnsupportedCompressionType), (0x20, InvalidRecord), (0x10, InvalidRecord)],
-    ids=["gzip", "control", "transactional"],
+    [(1, CorruptMessage), (5, UnsupportedCompressionType), (0x20, InvalidRecord), (0x10, InvalidRecord)],
+    ids=["gzip-claimed-not-gzip", "codec-5", "control", "transactional"],
 )
 def test_what_a_client_may_not_write_is_refused(attributes: int, error: type[WireError]) -> None:
     with pytest.raises(error):

@@ -6,8 +6,11 @@ the log's offsets, its index and every consumer trust what it appended, so it ch
 records too (`validate_as_leader`): that each batch holds as many records as its header says,
 framed within it, their offset deltas 0, 1, 2, ... (the leader gives the batch as many offsets
 as that), the header's max timestamp their largest (retention and ListOffsets go by it), and
-nothing a client may not write: no control batch, no transactional one, no compression (Keel
-has none yet). One failing batch refuses the whole append, and nothing of it is written.
+nothing a client may not write: no control batch, no transactional one. A compressed batch
+(gzip, snappy, lz4, zstd) is decompressed to check its records, as Kafka's LogValidator does,
+and kept as the producer compressed it; it may decompress to at most 64 MiB (Kafka reads the
+records as a stream instead). One failing batch refuses the whole append, and nothing of it
+is written.
 
 The simulation's in-memory log makes the same checks (node/sim/log_store.py).
 """
@@ -15,7 +18,11 @@ The simulation's in-memory log makes the same checks (node/sim/log_store.py).
 from __future__ import annotations
 
 from wire import records
-from wire.errors import CorruptMessage, InvalidRecord, MessageTooLarge, UnsupportedCompressionType
+from wire.errors import CorruptMessage, InvalidRecord, MessageTooLarge
+
+# What one compressed batch's records may decompress to: a bound on the memory a produce
+# takes, whatever its compressed size (a decompression bomb is refused at this size).
+MAX_DECOMPRESSED_BYTES = 64 * 1024 * 1024
 
 Batches = list[tuple[int, records.BatchHeader]]
 
@@ -38,14 +45,10 @@ def validate_as_leader(data: bytes | bytearray | memoryview, max_message_bytes: 
     Raises CorruptMessage, MessageTooLarge, InvalidRecord or UnsupportedCompressionType."""
     headers = validate_batches(data, max_message_bytes)
     for position, header in headers:
-        if header.attributes & records.COMPRESSION_MASK:
-            raise UnsupportedCompressionType(
-                f"batch compressed with codec {header.attributes & records.COMPRESSION_MASK}: "
-                "no compression is supported"
-            )
         if header.attributes & records.CONTROL_BIT:
             raise InvalidRecord("clients may not write control batches")
         if header.attributes & records.TRANSACTIONAL_BIT:
             raise InvalidRecord("transactional batches are not supported")
-        records.check_records(data, position, header)
+        body = records.record_bytes(data, position, header, MAX_DECOMPRESSED_BYTES)
+        records.check_record_bytes(body, header)
     return headers
