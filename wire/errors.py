@@ -46,6 +46,8 @@ class ErrorCode(IntEnum):
     NOT_CONTROLLER = 41
     INVALID_REQUEST = 42
     POLICY_VIOLATION = 44
+    OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+    INVALID_PRODUCER_EPOCH = 47
     OPERATION_NOT_ATTEMPTED = 55
     KAFKA_STORAGE_ERROR = 56
     SASL_AUTHENTICATION_FAILED = 58
@@ -114,6 +116,20 @@ class InvalidRecord(WireError):
 
 class UnsupportedCompressionType(WireError):
     code = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+
+
+class OutOfOrderSequence(WireError):
+    """An idempotent producer's batch whose sequence does not follow the last one this
+    partition appended for it (Kafka's OutOfOrderSequenceException)."""
+
+    code = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+class InvalidProducerEpoch(WireError):
+    """A batch of a producer epoch older than one this partition has appended: a fenced
+    producer (Kafka's InvalidProducerEpochException)."""
+
+    code = ErrorCode.INVALID_PRODUCER_EPOCH
 
 
 class InvalidRequest(WireError):

@@ -86,6 +86,8 @@ CLUSTER_OPERATIONS: dict[ApiKey, AclOperation] = {
     ApiKey.DESCRIBE_LOG_DIRS: _O.DESCRIBE,
     ApiKey.DESCRIBE_CONTROLLER: _O.DESCRIBE,
     ApiKey.DESCRIBE_PLANNER: _O.DESCRIBE,
+    # An idempotent producer's id (Kafka before KIP-679's Write on any topic).
+    ApiKey.INIT_PRODUCER_ID: _O.IDEMPOTENT_WRITE,
 }
 
 

@@ -7,7 +7,7 @@ import asyncio
 import dataclasses
 import logging
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from actors.base.clock import Clock, SystemClock
 from actors.base.retry import Retry, retrying
@@ -40,6 +40,8 @@ from wire.api import (
     Endpoint,
     FetchRequest,
     FetchResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
     LeaderAndIsrRequest,
     ListOffsetsRequest,
     ListOffsetsResponse,
@@ -135,6 +137,10 @@ def _with_refused(request: ParsedRequest, response: R, field: str, refused: Sequ
     return dataclasses.replace(response, **merged)
 
 
+class ProducerIdSource(Protocol):
+    async def generate(self) -> int: ...
+
+
 class BrokerApis:
     """KafkaApis: each request goes to the part of the broker that owns it.
 
@@ -161,9 +167,11 @@ class BrokerApis:
         own_principal: str = ANONYMOUS,
         clock: Clock | None = None,
         auto_create_topics: bool = False,
+        producer_ids: ProducerIdSource | None = None,
     ) -> None:
         self._authorizer = authorizer
         self._auto_create_topics = auto_create_topics
+        self._producer_ids = producer_ids
         # Only handle_in_process hands this object on: nothing from the network carries it.
         self.own_context = RequestContext(principal=own_principal, client_host="in-process")
         self._broker_id = broker_id
@@ -345,6 +353,8 @@ class BrokerApis:
                     else OffsetsForLeaderEpochResponse()
                 )
                 return _with_refused(request, answer, "topics", refused_epochs)
+            case InitProducerIdRequest():
+                return await self._init_producer_id(request.body)
             case CreateTopicsRequest():
                 create, refused_create = authz.create_topics(check, request.body)
                 answer = await admin.create_topics(create) if create.topics else CreateTopicsResponse()
@@ -386,6 +396,18 @@ class BrokerApis:
             answer = await self._auto_create(answer, check)
         answer = dataclasses.replace(answer, cluster_id=self._cluster_id())
         return _with_refused(request, answer, "topics", refused)
+
+    async def _init_producer_id(self, body: InitProducerIdRequest) -> InitProducerIdResponse:
+        """A new producer id at epoch 0 for an idempotent producer; transactions are not
+        served, so a transactional id is refused (Kafka's clients then fail with that error)."""
+        if body.transactional_id is not None:
+            return InitProducerIdResponse(
+                error_code=ErrorCode.INVALID_REQUEST,
+                error_message=f"transactions are not supported (transactional id {body.transactional_id!r})",
+            )
+        if self._producer_ids is None:
+            raise InvalidRequest("this broker hands out no producer ids")
+        return InitProducerIdResponse(producer_id=await self._producer_ids.generate(), producer_epoch=0)
 
     async def _auto_create(self, answer: MetadataResponse, check: Check) -> MetadataResponse:
         """Kafka's auto.create.topics.enable: the topics named that do not exist are created

@@ -24,6 +24,7 @@ from actors.replica.replication import ReplicationConfig
 from node.broker.admin_manager import NO_PARTITION_LIMITS, AdminManager
 from node.broker.apis import BrokerApis
 from node.broker.replica_link import RpcReplicaLink
+from node.zk.producer_ids import ZkProducerIds
 from wire.api import MetadataRequest
 from wire.context import ANONYMOUS
 from wire.pool import SenderFactory
@@ -119,6 +120,7 @@ class BrokerParts:
             own_principal=own_principal,
             clock=clock,
             auto_create_topics=settings.auto_create_topics_enable,
+            producer_ids=ZkProducerIds(store.zk, broker_id),
         )
 
     @property

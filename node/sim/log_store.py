@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from actors.base.ports import TopicPartition
 from node.broker.log.config import LogConfig
 from node.broker.log.epoch_cache import LeaderEpochCache
+from node.broker.log.producer_state import ProducerState
 from node.broker.log.validator import validate_as_leader, validate_batches
 from wire import records
 from wire.errors import CorruptMessage, ErrorCode, OffsetOutOfRange
@@ -44,6 +45,8 @@ class MemoryLog:
         # checks after every step read them, and a log mostly only grows.
         self._values: dict[int, bytes | None] = {}
         self._values_read = 0
+        # As the file log's: built from the batch headers when first needed, dropped on truncation.
+        self._producers: ProducerState | None = None
 
     @property
     def log_start_offset(self) -> int:
@@ -78,6 +81,10 @@ class MemoryLog:
     def append_as_leader(self, data: bytes, leader_epoch: int) -> tuple[int, int]:
         buffer = bytearray(data)
         headers = validate_as_leader(buffer, self.config.max_message_bytes)
+        if any(header.producer_id >= 0 for _, header in headers):
+            retried = self.producer_state().retried(headers)
+            if retried is not None:
+                return retried
         first = offset = self._end
         for position, header in headers:
             records.stamp(buffer, position, offset, leader_epoch)
@@ -86,6 +93,12 @@ class MemoryLog:
             self.epochs.assign(leader_epoch, first)
         self._write(buffer)
         return first, offset - 1
+
+    def producer_state(self) -> ProducerState:
+        if self._producers is None:
+            self._producers = ProducerState()
+            self._producers.appended(records.read_header(batch) for batch in self._batches)
+        return self._producers
 
     def flush_waiter(self, offset: int) -> asyncio.Future[ErrorCode] | None:
         return None  # memory is never flushed
@@ -111,6 +124,8 @@ class MemoryLog:
             self._batches.append(bytes(view[position : position + header.size]))
             self._bases.append(header.base_offset)
             self._end = header.next_offset
+            if self._producers is not None:
+                self._producers.appended([header])
 
     # --- reads ---
 
@@ -185,6 +200,7 @@ class MemoryLog:
         self._end = self._bases[keep] if keep < len(self._bases) else self._end
         del self._batches[keep:], self._bases[keep:]
         self.epochs.truncate_from_end(self._end)
+        self._producers = None
 
     @property
     def batch_count(self) -> int:
@@ -201,6 +217,7 @@ class MemoryLog:
         self._batches, self._bases = [], []
         self._start = self._end = offset
         self.epochs.clear()
+        self._producers = None
 
 
 class MemoryLogStore:

@@ -3,6 +3,8 @@
 import urllib.parse
 
 CONTROLLER = "/controller"
+# Kafka's: the last block of producer ids a broker claimed (node/zk/producer_ids.py).
+LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 CONTROLLER_EPOCH = "/controller_epoch"
 BROKERS = "/brokers"
 BROKER_IDS = "/brokers/ids"

@@ -16,7 +16,13 @@ from node.broker.log.config import LogConfig
 from node.broker.log.log import Log
 from node.sim.log_store import MemoryLog
 from wire import records
-from wire.errors import CorruptMessage, MessageTooLarge, OffsetOutOfRange
+from wire.errors import (
+    CorruptMessage,
+    InvalidProducerEpoch,
+    MessageTooLarge,
+    OffsetOutOfRange,
+    OutOfOrderSequence,
+)
 
 TP = TopicPartition("orders", 0)
 CONFIG = LogConfig(segment_bytes=1 << 20, max_message_bytes=4096)
@@ -175,3 +181,87 @@ def test_the_memory_log_answers_as_the_file_log_does(tmp_path: Path, seed: int) 
             memory_log.log_end_offset,
             memory_log.latest_epoch,
         ), f"seed {seed} step {step}: {op}"
+
+
+# --- idempotent producers (node/broker/log/producer_state.py) ---
+
+
+def idempotent(producer_id: int, epoch: int, sequence: int, *values: bytes) -> bytes:
+    """A batch as kafka-python's idempotent producer writes it."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    builder = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=0,
+        is_transactional=False,
+        producer_id=producer_id,
+        producer_epoch=epoch,
+        base_sequence=sequence,
+        batch_size=1 << 16,
+    )
+    for offset, value in enumerate(values):
+        builder.append(offset, timestamp=1_000, key=None, value=value, headers=[])
+    return bytes(builder.build())
+
+
+def test_a_retried_batch_is_answered_with_its_first_offsets_and_not_appended(new_log: Factory) -> None:
+    log = new_log()
+    assert log.append_as_leader(idempotent(7, 0, 0, b"a", b"b"), leader_epoch=1) == (0, 1)
+    assert log.append_as_leader(idempotent(7, 0, 2, b"c"), leader_epoch=1) == (2, 2)
+    assert log.append_as_leader(idempotent(7, 0, 0, b"a", b"b"), leader_epoch=1) == (0, 1)
+    assert log.append_as_leader(idempotent(7, 0, 2, b"c"), leader_epoch=1) == (2, 2)
+    assert log.log_end_offset == 3
+    assert [r.value for r in records.records(log.read(0, 1 << 20))] == [b"a", b"b", b"c"]
+    # Another producer's sequences are its own.
+    assert log.append_as_leader(idempotent(8, 0, 0, b"x"), leader_epoch=1) == (3, 3)
+
+
+def test_a_gap_in_sequences_and_a_fenced_epoch_are_refused(new_log: Factory) -> None:
+    log = new_log()
+    log.append_as_leader(idempotent(7, 2, 0, b"a"), leader_epoch=1)
+    with pytest.raises(OutOfOrderSequence):
+        log.append_as_leader(idempotent(7, 2, 2, b"lost one before"), leader_epoch=1)
+    with pytest.raises(InvalidProducerEpoch):
+        log.append_as_leader(idempotent(7, 1, 1, b"fenced"), leader_epoch=1)
+    with pytest.raises(OutOfOrderSequence):
+        log.append_as_leader(idempotent(7, 3, 5, b"a new epoch starts at 0"), leader_epoch=1)
+    assert log.log_end_offset == 1, "nothing refused was appended"
+    assert log.append_as_leader(idempotent(7, 3, 0, b"b"), leader_epoch=1) == (1, 1)
+    with pytest.raises(InvalidProducerEpoch):
+        log.append_as_leader(idempotent(7, 2, 1, b"the old epoch, fenced now"), leader_epoch=1)
+
+
+def test_a_producer_a_partition_does_not_know_may_start_at_any_sequence(new_log: Factory) -> None:
+    log = new_log()
+    assert log.append_as_leader(idempotent(9, 0, 41, b"a"), leader_epoch=1) == (0, 0)
+    with pytest.raises(OutOfOrderSequence):
+        log.append_as_leader(idempotent(9, 0, 43, b"b"), leader_epoch=1)
+
+
+def test_a_follower_keeps_the_state_a_new_leader_dedupes_with(new_log: Factory) -> None:
+    leader, follower = new_log(), new_log()
+    leader.append_as_leader(idempotent(7, 0, 0, b"a"), leader_epoch=1)
+    follower.append_as_leader(idempotent(1, 0, 0, b"state built before the copy"), leader_epoch=0)
+    follower.truncate_to(0)
+    follower.append_as_follower(leader.read(0, 1 << 20))
+    # The follower, now leader, answers the producer's retry with the offset it was given.
+    assert follower.append_as_leader(idempotent(7, 0, 0, b"a"), leader_epoch=2) == (0, 0)
+    assert follower.log_end_offset == 1
+
+
+def test_after_a_truncation_the_state_is_read_again(new_log: Factory) -> None:
+    log = new_log()
+    log.append_as_leader(idempotent(7, 0, 0, b"a"), leader_epoch=1)
+    log.append_as_leader(idempotent(7, 0, 1, b"b"), leader_epoch=1)
+    log.truncate_to(1)
+    # Sequence 1 is gone with its batch: the producer's retry of it is appended anew.
+    assert log.append_as_leader(idempotent(7, 0, 1, b"b"), leader_epoch=2) == (1, 1)
+
+
+def test_a_reopened_file_log_dedupes_from_its_batches(tmp_path: Path) -> None:
+    log = Log(tmp_path / "orders-0", TP, CONFIG)
+    log.append_as_leader(idempotent(7, 0, 0, b"a", b"b"), leader_epoch=1)
+    log.close()
+    again = Log(tmp_path / "orders-0", TP, CONFIG)
+    assert again.append_as_leader(idempotent(7, 0, 0, b"a", b"b"), leader_epoch=1) == (0, 1)
+    assert again.append_as_leader(idempotent(7, 0, 2, b"c"), leader_epoch=1) == (2, 2)

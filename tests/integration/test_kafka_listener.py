@@ -534,3 +534,45 @@ async def test_every_codec_is_produced_kept_and_fetched(brokers: Brokers, kazoo:
     # Kept as the producers compressed them: the log on disk holds fewer bytes than the values.
     logs = [p for b in brokers.all for p in (b.home / "data" / "squeezed-0").glob("*.log")]
     assert logs and all(p.stat().st_size < sum(map(len, sent)) for p in logs)
+
+
+async def test_an_idempotent_producer_across_a_leader_kill_writes_each_record_once_in_order(
+    brokers: Brokers, kazoo: KazooClient
+) -> None:
+    """kafka-python's default producer (idempotent, acks=all, retries) sends 3,000 records to
+    one partition while its leader is killed with -9: a consumer then reads exactly the
+    records sent, each once, in send order. The new leader dedupes the retries of batches its
+    predecessor appended, from the producer state it kept as a follower."""
+    bootstrap = start_with_kafka_listeners(brokers, 1, 2, 3)
+    await create_topic(brokers.by_id(await controller_of(brokers)), "ledger", partitions=1, rf=3)
+    await settled_to(brokers, kazoo, "ledger", lambda s: len(s) == 1 and len(s[0][2]) == 3, "ISR never full")
+    leader = int(orjson.loads(kazoo.get("/brokers/topics/ledger/partitions/0/state")[0])["leader"])
+    sent = [f"entry-{i}".encode() for i in range(3_000)]
+
+    def produce() -> list[int]:
+        producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=2, retries=1_000)
+        assert producer.config["enable_idempotence"], "kafka-python's default, negotiated with Keel"
+        try:
+            futures = []
+            for i, value in enumerate(sent):
+                futures.append(producer.send("ledger", value=value))
+                if i == 1_000:
+                    brokers.by_id(leader).kill()
+            producer.flush(timeout=60)
+            return [f.get(timeout=60).offset for f in futures]
+        finally:
+            producer.close(timeout=10)
+
+    acknowledged = await asyncio.to_thread(produce)
+    assert acknowledged == list(range(len(sent))), "every record acknowledged once, at its place"
+
+    def consume() -> list[bytes]:
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap, consumer_timeout_ms=5_000)
+        try:
+            consumer.assign([TopicPartition("ledger", 0)])
+            consumer.seek_to_beginning()
+            return [record.value for record in consumer]
+        finally:
+            consumer.close()
+
+    assert await asyncio.to_thread(consume) == sent

@@ -257,10 +257,10 @@ def test_produce_before_record_batches_is_refused() -> None:
 
 def _decode_class(request: object) -> object:
     """kafka-python's response class answering `request`."""
-    from kafka.protocol import admin, consumer, sasl
+    from kafka.protocol import admin, consumer, producer, sasl
 
     name = type(request).__name__.replace("Request", "Response")
-    for module in (admin, consumer, sasl):
+    for module in (admin, consumer, producer, sasl):
         if hasattr(module, name):
             return getattr(module, name)
     raise LookupError(name)
@@ -584,3 +584,13 @@ def test_an_array_longer_than_its_bytes_is_refused_before_it_is_read() -> None:
     frame = bytes.fromhex("0003000900000001000163") + b"\x00" + b"\x80\x80\x80\x80\x01" + b"\x00" * 4
     with pytest.raises(InvalidRequest):
         FORMAT.parse(frame, ANONYMOUS_CONTEXT)
+
+
+@pytest.mark.parametrize("version", versions(22))
+def test_init_producer_id(version: int) -> None:
+    from kafka.protocol.producer import InitProducerIdRequest
+
+    request = InitProducerIdRequest[version](transactional_id=None, transaction_timeout_ms=-1)
+    ours, decoded = exchange(request, keel.InitProducerIdResponse(producer_id=4_000, producer_epoch=0))
+    assert isinstance(ours, keel.InitProducerIdRequest) and ours.transactional_id is None
+    assert (decoded.error_code, decoded.producer_id, decoded.producer_epoch) == (0, 4_000, 0)

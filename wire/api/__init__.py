@@ -84,6 +84,7 @@ from wire.api.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
+from wire.api.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from wire.api.keys import ApiKey
 from wire.api.leader_and_isr import (
     LeaderAndIsrPartitionState,
@@ -206,6 +207,7 @@ API_SPECS: dict[int, ApiSpec] = {
         ApiSpec(ApiKey.CONTROLLED_SHUTDOWN, 0, 0, ControlledShutdownRequest, ControlledShutdownResponse),
         ApiSpec(ApiKey.SASL_HANDSHAKE, 0, 0, SaslHandshakeRequest, SaslHandshakeResponse),
         ApiSpec(ApiKey.SASL_AUTHENTICATE, 0, 0, SaslAuthenticateRequest, SaslAuthenticateResponse),
+        ApiSpec(ApiKey.INIT_PRODUCER_ID, 0, 0, InitProducerIdRequest, InitProducerIdResponse),
     )
 }
 
@@ -281,6 +283,8 @@ __all__ = [
     "ForgottenTopic",
     "IncrementalAlterConfigsRequest",
     "IncrementalAlterConfigsResponse",
+    "InitProducerIdRequest",
+    "InitProducerIdResponse",
     "LeaderAndIsrPartitionState",
     "LeaderAndIsrRequest",
     "LeaderAndIsrResponse",

@@ -43,6 +43,8 @@ from wire.api import (
     FetchTopic,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
     ListOffsetsPartition,
     ListOffsetsRequest,
     ListOffsetsResponse,
@@ -475,6 +477,7 @@ TRANSLATIONS: dict[int, Translation] = {
     ApiKey.LIST_PARTITION_REASSIGNMENTS: renamed(
         ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse
     ),
+    ApiKey.INIT_PRODUCER_ID: renamed(InitProducerIdRequest, InitProducerIdResponse),
     ApiKey.SASL_HANDSHAKE: renamed(SaslHandshakeRequest, SaslHandshakeResponse),
     ApiKey.SASL_AUTHENTICATE: renamed(SaslAuthenticateRequest, SaslAuthenticateResponse),
 }

@@ -24,6 +24,8 @@ ADVERTISED: Final[dict[int, tuple[int, int]]] = {
     ApiKey.CREATE_TOPICS: (2, 7),
     # v6 names topics by id as well; Keel's DeleteTopics names them.
     ApiKey.DELETE_TOPICS: (1, 5),
+    # Idempotent producers only: a transactional id is refused.
+    ApiKey.INIT_PRODUCER_ID: (0, 4),
     # librdkafka sends exactly v2.
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
     ApiKey.DESCRIBE_CONFIGS: (1, 4),

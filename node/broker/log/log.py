@@ -33,6 +33,7 @@ from actors.base.ports import LogCorruption, TopicPartition
 from node.broker.log.config import LogConfig
 from node.broker.log.epoch_cache import LeaderEpochCache
 from node.broker.log.failure_channel import LogDirFailureChannel
+from node.broker.log.producer_state import ProducerState
 from node.broker.log.segment import MAX_RELATIVE_OFFSET, LogSegment
 from node.broker.log.validator import validate_as_leader, validate_batches
 from wire import records
@@ -88,6 +89,9 @@ class Log:
         # times it was truncated, so that a flush finished after a truncation moves nothing.
         self.flush_wanted = 0
         self._truncations = 0
+        # Idempotent producers' state (producer_state.py); None until first needed, and again
+        # after a truncation, when it is read anew from the batch headers.
+        self._producers: ProducerState | None = None
         # Produces whose append set off a flush (flush.messages), waiting for it: (offset the
         # flush must reach, the future their answer waits on).
         self._flush_waiters: list[tuple[int, asyncio.Future[ErrorCode]]] = []
@@ -210,6 +214,16 @@ class Log:
         offsets given."""
         buffer = bytearray(data)
         headers = validate_as_leader(buffer, self.config.max_message_bytes)
+        if any(header.producer_id >= 0 for _, header in headers):
+            retried = self.producer_state().retried(headers)
+            if retried is not None:
+                log.info(
+                    "%s: a retried batch of producer %d answered with the offsets it was given, %d to %d",
+                    self.tp,
+                    headers[0][1].producer_id,
+                    *retried,
+                )
+                return retried
         offset = self.log_end_offset
         first = offset
         for position, header in headers:
@@ -220,7 +234,18 @@ class Log:
                 self.epochs.assign(leader_epoch, first)
             stamped = [records.read_header(buffer, position) for position, _ in headers]
             self._write(buffer, stamped)
+        if self._producers is not None:
+            self._producers.appended(stamped)
         return first, offset - 1
+
+    def producer_state(self) -> ProducerState:
+        """The idempotent producers' state, read from every batch header the first time."""
+        if self._producers is None:
+            state = ProducerState()
+            for segment in self._segments:
+                state.appended(header for _, header in segment.headers())
+            self._producers = state
+        return self._producers
 
     def append_as_follower(self, data: bytes | memoryview) -> int:
         """Append batches copied from the leader, offsets and epochs as the leader gave them.
@@ -238,6 +263,8 @@ class Log:
                 if header.partition_leader_epoch > self.epochs.latest_epoch:
                     self.epochs.assign(header.partition_leader_epoch, header.base_offset)
             self._write(data, [header for _, header in headers])
+        if self._producers is not None:
+            self._producers.appended(header for _, header in headers)
         return len(headers)
 
     def _write(self, data: bytes | bytearray | memoryview, headers: list[records.BatchHeader]) -> None:
@@ -392,6 +419,7 @@ class Log:
         self._forget_corruption_from(self.log_end_offset)
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         self._truncations += 1
+        self._producers = None
         self.flush_wanted = min(self.flush_wanted, self.log_end_offset)
         self._answer_flush_waiters(ErrorCode.NOT_LEADER_OR_FOLLOWER)  # what they waited for is gone
 
@@ -410,6 +438,7 @@ class Log:
         self._corrupt_at = None
         self.recovery_point = offset
         self._truncations += 1
+        self._producers = None
         self.flush_wanted = offset
         self._answer_flush_waiters(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
