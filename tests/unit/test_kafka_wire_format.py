@@ -594,3 +594,26 @@ def test_init_producer_id(version: int) -> None:
     ours, decoded = exchange(request, keel.InitProducerIdResponse(producer_id=4_000, producer_epoch=0))
     assert isinstance(ours, keel.InitProducerIdRequest) and ours.transactional_id is None
     assert (decoded.error_code, decoded.producer_id, decoded.producer_epoch) == (0, 4_000, 0)
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        struct.pack(">hhih", 3, 4, 1, -1) + struct.pack(">i", 2**31 - 1) + b"\x00" * 20,
+        struct.pack(">hhih", 3, 9, 1, -1) + b"\x00" + b"\xff\xff\xff\xff\x07" + b"\x00" * 20,
+        struct.pack(">hhih", 1, 12, 1, -1)
+        + b"\x00\x00"
+        + b"\xff" * 12
+        + b"\x00" * 9
+        + b"\x02\x02a\xff\xff\xff\xff\x07",
+    ],
+    ids=["int32-count", "compact-count", "nested-count"],
+)
+def test_a_count_larger_than_the_frame_is_refused_without_allocating_it(frame: bytes) -> None:
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(InvalidRequest) as refused:
+        FORMAT.parse(frame, ANONYMOUS_CONTEXT)
+    assert refused.value.correlation_id is None, "the connection closes"
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 64 * 1024, "less than 64 MiB"
