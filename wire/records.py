@@ -157,9 +157,14 @@ def batch_size(records: Iterable[tuple[bytes | None, bytes | None]]) -> int:
 
 
 def build_batch(
-    records: Iterable[tuple[bytes | None, bytes | None]], *, timestamp: int, base_offset: int = 0
+    records: Iterable[tuple[bytes | None, bytes | None]],
+    *,
+    timestamp: int,
+    base_offset: int = 0,
+    compression_codec: int = 0,
 ) -> bytes:
-    """One batch of (key, value) records, all stamped `timestamp` (ms)."""
+    """One batch of (key, value) records, all stamped `timestamp` (ms), its records section
+    compressed with `compression_codec` (wire/compression.py; 0 none)."""
     body = bytearray()
     count = 0
     for delta, (key, value) in enumerate(records):
@@ -174,7 +179,9 @@ def build_batch(
         count += 1
     if count == 0:
         raise ValueError("a batch needs at least one record")
-    tail = struct.pack(">hiqqqhii", 0, count - 1, timestamp, timestamp, -1, -1, -1, count) + bytes(body)
+    section = bytes(body) if compression_codec == 0 else compression.compress(compression_codec, bytes(body))
+    header = struct.pack(">hiqqqhii", compression_codec, count - 1, timestamp, timestamp, -1, -1, -1, count)
+    tail = header + section
     crc = checksum(tail)
     length = len(tail) + 4 + 1 + 4  # leader epoch, magic, crc
     return _PREFIX.pack(base_offset, length) + struct.pack(">ibI", -1, MAGIC, crc) + tail

@@ -1,6 +1,7 @@
 """`keel produce` and `keel consume`: Kafka's console producer and consumer.
 
     keel produce --topic T [--acks all|1|0] [--key-separator SEP] [--partition P]
+                 [--compression-codec none|gzip|snappy|lz4|zstd]
                  [--max-request-size BYTES]   < lines
     keel consume --topic T [--from-beginning] [--partition P] [--max-messages N]
                  [--timeout-ms MS] [--print-key] [--format table|json]
@@ -35,6 +36,7 @@ from node.clients.producer import KeelProducer, ProduceFailed
 from node.command.entry import CommandError, PartialError, UsageError
 from node.command.options import non_negative_int, positive_int
 from wire import records
+from wire.compression import CODECS
 
 ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0}
 BATCH_LINES = 500
@@ -52,6 +54,12 @@ def add_arguments(groups: argparse._SubParsersAction, common: argparse.ArgumentP
     produce.add_argument("--topic", required=True)
     produce.add_argument("--acks", choices=sorted(ACKS), default="all")
     produce.add_argument("--key-separator", default=None, help="split each line into key and value")
+    produce.add_argument(
+        "--compression-codec",
+        choices=sorted(CODECS),
+        default="none",
+        help="compress each batch's records (kafka-console-producer's option)",
+    )
     produce.add_argument(
         "--partition", type=non_negative_int, default=None, help="send every record to this partition"
     )
@@ -217,6 +225,7 @@ async def produce(bootstrap: str, args: argparse.Namespace) -> int:
     producer = KeelProducer(
         bootstrap,
         acks=ACKS[args.acks],
+        compression_type=args.compression_codec,
         request_timeout=args.timeout,
         delivery_timeout=args.timeout,
         security=args.security,

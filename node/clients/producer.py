@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator
 from actors.base.retry import Retry
 from node.clients.closing import AsyncClosing
 from node.clients.metadata import UNKNOWN_TOPIC_WAIT_S, ClusterClient
-from wire import records
+from wire import compression, records
 from wire.api import ProducePartitionData, ProduceRequest, ProduceResponse, ProduceTopicData
 from wire.errors import ErrorCode, WireError, for_code, is_retriable
 from wire.retry import Backoff
@@ -96,10 +96,17 @@ class KeelProducer(AsyncClosing):
         delivery_timeout: float = 120.0,
         client_id: str = "keel-producer",
         security: ClientSecurity = PLAINTEXT_CLIENT,
+        compression_type: str = "none",
     ) -> None:
         if acks not in (-1, 0, 1):
             raise ValueError(f"acks must be -1 (all), 0 or 1, not {acks}")
+        if compression_type not in compression.CODECS:
+            raise ValueError(
+                f"compression_type must be one of {', '.join(compression.CODECS)}, not {compression_type}"
+            )
         self.acks = acks
+        # Kafka's compression.type of a producer: each batch's records compressed with it.
+        self._codec = compression.CODECS[compression_type]
         self._request_timeout = request_timeout
         self._delivery_timeout = delivery_timeout
         self._cluster = ClusterClient(
@@ -141,7 +148,10 @@ class KeelProducer(AsyncClosing):
                     target = next(self._round_robin) % count
                 by_partition.setdefault(target, []).append((key, value))
             now_ms = int(time.time() * 1000)
-            batches = {p: records.build_batch(b, timestamp=now_ms) for p, b in by_partition.items()}
+            batches = {
+                p: records.build_batch(b, timestamp=now_ms, compression_codec=self._codec)
+                for p, b in by_partition.items()
+            }
             return await self._deliver(topic, batches, delivery)
 
     async def send_batches(self, topic: str, batches: dict[int, bytes]) -> list[Delivered]:

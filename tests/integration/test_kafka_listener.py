@@ -576,3 +576,28 @@ async def test_an_idempotent_producer_across_a_leader_kill_writes_each_record_on
             consumer.close()
 
     assert await asyncio.to_thread(consume) == sent
+
+
+async def test_keels_own_producer_compresses_and_a_kafka_consumer_reads_it(
+    brokers: Brokers, kazoo: KazooClient
+) -> None:
+    from node.clients.producer import KeelProducer
+    from tests.integration.replication import bootstrap as keel_bootstrap
+
+    bootstrap = start_with_kafka_listeners(brokers, 1)
+    await create_topic(brokers.by_id(await controller_of(brokers)), "zipped", partitions=1, rf=1)
+    await settled_to(brokers, kazoo, "zipped", lambda s: len(s) == 1, "topic never agreed")
+    values = [f"compressed-{i}".encode() * 8 for i in range(300)]
+    async with KeelProducer(keel_bootstrap(brokers), compression_type="zstd") as producer:
+        await producer.send_many("zipped", [(None, v) for v in values])
+
+    def consume() -> list[bytes]:
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap, consumer_timeout_ms=3_000)
+        try:
+            consumer.assign([TopicPartition("zipped", 0)])
+            consumer.seek_to_beginning()
+            return [record.value for record in consumer]
+        finally:
+            consumer.close()
+
+    assert await asyncio.to_thread(consume) == values

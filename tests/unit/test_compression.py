@@ -70,3 +70,17 @@ def test_bad_compressed_bytes_and_unknown_codecs_are_refused() -> None:
         validate_as_leader(bytes(batch), 1 << 20)
     with pytest.raises(UnsupportedCompressionType):
         compression.decompress(5, b"anything", 100)
+
+
+@pytest.mark.parametrize("codec", [compression.GZIP, compression.SNAPPY, compression.LZ4, compression.ZSTD])
+def test_keels_producer_batches_compress_and_kafka_python_reads_them(codec: int) -> None:
+    from kafka.record.default_records import DefaultRecordBatch
+
+    items = [(b"k%d" % i, b"value " * 50) for i in range(20)]
+    batch = records.build_batch(items, timestamp=9, compression_codec=codec)
+    assert len(batch) < records.batch_size(items) // 2
+    [(_, header)] = validate_as_leader(batch, 1 << 20)
+    assert header.attributes & records.COMPRESSION_MASK == codec
+    theirs = DefaultRecordBatch(batch)
+    assert theirs.validate_crc() and [(r.key, r.value) for r in theirs] == items
+    assert [(r.key, r.value) for r in records.records(batch)] == items
