@@ -51,6 +51,7 @@ from node.security.settings import (
     security_protocol,
 )
 from node.zk.acls import ZkSecurity
+from wire.api.describe_configs import DEFAULT_CONFIG, STATIC_BROKER_CONFIG
 from wire.connection_quotas import ConnectionLimits
 from wire.context import ANONYMOUS
 from wire.endpoint import Endpoint
@@ -161,6 +162,25 @@ class BrokerConfig:
     # Kafka's binary protocol: what the broker binds and registers, named KAFKA_<name>.
     kafka_listeners: tuple[Endpoint, ...] = ()
     kafka_advertised: tuple[Endpoint, ...] = ()
+    # The keys server.properties set (the others hold their defaults).
+    explicit: frozenset[str] = frozenset()
+
+    def described(self) -> dict[str, tuple[str | None, int]]:
+        """Every setting Keel knows, as DescribeConfigs shows it: its value, and whether it
+        comes from server.properties or is the default."""
+        return {
+            key: (_shown(value), STATIC_BROKER_CONFIG if key in self.explicit else DEFAULT_CONFIG)
+            for key, value in self.values.items()
+        }
+
+    def topic_config_defaults(self) -> dict[str, tuple[str | None, int]]:
+        """What each topic config falls back to when a topic does not set it: the broker
+        setting Kafka names its synonym, else Kafka's default."""
+        described = self.described()
+        defaults: dict[str, tuple[str | None, int]] = dict(_TOPIC_CONFIG_DEFAULTS)
+        for topic_key, broker_key in _TOPIC_CONFIG_SYNONYMS.items():
+            defaults[topic_key] = described[broker_key]
+        return defaults
 
     def get_int(self, key: str) -> int:
         value = self.values[key]
@@ -280,10 +300,38 @@ def load_config(props: Mapping[str, str]) -> BrokerConfig:
         limits,
         kafka_listeners,
         kafka_advertised,
+        frozenset(props),
     )
 
 
 KAFKA_LISTENER_PREFIX = "KAFKA_"
+
+# Each topic config's broker-wide setting (Kafka's synonyms), and Kafka's default for those
+# that have none here.
+_TOPIC_CONFIG_SYNONYMS = {
+    "retention.ms": "log.retention.ms",
+    "retention.bytes": "log.retention.bytes",
+    "segment.bytes": "log.segment.bytes",
+    "max.message.bytes": "message.max.bytes",
+    "min.insync.replicas": "min.insync.replicas",
+    "unclean.leader.election.enable": "unclean.leader.election.enable",
+    "flush.messages": "log.flush.interval.messages",
+    "flush.ms": "log.flush.interval.ms",
+}
+_TOPIC_CONFIG_DEFAULTS: dict[str, tuple[str | None, int]] = {
+    "cleanup.policy": ("delete", DEFAULT_CONFIG),
+    "leader.replication.throttled.replicas": ("", DEFAULT_CONFIG),
+    "follower.replication.throttled.replicas": ("", DEFAULT_CONFIG),
+}
+
+
+def _shown(value: object) -> str | None:
+    """A parsed setting as Kafka's tools print it."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
 
 
 def _kafka_listeners(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import collections
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 from actors.admin.config_admin import (
     BROKERS,
@@ -39,8 +39,68 @@ log = logging.getLogger(__name__)
 _ATTEMPTS = 5
 
 
+# What DescribeConfigs shows beside the dynamic configs: per key, the value and its source.
+Described = Mapping[str, tuple[str | None, int]]
+
+
+def is_sensitive(key: str) -> bool:
+    """Kafka's PASSWORD-type configs and their kin: their values are never described."""
+    return "password" in key or key.endswith((".jaas.config", ".key")) or key == "sasl.jaas.config"
+
+
+# Kafka's ConfigType of the configs whose type their value does not tell.
+_INT, _LIST = 3, 7
+_KAFKA_TYPES = {
+    **dict.fromkeys(
+        ("min.insync.replicas", "max.message.bytes", "segment.bytes", "message.max.bytes", "broker.id"), _INT
+    ),
+    **dict.fromkeys(
+        (
+            "cleanup.policy",
+            "leader.replication.throttled.replicas",
+            "follower.replication.throttled.replicas",
+            "listeners",
+            "advertised.listeners",
+            "kafka.listeners",
+            "kafka.advertised.listeners",
+            "log.dirs",
+            "sasl.enabled.mechanisms",
+        ),
+        _LIST,
+    ),
+}
+
+
+def config_type(key: str, value: str | None) -> int:
+    """Kafka's ConfigType of a config: from the table above, else told by its value (a
+    boolean, a number as LONG, else STRING)."""
+    if is_sensitive(key):
+        return 9  # PASSWORD
+    if key in _KAFKA_TYPES:
+        return _KAFKA_TYPES[key]
+    if value in ("true", "false"):
+        return 1
+    if value is not None and value.lstrip("-").isdigit():
+        return 5
+    return 2
+
+
 class ConfigAdmin:
-    def __init__(self, configs: ZkConfigStore, topics: Callable[[], Awaitable[set[str]]]) -> None:
+    def __init__(
+        self,
+        configs: ZkConfigStore,
+        topics: Callable[[], Awaitable[set[str]]],
+        *,
+        broker_id: int | None = None,
+        static_broker: Described | None = None,
+        topic_defaults: Described | None = None,
+    ) -> None:
+        """`static_broker`: this broker's `server.properties` settings and defaults, shown
+        when it is the broker described; `topic_defaults`: what each topic config falls back
+        to when the topic does not set it."""
+        self._broker_id = broker_id
+        self._static_broker = static_broker or {}
+        self._topic_defaults = topic_defaults or {}
         """`topics` names the topics that exist (a topic's config is changed only then)."""
         self._configs = configs
         self._topics = topics
@@ -106,7 +166,13 @@ class ConfigAdmin:
                     resource_type=resource.resource_type,
                     resource_name=resource.resource_name,
                     configs=[
-                        DescribeConfigsResourceResult(name=key, value=value, config_source=source)
+                        DescribeConfigsResourceResult(
+                            name=key,
+                            value=None if is_sensitive(key) else value,
+                            config_source=source,
+                            is_sensitive=is_sensitive(key),
+                            config_type=config_type(key, value),
+                        )
                         for key, (value, source) in sorted(shown.items())
                         if keys is None or key in keys
                     ],
@@ -114,15 +180,16 @@ class ConfigAdmin:
             )
         return DescribeConfigsResponse(results=results)
 
-    async def _describe(self, resource: DescribeConfigsResource) -> dict[str, tuple[str, int]]:
+    async def _describe(self, resource: DescribeConfigsResource) -> dict[str, tuple[str | None, int]]:
         entity_type, name = entity_for(resource.resource_type, resource.resource_name)
         if entity_type == TOPICS:
             if name not in await self._topics():
                 raise ConfigError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name} does not exist")
             config, _ = await self._configs.entity_config(TOPICS, name)
-            return topic_config_sources(config)
+            return {**self._topic_defaults, **topic_config_sources(config)}
         defaults, _ = await self._configs.entity_config(BROKERS, DEFAULT_ENTITY)
         own: dict[str, str] = {}
         if name != DEFAULT_ENTITY:
             own, _ = await self._configs.entity_config(BROKERS, name)
-        return effective_broker_configs(own, defaults)
+        static = self._static_broker if name == str(self._broker_id) else {}
+        return {**static, **effective_broker_configs(own, defaults)}

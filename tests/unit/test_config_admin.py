@@ -82,3 +82,39 @@ def test_a_broker_shows_its_own_values_over_the_cluster_defaults() -> None:
     }
     assert throttle_rates(own, defaults) == (10, 30)
     assert throttle_rates({}, {}) == (None, None)
+
+
+def test_describe_shows_every_setting_with_its_source_and_hides_secrets() -> None:
+    from node.broker.config import load_config
+    from node.broker.config_admin import is_sensitive
+
+    config = load_config(
+        {
+            "broker.id": "1",
+            "zookeeper.connect": "127.0.0.1:2181",
+            "log.retention.ms": "1000",
+            "listeners": "PLAINTEXT://127.0.0.1:9092",
+        }
+    )
+    described = config.described()
+    assert described["log.retention.ms"] == ("1000", 4)  # STATIC_BROKER_CONFIG
+    assert described["log.retention.bytes"] == ("-1", 5)  # DEFAULT_CONFIG
+    assert described["auto.create.topics.enable"] == ("true", 5)
+    topic = config.topic_config_defaults()
+    assert topic["retention.ms"] == ("1000", 4), "a topic falls back to the broker's setting"
+    assert topic["max.message.bytes"] == ("1048588", 5)
+    assert topic["cleanup.policy"] == ("delete", 5)
+    assert {
+        "ssl.keystore.password",
+        "sasl.jaas.config",
+        "listener.name.x.scram-sha-256.sasl.jaas.config",
+    } == {
+        key
+        for key in (
+            "ssl.keystore.password",
+            "sasl.jaas.config",
+            "listener.name.x.scram-sha-256.sasl.jaas.config",
+            "ssl.keystore.location",
+        )
+        if is_sensitive(key)
+    }
