@@ -2,13 +2,15 @@
 
 3 brokers, each with a Kafka listener beside Keel's; the topic of `bench.produce` (3
 partitions, RF 3, each broker leading one), acks=all, 1 KiB records in ready-made batches.
-Each run, on the same fresh cluster and in turn:
+Each run, on the same fresh cluster:
 
 - Keel's wire: `bench.produce`'s produce (msgpack Produce, `--connections` per partition, one
   request in flight on each) and its consumer reading everything back;
 - Kafka's wire, the same batches: Kafka Produce v9 frames (encoded by `wire.kafka.codec`, as
   a client's would be) on the same number of connections to the Kafka listeners, then Kafka
   Fetch v12 requests from offset 0 until every record is back;
+- the two produce passes first, then the two reads (each of both wires' records), the wires
+  taking turns at going first from run to run;
 - confluent-kafka (librdkafka) producing the same payload as records, and consuming it: what
   a real Kafka client gets (its own batching and compression off).
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import statistics
 import struct
 import sys
@@ -272,19 +275,38 @@ def main() -> None:
                 try:
                     owners = uvloop.run(leaders(ports))
                     expected = batches * args.batch_records
-                    keel_p = uvloop.run(produce_throughput(ports, owners, batch, batches, args.connections))
-                    keel_c = uvloop.run(consume_throughput(ports, expected))
-                    kafka_p = uvloop.run(kafka_produce(kafka_ports, owners, batch, batches, args.connections))
-                    kafka_c = uvloop.run(kafka_consume(kafka_ports, owners, 2 * expected))
+                    # The wires take turns going first: the first pass writes new segments and
+                    # reads a cold cache, the second neither.
+                    passes = {
+                        "keel_p": functools.partial(
+                            produce_throughput, ports, owners, batch, batches, args.connections
+                        ),
+                        "kafka_p": functools.partial(
+                            kafka_produce, kafka_ports, owners, batch, batches, args.connections
+                        ),
+                    }
+                    reads = {
+                        "keel_c": functools.partial(consume_throughput, ports, 2 * expected),
+                        "kafka_c": functools.partial(kafka_consume, kafka_ports, owners, 2 * expected),
+                    }
+                    order = 1 if run % 2 else -1
+                    timed = {
+                        name: uvloop.run(make())
+                        for group in (passes, reads)
+                        for name, make in list(group.items())[::order]
+                    }
+                    keel_p, kafka_p, keel_c, kafka_c = (
+                        timed[k] for k in ("keel_p", "kafka_p", "keel_c", "kafka_c")
+                    )
                     uvloop.run(create_confluent_topic(ports))
                     bootstrap = ",".join(f"127.0.0.1:{p}" for p in kafka_ports.values())
                     rd_p, rd_c = confluent_round_trip(bootstrap, record, expected)
                 finally:
                     cluster.kill_all()
-                # Kafka's consume pass reads both wires' records back: its rate counts both.
+                # Each consume pass reads both wires' records back: its rate counts both.
                 for key, seconds, volume in (
                     ("keel_p", keel_p, total),
-                    ("keel_c", keel_c, total),
+                    ("keel_c", keel_c, 2 * total),
                     ("kafka_p", kafka_p, total),
                     ("kafka_c", kafka_c, 2 * total),
                     ("rd_p", rd_p, total),
