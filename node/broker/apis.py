@@ -80,6 +80,7 @@ if TYPE_CHECKING:
     from actors.security.authorizer import AclAuthorizer
     from node.broker.admin_manager import AdminManager
     from node.broker.config_admin import ConfigAdmin
+    from node.broker.group_apis import GroupApis
     from node.broker.log.manager import LogManager
     from node.zk.planner_registry import ZkPlannerRegistry
     from node.zk.store import ZkClusterStore
@@ -168,7 +169,9 @@ class BrokerApis:
         clock: Clock | None = None,
         auto_create_topics: bool = False,
         producer_ids: ProducerIdSource | None = None,
+        groups: GroupApis | None = None,
     ) -> None:
+        self._groups = groups
         self._authorizer = authorizer
         self._auto_create_topics = auto_create_topics
         self._producer_ids = producer_ids
@@ -272,11 +275,7 @@ class BrokerApis:
                 return await self._reelect_controller()
             case ApiKey.LEADER_AND_ISR:
                 assert isinstance(request.body, LeaderAndIsrRequest)
-                self._log_handling("LeaderAndIsr", request, request.body, len(request.body.partition_states))
-                # The configs first: they may wait for ZooKeeper, and the request is then held
-                # to the broker epoch of that moment (a session renewed meanwhile fences it).
-                configs = await self._topic_configs(request.body)
-                return await self._replica_manager.leader_and_isr(request.body, self._broker_epoch(), configs)
+                return await self._leader_and_isr(request, request.body)
             case ApiKey.ALTER_PARTITION:
                 assert isinstance(request.body, AlterPartitionRequest)
                 return await self._controller().alter_partition(request.body)
@@ -294,10 +293,7 @@ class BrokerApis:
                 return await self._controller().controlled_shutdown(request.body)
             case ApiKey.STOP_REPLICA:
                 assert isinstance(request.body, StopReplicaRequest)
-                self._log_handling("StopReplica", request, request.body, len(request.body.partitions))
-                stopped = await self._replica_manager.stop_replica(request.body, self._broker_epoch())
-                self._forget_deleted_topic_configs(request.body, stopped)
-                return stopped
+                return await self._stop_replica(request, request.body)
             case ApiKey.UPDATE_METADATA:
                 return await self._update_metadata(request)
             case ApiKey.DESCRIBE_CONTROLLER:
@@ -323,7 +319,28 @@ class BrokerApis:
                 remaining = await self._replica_manager.bytes_to_copy(topics)
                 return describe_log_dirs(self._logs, request.body, remaining)
         answer = await self._per_topic(request, check)
+        if answer is None and self._groups is not None:
+            client_id = request.header.client_id or ""
+            answer = await self._groups.handle(request.body, request.context, client_id, check)
         return answer if answer is not None else await self._keel_own(request)
+
+    async def _leader_and_isr(self, request: ParsedRequest, body: LeaderAndIsrRequest) -> Response:
+        self._log_handling("LeaderAndIsr", request, body, len(body.partition_states))
+        # The configs first: they may wait for ZooKeeper, and the request is then held to
+        # the broker epoch of that moment (a session renewed meanwhile fences it).
+        configs = await self._topic_configs(body)
+        applied = await self._replica_manager.leader_and_isr(body, self._broker_epoch(), configs)
+        if self._groups is not None:
+            self._groups.leadership_changed(body, applied)
+        return applied
+
+    async def _stop_replica(self, request: ParsedRequest, body: StopReplicaRequest) -> Response:
+        self._log_handling("StopReplica", request, body, len(body.partitions))
+        stopped = await self._replica_manager.stop_replica(body, self._broker_epoch())
+        self._forget_deleted_topic_configs(body, stopped)
+        if self._groups is not None and not stopped.error_code:
+            self._groups.replicas_stopped(body)
+        return stopped
 
     async def _per_topic(self, request: ParsedRequest, check: Check) -> Response | None:
         """The APIs checked topic by topic: the allowed part is served, the rest is answered

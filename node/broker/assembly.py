@@ -19,10 +19,13 @@ from actors.base.clock import Clock
 from actors.base.ports import BrokerChannel, BrokerInfo, LogStore, TopicAdminStore
 from actors.controller import KafkaController
 from actors.controller.controller import ControllerConfig
+from actors.group.coordinator import GroupConfig, GroupCoordinator
 from actors.replica.handle import ReplicaManagerHandle
 from actors.replica.replication import ReplicationConfig
 from node.broker.admin_manager import NO_PARTITION_LIMITS, AdminManager
 from node.broker.apis import BrokerApis
+from node.broker.group_apis import GroupApis
+from node.broker.offsets_topic import OffsetsTopicLog
 from node.broker.replica_link import RpcReplicaLink
 from node.zk.producer_ids import ZkProducerIds
 from wire.api import MetadataRequest
@@ -48,6 +51,8 @@ class PartsSettings:
     default_replication_factor: int = 1
     delete_topic_enable: bool = True
     auto_create_topics_enable: bool = False
+    groups: GroupConfig = dataclasses.field(default_factory=GroupConfig)
+    offsets_replication_factor: int = 3
     limits: PartitionLimits = NO_PARTITION_LIMITS
     # The listener the controller is reached on (spec: inter.broker.listener.name).
     inter_broker_listener: str = "PLAINTEXT"
@@ -105,6 +110,19 @@ class BrokerParts:
             replica_counts=self.replica_manager.replica_counts,
             limits=settings.limits,
         )
+        self.groups = GroupApis(
+            broker_id,
+            GroupCoordinator(
+                OffsetsTopicLog(
+                    self.replica_manager, logs, clock, timeout_ms=int(settings.request_timeout_s * 1000)
+                ),
+                settings.groups,
+                clock,
+            ),
+            self.replica_manager,
+            self.admin,
+            offsets_replication_factor=settings.offsets_replication_factor,
+        )
         self.apis = BrokerApis(
             broker_id=broker_id,
             store=store,
@@ -121,6 +139,7 @@ class BrokerParts:
             clock=clock,
             auto_create_topics=settings.auto_create_topics_enable,
             producer_ids=ZkProducerIds(store.zk, broker_id),
+            groups=self.groups,
         )
 
     @property

@@ -107,6 +107,15 @@ DEFINITIONS: dict[str, Definition] = {
     # Kafka's: a Metadata request that asks for it (Kafka's clients' do) creates the topics it
     # names that do not exist, with num.partitions and default.replication.factor.
     "auto.create.topics.enable": Definition(boolean, "true"),
+    # The group coordinator (Kafka's): `__consumer_offsets`, made when a group is first looked
+    # for, and the bounds of the members' timeouts.
+    "offsets.topic.num.partitions": Definition(integer(1), "50"),
+    "offsets.topic.replication.factor": Definition(integer(1, 32767), "3"),
+    "offset.metadata.max.bytes": Definition(integer(0), "4096"),
+    "group.min.session.timeout.ms": Definition(integer(0), "6000"),
+    "group.max.session.timeout.ms": Definition(integer(0), "1800000"),
+    "group.initial.rebalance.delay.ms": Definition(integer(0), "3000"),
+    "group.max.size": Definition(integer(1), str(2**31 - 1)),
     # The replicated log: broker-wide defaults of the topic configs, and replication.
     "log.segment.bytes": Definition(integer(SEGMENT_BYTES_MIN), "1073741824"),
     # Keel's own, for tests: every segment rolls at this size (0: segment.bytes decides).

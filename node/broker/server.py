@@ -27,6 +27,7 @@ from actors.base.ports import BrokerInfo
 from actors.base.service import Periodic, Service, Worker
 from actors.controller import KafkaController
 from actors.controller.controller import ControllerConfig
+from actors.group.coordinator import GroupConfig
 from actors.replica.replication import ReplicationConfig
 from actors.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from actors.security.credential_cache import CredentialCache
@@ -112,6 +113,15 @@ def parts_settings(config: BrokerConfig) -> PartsSettings:
         default_replication_factor=config.get_int("default.replication.factor"),
         delete_topic_enable=config.get_bool("delete.topic.enable"),
         auto_create_topics_enable=config.get_bool("auto.create.topics.enable"),
+        groups=GroupConfig(
+            offsets_partitions=config.get_int("offsets.topic.num.partitions"),
+            min_session_timeout_ms=config.get_int("group.min.session.timeout.ms"),
+            max_session_timeout_ms=config.get_int("group.max.session.timeout.ms"),
+            initial_rebalance_delay_ms=config.get_int("group.initial.rebalance.delay.ms"),
+            max_size=config.get_int("group.max.size"),
+            offset_metadata_max_bytes=config.get_int("offset.metadata.max.bytes"),
+        ),
+        offsets_replication_factor=config.get_int("offsets.topic.replication.factor"),
         limits=partition_limits(config),
         inter_broker_listener=config.inter_broker_listener,
     )

@@ -139,8 +139,8 @@ async def test_an_unknown_api_versions_version_is_answered_at_v0_and_an_unserved
     assert struct.unpack(">i", answer[:4]) == (9,)
     assert decoded.error_code == 35, "UNSUPPORTED_VERSION"
     assert {k.api_key: (k.min_version, k.max_version) for k in decoded.api_keys} == ADVERTISED
-    # JoinGroup is not advertised (yet): Kafka's broker closes such a connection.
-    assert await asyncio.to_thread(exchange, port, 11, 5, b"\x00" * 40) is None
+    # AddPartitionsToTxn is not advertised (no transactions): Kafka's broker closes such a connection.
+    assert await asyncio.to_thread(exchange, port, 24, 0, b"\x00" * 40) is None
     # Produce v2 carries magic 0/1 message sets: refused the same way, though v0-2 are listed.
     assert await asyncio.to_thread(exchange, port, 0, 2, b"\x00" * 40) is None
     # And the listener still serves the next client.

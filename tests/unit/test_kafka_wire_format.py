@@ -225,7 +225,10 @@ def test_an_api_versions_version_not_advertised_is_answered_at_v0_with_the_table
 @pytest.mark.parametrize(
     ("frame", "error"),
     [
-        (struct.pack(">hhih", 11, 5, 5, -1) + b"\x00" * 20, UnsupportedVersion),  # JoinGroup: not served
+        (
+            struct.pack(">hhih", 24, 0, 5, -1) + b"\x00" * 20,
+            UnsupportedVersion,
+        ),  # AddPartitionsToTxn: not served
         (struct.pack(">hhih", 0, 2, 5, -1) + b"\x00" * 20, InvalidRequest),  # Produce v2: bad bytes
         (struct.pack(">hhih", 3, 9, 5, -1) + b"\xff" * 3, InvalidRequest),  # Metadata cut short
         (b"\x00\x03", InvalidRequest),  # not even a header

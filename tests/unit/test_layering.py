@@ -32,11 +32,12 @@ NODE_FLOORS: Floors = (
     ("tools", True, ("sim", "cluster", "chaos", "cli", "ui")),
 )
 # actors/'s packages by what they hold: the runtime and ports under everything, the admin
-# rules, then security, the replica manager and the controller, which use neither the other.
+# rules, then security, the replica manager, the controller and the group coordinator, none of
+# which uses another.
 ACTORS_FLOORS: Floors = (
     ("base", True, ("base",)),
     ("rules", True, ("admin", "security")),
-    ("actors", False, ("replica", "controller")),
+    ("actors", False, ("replica", "controller", "group")),
 )
 # Modules whose import means files, sockets, TLS, processes, threads or a ZooKeeper client.
 FORBIDDEN_IN_ACTORS = {

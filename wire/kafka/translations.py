@@ -27,12 +27,16 @@ from wire.api import (
     CreatePartitionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
     DescribeClusterRequest,
     DescribeClusterResponse,
     DescribeConfigsRequest,
     DescribeConfigsResponse,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
     DescribeLogDirsRequest,
     DescribeLogDirsResponse,
     ElectLeadersRequest,
@@ -41,10 +45,20 @@ from wire.api import (
     FetchRequest,
     FetchResponse,
     FetchTopic,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
     InitProducerIdRequest,
     InitProducerIdResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
     ListOffsetsPartition,
     ListOffsetsRequest,
     ListOffsetsResponse,
@@ -53,6 +67,12 @@ from wire.api import (
     ListPartitionReassignmentsResponse,
     MetadataRequest,
     MetadataResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
     OffsetsForLeaderEpochRequest,
     OffsetsForLeaderEpochResponse,
     ProducePartitionData,
@@ -65,6 +85,8 @@ from wire.api import (
     SaslAuthenticateResponse,
     SaslHandshakeRequest,
     SaslHandshakeResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
 )
 from wire.kafka.codec import plain
 from wire.kafka.versions import ADVERTISED
@@ -412,6 +434,65 @@ def _as_consumer(fields: Fields) -> Fields:
     return {**fields, "replica_id": _CONSUMER}
 
 
+# --- the consumer-group APIs (wire/api/groups.py) ---
+
+
+def _join_group_to_keel(body: Any, version: int) -> Request:
+    fields = plain(body)
+    assert isinstance(fields, dict)
+    fields["require_known_member_id"] = version >= 4 and fields.get("group_instance_id") is None
+    return JoinGroupRequest.from_wire(fields)
+
+
+def _bare(response: type[Response]) -> Callable[[Any, Response], Fields]:
+    """An error alone, as a whole answer of that API with its defaults beside it."""
+
+    def refused(body: Any, answer: Response) -> Fields:
+        return response(error_code=answer.error_code, error_message=answer.error_message).to_wire()
+
+    return refused
+
+
+def _offset_commit_refused(body: Any, answer: Response) -> Fields:
+    return {
+        "topics": [
+            {
+                "name": t.name,
+                "partitions": [
+                    {"partition_index": p.partition_index, "error_code": answer.error_code}
+                    for p in t.partitions
+                ],
+            }
+            for t in body.topics
+        ]
+    }
+
+
+def _offset_fetch_to_kafka(body: Any, answer: Response) -> Fields:
+    """Before version 2 the answer has no error of its own: the partitions named carry it."""
+    fields = _offset_fetch.to_kafka(body, answer)
+    if answer.error_code and type(body).__version__ < 2:
+        fields["topics"] = [
+            {
+                "name": t.name,
+                "partitions": [
+                    {
+                        "partition_index": p,
+                        "committed_offset": -1,
+                        "metadata": "",
+                        "error_code": answer.error_code,
+                    }
+                    for p in t.partition_indexes
+                ],
+            }
+            for t in body.topics or ()
+        ]
+    return fields
+
+
+_offset_fetch = renamed(OffsetFetchRequest, OffsetFetchResponse, refused=_bare(OffsetFetchResponse))
+
+
 TRANSLATIONS: dict[int, Translation] = {
     ApiKey.API_VERSIONS: Translation(_api_versions_to_keel, _api_versions_to_kafka),
     ApiKey.METADATA: Translation(_metadata_to_keel, _metadata_to_kafka),
@@ -480,4 +561,33 @@ TRANSLATIONS: dict[int, Translation] = {
     ApiKey.INIT_PRODUCER_ID: renamed(InitProducerIdRequest, InitProducerIdResponse),
     ApiKey.SASL_HANDSHAKE: renamed(SaslHandshakeRequest, SaslHandshakeResponse),
     ApiKey.SASL_AUTHENTICATE: renamed(SaslAuthenticateRequest, SaslAuthenticateResponse),
+    ApiKey.FIND_COORDINATOR: renamed(
+        FindCoordinatorRequest, FindCoordinatorResponse, refused=_bare(FindCoordinatorResponse)
+    ),
+    ApiKey.JOIN_GROUP: Translation(
+        _join_group_to_keel,
+        renamed(JoinGroupRequest, JoinGroupResponse, refused=_bare(JoinGroupResponse)).to_kafka,
+    ),
+    ApiKey.SYNC_GROUP: renamed(SyncGroupRequest, SyncGroupResponse, refused=_bare(SyncGroupResponse)),
+    ApiKey.HEARTBEAT: renamed(HeartbeatRequest, HeartbeatResponse),
+    ApiKey.LEAVE_GROUP: renamed(LeaveGroupRequest, LeaveGroupResponse),
+    ApiKey.OFFSET_COMMIT: renamed(OffsetCommitRequest, OffsetCommitResponse, refused=_offset_commit_refused),
+    ApiKey.OFFSET_FETCH: Translation(_offset_fetch.to_keel, _offset_fetch_to_kafka),
+    ApiKey.LIST_GROUPS: renamed(ListGroupsRequest, ListGroupsResponse),
+    ApiKey.DESCRIBE_GROUPS: renamed(
+        DescribeGroupsRequest,
+        DescribeGroupsResponse,
+        refused=lambda body, answer: {
+            "groups": [
+                _error(answer, group_id=g, group_state="", protocol_type="", protocol_data="")
+                for g in body.groups
+            ]
+        },
+    ),
+    ApiKey.DELETE_GROUPS: renamed(
+        DeleteGroupsRequest,
+        DeleteGroupsResponse,
+        refused=lambda body, answer: {"results": [_error(answer, group_id=g) for g in body.groups_names]},
+    ),
+    ApiKey.OFFSET_DELETE: renamed(OffsetDeleteRequest, OffsetDeleteResponse),
 }

@@ -1,0 +1,196 @@
+"""Consumer groups through Kafka's own clients against real brokers: the group coordinator
+on the leader of a `__consumer_offsets` partition, rebalances among members, committed
+offsets that outlive the coordinator's broker, and the admin side (list, describe, delete)."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import warnings
+from collections.abc import Iterator
+
+import orjson
+import pytest
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.structs import OffsetAndMetadata
+from kazoo.client import KazooClient
+
+from actors.group.coordinator import partition_for
+from tests.integration.conftest import Brokers
+from tests.integration.test_kafka_listener import start_with_kafka_listeners
+from tests.integration.test_partition_leadership import controller_of, create_topic, settled_to
+from tests.support import eventually_sync
+
+pytestmark = pytest.mark.plain_pass_only("its Kafka listeners are PLAINTEXT, which the secured pass refuses")
+
+OFFSETS_PARTITIONS = 5
+GROUP_SETTINGS = {
+    "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS),
+    "group.initial.rebalance.delay.ms": "0",
+}
+
+
+@pytest.fixture(autouse=True)
+def _collect_kafka_python_sockets() -> Iterator[None]:
+    yield
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
+
+
+async def _topic_with_records(
+    brokers: Brokers, kazoo: KazooClient, bootstrap: str, topic: str, count: int
+) -> None:
+    await create_topic(brokers.by_id(await controller_of(brokers)), topic, partitions=4, rf=3)
+    await settled_to(
+        brokers, kazoo, topic, lambda s: len(s) == 4 and all(len(p[2]) == 3 for p in s.values()), "no ISR"
+    )
+
+    def produce() -> None:
+        producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+        try:
+            for i in range(count):
+                producer.send(topic, key=str(i % 13).encode(), value=f"{i}".encode())
+            producer.flush(timeout=30)
+        finally:
+            producer.close(timeout=10)
+
+    await asyncio.to_thread(produce)
+
+
+def _coordinator(kazoo: KazooClient, group: str) -> int:
+    state = kazoo.get(
+        f"/brokers/topics/__consumer_offsets/partitions/{partition_for(group, OFFSETS_PARTITIONS)}/state"
+    )
+    return int(orjson.loads(state[0])["leader"])
+
+
+async def test_a_group_resumes_from_its_commits_after_its_coordinators_broker_is_killed(
+    brokers: Brokers, kazoo: KazooClient
+) -> None:
+    """A member reads part of a topic and commits; the coordinator's broker is killed -9; a
+    new member of the group, served by the coordinator elected next, starts exactly at the
+    committed offsets: nothing before them again, nothing after them lost."""
+    bootstrap = start_with_kafka_listeners(brokers, 1, 2, 3, **GROUP_SETTINGS)
+    await _topic_with_records(brokers, kazoo, bootstrap, "events", 400)
+
+    def read_some() -> set[bytes]:
+        consumer = KafkaConsumer(
+            "events",
+            bootstrap_servers=bootstrap,
+            group_id="billing",
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            max_poll_records=25,
+        )
+        try:
+            seen: set[bytes] = set()
+            deadline_polls = 200
+            while len(seen) < 150 and deadline_polls:
+                deadline_polls -= 1
+                for records in consumer.poll(timeout_ms=500).values():
+                    seen.update(r.value for r in records)
+            consumer.commit()
+            return seen
+        finally:
+            consumer.close()
+
+    first = await asyncio.to_thread(read_some)
+    assert len(first) >= 150
+    coordinator = _coordinator(kazoo, "billing")
+    brokers.by_id(coordinator).kill()
+
+    def read_rest() -> list[bytes]:
+        consumer = KafkaConsumer(
+            "events",
+            bootstrap_servers=bootstrap,
+            group_id="billing",
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            consumer_timeout_ms=8_000,
+        )
+        try:
+            return [r.value for r in consumer]
+        finally:
+            consumer.close()
+
+    rest = await asyncio.to_thread(read_rest)
+    assert _coordinator(kazoo, "billing") != coordinator, "another broker coordinates the group"
+    assert not first & set(rest), "nothing read before the commit is read again"
+    assert first | set(rest) == {f"{i}".encode() for i in range(400)}, "nothing after it is lost"
+    assert len(rest) == len(set(rest))
+
+
+async def test_three_members_share_the_partitions_and_take_over_a_leaving_members(
+    brokers: Brokers, kazoo: KazooClient
+) -> None:
+    bootstrap = start_with_kafka_listeners(brokers, 1, 2, 3, **GROUP_SETTINGS)
+    await _topic_with_records(brokers, kazoo, bootstrap, "jobs", 100)
+    consumers = [
+        KafkaConsumer(
+            "jobs",
+            bootstrap_servers=bootstrap,
+            group_id="workers",
+            auto_offset_reset="earliest",
+            session_timeout_ms=10_000,
+            heartbeat_interval_ms=500,
+        )
+        for _ in range(3)
+    ]
+    try:
+
+        def shared(wanted: int) -> list[set[TopicPartition]] | None:
+            for c in consumers:
+                c.poll(timeout_ms=100)
+            shares = [c.assignment() for c in consumers]
+            whole = all(shares) and len(consumers) == wanted and sum(len(s) for s in shares) == 4
+            return shares if whole and len(set().union(*shares)) == 4 else None
+
+        shares = await asyncio.to_thread(
+            eventually_sync,
+            lambda: shared(3),
+            timeout=60,
+            message="three members never shared the partitions",
+        )
+        assert sorted(len(s) for s in shares) == [1, 1, 2]
+        leaving = consumers.pop()
+        await asyncio.to_thread(leaving.close)
+        await asyncio.to_thread(
+            eventually_sync,
+            lambda: shared(2),
+            timeout=60,
+            message="the third member's partitions were not taken over",
+        )
+    finally:
+        for c in consumers:
+            await asyncio.to_thread(c.close)
+
+
+async def test_groups_are_listed_described_and_deleted_by_an_admin_client(
+    brokers: Brokers, kazoo: KazooClient
+) -> None:
+    bootstrap = start_with_kafka_listeners(brokers, 1, 2, 3, **GROUP_SETTINGS)
+    await _topic_with_records(brokers, kazoo, bootstrap, "audit", 20)
+
+    def commit_and_look() -> tuple[object, ...]:
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id="auditors", enable_auto_commit=False)
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        try:
+            consumer.commit({TopicPartition("audit", 2): OffsetAndMetadata(7, "checkpoint", -1)})
+            listed = admin.list_groups()
+            described = admin.describe_groups(["auditors"])
+            offsets = admin.list_group_offsets("auditors")
+            deleted = admin.delete_groups(["auditors"])
+            after = admin.describe_groups(["auditors"]), admin.list_group_offsets("auditors")
+            return listed, described, offsets, deleted, after
+        finally:
+            consumer.close()
+            admin.close()
+
+    listed, described, offsets, deleted, after = await asyncio.to_thread(commit_and_look)
+    assert {"group_id": "auditors", "protocol_type": "", "group_state": "Empty"} in listed  # type: ignore[operator]
+    assert described["auditors"]["group_state"] == "Empty"  # type: ignore[index]
+    assert offsets == {"auditors": {TopicPartition("audit", 2): OffsetAndMetadata(7, "checkpoint", -1)}}
+    assert deleted == {"auditors": "OK"}
+    assert after[0]["auditors"]["group_state"] == "Dead"  # type: ignore[index]
+    assert after[1] == {"auditors": {}}, "its offsets went with it"
