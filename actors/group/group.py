@@ -125,7 +125,9 @@ class Group:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
 
     def all_joined(self) -> bool:
-        return bool(self.members) and all(m.awaiting_join is not None for m in self.members.values())
+        """Every member has sent JoinGroup for the next generation (true of no members: the
+        rebalance then ends with the group empty)."""
+        return all(m.awaiting_join is not None for m in self.members.values())
 
     def stored(self) -> StoredGroup:
         return StoredGroup(

@@ -5,6 +5,7 @@ offsets that outlive the coordinator's broker, and the admin side (list, describ
 from __future__ import annotations
 
 import asyncio
+import time
 import gc
 import warnings
 from collections.abc import Iterator
@@ -194,3 +195,59 @@ async def test_groups_are_listed_described_and_deleted_by_an_admin_client(
     assert deleted == {"auditors": "OK"}
     assert after[0]["auditors"]["group_state"] == "Dead"  # type: ignore[index]
     assert after[1] == {"auditors": {}}, "its offsets went with it"
+
+
+async def test_librdkafka_and_aiokafka_groups_commit_and_resume_where_the_other_stopped(
+    brokers: Brokers, kazoo: KazooClient
+) -> None:
+    """confluent-kafka (librdkafka) reads part of a topic in a group and commits; aiokafka,
+    in the same group, resumes at exactly the committed offsets and reads the rest."""
+    from aiokafka import AIOKafkaConsumer
+    from confluent_kafka import Consumer
+
+    bootstrap = start_with_kafka_listeners(brokers, 1, 2, 3, **GROUP_SETTINGS)
+    await _topic_with_records(brokers, kazoo, bootstrap, "payments", 300)
+
+    def rdkafka_reads_some() -> set[bytes]:
+        consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": "ledger",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+            }
+        )
+        try:
+            consumer.subscribe(["payments"])
+            seen: set[bytes] = set()
+            deadline = time.monotonic() + 60
+            while len(seen) < 120 and time.monotonic() < deadline:
+                message = consumer.poll(0.5)
+                if message is not None and message.error() is None:
+                    seen.add(message.value())
+            consumer.commit(asynchronous=False)
+            return seen
+        finally:
+            consumer.close()
+
+    first = await asyncio.to_thread(rdkafka_reads_some)
+    assert len(first) >= 120
+    consumer = AIOKafkaConsumer(
+        "payments",
+        bootstrap_servers=bootstrap,
+        group_id="ledger",
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+    )
+    await consumer.start()
+    rest: list[bytes] = []
+    try:
+        async with asyncio.timeout(60):
+            while len(first) + len(rest) < 300:
+                batches = await consumer.getmany(timeout_ms=1_000)
+                rest += [r.value for records_of in batches.values() for r in records_of]
+        await consumer.commit()
+    finally:
+        await consumer.stop()
+    assert not first & set(rest), "aiokafka resumed at librdkafka's commits"
+    assert first | set(rest) == {f"{i}".encode() for i in range(300)}

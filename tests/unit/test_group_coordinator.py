@@ -1,0 +1,340 @@
+"""The group coordinator's rules without a broker: membership and rebalances, committed
+offsets, loading a partition another coordinator wrote, and failures of the store."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import pytest
+
+from actors.group import records
+from actors.group.coordinator import GroupConfig, GroupCoordinator, partition_for, subscribed_topics
+from tests.support import ManualClock
+from wire.api import (
+    DeleteGroupsResponse,
+    HeartbeatRequest,
+    JoinGroupProtocol,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    OffsetCommitPartition,
+    OffsetCommitRequest,
+    OffsetCommitTopic,
+    OffsetFetchRequest,
+    OffsetFetchTopic,
+    SyncGroupAssignment,
+    SyncGroupRequest,
+)
+from wire.errors import ErrorCode
+
+GROUP = "billing"
+PARTITION = partition_for(GROUP, 50)
+
+
+class MemoryOffsetsLog:
+    """The port held in memory; `failure` answers every append with that error."""
+
+    def __init__(self) -> None:
+        self.partitions: dict[int, list[tuple[bytes | None, bytes | None]]] = {}
+        self.failure = ErrorCode.NONE
+
+    async def append(self, partition: int, entries: Sequence[tuple[bytes, bytes | None]]) -> ErrorCode:
+        if self.failure:
+            return self.failure
+        self.partitions.setdefault(partition, []).extend(entries)
+        return ErrorCode.NONE
+
+    async def read(self, partition: int) -> list[tuple[bytes | None, bytes | None]]:
+        return list(self.partitions.get(partition, []))
+
+
+async def coordinator_of(store: MemoryOffsetsLog, clock: ManualClock, **config: int) -> GroupCoordinator:
+    coordinator = GroupCoordinator(store, GroupConfig(**{"initial_rebalance_delay_ms": 0, **config}), clock)
+    coordinator.on_election(PARTITION, leader_epoch=0)
+    await settle()
+    return coordinator
+
+
+async def settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+def join(
+    member_id: str = "", protocols: tuple[str, ...] = ("range",), session_ms: int = 10_000
+) -> JoinGroupRequest:
+    return JoinGroupRequest(
+        group_id=GROUP,
+        session_timeout_ms=session_ms,
+        rebalance_timeout_ms=30_000,
+        member_id=member_id,
+        protocol_type="consumer",
+        protocols=[JoinGroupProtocol(name=p, metadata=f"{p}-subscription".encode()) for p in protocols],
+        require_known_member_id=True,
+    )
+
+
+async def joined(coordinator: GroupCoordinator, client: str = "c1") -> JoinGroupResponse:
+    """A member's id, then its place in the next generation (KIP-394's two JoinGroups)."""
+    first = await coordinator.join_group(join(), client_id=client, client_host="/10.0.0.1")
+    assert first.error_code == ErrorCode.MEMBER_ID_REQUIRED
+    assert first.member_id.startswith(f"{client}-")
+    return await coordinator.join_group(join(first.member_id), client_id=client, client_host="/10.0.0.1")
+
+
+def test_groups_land_on_the_partition_kafka_puts_them_on() -> None:
+    # Java's String.hashCode, abs, modulo 50 (values from a JVM).
+    assert partition_for("test-group", 50) == 12
+    assert partition_for("billing", 50) == 9
+    assert partition_for("console-consumer-12345", 50) == 6
+    assert partition_for("ä-group-€", 50) == 13
+    assert partition_for("polygenelubricants", 50) == 0  # hashCode is Integer.MIN_VALUE
+
+
+def test_records_read_back_as_written_and_tombstones_remove() -> None:
+    member = records.StoredMember("m-1", None, "c1", "/10.0.0.1", 30_000, 10_000, b"sub", b"assign")
+    group = records.StoredGroup("consumer", 3, "range", "m-1", 1234, (member,))
+    committed = records.CommittedOffset(42, 5, "meta", 99)
+    entries: list[tuple[bytes | None, bytes | None]] = [
+        (records.group_key("g"), records.group_value(group)),
+        (records.offset_key(records.OffsetKey("g", "t", 0)), records.offset_value(committed)),
+        (records.offset_key(records.OffsetKey("g", "t", 1)), records.offset_value(committed)),
+        (records.offset_key(records.OffsetKey("g", "t", 1)), None),
+        (records.group_key("gone"), records.group_value(group)),
+        (records.group_key("gone"), None),
+    ]
+    groups, offsets = records.replay(iter(entries))
+    assert groups == {"g": group}
+    assert offsets == {"g": {("t", 0): committed}}
+
+
+async def test_two_members_form_a_generation_and_the_leader_assigns() -> None:
+    coordinator = await coordinator_of(MemoryOffsetsLog(), ManualClock())
+    first = await joined(coordinator, "c1")
+    assert (first.error_code, first.generation_id, first.leader) == (0, 1, first.member_id)
+    # A second member makes the group rebalance: both must join the next generation.
+    second_id = (await coordinator.join_group(join(), client_id="c2", client_host="h")).member_id
+    second = asyncio.ensure_future(coordinator.join_group(join(second_id), client_id="c2", client_host="h"))
+    await settle()
+    assert not second.done(), "it waits for the first member to rejoin"
+    heartbeat = coordinator.heartbeat(
+        HeartbeatRequest(group_id=GROUP, generation_id=1, member_id=first.member_id)
+    )
+    assert heartbeat.error_code == ErrorCode.REBALANCE_IN_PROGRESS
+    rejoined = await coordinator.join_group(join(first.member_id), client_id="c1", client_host="h")
+    answer = await second
+    assert rejoined.generation_id == answer.generation_id == 2
+    assert rejoined.leader == first.member_id
+    assert {m.member_id for m in rejoined.members} == {first.member_id, second_id}, (
+        "the leader sees every member"
+    )
+    assert answer.members == [], "the others see none"
+    follower_sync = asyncio.ensure_future(
+        coordinator.sync_group(SyncGroupRequest(group_id=GROUP, generation_id=2, member_id=second_id))
+    )
+    await settle()
+    assert not follower_sync.done(), "it waits for the leader's assignment"
+    leader_sync = await coordinator.sync_group(
+        SyncGroupRequest(
+            group_id=GROUP,
+            generation_id=2,
+            member_id=first.member_id,
+            assignments=[
+                SyncGroupAssignment(member_id=first.member_id, assignment=b"p0"),
+                SyncGroupAssignment(member_id=second_id, assignment=b"p1"),
+            ],
+        )
+    )
+    assert (leader_sync.assignment, (await follower_sync).assignment) == (b"p0", b"p1")
+    assert coordinator.describe_group(GROUP).group_state == "Stable"
+
+
+async def test_a_member_silent_past_its_session_timeout_is_removed_and_the_group_rebalances() -> None:
+    clock = ManualClock()
+    coordinator = await coordinator_of(MemoryOffsetsLog(), clock)
+    first = await joined(coordinator, "c1")
+    await coordinator.sync_group(
+        SyncGroupRequest(group_id=GROUP, generation_id=1, member_id=first.member_id, assignments=[])
+    )
+    clock.advance(9)
+    assert not coordinator.heartbeat(
+        HeartbeatRequest(group_id=GROUP, generation_id=1, member_id=first.member_id)
+    ).error_code
+    clock.advance(9)  # 18 s after joining, 9 s after its heartbeat: alive
+    assert coordinator.describe_group(GROUP).group_state == "Stable"
+    clock.advance(2)
+    await settle()
+    assert coordinator.describe_group(GROUP).group_state == "Empty"
+    late = coordinator.heartbeat(HeartbeatRequest(group_id=GROUP, generation_id=1, member_id=first.member_id))
+    assert late.error_code == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+async def test_join_refusals() -> None:
+    coordinator = await coordinator_of(MemoryOffsetsLog(), ManualClock())
+    short = await coordinator.join_group(join(session_ms=200), client_id="c", client_host="h")
+    assert short.error_code == ErrorCode.INVALID_SESSION_TIMEOUT
+    unknown = await coordinator.join_group(join("nobody"), client_id="c", client_host="h")
+    assert unknown.error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    await joined(coordinator)
+    other = await coordinator.join_group(join(protocols=("sticky",)), client_id="c", client_host="h")
+    assert other.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    elsewhere = JoinGroupRequest(
+        group_id="another-group", session_timeout_ms=10_000, protocol_type="consumer"
+    )
+    if partition_for("another-group", 50) != PARTITION:
+        answer = await coordinator.join_group(elsewhere, client_id="c", client_host="h")
+        assert answer.error_code == ErrorCode.NOT_COORDINATOR
+
+
+async def test_commits_are_stored_fenced_by_generation_and_fetched() -> None:
+    store = MemoryOffsetsLog()
+    coordinator = await coordinator_of(store, ManualClock())
+    member = await joined(coordinator)
+
+    def commit(generation: int, member_id: str, offset: int, metadata: str = "") -> OffsetCommitRequest:
+        return OffsetCommitRequest(
+            group_id=GROUP,
+            generation_id_or_member_epoch=generation,
+            member_id=member_id,
+            topics=[
+                OffsetCommitTopic(
+                    name="events",
+                    partitions=[
+                        OffsetCommitPartition(
+                            partition_index=0, committed_offset=offset, committed_metadata=metadata
+                        )
+                    ],
+                )
+            ],
+        )
+
+    def code(answer: object) -> int:
+        return answer.topics[0].partitions[0].error_code  # type: ignore[attr-defined, no-any-return]
+
+    assert (
+        code(await coordinator.commit_offsets(commit(1, member.member_id, 10)))
+        == ErrorCode.REBALANCE_IN_PROGRESS
+    )
+    await coordinator.sync_group(
+        SyncGroupRequest(group_id=GROUP, generation_id=1, member_id=member.member_id)
+    )
+    assert code(await coordinator.commit_offsets(commit(1, member.member_id, 10, "m"))) == ErrorCode.NONE
+    assert (
+        code(await coordinator.commit_offsets(commit(0, member.member_id, 11)))
+        == ErrorCode.ILLEGAL_GENERATION
+    )
+    assert code(await coordinator.commit_offsets(commit(1, "stranger", 11))) == ErrorCode.UNKNOWN_MEMBER_ID
+    assert code(await coordinator.commit_offsets(commit(-1, "", 11))) == ErrorCode.UNKNOWN_MEMBER_ID, (
+        "a commit from outside the group is refused while it has members"
+    )
+    assert code(await coordinator.commit_offsets(commit(1, member.member_id, 12, "x" * 5000))) == (
+        ErrorCode.OFFSET_METADATA_TOO_LARGE
+    )
+    fetched = coordinator.fetch_offsets(
+        OffsetFetchRequest(group_id=GROUP, topics=[OffsetFetchTopic(name="events", partition_indexes=[0, 1])])
+    )
+    parts = fetched.topics[0].partitions
+    assert [(p.committed_offset, p.metadata) for p in parts] == [(10, "m"), (-1, "")]
+    store.failure = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert (
+        code(await coordinator.commit_offsets(commit(1, member.member_id, 13))) == ErrorCode.NOT_COORDINATOR
+    )
+    everything = coordinator.fetch_offsets(OffsetFetchRequest(group_id=GROUP, topics=None))
+    assert [(t.name, [p.committed_offset for p in t.partitions]) for t in everything.topics] == [
+        ("events", [10])
+    ]
+
+
+async def test_the_next_coordinator_loads_groups_and_offsets_from_the_partition() -> None:
+    store = MemoryOffsetsLog()
+    old = await coordinator_of(store, ManualClock())
+    member = await joined(old)
+    await old.sync_group(
+        SyncGroupRequest(
+            group_id=GROUP,
+            generation_id=1,
+            member_id=member.member_id,
+            assignments=[SyncGroupAssignment(member_id=member.member_id, assignment=b"p0")],
+        )
+    )
+    await old.commit_offsets(
+        OffsetCommitRequest(
+            group_id=GROUP,
+            generation_id_or_member_epoch=1,
+            member_id=member.member_id,
+            topics=[
+                OffsetCommitTopic(
+                    name="t", partitions=[OffsetCommitPartition(partition_index=3, committed_offset=77)]
+                )
+            ],
+        )
+    )
+    old.on_resignation(PARTITION)
+    assert old.describe_group(GROUP).error_code == ErrorCode.NOT_COORDINATOR
+    new = await coordinator_of(store, ManualClock())
+    described = new.describe_group(GROUP)
+    assert (described.group_state, [m.member_id for m in described.members]) == ("Stable", [member.member_id])
+    assert described.members[0].member_assignment == b"p0"
+    heartbeat = new.heartbeat(HeartbeatRequest(group_id=GROUP, generation_id=1, member_id=member.member_id))
+    assert heartbeat.error_code == ErrorCode.NONE, "the member carries on with the new coordinator"
+    fetched = new.fetch_offsets(OffsetFetchRequest(group_id=GROUP, topics=None))
+    assert fetched.topics[0].partitions[0].committed_offset == 77
+
+
+async def test_a_loading_partition_answers_load_in_progress() -> None:
+    store = MemoryOffsetsLog()
+    coordinator = GroupCoordinator(store, GroupConfig(initial_rebalance_delay_ms=0), ManualClock())
+    coordinator.on_election(PARTITION, leader_epoch=4)
+    answer = await coordinator.join_group(join(), client_id="c", client_host="h")
+    assert answer.error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    await settle()
+    assert coordinator.describe_group(GROUP).error_code == ErrorCode.NONE
+
+
+async def test_only_an_empty_group_is_deleted_and_its_offsets_go_with_it() -> None:
+    store = MemoryOffsetsLog()
+    coordinator = await coordinator_of(store, ManualClock())
+    member = await joined(coordinator)
+    refused: DeleteGroupsResponse = await coordinator.delete_groups([GROUP, "unknown-group-x"])
+    codes = [r.error_code for r in refused.results]
+    assert codes[0] == ErrorCode.NON_EMPTY_GROUP
+    assert codes[1] in (ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.NOT_COORDINATOR)
+    left = coordinator.leave_group(LeaveGroupRequest(group_id=GROUP, member_id=member.member_id))
+    assert left.error_code == ErrorCode.NONE
+    await settle()
+    deleted = await coordinator.delete_groups([GROUP])
+    assert deleted.results[0].error_code == ErrorCode.NONE
+    groups, offsets = records.replay(iter(store.partitions[PARTITION]))
+    assert GROUP not in groups and GROUP not in offsets
+    assert coordinator.describe_group(GROUP).group_state == "Dead"
+
+
+async def test_a_starting_group_waits_the_initial_delay_for_more_members() -> None:
+    clock = ManualClock()
+    coordinator = await coordinator_of(MemoryOffsetsLog(), clock, initial_rebalance_delay_ms=3000)
+    first_id = (await coordinator.join_group(join(), client_id="a", client_host="h")).member_id
+    first = asyncio.ensure_future(coordinator.join_group(join(first_id), client_id="a", client_host="h"))
+    await settle()
+    clock.advance(2)
+    second_id = (await coordinator.join_group(join(), client_id="b", client_host="h")).member_id
+    second = asyncio.ensure_future(coordinator.join_group(join(second_id), client_id="b", client_host="h"))
+    await settle()
+    clock.advance(1.5)  # the first delay is over, but a member came: another delay
+    await settle()
+    assert not first.done()
+    clock.advance(3)
+    await settle()
+    assert (await first).generation_id == (await second).generation_id == 1
+    assert len((await first).members) == 2
+
+
+@pytest.mark.parametrize(
+    ("subscription", "topics"),
+    [
+        (b"\x00\x01\x00\x00\x00\x02\x00\x01a\x00\x02bc\xff\xff\xff\xff", {"a", "bc"}),
+        (b"\x00", set()),  # cut short: nothing can be read from it
+    ],
+)
+def test_a_consumers_subscription_names_its_topics(subscription: bytes, topics: set[str]) -> None:
+    assert subscribed_topics(subscription) == topics
