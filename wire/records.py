@@ -353,33 +353,39 @@ def records(buffer: Buffer, *, limit: int = 64 * 1024 * 1024) -> Iterator[Record
     batch's records to at most `limit` bytes) (consumers)."""
     view = memoryview(buffer)
     for position, header in batches(view):
-        body = record_bytes(view, position, header, limit)
-        cursor = 0
-        end = len(body)
-        for _ in range(header.records_count):
-            length, cursor = _get_varint(body, cursor)
-            record_end = cursor + length
-            if length < 0 or record_end > end:
-                raise CorruptMessage("record runs past the end of its batch")
-            cursor += 1  # attributes
-            timestamp_delta, cursor = _get_varint(body, cursor)
-            offset_delta, cursor = _get_varint(body, cursor)
-            key, cursor = _get_bytes(body, cursor)
-            value, cursor = _get_bytes(body, cursor)
-            header_count, cursor = _get_varint(body, cursor)
-            headers = []
-            for _ in range(max(header_count, 0)):
-                name, cursor = _get_bytes(body, cursor)
-                header_value, cursor = _get_bytes(body, cursor)
-                headers.append(((name or b"").decode("utf-8", "replace"), header_value))
-            if cursor != record_end:
-                raise CorruptMessage("record length does not match its fields")
-            yield Record(
-                header.base_offset + offset_delta,
-                header.base_timestamp + timestamp_delta,
-                key,
-                value,
-                tuple(headers),
-            )
-        if cursor != end:
-            raise CorruptMessage(f"{end - cursor} bytes after the batch's {header.records_count} records")
+        yield from batch_records(view, position, header, limit=limit)
+
+
+def batch_records(buffer: Buffer, position: int, header: BatchHeader, *, limit: int) -> Iterator[Record]:
+    """The records of the whole batch at `position`, decompressed to at most `limit` bytes;
+    its CRC is the caller's to check (`validate`). Raises CorruptMessage."""
+    body = record_bytes(buffer, position, header, limit)
+    cursor = 0
+    end = len(body)
+    for _ in range(header.records_count):
+        length, cursor = _get_varint(body, cursor)
+        record_end = cursor + length
+        if length < 0 or record_end > end:
+            raise CorruptMessage("record runs past the end of its batch")
+        cursor += 1  # attributes
+        timestamp_delta, cursor = _get_varint(body, cursor)
+        offset_delta, cursor = _get_varint(body, cursor)
+        key, cursor = _get_bytes(body, cursor)
+        value, cursor = _get_bytes(body, cursor)
+        header_count, cursor = _get_varint(body, cursor)
+        headers = []
+        for _ in range(max(header_count, 0)):
+            name, cursor = _get_bytes(body, cursor)
+            header_value, cursor = _get_bytes(body, cursor)
+            headers.append(((name or b"").decode("utf-8", "replace"), header_value))
+        if cursor != record_end:
+            raise CorruptMessage("record length does not match its fields")
+        yield Record(
+            header.base_offset + offset_delta,
+            header.base_timestamp + timestamp_delta,
+            key,
+            value,
+            tuple(headers),
+        )
+    if cursor != end:
+        raise CorruptMessage(f"{end - cursor} bytes after the batch's {header.records_count} records")
