@@ -35,12 +35,15 @@ HEADER_SIZE = 61
 LOG_OVERHEAD = 12
 _CRC_START = 21
 NO_TIMESTAMP = -1
+# The most one batch's records may decompress to when read back (consumers, tools).
+RECORDS_LIMIT = 64 * 1024 * 1024
 
 # The batch attributes' bits (Kafka's DefaultRecordBatch).
 COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_BIT = 0x08
 TRANSACTIONAL_BIT = 0x10
 CONTROL_BIT = 0x20
+DELETE_HORIZON_BIT = 0x40  # the base timestamp is the compactor's delete horizon
 
 Buffer = bytes | bytearray | memoryview
 _HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -228,10 +231,14 @@ def validate(buffer: Buffer, position: int = 0) -> BatchHeader:
     end = position + header.size
     if end > len(buffer):
         raise CorruptMessage(f"batch of {header.size} bytes, {len(buffer) - position} present")
-    crc = checksum(memoryview(buffer)[position + _CRC_START : end])
-    if crc != header.crc:
+    if computed_crc(buffer, position, header) != header.crc:
         raise CorruptMessage(f"batch at offset {header.base_offset} fails its CRC")
     return header
+
+
+def computed_crc(buffer: Buffer, position: int, header: BatchHeader) -> int:
+    """The CRC-32C of the whole batch at `position`, which its header's `crc` must equal."""
+    return checksum(memoryview(buffer)[position + _CRC_START : position + header.size])
 
 
 def batches(buffer: Buffer, *, check_crc: bool = True) -> Iterator[tuple[int, BatchHeader]]:
@@ -348,38 +355,46 @@ def stamp(batch: bytearray | memoryview, position: int, base_offset: int, leader
     _EPOCH.pack_into(batch, position + LOG_OVERHEAD, leader_epoch)
 
 
-def records(buffer: Buffer, *, limit: int = 64 * 1024 * 1024) -> Iterator[Record]:
+def records(buffer: Buffer, *, limit: int = RECORDS_LIMIT) -> Iterator[Record]:
     """Every record of the whole batches in `buffer`, CRC-checked and decompressed (each
     batch's records to at most `limit` bytes) (consumers)."""
     view = memoryview(buffer)
     for position, header in batches(view):
-        body = record_bytes(view, position, header, limit)
-        cursor = 0
-        end = len(body)
-        for _ in range(header.records_count):
-            length, cursor = _get_varint(body, cursor)
-            record_end = cursor + length
-            if length < 0 or record_end > end:
-                raise CorruptMessage("record runs past the end of its batch")
-            cursor += 1  # attributes
-            timestamp_delta, cursor = _get_varint(body, cursor)
-            offset_delta, cursor = _get_varint(body, cursor)
-            key, cursor = _get_bytes(body, cursor)
-            value, cursor = _get_bytes(body, cursor)
-            header_count, cursor = _get_varint(body, cursor)
-            headers = []
-            for _ in range(max(header_count, 0)):
-                name, cursor = _get_bytes(body, cursor)
-                header_value, cursor = _get_bytes(body, cursor)
-                headers.append(((name or b"").decode("utf-8", "replace"), header_value))
-            if cursor != record_end:
-                raise CorruptMessage("record length does not match its fields")
-            yield Record(
-                header.base_offset + offset_delta,
-                header.base_timestamp + timestamp_delta,
-                key,
-                value,
-                tuple(headers),
-            )
-        if cursor != end:
-            raise CorruptMessage(f"{end - cursor} bytes after the batch's {header.records_count} records")
+        yield from batch_records(view, position, header, limit=limit)
+
+
+def batch_records(
+    buffer: Buffer, position: int, header: BatchHeader, *, limit: int = RECORDS_LIMIT
+) -> Iterator[Record]:
+    """The records of the whole batch at `position`, decompressed to at most `limit` bytes;
+    its CRC is the caller's to check (`validate`). Raises CorruptMessage."""
+    body = record_bytes(buffer, position, header, limit)
+    cursor = 0
+    end = len(body)
+    for _ in range(header.records_count):
+        length, cursor = _get_varint(body, cursor)
+        record_end = cursor + length
+        if length < 0 or record_end > end:
+            raise CorruptMessage("record runs past the end of its batch")
+        cursor += 1  # attributes
+        timestamp_delta, cursor = _get_varint(body, cursor)
+        offset_delta, cursor = _get_varint(body, cursor)
+        key, cursor = _get_bytes(body, cursor)
+        value, cursor = _get_bytes(body, cursor)
+        header_count, cursor = _get_varint(body, cursor)
+        headers = []
+        for _ in range(max(header_count, 0)):
+            name, cursor = _get_bytes(body, cursor)
+            header_value, cursor = _get_bytes(body, cursor)
+            headers.append(((name or b"").decode("utf-8", "replace"), header_value))
+        if cursor != record_end:
+            raise CorruptMessage("record length does not match its fields")
+        yield Record(
+            header.base_offset + offset_delta,
+            header.base_timestamp + timestamp_delta,
+            key,
+            value,
+            tuple(headers),
+        )
+    if cursor != end:
+        raise CorruptMessage(f"{end - cursor} bytes after the batch's {header.records_count} records")

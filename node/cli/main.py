@@ -17,6 +17,9 @@
     keel zookeeper secure [--unsecure]
                                  set Kafka's ACLs on the znodes (zookeeper-security-migration)
     keel acl add|remove|list     ACLs in ZooKeeper (Kafka's kafka-acls), --zookeeper-connect
+    keel configs --describe|--alter --entity-type topics|brokers
+                                 dynamic topic and broker configs (Kafka's kafka-configs)
+    keel dump-log --files F      batches and records of segment files on disk (kafka-dump-log)
 
 Every command takes `--bootstrap-server host:port[,host:port]` (default: the brokers of the
 local cluster under .keel-cluster, else 127.0.0.1:9092), `--format table|json`, `--timeout S`,
@@ -40,7 +43,9 @@ from pathlib import Path
 
 from node.cli import (
     acl_commands,
+    config_commands,
     console_commands,
+    dump_log_commands,
     election_commands,
     reassign_commands,
     topic_commands,
@@ -83,6 +88,8 @@ def default_command_config(args: argparse.Namespace) -> Path | None:
         return None
     if args.group in (user_commands.GROUP, zookeeper_commands.GROUP, acl_commands.GROUP):
         return None  # ZooKeeper's commands: their --command-config names ZooKeeper credentials
+    if args.group == dump_log_commands.GROUP:
+        return None  # it reads files and talks to nothing
     from node.cluster.security import CLIENT_CONFIG
     from node.cluster.state import ClusterState
 
@@ -192,6 +199,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     user_commands.add_arguments(groups, common)
     zookeeper_commands.add_arguments(groups, common)
     acl_commands.add_arguments(groups, common)
+    config_commands.add_arguments(groups, common)
+    dump_log_commands.add_arguments(groups, common)
     reassign_commands.add_arguments(
         groups.add_parser("reassign", help="move partition replicas between brokers").add_subparsers(
             dest="command", required=True
@@ -207,6 +216,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 async def run(args: argparse.Namespace) -> int:
+    if args.group == dump_log_commands.GROUP:
+        return dump_log_commands.run(args)
     if args.group in console_commands.COMMANDS:
         return await console_commands.COMMANDS[args.group](args.bootstrap_server or default_bootstrap(), args)
     if args.group == user_commands.GROUP:
@@ -217,6 +228,8 @@ async def run(args: argparse.Namespace) -> int:
         return await acl_commands.run(args)
     if args.group == "reassign":
         return await reassign_commands.run(args, args.bootstrap_server or default_bootstrap())
+    # Checked before anything connects.
+    configs_request = config_commands.checked_request(args) if args.group == config_commands.GROUP else None
     bootstrap = args.bootstrap_server or default_bootstrap()
     async with KeelAdminClient(
         bootstrap, timeout=args.timeout, security=args.security, fail_unreachable=True
@@ -225,6 +238,8 @@ async def run(args: argparse.Namespace) -> int:
             return await topic_commands.COMMANDS[args.command](admin, args)
         if args.group == election_commands.GROUP:
             return await election_commands.run(admin, args)
+        if configs_request is not None:
+            return await config_commands.run(admin, args, configs_request)
         return await COMMANDS[args.group, args.command](admin, args.format)
 
 

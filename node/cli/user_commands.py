@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import re
 import sys
 from pathlib import Path
 
+from node.cli.config_commands import split_items
 from node.cli.zookeeper_access import (
     add_zookeeper_argument,
     command_security,
@@ -43,8 +43,6 @@ from node.zk.scram_users import (
 from wire.credentials import SCRAM_MECHANISMS, ScramCredential
 
 GROUP = "user"
-# kafka-configs' --add-config: `k=v` items split on commas outside brackets.
-_ITEM_SPLIT = re.compile(r",(?=[^\]]*(?:\[|$))")
 
 
 def add_arguments(groups: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:  # type: ignore[type-arg]
@@ -133,7 +131,7 @@ def parse_add_config(text: str) -> dict[str, tuple[str, int]]:
     """kafka-configs' `SCRAM-SHA-256=[iterations=8192,password=secret]` items → (password,
     iterations) per mechanism; `SCRAM-SHA-256=[password=secret]` takes the default count."""
     found: dict[str, tuple[str, int]] = {}
-    for item in filter(None, _ITEM_SPLIT.split(text.strip())):
+    for item in filter(None, split_items(text.strip())):
         mechanism, sep, value = item.partition("=")
         mechanism = mechanism.strip()
         check_mechanism(mechanism)

@@ -95,6 +95,11 @@ class KeelAdminClient(AsyncClosing):
             client_id=client_id, request_timeout=timeout, connect_timeout=timeout, security=security
         )
 
+    @property
+    def timeout(self) -> float:
+        """Seconds each request may take (and its retries, together)."""
+        return self._timeout
+
     async def close(self) -> None:
         await self._pool.close()
 
