@@ -5,8 +5,8 @@ offsets that outlive the coordinator's broker, and the admin side (list, describ
 from __future__ import annotations
 
 import asyncio
-import time
 import gc
+import time
 import warnings
 from collections.abc import Iterator
 
