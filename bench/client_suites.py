@@ -103,6 +103,10 @@ def run_kafka_python(scratch: Path, selection: str | None) -> int:
                 "kafka.listeners": f"PLAINTEXT://127.0.0.1:{kafka_port}",
                 "num.partitions": "4",
                 "auto.leader.rebalance.enable": "false",
+                # One broker: __consumer_offsets with one replica; groups form at once, as
+                # Kafka's own test brokers are set.
+                "offsets.topic.replication.factor": "1",
+                "group.initial.rebalance.delay.ms": "0",
             },
         ).start()
         wait_for_kafka_listener(f"127.0.0.1:{kafka_port}", timeout=60)
