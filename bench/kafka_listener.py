@@ -45,8 +45,11 @@ from wire.kafka.codec import build, request_schema
 _LENGTH = struct.Struct(">i")
 
 
-def start_brokers(connect: str, home: Path) -> tuple[LocalCluster, dict[int, int], dict[int, int]]:
-    """Three brokers; (cluster, Keel's port by broker, the Kafka listener's port by broker)."""
+def start_brokers(
+    connect: str, home: Path, extra: dict[str, str] | None = None
+) -> tuple[LocalCluster, dict[int, int], dict[int, int]]:
+    """Three brokers, with `extra` settings; (cluster, Keel's port by broker, the Kafka
+    listener's port by broker)."""
     cluster = LocalCluster(home, connect)
     kafka_ports = dict(zip((1, 2, 3), free_ports(3), strict=True))
     for broker_id, kafka_port in kafka_ports.items():
@@ -54,6 +57,7 @@ def start_brokers(connect: str, home: Path) -> tuple[LocalCluster, dict[int, int
             "message.max.bytes": "8388608",
             "replica.fetch.max.bytes": "8388608",
             "kafka.listeners": f"PLAINTEXT://127.0.0.1:{kafka_port}",
+            **(extra or {}),
         }
         cluster.new(broker_id, settings, home=home / f"broker-{broker_id}").start()
     return cluster, {b.broker_id: b.port for b in cluster.all}, kafka_ports
