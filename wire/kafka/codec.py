@@ -32,6 +32,7 @@ from kio.serial import entity_reader, entity_writer
 
 from wire.api.keys import ApiKey
 from wire.errors import InvalidRequest
+from wire.kafka.element_budget import MAX_ELEMENTS, over_budget
 from wire.kafka.tolerant_reader import read_entity
 
 _PREFIX = struct.Struct(">hhi")
@@ -84,11 +85,20 @@ def read_request(frame: bytes) -> tuple[KafkaHeader, Any]:
     header_schema = RequestHeaderV2 if schema.__flexible__ else RequestHeaderV1
     try:
         header, offset = _reader(header_schema)(frame, 0)
+    except Exception:
+        try:  # a header with tagged fields kio's native reader does not know
+            header, offset = read_entity(header_schema, frame, 0)
+        except Exception as e:
+            raise InvalidRequest(f"not a {schema.__name__} v{api_version} header: {e}") from None
+    if over_budget(schema, frame, offset):
+        raise InvalidRequest(
+            f"{schema.__name__} v{api_version} ({len(frame)} bytes) holds over {MAX_ELEMENTS} elements"
+        )
+    try:
         body, _ = _reader(schema)(frame, offset)
     except Exception:  # kio's native reader: its own errors, ValueError on bad bytes
         # It also refuses tagged fields its spec does not name, which Kafka ignores.
         try:
-            header, offset = read_entity(header_schema, frame, 0)
             body, _ = read_entity(schema, frame, offset)
         except Exception as e:
             raise InvalidRequest(f"not a {schema.__name__} v{api_version}: {e}") from None
