@@ -21,6 +21,7 @@ from actors.admin.config_admin import (
 )
 from node.zk.config_store import ZkConfigStore
 from wire.api import (
+    AlterConfigsRequest,
     AlterConfigsResource,
     AlterConfigsResourceResponse,
     DescribeConfigsRequest,
@@ -117,7 +118,11 @@ class ConfigAdmin:
             try:
                 if counts[resource.resource_type, resource.resource_name] > 1:
                     raise ConfigError(ErrorCode.INVALID_REQUEST, "the resource is named twice in the request")
-                await self._alter(resource, validate_only=request.validate_only)
+                await self._alter(
+                    resource,
+                    validate_only=request.validate_only,
+                    replace=isinstance(request, AlterConfigsRequest),
+                )
             except ConfigError as e:
                 log.info(
                     "refused a config change of %s: %s %s", resource.resource_name, e.code.name, e.message
@@ -131,13 +136,14 @@ class ConfigAdmin:
             responses.append(answer)
         return IncrementalAlterConfigsResponse(responses=responses)
 
-    async def _alter(self, resource: AlterConfigsResource, *, validate_only: bool) -> None:
+    async def _alter(self, resource: AlterConfigsResource, *, validate_only: bool, replace: bool) -> None:
         entity_type, name = entity_for(resource.resource_type, resource.resource_name)
         if entity_type == TOPICS and name not in await self._topics():
             raise ConfigError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name} does not exist")
         for _ in range(_ATTEMPTS):
             current, version = await self._configs.entity_config(entity_type, name)
-            updated = apply_operations(entity_type, current, resource.configs)
+            # AlterConfigs (33) replaces the resource's configs with those it names.
+            updated = apply_operations(entity_type, {} if replace else current, resource.configs)
             if validate_only or updated == current:
                 return
             if await self._configs.change_entity_config(entity_type, name, updated, version):

@@ -123,8 +123,10 @@ from wire.api.groups import (
 )
 from wire.api.incremental_alter_configs import (
     AlterableConfig,
+    AlterConfigsRequest,
     AlterConfigsResource,
     AlterConfigsResourceResponse,
+    AlterConfigsResponse,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
@@ -238,6 +240,7 @@ API_SPECS: dict[int, ApiSpec] = {
             IncrementalAlterConfigsResponse,
         ),
         ApiSpec(ApiKey.DESCRIBE_CONFIGS, 0, 0, DescribeConfigsRequest, DescribeConfigsResponse),
+        ApiSpec(ApiKey.ALTER_CONFIGS, 0, 0, AlterConfigsRequest, AlterConfigsResponse),
         ApiSpec(ApiKey.DESCRIBE_LOG_DIRS, 0, 0, DescribeLogDirsRequest, DescribeLogDirsResponse),
         ApiSpec(ApiKey.REELECT_CONTROLLER, 0, 0, ReelectControllerRequest, ReelectControllerResponse),
         ApiSpec(ApiKey.DESCRIBE_CONTROLLER, 0, 0, DescribeControllerRequest, DescribeControllerResponse),
@@ -275,8 +278,10 @@ __all__ = [
     "API_SPECS",
     "EARLIEST_TIMESTAMP",
     "LATEST_TIMESTAMP",
+    "AlterConfigsRequest",
     "AlterConfigsResource",
     "AlterConfigsResourceResponse",
+    "AlterConfigsResponse",
     "AlterPartitionItem",
     "AlterPartitionReassignmentsRequest",
     "AlterPartitionReassignmentsResponse",

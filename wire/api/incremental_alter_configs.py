@@ -60,3 +60,16 @@ class AlterConfigsResourceResponse(Struct):
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class IncrementalAlterConfigsResponse(Response):
     responses: list[AlterConfigsResourceResponse] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AlterConfigsRequest(IncrementalAlterConfigsRequest):
+    """AlterConfigs (33), Kafka's older form: each resource's dynamic configs become exactly
+    those named (every `config_operation` a set), the others deleted."""
+
+    API_KEY = ApiKey.ALTER_CONFIGS
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AlterConfigsResponse(IncrementalAlterConfigsResponse):
+    pass

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from wire.api import (
+    AlterConfigsRequest,
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
     ApiKey,
@@ -541,6 +542,16 @@ TRANSLATIONS: dict[int, Translation] = {
     ),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: renamed(
         IncrementalAlterConfigsRequest,
+        IncrementalAlterConfigsResponse,
+        refused=lambda body, answer: {
+            "responses": [
+                _error(answer, resource_type=r.resource_type, resource_name=r.resource_name)
+                for r in body.resources
+            ]
+        },
+    ),
+    ApiKey.ALTER_CONFIGS: renamed(
+        AlterConfigsRequest,
         IncrementalAlterConfigsResponse,
         refused=lambda body, answer: {
             "responses": [

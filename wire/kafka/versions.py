@@ -34,6 +34,8 @@ ADVERTISED: Final[dict[int, tuple[int, int]]] = {
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    # The older form: the named configs replace the resource's dynamic ones.
+    ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
