@@ -88,6 +88,9 @@ CLUSTER_OPERATIONS: dict[ApiKey, AclOperation] = {
     ApiKey.DESCRIBE_PLANNER: _O.DESCRIBE,
     # An idempotent producer's id (Kafka before KIP-679's Write on any topic).
     ApiKey.INIT_PRODUCER_ID: _O.IDEMPOTENT_WRITE,
+    ApiKey.DESCRIBE_ACLS: _O.DESCRIBE,
+    ApiKey.CREATE_ACLS: _O.ALTER,
+    ApiKey.DELETE_ACLS: _O.ALTER,
 }
 
 

@@ -78,6 +78,7 @@ if TYPE_CHECKING:
     from actors.controller import KafkaController
     from actors.replica.handle import ReplicaManagerHandle
     from actors.security.authorizer import AclAuthorizer
+    from node.broker.acl_apis import AclApis
     from node.broker.admin_manager import AdminManager
     from node.broker.config_admin import ConfigAdmin
     from node.broker.group_apis import GroupApis
@@ -170,8 +171,10 @@ class BrokerApis:
         auto_create_topics: bool = False,
         producer_ids: ProducerIdSource | None = None,
         groups: GroupApis | None = None,
+        acls: AclApis | None = None,
     ) -> None:
         self._groups = groups
+        self._acls = acls
         self._authorizer = authorizer
         self._auto_create_topics = auto_create_topics
         self._producer_ids = producer_ids
@@ -319,6 +322,8 @@ class BrokerApis:
                 remaining = await self._replica_manager.bytes_to_copy(topics)
                 return describe_log_dirs(self._logs, request.body, remaining)
         answer = await self._per_topic(request, check)
+        if answer is None and self._acls is not None:
+            answer = await self._acls.handle(request.body)
         if answer is None and self._groups is not None:
             client_id = request.header.client_id or ""
             answer = await self._groups.handle(request.body, request.context, client_id, check)

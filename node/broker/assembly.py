@@ -22,11 +22,13 @@ from actors.controller.controller import ControllerConfig
 from actors.group.coordinator import GroupConfig, GroupCoordinator
 from actors.replica.handle import ReplicaManagerHandle
 from actors.replica.replication import ReplicationConfig
+from node.broker.acl_apis import AclApis
 from node.broker.admin_manager import NO_PARTITION_LIMITS, AdminManager
 from node.broker.apis import BrokerApis
 from node.broker.group_apis import GroupApis
 from node.broker.offsets_topic import OffsetsTopicLog
 from node.broker.replica_link import RpcReplicaLink
+from node.zk.acl_store import ZkAclStore
 from node.zk.producer_ids import ZkProducerIds
 from wire.api import MetadataRequest
 from wire.context import ANONYMOUS
@@ -140,6 +142,7 @@ class BrokerParts:
             auto_create_topics=settings.auto_create_topics_enable,
             producer_ids=ZkProducerIds(store.zk, broker_id),
             groups=self.groups,
+            acls=AclApis(ZkAclStore(store.zk), enabled=authorizer is not None),
         )
 
     @property

@@ -24,14 +24,20 @@ from wire.api import (
     AlterPartitionReassignmentsResponse,
     ApiKey,
     ApiVersionsRequest,
+    CreateAclsRequest,
+    CreateAclsResponse,
     CreatePartitionsRequest,
     CreatePartitionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    DeleteAclsRequest,
+    DeleteAclsResponse,
     DeleteGroupsRequest,
     DeleteGroupsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
+    DescribeAclsRequest,
+    DescribeAclsResponse,
     DescribeClusterRequest,
     DescribeClusterResponse,
     DescribeConfigsRequest,
@@ -601,4 +607,17 @@ TRANSLATIONS: dict[int, Translation] = {
         refused=lambda body, answer: {"results": [_error(answer, group_id=g) for g in body.groups_names]},
     ),
     ApiKey.OFFSET_DELETE: renamed(OffsetDeleteRequest, OffsetDeleteResponse),
+    ApiKey.DESCRIBE_ACLS: renamed(DescribeAclsRequest, DescribeAclsResponse),
+    ApiKey.CREATE_ACLS: renamed(
+        CreateAclsRequest,
+        CreateAclsResponse,
+        refused=lambda body, answer: {"results": [_error(answer) for _ in body.creations]},
+    ),
+    ApiKey.DELETE_ACLS: renamed(
+        DeleteAclsRequest,
+        DeleteAclsResponse,
+        refused=lambda body, answer: {
+            "filter_results": [_error(answer, matching_acls=[]) for _ in body.filters]
+        },
+    ),
 }

@@ -52,6 +52,10 @@ ADVERTISED: Final[dict[int, tuple[int, int]]] = {
     ApiKey.DESCRIBE_GROUPS: (0, 5),
     ApiKey.DELETE_GROUPS: (0, 2),
     ApiKey.OFFSET_DELETE: (0, 0),
+    # Over the bindings `keel acl` writes; SECURITY_DISABLED without an authorizer.
+    ApiKey.DESCRIBE_ACLS: (0, 3),
+    ApiKey.CREATE_ACLS: (0, 3),
+    ApiKey.DELETE_ACLS: (0, 3),
 }
 # Advertised from 0, served from 3: the first version that carries record batches.
 MIN_PRODUCE_SERVED: Final = 3
