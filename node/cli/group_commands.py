@@ -200,6 +200,15 @@ def _fail(message: str) -> None:
     print(message, file=sys.stderr)
 
 
+def _print_rows(args: argparse.Namespace, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    """A table (none without rows, as Kafka's tool), or with --format json a list of objects
+    keyed by the table's headers."""
+    if args.format == "json":
+        print_json([dict(zip(headers, row, strict=True)) for row in rows])
+    elif rows:
+        print_table(headers, rows)
+
+
 # --- --list ---
 
 
@@ -243,20 +252,14 @@ async def describe(admin: GroupAdminClient, args: argparse.Namespace, group_ids:
 
 def _print_states(args: argparse.Namespace, found: dict[str, tuple[Coordinator, DescribedGroup]]) -> None:
     rows = [state_row(group, c.node_id, c.endpoint.host, c.endpoint.port) for c, group in found.values()]
-    if args.format == "json":
-        print_json([dict(zip(STATE_HEADERS, row, strict=True)) for row in rows])
-    elif rows:
-        print_table(STATE_HEADERS, rows)
+    _print_rows(args, STATE_HEADERS, rows)
 
 
 def _print_members(args: argparse.Namespace, groups: list[DescribedGroup]) -> None:
     with_assignment = bool(getattr(args, "verbose", False)) or args.format == "json"
     rows = [row for group in groups for row in member_rows(group, with_assignment=with_assignment)]
     headers = [*MEMBERS_HEADERS, *(["ASSIGNMENT"] if with_assignment else [])]
-    if args.format == "json":
-        print_json([dict(zip(headers, row, strict=True)) for row in rows])
-    elif rows:
-        print_table(headers, rows)
+    _print_rows(args, headers, rows)
 
 
 async def _print_offsets(
@@ -268,10 +271,7 @@ async def _print_offsets(
         await admin.list_offsets({(r.topic, r.partition) for r in rows}, LATEST_TIMESTAMP) if rows else {}
     )
     rows = [row for g in groups for row in offset_rows(g, committed[g.group_id], log_end)]
-    if args.format == "json":
-        print_json([dict(zip(OFFSETS_HEADERS, row.cells(), strict=True)) for row in rows])
-    elif rows:
-        print_table(OFFSETS_HEADERS, [row.cells() for row in rows])
+    _print_rows(args, OFFSETS_HEADERS, [row.cells() for row in rows])
 
 
 # --- --reset-offsets ---
@@ -324,10 +324,7 @@ async def reset_offsets(
                     _fail(f"Error resetting the offset of {topic}-{p} for group '{group_id}': {code.name}")
                     failed = True
     rows = [[g, t, p, offset] for g, plan in plans.items() for (t, p), offset in plan.items()]
-    if args.format == "json":
-        print_json([dict(zip(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], r, strict=True)) for r in rows])
-    elif rows:
-        print_table(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], rows)
+    _print_rows(args, ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], rows)
     return 1 if failed else 0
 
 
@@ -377,13 +374,10 @@ async def delete_offsets(
         [t, p, "Successful" if code == ErrorCode.NONE else f"Error: {code.name}"]
         for (t, p), code in sorted(results.items())
     ]
-    if args.format == "json":
-        print_json([dict(zip(["TOPIC", "PARTITION", "STATUS"], r, strict=True)) for r in rows])
-    else:
-        if all(code == ErrorCode.NONE for code in results.values()):
-            topics = ", ".join(t for t, _ in scopes)
-            print(f"Request succeed for deleting offsets with topic {topics} group {group_id}")
-        print_table(["TOPIC", "PARTITION", "STATUS"], rows)
+    if args.format != "json" and all(code == ErrorCode.NONE for code in results.values()):
+        topics = ", ".join(t for t, _ in scopes)
+        print(f"Request succeed for deleting offsets with topic {topics} group {group_id}")
+    _print_rows(args, ["TOPIC", "PARTITION", "STATUS"], rows)
     failed = [f"{t}-{p}" for (t, p), code in results.items() if code != ErrorCode.NONE]
     if failed:
         _fail(f"Offsets of group '{group_id}' could not be deleted for {', '.join(sorted(failed))}")
