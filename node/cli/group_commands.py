@@ -75,7 +75,12 @@ def add_arguments(groups: argparse._SubParsersAction, common: argparse.ArgumentP
     action.add_argument("--delete-offsets", action="store_true", help="delete a group's offsets of topics")
     # Not `group`: that is the name of the command (`args.group`, node/cli/main.py).
     parser.add_argument(
-        "--group", dest="group_ids", action="append", default=[], help="a group (repeat for several)"
+        "--group",
+        dest="group_ids",
+        action="append",
+        default=[],
+        metavar="GROUP",
+        help="a group (repeat for several)",
     )
     parser.add_argument("--all-groups", action="store_true", help="every group")
     parser.add_argument(
