@@ -194,6 +194,27 @@ class NotController(WireError):
     retriable = True
 
 
+class CoordinatorLoadInProgress(WireError):
+    """The group's coordinator is still loading its partition of `__consumer_offsets`."""
+
+    code = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    retriable = True
+
+
+class CoordinatorNotAvailable(WireError):
+    """No broker coordinates the group yet (`__consumer_offsets` made, or its leader moving)."""
+
+    code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    retriable = True
+
+
+class NotCoordinator(WireError):
+    """The broker asked no longer coordinates the group: find the coordinator again."""
+
+    code = ErrorCode.NOT_COORDINATOR
+    retriable = True
+
+
 class TopicAuthorizationFailed(WireError):
     """The authorizer refused an operation on a topic (per topic in a response)."""
 

@@ -57,6 +57,7 @@ from wire.api import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from wire.consumer_protocol import ConsumerProtocolError, subscription_topics
 from wire.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -111,17 +112,10 @@ def partition_for(group_id: str, partitions: int) -> int:
 
 
 def subscribed_topics(subscription: bytes) -> set[str]:
-    """The topics of a consumer's ConsumerProtocolSubscription (any version: the topics
-    come first after the version)."""
+    """The topics of a consumer's ConsumerProtocolSubscription; none when it cannot be read."""
     try:
-        (count,) = struct.unpack_from(">i", subscription, 2)
-        at, topics = 6, set()
-        for _ in range(max(count, 0)):
-            (length,) = struct.unpack_from(">h", subscription, at)
-            topics.add(subscription[at + 2 : at + 2 + length].decode())
-            at += 2 + length
-        return topics
-    except (struct.error, UnicodeDecodeError):
+        return set(subscription_topics(subscription))
+    except ConsumerProtocolError:
         return set()
 
 

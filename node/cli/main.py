@@ -8,6 +8,8 @@
     keel consume --topic T       records to stdout (Kafka's console consumer)
     keel leader-election --election-type preferred|unclean
                                  elect leaders (Kafka's kafka-leader-election)
+    keel consumer-groups --list|--describe|--reset-offsets|--delete|--delete-offsets
+                                 consumer groups (Kafka's kafka-consumer-groups)
     keel reassign execute|verify|cancel|list
                                  partition reassignment (Kafka's kafka-reassign-partitions)
     keel reassign plan|snapshot  reassignment plans from the planner (or --from-file)
@@ -47,6 +49,7 @@ from node.cli import (
     console_commands,
     dump_log_commands,
     election_commands,
+    group_commands,
     reassign_commands,
     topic_commands,
     user_commands,
@@ -196,6 +199,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     console_commands.add_arguments(groups, common)
     election_commands.add_arguments(groups, common)
+    group_commands.add_arguments(groups, common)
     user_commands.add_arguments(groups, common)
     zookeeper_commands.add_arguments(groups, common)
     acl_commands.add_arguments(groups, common)
@@ -226,6 +230,8 @@ async def run(args: argparse.Namespace) -> int:
         return await zookeeper_commands.run(args)
     if args.group == acl_commands.GROUP:
         return await acl_commands.run(args)
+    if args.group == group_commands.GROUP:
+        return await group_commands.run(args, args.bootstrap_server or default_bootstrap())
     if args.group == "reassign":
         return await reassign_commands.run(args, args.bootstrap_server or default_bootstrap())
     # Checked before anything connects.

@@ -6,7 +6,7 @@ async with KeelAdminClient("127.0.0.1:9092") as admin:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 from actors.base.retry import Retry, retrying
@@ -69,6 +69,7 @@ from wire.retry import Backoff
 from wire.security import PLAINTEXT_CLIENT, ClientSecurity
 
 R = TypeVar("R", bound=Response)
+T = TypeVar("T")
 
 
 class KeelAdminClient(AsyncClosing):
@@ -159,6 +160,10 @@ class KeelAdminClient(AsyncClosing):
                 raise NotController(f"a former controller answered {type(request).__name__}")
             return answer
 
+        return await self._retrying(attempt)
+
+    async def _retrying(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        """`attempt` again after a retriable error, with backoff, until the client's timeout."""
         return await retrying(
             attempt,
             Retry(backoff=Backoff(0.1, 1.0), timeout_s=self._timeout),
