@@ -110,6 +110,10 @@ def run_kafka_python(scratch: Path, selection: str | None) -> int:
                 # test_group joins with 3 s sessions, below Kafka's default minimum of 6 s:
                 # the suite's own test brokers allow them.
                 "group.min.session.timeout.ms": "1000",
+                # The ACL tests need an authorizer; with no ACLs everyone is allowed, as on
+                # the suite's own brokers.
+                "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                "allow.everyone.if.no.acl.found": "true",
             },
         ).start()
         wait_for_kafka_listener(f"127.0.0.1:{kafka_port}", timeout=60)

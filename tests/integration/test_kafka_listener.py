@@ -623,3 +623,83 @@ async def test_keels_own_producer_compresses_and_a_kafka_consumer_reads_it(
             consumer.close()
 
     assert await asyncio.to_thread(consume) == values
+
+
+async def test_acls_are_created_described_and_deleted_through_the_kafka_listener(
+    brokers: Brokers, kazoo: KazooClient
+) -> None:
+    """kafka-python's admin writes a binding (it lands in ZooKeeper where `keel acl` writes
+    them, and the authorizer applies it: the denied principal's reads are refused), lists it
+    and deletes it."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import ACL, ACLFilter, ACLOperation, ACLPermissionType, ResourcePattern, ResourceType
+
+    bootstrap = start_with_kafka_listeners(
+        brokers,
+        1,
+        **{
+            "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+            "allow.everyone.if.no.acl.found": "true",
+        },
+    )
+    await create_topic(brokers.by_id(await controller_of(brokers)), "secret", partitions=1, rf=1)
+    deny = ACL(
+        principal="User:ANONYMOUS",
+        host="*",
+        operation=ACLOperation.READ,
+        permission_type=ACLPermissionType.DENY,
+        resource_pattern=ResourcePattern(ResourceType.TOPIC, "secret"),
+    )
+    everything = ACLFilter(
+        principal=None,
+        host=None,
+        operation=ACLOperation.ANY,
+        permission_type=ACLPermissionType.ANY,
+        resource_pattern=ResourcePattern(ResourceType.TOPIC, "secret"),
+    )
+
+    def create_and_list() -> tuple[object, list[object]]:
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        try:
+            created = admin.create_acls([deny])
+            listed, _ = admin.describe_acls(everything)
+            return created, listed
+        finally:
+            admin.close()
+
+    created, listed = await asyncio.to_thread(create_and_list)
+    assert len(created["succeeded"]) == 1 and not created["failed"]  # type: ignore[index]
+    assert [(a.principal, a.operation, a.permission_type) for a in listed] == [  # type: ignore[attr-defined]
+        ("User:ANONYMOUS", ACLOperation.READ, ACLPermissionType.DENY)
+    ]
+    assert kazoo.exists("/kafka-acl/Topic/secret") is not None
+
+    def metadata_error() -> int:
+        """The error Metadata answers for `secret` (29: TOPIC_AUTHORIZATION_FAILED): Deny Read
+        denies Describe too, as Kafka's authorizer reads it."""
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        try:
+            return int(admin.describe_topics(["secret"])[0]["error_code"])
+        finally:
+            admin.close()
+
+    await asyncio.to_thread(
+        eventually_sync, lambda: metadata_error() == 29, timeout=20, message="the DENY never applied"
+    )
+
+    def delete() -> object:
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        try:
+            return admin.delete_acls([everything])
+        finally:
+            admin.close()
+
+    deleted = await asyncio.to_thread(delete)
+    assert len(deleted[0][1]) == 1  # type: ignore[index]
+    assert kazoo.exists("/kafka-acl/Topic/secret") is None
+    await asyncio.to_thread(
+        eventually_sync,
+        lambda: metadata_error() == 0,
+        timeout=20,
+        message="still denied with no binding left",
+    )

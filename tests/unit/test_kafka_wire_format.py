@@ -620,3 +620,11 @@ def test_a_count_larger_than_the_frame_is_refused_without_allocating_it(frame: b
         FORMAT.parse(frame, ANONYMOUS_CONTEXT)
     assert refused.value.correlation_id is None, "the connection closes"
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 64 * 1024, "less than 64 MiB"
+
+
+def test_kafka_python_infers_kafka_3_0_from_the_table() -> None:
+    """Above 3.0, a kafka-python held to a configured `api_version=(3, 0)` falls back to
+    Kafka 3.0's own version table (Metadata 11), which Keel does not serve."""
+    from kafka.protocol.broker_version_data import infer_broker_version_from_api_versions
+
+    assert infer_broker_version_from_api_versions(ADVERTISED) == (3, 0)

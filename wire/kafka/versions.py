@@ -52,10 +52,12 @@ ADVERTISED: Final[dict[int, tuple[int, int]]] = {
     ApiKey.DESCRIBE_GROUPS: (0, 5),
     ApiKey.DELETE_GROUPS: (0, 2),
     ApiKey.OFFSET_DELETE: (0, 0),
-    # Over the bindings `keel acl` writes; SECURITY_DISABLED without an authorizer.
-    ApiKey.DESCRIBE_ACLS: (0, 3),
-    ApiKey.CREATE_ACLS: (0, 3),
-    ApiKey.DELETE_ACLS: (0, 3),
+    # Over the bindings `keel acl` writes; SECURITY_DISABLED without an authorizer. Not v3:
+    # kafka-python would infer Kafka 3.3 from DescribeAcls 3, and then, held to a configured
+    # 3.0, send Kafka 3.0's own versions (Metadata 11) instead of this table's.
+    ApiKey.DESCRIBE_ACLS: (0, 2),
+    ApiKey.CREATE_ACLS: (0, 2),
+    ApiKey.DELETE_ACLS: (0, 2),
 }
 # Advertised from 0, served from 3: the first version that carries record batches.
 MIN_PRODUCE_SERVED: Final = 3
