@@ -349,6 +349,34 @@ def _skip_headers(body: bytes, cursor: int, record_end: int, record: int, length
     return cursor
 
 
+def recompressed(header: BatchHeader, records_section: bytes, codec: int) -> bytes:
+    """The batch of `header` with its (decompressed) `records_section` compressed with
+    `codec` instead (0 none): every other field kept, the length and CRC made anew (a topic's
+    `compression.type`, as Kafka's LogValidator recompresses)."""
+    section = records_section if codec == 0 else compression.compress(codec, records_section)
+    attributes = (header.attributes & ~COMPRESSION_MASK) | codec
+    tail = (
+        struct.pack(
+            ">hiqqqhii",
+            attributes,
+            header.last_offset_delta,
+            header.base_timestamp,
+            header.max_timestamp,
+            header.producer_id,
+            header.producer_epoch,
+            header.base_sequence,
+            header.records_count,
+        )
+        + section
+    )
+    length = len(tail) + 4 + 1 + 4  # leader epoch, magic, crc
+    return (
+        _PREFIX.pack(header.base_offset, length)
+        + struct.pack(">ibI", header.partition_leader_epoch, MAGIC, checksum(tail))
+        + tail
+    )
+
+
 def stamp(batch: bytearray | memoryview, position: int, base_offset: int, leader_epoch: int) -> None:
     """Write the offset and leader epoch the leader gives a batch (outside the CRC)."""
     _STAMP.pack_into(batch, position, base_offset)

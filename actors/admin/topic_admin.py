@@ -70,6 +70,12 @@ def _int_at_least(minimum: int) -> object:
     return check
 
 
+def _compression(value: str) -> bool:
+    if value not in ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"):
+        raise ValueError("must be producer, uncompressed, gzip, snappy, lz4 or zstd")
+    return True
+
+
 def _policy(value: str) -> bool:
     if not set(value.split(",")) <= {"delete", "compact"}:
         raise ValueError("must be delete and/or compact")
@@ -93,6 +99,7 @@ TOPIC_CONFIGS = {
     "flush.messages": _int_at_least(1),
     "flush.ms": _int_at_least(0),
     "cleanup.policy": _policy,
+    "compression.type": _compression,
     # Replication throttles (KIP-73): which replicas the broker quotas apply to.
     LEADER_REPLICAS: _throttled_replicas,
     FOLLOWER_REPLICAS: _throttled_replicas,

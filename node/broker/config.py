@@ -118,6 +118,10 @@ DEFINITIONS: dict[str, Definition] = {
     "group.max.size": Definition(integer(1), str(2**31 - 1)),
     # The replicated log: broker-wide defaults of the topic configs, and replication.
     "log.segment.bytes": Definition(integer(SEGMENT_BYTES_MIN), "1073741824"),
+    # Kafka's: the codec a leader stores batches in (producer: as they were sent).
+    "compression.type": Definition(
+        choice("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"), "producer"
+    ),
     # Keel's own, for tests: every segment rolls at this size (0: segment.bytes decides).
     "log.internal.segment.bytes": Definition(integer(0), "0"),
     "log.index.interval.bytes": Definition(integer(0), "4096"),
@@ -326,6 +330,7 @@ _TOPIC_CONFIG_SYNONYMS = {
     "unclean.leader.election.enable": "unclean.leader.election.enable",
     "flush.messages": "log.flush.interval.messages",
     "flush.ms": "log.flush.interval.ms",
+    "compression.type": "compression.type",
 }
 _TOPIC_CONFIG_DEFAULTS: dict[str, tuple[str | None, int]] = {
     "cleanup.policy": ("delete", DEFAULT_CONFIG),

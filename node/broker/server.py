@@ -71,6 +71,7 @@ def log_config(config: BrokerConfig) -> LogConfig:
         flush_ms=config.get_int("log.flush.interval.ms"),
         max_message_bytes=config.get_int("message.max.bytes"),
         min_insync_replicas=config.get_int("min.insync.replicas"),
+        compression_type=str(config.get_str("compression.type")),
     )
 
 

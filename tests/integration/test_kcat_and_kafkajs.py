@@ -104,7 +104,10 @@ async def test_kcat_lists_produces_with_every_codec_and_reads_back(
 
         admin = KafkaAdminClient(bootstrap_servers=bootstrap)
         try:
-            return {tp.partition: meta.offset for tp, meta in admin.list_group_offsets("kcat-group")["kcat-group"].items()}
+            return {
+                tp.partition: meta.offset
+                for tp, meta in admin.list_group_offsets("kcat-group")["kcat-group"].items()
+            }
         finally:
             admin.close()
 
@@ -119,11 +122,15 @@ async def test_kcat_lists_produces_with_every_codec_and_reads_back(
 
 _KAFKAJS_SCRIPT = r"""
 const { Kafka, CompressionTypes, logLevel } = require(process.env.KAFKAJS);
-const kafka = new Kafka({ clientId: 'keel-test', brokers: process.env.BOOTSTRAP.split(','), logLevel: logLevel.NOTHING });
+const kafka = new Kafka({
+  clientId: 'keel-test', brokers: process.env.BOOTSTRAP.split(','), logLevel: logLevel.NOTHING,
+});
 async function main() {
   const admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ topics: [{ topic: 'kafkajs', numPartitions: 2, replicationFactor: 3 }], waitForLeaders: true });
+  await admin.createTopics({
+    topics: [{ topic: 'kafkajs', numPartitions: 2, replicationFactor: 3 }], waitForLeaders: true,
+  });
   const topics = await admin.listTopics();
   await admin.disconnect();
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
@@ -131,7 +138,9 @@ async function main() {
   const sent = [];
   for (let i = 0; i < 200; i++) sent.push({ key: `k${i % 7}`, value: `v${i}` });
   await producer.send({ topic: 'kafkajs', acks: -1, messages: sent.slice(0, 100) });
-  await producer.send({ topic: 'kafkajs', acks: -1, compression: CompressionTypes.GZIP, messages: sent.slice(100) });
+  await producer.send({
+    topic: 'kafkajs', acks: -1, compression: CompressionTypes.GZIP, messages: sent.slice(100),
+  });
   await producer.disconnect();
   const seen = [];
   const consumer = kafka.consumer({ groupId: 'kafkajs-group' });

@@ -692,3 +692,36 @@ def test_an_append_of_several_batches_counts_the_timestamps_of_every_one(tmp_pat
     )
     assert log.append_as_follower(fetched) == 3
     assert log.offset_for_timestamp(5_000_000) == (1, 9_000_000, -1)  # built with no leader epoch
+
+
+@pytest.mark.parametrize("target", ["gzip", "snappy", "lz4", "zstd", "uncompressed"])
+def test_a_topics_compression_type_has_the_leader_recompress_what_differs(
+    tmp_path: Path, target: str
+) -> None:
+    """compression.type other than producer: batches in another codec are stored in the
+    topic's (their records, producer fields and timestamps kept, the CRC made anew); a batch
+    already in it is stored as sent."""
+    from wire import compression
+
+    log = Log(tmp_path / "orders-0", TP, LogConfig(compression_type=target))
+    wanted = compression.CODECS.get(target, compression.NONE)
+    other = compression.LZ4 if wanted != compression.LZ4 else compression.GZIP
+    plain = records.build_batch([(b"k1", b"v1"), (None, b"v2")], timestamp=5_000)
+    squeezed = records.build_batch([(b"k3", b"v3")], timestamp=6_000, compression_codec=other)
+    same = records.build_batch([(b"k4", b"v4")], timestamp=7_000, compression_codec=wanted)
+    for data in (plain, squeezed, same):
+        log.append_as_leader(data, leader_epoch=3)
+    stored = log.read(0, 1 << 20)
+    codecs = [header.attributes & records.COMPRESSION_MASK for _, header in records.batches(stored)]
+    assert codecs == [wanted, wanted, wanted], "every batch CRC-checked, in the topic's codec"
+    assert [(r.offset, r.key, r.value, r.timestamp) for r in records.records(stored)] == [
+        (0, b"k1", b"v1", 5_000),
+        (1, None, b"v2", 5_000),
+        (2, b"k3", b"v3", 6_000),
+        (3, b"k4", b"v4", 7_000),
+    ]
+    last = list(records.batches(stored))[-1]
+    assert (
+        stored[last[0] : last[0] + last[1].size][records.LOG_OVERHEAD + 4 :]
+        == same[records.LOG_OVERHEAD + 4 :]
+    ), "a batch already in the codec is kept byte for byte (but its offset and leader epoch)"

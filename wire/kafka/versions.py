@@ -55,9 +55,10 @@ ADVERTISED: Final[dict[int, tuple[int, int]]] = {
     # Over the bindings `keel acl` writes; SECURITY_DISABLED without an authorizer. Not v3:
     # kafka-python would infer Kafka 3.3 from DescribeAcls 3, and then, held to a configured
     # 3.0, send Kafka 3.0's own versions (Metadata 11) instead of this table's.
-    ApiKey.DESCRIBE_ACLS: (0, 2),
-    ApiKey.CREATE_ACLS: (0, 2),
-    ApiKey.DELETE_ACLS: (0, 2),
+    # (kio has no v0 of these: Kafka 3.x's own brokers serve them from v1.)
+    ApiKey.DESCRIBE_ACLS: (1, 2),
+    ApiKey.CREATE_ACLS: (1, 2),
+    ApiKey.DELETE_ACLS: (1, 2),
 }
 # Advertised from 0, served from 3: the first version that carries record batches.
 MIN_PRODUCE_SERVED: Final = 3

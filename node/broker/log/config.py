@@ -26,6 +26,9 @@ class LogConfig:
     # broker's `log.internal.segment.bytes`, for tests that need small segments (Kafka's
     # internal.segment.bytes), out of topic creators' reach.
     internal_segment_bytes: int = 0
+    # Kafka's compression.type: "producer" keeps each batch as sent; a codec (or
+    # "uncompressed") has the leader recompress the batches that differ.
+    compression_type: str = "producer"
 
     @property
     def roll_bytes(self) -> int:
@@ -45,7 +48,7 @@ class LogConfig:
     def with_topic_configs(self, configs: Mapping[str, str]) -> LogConfig:
         """These settings with a topic's overrides. The values were validated when the topic
         was created; one that does not parse keeps the broker's default."""
-        changes = {}
+        changes: dict[str, int] = {}
         for key, field in self.TOPIC_KEYS.items():
             if key in configs:
                 try:
@@ -55,4 +58,5 @@ class LogConfig:
         if "segment_bytes" in changes:
             # A topic created before the floor keeps a size it can no longer be given.
             changes["segment_bytes"] = max(changes["segment_bytes"], SEGMENT_BYTES_MIN)
-        return dataclasses.replace(self, **changes)
+        compression_type = configs.get("compression.type", self.compression_type)
+        return dataclasses.replace(self, **changes, compression_type=compression_type)

@@ -35,8 +35,8 @@ from node.broker.log.epoch_cache import LeaderEpochCache
 from node.broker.log.failure_channel import LogDirFailureChannel
 from node.broker.log.producer_state import ProducerState
 from node.broker.log.segment import MAX_RELATIVE_OFFSET, LogSegment
-from node.broker.log.validator import validate_as_leader, validate_batches
-from wire import records
+from node.broker.log.validator import MAX_DECOMPRESSED_BYTES, Batches, validate_as_leader, validate_batches
+from wire import compression, records
 from wire.errors import CorruptMessage, ErrorCode, KafkaStorageError, OffsetOutOfRange
 
 log = logging.getLogger(__name__)
@@ -224,6 +224,8 @@ class Log:
                     *retried,
                 )
                 return retried
+        if self.config.compression_type != "producer":
+            buffer, headers = self._recompressed(buffer, headers)
         offset = self.log_end_offset
         first = offset
         for position, header in headers:
@@ -237,6 +239,22 @@ class Log:
         if self._producers is not None:
             self._producers.appended(stamped)
         return first, offset - 1
+
+    def _recompressed(self, buffer: bytearray, headers: Batches) -> tuple[bytearray, Batches]:
+        """The batches in the topic's `compression.type`: those in another codec decompressed
+        and compressed again (Kafka's LogValidator does the same), the others as they are."""
+        codec = compression.CODECS.get(self.config.compression_type, compression.NONE)
+        if all(header.attributes & records.COMPRESSION_MASK == codec for _, header in headers):
+            return buffer, headers
+        out = bytearray()
+        for position, header in headers:
+            if header.attributes & records.COMPRESSION_MASK == codec:
+                out += buffer[position : position + header.size]
+            else:
+                section = records.record_bytes(buffer, position, header, MAX_DECOMPRESSED_BYTES)
+                out += records.recompressed(header, section, codec)
+        # Kafka holds the batch as stored to max.message.bytes.
+        return out, validate_batches(out, self.config.max_message_bytes)
 
     def producer_state(self) -> ProducerState:
         """The idempotent producers' state, read from every batch header the first time."""
