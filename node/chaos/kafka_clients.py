@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Callable
 
 # aiokafka ships no type information (a test dependency, as kafka-python is).
@@ -48,6 +49,8 @@ HEARTBEAT_INTERVAL_MS = 1000
 REBALANCE_TIMEOUT_MS = 10000
 REQUEST_TIMEOUT_MS = 10000
 METADATA_MAX_AGE_MS = 5000
+# Between two attempts to reach a broker: a killed broker is retried by five clients.
+RETRY_BACKOFF_MS = 300
 
 
 class _Assignments(ConsumerRebalanceListener):  # type: ignore[misc]
@@ -75,6 +78,9 @@ class KafkaClients:
         self._tasks: list[asyncio.Task[None]] = []
 
     def start(self) -> None:
+        # aiokafka logs every refused connection and failed request of a broker under a fault,
+        # hundreds of lines per run; what matters to the run is recorded as its events.
+        logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
         self.history.idempotent_topics.append(KAFKA_TOPIC)
         for p in range(self.partitions):
             self._tasks.append(asyncio.create_task(self._produce(p)))
@@ -103,6 +109,7 @@ class KafkaClients:
                 enable_idempotence=True,
                 request_timeout_ms=REQUEST_TIMEOUT_MS,
                 metadata_max_age_ms=METADATA_MAX_AGE_MS,
+                retry_backoff_ms=RETRY_BACKOFF_MS,
             )
             try:
                 await asyncio.wait_for(producer.start(), START_BOUND_S)
@@ -158,6 +165,7 @@ class KafkaClients:
                 rebalance_timeout_ms=REBALANCE_TIMEOUT_MS,
                 request_timeout_ms=REQUEST_TIMEOUT_MS,
                 metadata_max_age_ms=METADATA_MAX_AGE_MS,
+                retry_backoff_ms=RETRY_BACKOFF_MS,
                 fetch_max_wait_ms=300,
             )
             consumer.subscribe([KAFKA_TOPIC], listener=assignments)
