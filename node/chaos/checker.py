@@ -2,7 +2,8 @@
 
 Each check is a pure function returning the violations it found, each with the events
 around it: Jepsen's Kafka checker's anomalies (lost, inconsistent offsets, non-monotonic
-reads, duplicates counted), replica convergence below the high watermark, one controller
+reads, duplicates counted, and none at all from the idempotent producer), a consumer group's
+commits that never go back, replica convergence below the high watermark, one controller
 per epoch and none that was not elected, a controller again soon after /controller goes
 while a broker could be elected, partition states that never go back to an older epoch, a
 healthy cluster within HEALTHY_WITHIN_S of the heal, and planner plans that end without
@@ -22,6 +23,7 @@ from node.chaos.history import (
     BROKER_DOWN,
     DONE,
     ZOOKEEPER_DOWN,
+    Commit,
     FinalState,
     History,
     Outage,
@@ -75,12 +77,79 @@ def check_lost(history: History, final: FinalState) -> list[Violation]:
     ]
 
 
-def duplicates(history: History) -> int:
-    """Values read at more than one offset (a retried send appends again: no idempotence yet)."""
+def _places(history: History, *, idempotent: bool) -> dict[str, set[tuple[str, int, int]]]:
+    """value → every (topic, partition, offset) a consumer or the drain read it at, for the
+    values of the idempotent producer's topics or for the others'."""
+    topics = set(history.idempotent_topics)
     where: dict[str, set[tuple[str, int, int]]] = {}
     for r in _client_reads(history):
-        where.setdefault(r.value, set()).add((r.topic, r.partition, r.offset))
-    return sum(1 for places in where.values() if len(places) > 1)
+        if (r.topic in topics) == idempotent:
+            where.setdefault(r.value, set()).add((r.topic, r.partition, r.offset))
+    return where
+
+
+def duplicates(history: History) -> int:
+    """Values of Keel's producer read at more than one offset (a retried send appends again:
+    it is not idempotent)."""
+    return sum(1 for places in _places(history, idempotent=False).values() if len(places) > 1)
+
+
+def idempotent_duplicates(history: History) -> int:
+    """Values of the idempotent producer read at more than one offset."""
+    return sum(1 for places in _places(history, idempotent=True).values() if len(places) > 1)
+
+
+def check_idempotent_duplicates(history: History, final: FinalState) -> list[Violation]:
+    """No value of the idempotent producer is read (by a consumer or the final drain) at more
+    than one offset: the broker appends a batch retried with the same producer id and sequence
+    once, and answers the retry with the offsets it was given (Kafka's idempotence). The
+    workload never sends a value twice itself, so a second copy is the retry's."""
+    first_read: dict[str, float] = {}
+    for r in _client_reads(history):
+        first_read.setdefault(r.value, r.t)
+    twice = sorted(
+        ((v, p) for v, p in _places(history, idempotent=True).items() if len(p) > 1),
+        key=lambda vp: first_read[vp[0]],
+    )
+    if not twice:
+        return []
+    examples = ", ".join(
+        f"{value} at " + " and ".join(f"{t}-{p}@{o}" for t, p, o in sorted(places))
+        for value, places in twice[:EXAMPLES]
+    )
+    return [
+        _violation(
+            history,
+            "idempotent-duplicate",
+            f"{len(twice)} value(s) of the idempotent producer written more than once: {examples}",
+            first_read[twice[0][0]],
+        )
+    ]
+
+
+def check_commits_never_go_backwards(history: History, final: FinalState) -> list[Violation]:
+    """Per partition, the consumer group's successful commits, in the order they were
+    answered, never go down: a member that lost a partition in a rebalance is fenced by the
+    generation (its commit is refused with ILLEGAL_GENERATION), and the member that took it
+    over starts at the last commit, so that what the group has consumed is never forgotten."""
+    last: dict[tuple[str, int], Commit] = {}
+    out = []
+    for commit in sorted(history.commits, key=lambda c: c.t):
+        key = (commit.topic, commit.partition)
+        before = last.get(key)
+        if before is not None and commit.offset < before.offset:
+            out.append(
+                _violation(
+                    history,
+                    "commit-went-backwards",
+                    f"{commit.topic}-{commit.partition}: {commit.member} committed offset {commit.offset} "
+                    f"at t={commit.t:.2f}s after {before.member} had committed {before.offset} at "
+                    f"t={before.t:.2f}s",
+                    commit.t,
+                )
+            )
+        last[key] = commit
+    return out
 
 
 def lost_count(history: History) -> int:
@@ -475,6 +544,8 @@ CHECKS: tuple[Callable[[History, FinalState], list[Violation]], ...] = (
     check_lost,
     check_inconsistent_offsets,
     check_monotonic_reads,
+    check_idempotent_duplicates,
+    check_commits_never_go_backwards,
     check_replicas_converged,
     check_one_controller_per_epoch,
     check_controllers_elected,

@@ -1,6 +1,12 @@
 """The cluster a chaos run owns: a ZooKeeper ensemble, brokers behind fault-injecting proxies,
 and what the nemesis and the checker ask of it (who is controller, who leads a partition,
-which brokers are registered, each replica's records on disk)."""
+which brokers are registered, each replica's records on disk).
+
+Each broker also has a Kafka listener (`kafka.listeners`) that Kafka's own clients reach
+directly, not through a proxy: a listener proxy tells peers from clients by parsing the first
+request in Keel's own wire, which a Kafka-protocol connection does not speak. Network
+partitions therefore do not cut Kafka clients from a broker; kills, pauses, ZooKeeper faults
+and controller faults reach them as they reach everything else."""
 
 from __future__ import annotations
 
@@ -18,6 +24,13 @@ from wire.errors import CorruptMessage
 
 # Reads of ZooKeeper while part of the ensemble is down must not hang the run.
 ZK_READ_TIMEOUT_S = 3.0
+# The consumer group's settings: few __consumer_offsets partitions (fewer to elect after each
+# fault), and a group's first rebalance without Kafka's wait for more members. Its replication
+# factor stays Kafka's 3 (a chaos run has at least 3 brokers).
+GROUP_SETTINGS = {
+    "offsets.topic.num.partitions": "6",
+    "group.initial.rebalance.delay.ms": "0",
+}
 
 
 class ChaosCluster:
@@ -36,6 +49,8 @@ class ChaosCluster:
         self.zookeeper = EmbeddedZooKeeper(directory / "zookeeper", servers=zookeeper_servers)
         self.local = LocalCluster(directory, "", session_timeout_ms=session_timeout_ms, settings=settings)
         self.ports = dict(zip(self.broker_ids, free_ports(brokers), strict=True))
+        # Each broker's Kafka listener, the same port for every incarnation.
+        self.kafka_ports = dict(zip(self.broker_ids, free_ports(brokers), strict=True))
         # broker → its listener's link (clients, the controller and peers reach it through it),
         # and → the link of its connections to ZooKeeper.
         self.listener_links = {b: Link(f"broker-{b}") for b in self.broker_ids}
@@ -123,6 +138,8 @@ class ChaosCluster:
             {
                 "zookeeper.connect": zookeeper_connect,
                 "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.proxies[broker_id].port}",
+                "kafka.listeners": f"PLAINTEXT://127.0.0.1:{self.kafka_ports[broker_id]}",
+                **GROUP_SETTINGS,
             },
             port=self.ports[broker_id],
             home=self.directory / f"broker-{broker_id}",
@@ -132,6 +149,11 @@ class ChaosCluster:
     @property
     def bootstrap(self) -> str:
         return ",".join(f"127.0.0.1:{p.port}" for p in self.proxies.values())
+
+    @property
+    def kafka_bootstrap(self) -> str:
+        """The brokers' Kafka listeners, for Kafka's own clients (no proxy in between)."""
+        return ",".join(f"127.0.0.1:{self.kafka_ports[b]}" for b in self.broker_ids)
 
     def process(self, broker_id: int) -> BrokerProcess | None:
         """The broker's newest process, running or not."""

@@ -1,5 +1,6 @@
 """What a chaos run saw, as plain data the checker reads: every event with its time, every
-acknowledged write with its offset, every record read, every controller and partition
+acknowledged write with its offset, every record read, every offset a consumer group
+committed, every controller and partition
 state observed in ZooKeeper, and what the brokers' and planners' logs tell (elections,
 state changes made as controller, plans and their moves). Times are seconds since the run
 started."""
@@ -41,6 +42,18 @@ class Read:
     partition: int
     offset: int
     value: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Commit:
+    """An offset commit of the consumer group that succeeded: `member` (its reader name when it
+    committed) committed `offset` (the next to read) of (topic, partition), answered at `t`."""
+
+    t: float
+    member: str
+    topic: str
+    partition: int
+    offset: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,6 +208,13 @@ class History:
     # (topic-partition, the last error's name) → how many sends failed so.
     send_failures: dict[tuple[str, str], int] = dataclasses.field(default_factory=dict)
     reads: list[Read] = dataclasses.field(default_factory=list)
+    # The topics written only by an idempotent producer: a value there read at two offsets
+    # is a violation, not a retry's duplicate.
+    idempotent_topics: list[str] = dataclasses.field(default_factory=list)
+    # The consumer group's successful commits, and how many commits failed or were left
+    # unanswered (not counted on).
+    commits: list[Commit] = dataclasses.field(default_factory=list)
+    commits_failed: int = 0
     states: list[PartitionState] = dataclasses.field(default_factory=list)
     controllers: list[ControllerSeen] = dataclasses.field(default_factory=list)
     shutdowns: list[Shutdown] = dataclasses.field(default_factory=list)
@@ -228,4 +248,9 @@ class History:
         return sorted(near[:limit], key=lambda e: e.t)
 
     def summary(self) -> dict[str, Any]:
-        return {"events": len(self.events), "acks": len(self.acks), "reads": len(self.reads)}
+        return {
+            "events": len(self.events),
+            "acks": len(self.acks),
+            "reads": len(self.reads),
+            "commits": len(self.commits),
+        }

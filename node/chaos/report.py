@@ -50,6 +50,7 @@ class Report:
             "read": len({r.value for r in history.reads if not r.reader.startswith("replica-")}),
             "lost": checker.lost_count(history),
             "duplicates": checker.duplicates(history),
+            "kafka_clients": kafka_clients(history),
             "controller_changes": self.controller_changes,
             "max_unavailable_s": max(unavailable.values(), default=0.0),
             "unavailable_s": unavailable,
@@ -75,6 +76,9 @@ class Report:
             f"  records: {value['sent']} sent, {value['acknowledged']} acknowledged, "
             f"{value['indeterminate']} not acknowledged, {value['read']} read, {value['lost']} lost, "
             f"{value['duplicates']} duplicated",
+            "  Kafka clients ({topics}): {acknowledged} acknowledged by the idempotent producer, "
+            "{read} read, {duplicates} duplicated; {commits} group commits, {commits_failed} failed "
+            "or not counted".format(**value["kafka_clients"]),
             f"  controller changes: {value['controller_changes']}",
             "  read from the logs: {elections_logged} elections, {controller_state_changes} state "
             "changes made as controller, {plan_moves_sent} plan moves sent and {plan_moves_done} "
@@ -104,6 +108,22 @@ class Report:
                 lines.extend(f"      {e}" for e in violation.events)
             lines.append(f"  replay: {self.replay}")
         return "\n".join(lines)
+
+
+def kafka_clients(history: History) -> dict[str, Any]:
+    """The figures of Kafka's clients: the idempotent producer's topics, their acknowledged and
+    read values, their duplicates (0 unless the idempotence failed), the group's commits."""
+    topics = set(history.idempotent_topics)
+    return {
+        "topics": ", ".join(sorted(topics)) or "none",
+        "acknowledged": sum(1 for a in history.acks if a.topic in topics),
+        "read": len(
+            {r.value for r in history.reads if r.topic in topics and not r.reader.startswith("replica-")}
+        ),
+        "duplicates": checker.idempotent_duplicates(history),
+        "commits": len(history.commits),
+        "commits_failed": history.commits_failed,
+    }
 
 
 def observed(history: History) -> dict[str, int]:

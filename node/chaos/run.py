@@ -139,7 +139,7 @@ class ChaosRun:
             controller = await self.cluster.controller()
             self.say(
                 f"t={self.clock():5.1f}s/{self.options.duration_s:g}s  sent {history.sent}  "
-                f"acked {len(history.acks)}  read {len(history.reads)}  "
+                f"acked {len(history.acks)}  read {len(history.reads)}  commits {len(history.commits)}  "
                 f"faults {sum(self.nemesis.injected.values())}  "
                 f"under fault: {sorted(self.nemesis.busy) or '-'}  controller {controller}"
             )

@@ -1,6 +1,7 @@
 """The workload of a chaos run, with the project's own clients: acks=all producers writing
 unique values (each acknowledgement recorded with its offset), consumers reading from the
-beginning (each record recorded), and admin work at a steady rate."""
+beginning (each record recorded), and admin work at a steady rate; and with Kafka's clients
+on a topic of their own (node/chaos/kafka_clients.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import orjson
 
 from node.chaos.cluster import ChaosCluster
 from node.chaos.history import Ack, History, Read
+from node.chaos.kafka_clients import KAFKA_TOPIC, KafkaClients
 from node.clients.admin import KeelAdminClient
 from node.clients.consumer import ConsumedRecord, KeelConsumer
 from node.clients.planner import PlannerClient, find_planner
@@ -59,6 +61,7 @@ class Workload:
         self._admin_tasks: list[asyncio.Task[None]] = []
         self._admin_topics: list[str] = []
         self._admin_serial = 0
+        self.kafka = KafkaClients(cluster, history, clock, PARTITIONS)
 
     async def create_topics(self) -> None:
         async with KeelAdminClient(self.cluster.bootstrap, timeout=30) as admin:
@@ -67,19 +70,20 @@ class Workload:
                     CreatableTopic(
                         name=t, num_partitions=PARTITIONS, replication_factor=3, configs=TOPIC_CONFIGS
                     )
-                    for t in TOPICS
+                    for t in (*TOPICS, KAFKA_TOPIC)
                 ]
             )
         for result in response.topics:
             if result.error_code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
                 raise RuntimeError(f"cannot create {result.name}: {ErrorCode(result.error_code).name}")
-        self.history.partitions = [(t, p) for t in TOPICS for p in range(PARTITIONS)]
+        self.history.partitions = [(t, p) for t in (*TOPICS, KAFKA_TOPIC) for p in range(PARTITIONS)]
 
     def start(self, *, admin: bool = True) -> None:
         self.history.produce_started_s = self.now()
         for topic in TOPICS:
             self._tasks.append(asyncio.create_task(self._produce(topic)))
             self._tasks.append(asyncio.create_task(self._consume(topic, f"consumer-{topic}")))
+        self.kafka.start()
         if admin:
             self._admin_tasks.append(asyncio.create_task(self._admin()))
             if self.cluster.planners:
@@ -96,7 +100,7 @@ class Workload:
         self._stop.set()
         self.history.produce_stopped_s = self.now()
         await self.stop_admin()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*self._tasks, self.kafka.stop(), return_exceptions=True)
 
     # --- producers ---
 
@@ -159,7 +163,7 @@ class Workload:
         reader `drain`; returns the high watermarks."""
         out: dict[tuple[str, int], int] = {}
         deadline = time.monotonic() + timeout
-        for topic in TOPICS:
+        for topic in (*TOPICS, KAFKA_TOPIC):
             async with KeelConsumer(
                 self.cluster.bootstrap, topic, from_beginning=True, max_wait_ms=200, timeout=5.0
             ) as consumer:

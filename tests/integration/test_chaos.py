@@ -1,5 +1,6 @@
 """Short seeded chaos runs (node/chaos): every fault kind but the planner against a cluster of
-its own (3 brokers, a 3-server ZooKeeper ensemble, proxies), then the checker. About 75 s
+its own (3 brokers, a 3-server ZooKeeper ensemble, proxies), with Keel's clients and Kafka's
+(an idempotent producer and a consumer group), then the checker. About 75 s
 each; the long forms, and the runs recorded, are in docs/RELIABILITY.md."""
 
 from __future__ import annotations
@@ -35,6 +36,11 @@ async def test_a_seeded_chaos_run_passes_every_check(seed: int, tmp_path: Path) 
     assert value["acknowledged"] > 200, run
     assert value["lost"] == 0, run
     assert value["read"] >= value["acknowledged"], run
+    # Kafka's clients made progress too: the idempotent producer's values acknowledged and read
+    # back, none twice, and the group committed.
+    kafka = value["kafka_clients"]
+    assert kafka["acknowledged"] > 50 and kafka["read"] >= kafka["acknowledged"], run
+    assert kafka["duplicates"] == 0 and kafka["commits"] > 10, run
     # Progress was shown: one line per fault and the periodic status.
     assert any("fault:" in line for line in said) and any("acked" in line for line in said), run
     assert (tmp_path / "events.log").exists(), run

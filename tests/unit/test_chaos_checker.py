@@ -13,6 +13,7 @@ from node.chaos.history import (
     SUBMITTED,
     ZOOKEEPER_DOWN,
     Ack,
+    Commit,
     ControllerActions,
     ControllerSeen,
     ControllerZnode,
@@ -92,6 +93,91 @@ def test_duplicates_are_counted_not_violations() -> None:
     history.reads.append(Read(4.0, "consumer", "t", 0, 3, "v2"))
     assert checker.duplicates(history) == 1
     assert kinds(history, final) == []
+
+
+def idempotent() -> tuple[History, FinalState]:
+    """The clean history plus an idempotent producer's topic `k`: two values acknowledged and
+    read once each, by a group member and the drain."""
+    history, final = clean()
+    history.idempotent_topics = ["k"]
+    for offset, value in enumerate(["k0", "k1"]):
+        history.acks.append(Ack(2.0 + offset, "k", 0, offset, value))
+        history.reads.append(Read(2.5 + offset, "group-member-1#0.1", "k", 0, offset, value))
+        history.reads.append(Read(9.5, "drain-k", "k", 0, offset, value))
+    return history, final
+
+
+def test_an_idempotent_producers_value_read_once_per_offset_passes() -> None:
+    assert kinds(*idempotent()) == []
+    # Read twice at the same offset (a member and the drain) is no duplicate.
+    assert checker.idempotent_duplicates(idempotent()[0]) == 0
+
+
+def test_an_idempotent_producers_value_at_two_offsets_is_a_violation() -> None:
+    history, final = idempotent()
+    # The retry of k1 appended again at offset 2.
+    history.reads.append(Read(9.5, "drain-k", "k", 0, 2, "k1"))
+    [violation] = checker.check_idempotent_duplicates(history, final)
+    assert violation.kind == "idempotent-duplicate"
+    assert "k1 at k-0@1 and k-0@2" in violation.message
+    assert checker.idempotent_duplicates(history) == 1
+    # Counted apart from Keel's producer's duplicates, which are not violations.
+    assert checker.duplicates(history) == 0
+    assert kinds(history, final) == ["idempotent-duplicate"]
+
+
+def test_a_duplicate_of_a_topic_not_written_idempotently_is_only_counted() -> None:
+    history, final = idempotent()
+    history.reads.append(Read(4.0, "consumer", "t", 0, 3, "v2"))
+    assert checker.check_idempotent_duplicates(history, final) == []
+    assert checker.duplicates(history) == 1 and checker.idempotent_duplicates(history) == 0
+
+
+def test_an_idempotent_producers_acknowledged_value_never_read_is_lost() -> None:
+    history, final = idempotent()
+    history.acks.append(Ack(5.0, "k", 1, 0, "k-lost"))
+    [violation] = checker.check_lost(history, final)
+    assert "k-lost (k-1@0)" in violation.message
+
+
+def commits() -> History:
+    """Two members of a group, the partition moving from one to the other at t=3."""
+    history, _final = clean()
+    history.commits += [
+        Commit(1.0, "group-member-1#0.1", "k", 0, 5),
+        Commit(1.0, "group-member-1#0.1", "k", 1, 2),
+        Commit(2.0, "group-member-1#0.1", "k", 0, 9),
+        Commit(4.0, "group-member-2#0.3", "k", 0, 9),
+        Commit(5.0, "group-member-2#0.3", "k", 0, 12),
+        # Another partition's lower offset is no regression of this one's.
+        Commit(6.0, "group-member-1#0.3", "k", 1, 3),
+    ]
+    return history
+
+
+def test_commits_that_rise_or_stay_per_partition_pass() -> None:
+    history = commits()
+    assert checker.check_commits_never_go_backwards(history, clean()[1]) == []
+    assert kinds(history, clean()[1]) == []
+
+
+def test_a_commit_below_the_partitions_last_one_goes_backwards() -> None:
+    history = commits()
+    # A stale member's commit taken after the new owner's.
+    history.commits.append(Commit(5.5, "group-member-1#0.1", "k", 0, 9))
+    history.commits.append(Commit(7.0, "group-member-2#0.3", "k", 0, 13))
+    [violation] = checker.check_commits_never_go_backwards(history, clean()[1])
+    assert violation.kind == "commit-went-backwards" and violation.t == 5.5
+    assert "k-0: group-member-1#0.1 committed offset 9" in violation.message
+    assert "after group-member-2#0.3 had committed 12" in violation.message
+
+
+def test_commits_are_ordered_by_their_answers_not_as_listed() -> None:
+    history = commits()
+    history.commits.insert(0, Commit(5.5, "group-member-2#0.3", "k", 0, 13))
+    assert checker.check_commits_never_go_backwards(history, clean()[1]) == []
+    history.commits.insert(0, Commit(5.2, "group-member-2#0.3", "k", 0, 10))
+    assert [v.t for v in checker.check_commits_never_go_backwards(history, clean()[1])] == [5.2]
 
 
 def test_one_offset_with_two_values_is_inconsistent() -> None:

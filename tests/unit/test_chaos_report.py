@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from node.chaos import checker
-from node.chaos.history import Ack, ControllerZnode
+from node.chaos.history import Ack, Commit, ControllerZnode, Read
 from node.chaos.report import Report
 from node.chaos.schedule import plan
 from tests.unit.test_chaos_checker import clean
@@ -57,6 +57,28 @@ def test_the_json_has_the_figures() -> None:
     [violation] = value["violations"]
     assert violation["kind"] == "lost-write" and violation["events"]
     assert value["ok"] is False
+
+
+def test_the_kafka_clients_figures_are_reported() -> None:
+    summarized = report(violated=False)
+    history = summarized.history
+    history.idempotent_topics = ["k"]
+    history.acks += [Ack(2.0, "k", 0, 0, "k0"), Ack(2.1, "k", 1, 0, "k1")]
+    history.reads += [Read(2.5, "group-member-1#0.1", "k", 0, 0, "k0"), Read(9.0, "drain-k", "k", 1, 0, "k1")]
+    history.commits.append(Commit(2.6, "group-member-1#0.1", "k", 0, 1))
+    history.commits_failed = 2
+    assert summarized.as_json()["kafka_clients"] == {
+        "topics": "k",
+        "acknowledged": 2,
+        "read": 2,
+        "duplicates": 0,
+        "commits": 1,
+        "commits_failed": 2,
+    }
+    assert (
+        "Kafka clients (k): 2 acknowledged by the idempotent producer, 2 read, 0 duplicated; "
+        "1 group commits, 2 failed or not counted" in summarized.summary()
+    )
 
 
 def test_the_summary_says_what_passed_or_what_broke_and_how_to_replay_it() -> None:
