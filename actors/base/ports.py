@@ -599,6 +599,11 @@ class PartitionLog(Protocol):
 
     def truncate_fully_and_start_at(self, offset: int) -> None: ...
 
+    def advance_log_start_offset(self, offset: int) -> bool:
+        """Records below `offset` gone for readers (DeleteRecords, or a leader's log start
+        seen by its follower); never back, never past the log end; whether it moved."""
+        ...
+
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """(epoch, end offset) per Kafka's OffsetsForLeaderEpoch; (-1, -1) when unknown."""
         ...

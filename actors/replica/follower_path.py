@@ -221,6 +221,10 @@ class FollowerPath:
             self.state.stats.replication_bytes_in += len(data.records)
             self.state.fetch_targets.moved(partition.leader, partition.tp)
         partition.high_watermark = min(data.high_watermark, partition_log.log_end_offset)
+        if data.log_start_offset > partition_log.log_start_offset:
+            # The leader's records below its start were deleted (DeleteRecords, retention):
+            # so are this replica's, up to what it holds (Kafka's maybeIncrementLogStartOffset).
+            partition_log.advance_log_start_offset(min(data.log_start_offset, partition.high_watermark))
         self.state.wake_readers(partition.tp)
         return False
 

@@ -23,6 +23,7 @@ from actors.replica.replica_messages import (
     ApplyUpdateMetadata,
     BytesToCopy,
     CountReplicas,
+    DeleteRecords,
     EpochEndsFetched,
     Fetched,
     IsrChangeAnswered,
@@ -49,6 +50,8 @@ from actors.replica.replication import (
 )
 from wire.api import (
     AlterPartitionResult,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
     FetchRequest,
     FetchResponse,
     LeaderAndIsrRequest,
@@ -240,6 +243,9 @@ class ReplicaManagerHandle(ActorHandle[ReplicaMessage]):
 
     async def list_offsets(self, request: ListOffsetsRequest) -> ListOffsetsResponse:
         return await self.ask(ListOffsets(request))
+
+    async def delete_records(self, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
+        return await self.ask(DeleteRecords(request))
 
     async def offsets_for_leader_epoch(
         self, request: OffsetsForLeaderEpochRequest

@@ -17,6 +17,10 @@ from wire.api import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     AlterPartitionResult,
+    DeleteRecordsPartitionResult,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+    DeleteRecordsTopicResult,
     EpochEndOffset,
     FetchableTopicResponse,
     FetchPartition,
@@ -33,6 +37,7 @@ from wire.api import (
     ProducePartitionResponse,
     ProduceRequest,
 )
+from wire.api.delete_records import HIGH_WATERMARK
 from wire.errors import ErrorCode, KafkaStorageError, OffsetOutOfRange, WireError
 from wire.refusals import RefusalLog
 
@@ -331,6 +336,41 @@ class LeaderPath:
                 )
             topics.append(ListOffsetsTopicResponse(name=topic.name, partitions=answers))
         return ListOffsetsResponse(topics=topics)
+
+    def delete_records(self, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
+        """Each partition's log start moved to the offset asked (-1: the high watermark), at
+        its leader, never past the high watermark (Kafka's ReplicaManager.deleteRecords)."""
+        topics = []
+        for topic in request.topics:
+            answers = []
+            for item in topic.partitions:
+                partition, code = self.state.leader_partition(
+                    TopicPartition(topic.name, item.partition_index)
+                )
+                if partition is None:
+                    answers.append(
+                        DeleteRecordsPartitionResult(partition_index=item.partition_index, error_code=code)
+                    )
+                    continue
+                partition_log = self.state.log_of(partition)
+                offset = partition.high_watermark if item.offset == HIGH_WATERMARK else item.offset
+                if offset < 0 or offset > partition.high_watermark:
+                    answers.append(
+                        DeleteRecordsPartitionResult(
+                            partition_index=item.partition_index, error_code=ErrorCode.OFFSET_OUT_OF_RANGE
+                        )
+                    )
+                    continue
+                if partition_log.advance_log_start_offset(offset):
+                    # The followers' sessions answer the new start (they delete theirs too).
+                    self.state.wake_readers(partition.tp)
+                answers.append(
+                    DeleteRecordsPartitionResult(
+                        partition_index=item.partition_index, low_watermark=partition_log.log_start_offset
+                    )
+                )
+            topics.append(DeleteRecordsTopicResult(name=topic.name, partitions=answers))
+        return DeleteRecordsResponse(topics=topics)
 
     def _offset_for(
         self, partition: Partition, index: int, timestamp: int, replica: int

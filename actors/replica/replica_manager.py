@@ -40,6 +40,7 @@ from actors.replica.replica_messages import (
     ApplyUpdateMetadata,
     BytesToCopy,
     CountReplicas,
+    DeleteRecords,
     EpochEndsFetched,
     Fetched,
     IsrChangeAnswered,
@@ -123,6 +124,8 @@ class ReplicaManager(Actor[ReplicaMessage]):
                 return self.leader_path.read(request, wait=wait, reread=reread, owner=owner)
             case ListOffsets(request=request):
                 return self.leader_path.list_offsets(request)
+            case DeleteRecords(request=request):
+                return self.leader_path.delete_records(request)
             case LeaderEpochEnds(request=request):
                 return self.leader_path.offsets_for_leader_epoch(request)
             case PlanFetch(source=source, broker_epoch=epoch):

@@ -12,6 +12,8 @@ from actors.replica.partition import Partition, PendingIsr, TopicPartition
 from actors.replica.replication import FetchPlan, ProduceOutcome, ReadOutcome
 from wire.api import (
     AlterPartitionResult,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
     FetchRequest,
     FetchResponse,
     LeaderAndIsrRequest,
@@ -64,6 +66,11 @@ class Produce(Ask[ProduceOutcome]):
 @dataclasses.dataclass(frozen=True)
 class ListOffsets(Ask[ListOffsetsResponse]):
     request: ListOffsetsRequest
+
+
+@dataclasses.dataclass(frozen=True)
+class DeleteRecords(Ask[DeleteRecordsResponse]):
+    request: DeleteRecordsRequest
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,6 +202,7 @@ ReplicaMessage = (
     | Produce
     | Read
     | ListOffsets
+    | DeleteRecords
     | LeaderEpochEnds
     | PlanFetch
     | Fetched

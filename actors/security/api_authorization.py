@@ -37,6 +37,9 @@ from wire.api import (
     CreatePartitionsTopicResult,
     CreateTopicsRequest,
     DeletableTopicResult,
+    DeleteRecordsPartitionResult,
+    DeleteRecordsRequest,
+    DeleteRecordsTopicResult,
     DeleteTopicsRequest,
     ElectLeadersRequest,
     ElectLeadersResponse,
@@ -276,6 +279,26 @@ def delete_topics(
     ]
     kept = [t for t in request.topic_names if allowed(t)]
     return dataclasses.replace(request, topic_names=kept), refused
+
+
+def delete_records(
+    check: Check, request: DeleteRecordsRequest
+) -> tuple[DeleteRecordsRequest, list[DeleteRecordsTopicResult]]:
+    """Delete on each topic, as Kafka's; refused ones answered per partition."""
+    allowed = _topics(check, _O.DELETE)
+    refused = [
+        DeleteRecordsTopicResult(
+            name=t.name,
+            partitions=[
+                DeleteRecordsPartitionResult(partition_index=p.partition_index, error_code=TOPIC_REFUSED)
+                for p in t.partitions
+            ],
+        )
+        for t in request.topics
+        if not allowed(t.name)
+    ]
+    kept = [t for t in request.topics if allowed(t.name)]
+    return dataclasses.replace(request, topics=kept), refused
 
 
 def create_partitions(

@@ -31,6 +31,8 @@ from wire.api import (
     CreatePartitionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
     DescribeClusterResponse,
@@ -375,6 +377,10 @@ class BrokerApis:
                     else OffsetsForLeaderEpochResponse()
                 )
                 return _with_refused(request, answer, "topics", refused_epochs)
+            case DeleteRecordsRequest():
+                deleting, refused_delete_records = authz.delete_records(check, request.body)
+                answer = await rm.delete_records(deleting) if deleting.topics else DeleteRecordsResponse()
+                return _with_refused(request, answer, "topics", refused_delete_records)
             case InitProducerIdRequest():
                 return await self._init_producer_id(request.body)
             case CreateTopicsRequest():

@@ -211,6 +211,18 @@ class MemoryLog:
         if kept < len(self._bases):
             self.truncate_to(self._bases[kept])
 
+    def advance_log_start_offset(self, offset: int) -> bool:
+        offset = min(offset, self._end)
+        if offset <= self._start:
+            return False
+        self.generation = next(_GENERATIONS)
+        while len(self._bases) > 1 and self._bases[1] <= offset:
+            del self._batches[0], self._bases[0]
+        self._start = offset
+        self._forget_values()
+        self.epochs.truncate_from_start(offset)
+        return True
+
     def truncate_fully_and_start_at(self, offset: int) -> None:
         self.generation = next(_GENERATIONS)
         self._forget_values()

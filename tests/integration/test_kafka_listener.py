@@ -703,3 +703,60 @@ async def test_acls_are_created_described_and_deleted_through_the_kafka_listener
         timeout=20,
         message="still denied with no binding left",
     )
+
+
+async def test_delete_records_moves_the_log_start_on_the_leader_and_its_followers(
+    brokers: Brokers, kazoo: KazooClient
+) -> None:
+    """kafka-python's delete_records: the partition then starts at the offset asked, on its
+    leader and, once they fetch again, on its followers; a consumer from the beginning reads
+    from there; an offset past the high watermark is refused."""
+    from kafka import KafkaAdminClient
+    from kafka.errors import OffsetOutOfRangeError
+
+    bootstrap = start_with_kafka_listeners(
+        brokers, 1, 2, 3, **{"log.flush.offset.checkpoint.interval.ms": "200"}
+    )
+    await create_topic(brokers.by_id(await controller_of(brokers)), "trimmed", partitions=1, rf=3)
+    await settled_to(brokers, kazoo, "trimmed", lambda s: len(s) == 1 and len(s[0][2]) == 3, "ISR never full")
+
+    def produce_and_trim() -> tuple[object, list[bytes]]:
+        producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+        for i in range(100):
+            producer.send("trimmed", value=f"{i}".encode())
+        producer.flush(timeout=30)
+        producer.close(timeout=10)
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        try:
+            trimmed = admin.delete_records({TopicPartition("trimmed", 0): 40})
+            with pytest.raises(OffsetOutOfRangeError):
+                admin.delete_records({TopicPartition("trimmed", 0): 1_000})
+        finally:
+            admin.close()
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap, consumer_timeout_ms=5_000)
+        try:
+            consumer.assign([TopicPartition("trimmed", 0)])
+            consumer.seek_to_beginning()
+            return trimmed, [r.value for r in consumer]
+        finally:
+            consumer.close()
+
+    trimmed, read = await asyncio.to_thread(produce_and_trim)
+    assert trimmed[TopicPartition("trimmed", 0)]["low_watermark"] == 40  # type: ignore[index]
+    assert read == [f"{i}".encode() for i in range(40, 100)]
+
+    def every_replica_starts_at_40() -> bool:
+        """Each broker's log-start-offset checkpoint (written every 200 ms here)."""
+        starts = []
+        for broker in brokers.all:
+            checkpoint = broker.log_dir / "log-start-offset-checkpoint"
+            lines = checkpoint.read_text().splitlines() if checkpoint.exists() else []
+            starts.append("trimmed 0 40" in lines)
+        return all(starts)
+
+    await asyncio.to_thread(
+        eventually_sync,
+        every_replica_starts_at_40,
+        timeout=20,
+        message="the followers kept the deleted records",
+    )

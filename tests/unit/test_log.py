@@ -725,3 +725,42 @@ def test_a_topics_compression_type_has_the_leader_recompress_what_differs(
         stored[last[0] : last[0] + last[1].size][records.LOG_OVERHEAD + 4 :]
         == same[records.LOG_OVERHEAD + 4 :]
     ), "a batch already in the codec is kept byte for byte (but its offset and leader epoch)"
+
+
+def test_records_deleted_below_an_offset_are_gone_for_readers_and_stay_gone(tmp_path: Path) -> None:
+    """DeleteRecords: the log starts at the offset asked, inside a segment; the segments wholly
+    below it go; the start never moves back nor past the log end; the manager's checkpoint
+    keeps it across a restart."""
+    log = open_log(tmp_path, internal_segment_bytes=1)  # a segment per batch
+    for value in (b"a", b"b", b"c", b"d"):
+        log.append_as_leader(batch(value, value), leader_epoch=0)
+    assert (log.log_start_offset, log.log_end_offset) == (0, 8)
+    assert log.advance_log_start_offset(5)
+    assert log.log_start_offset == 5
+    assert sorted(p.name for p in (tmp_path / "orders-0").glob("*.log")) == [
+        "00000000000000000004.log",
+        "00000000000000000006.log",
+    ], "the segments wholly below offset 5 are deleted, the one holding it kept"
+    with pytest.raises(OffsetOutOfRange):
+        log.read(4, 1 << 20)
+    assert [r.offset for r in records.records(log.read(5, 1 << 20))][:2] == [4, 5], "whole batches"
+    assert not log.advance_log_start_offset(3), "never back"
+    assert log.advance_log_start_offset(100) and log.log_start_offset == 8, "never past the end"
+    log.close()
+    reopened = Log(tmp_path / "orders-0", TP, LogConfig(internal_segment_bytes=1), log_start_offset=8)
+    assert reopened.log_start_offset == 8
+
+
+async def test_the_log_start_offsets_are_checkpointed_and_read_back(tmp_path: Path) -> None:
+    manager = LogManager([tmp_path], LogConfig())
+    manager.load()
+    log = manager.get_or_create(TP, {})
+    for value in (b"a", b"b", b"c"):
+        log.append_as_leader(batch(value), leader_epoch=0)
+    log.advance_log_start_offset(2)
+    await manager.close()
+    again = LogManager([tmp_path], LogConfig())
+    again.load()
+    restored = again.get(TP)
+    assert restored is not None and restored.log_start_offset == 2
+    assert read_checkpoint(tmp_path / "log-start-offset-checkpoint") == [["orders", "0", "2"]]

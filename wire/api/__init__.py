@@ -53,6 +53,14 @@ from wire.api.create_topics import (
     CreateTopicsRequest,
     CreateTopicsResponse,
 )
+from wire.api.delete_records import (
+    DeleteRecordsPartition,
+    DeleteRecordsPartitionResult,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+    DeleteRecordsTopic,
+    DeleteRecordsTopicResult,
+)
 from wire.api.delete_topics import DeletableTopicResult, DeleteTopicsRequest, DeleteTopicsResponse
 from wire.api.describe_cluster import (
     DescribeClusterRequest,
@@ -256,6 +264,7 @@ API_SPECS: dict[int, ApiSpec] = {
         ),
         ApiSpec(ApiKey.DESCRIBE_CONFIGS, 0, 0, DescribeConfigsRequest, DescribeConfigsResponse),
         ApiSpec(ApiKey.DESCRIBE_ACLS, 0, 0, DescribeAclsRequest, DescribeAclsResponse),
+        ApiSpec(ApiKey.DELETE_RECORDS, 0, 0, DeleteRecordsRequest, DeleteRecordsResponse),
         ApiSpec(ApiKey.CREATE_ACLS, 0, 0, CreateAclsRequest, CreateAclsResponse),
         ApiSpec(ApiKey.DELETE_ACLS, 0, 0, DeleteAclsRequest, DeleteAclsResponse),
         ApiSpec(ApiKey.ALTER_CONFIGS, 0, 0, AlterConfigsRequest, AlterConfigsResponse),
@@ -340,6 +349,12 @@ __all__ = [
     "DeleteAclsResponse",
     "DeleteGroupsRequest",
     "DeleteGroupsResponse",
+    "DeleteRecordsPartition",
+    "DeleteRecordsPartitionResult",
+    "DeleteRecordsRequest",
+    "DeleteRecordsResponse",
+    "DeleteRecordsTopic",
+    "DeleteRecordsTopicResult",
     "DeleteTopicsRequest",
     "DeleteTopicsResponse",
     "DeletedAcl",

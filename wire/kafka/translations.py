@@ -34,6 +34,8 @@ from wire.api import (
     DeleteAclsResponse,
     DeleteGroupsRequest,
     DeleteGroupsResponse,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
     DescribeAclsRequest,
@@ -608,6 +610,26 @@ TRANSLATIONS: dict[int, Translation] = {
     ),
     ApiKey.OFFSET_DELETE: renamed(OffsetDeleteRequest, OffsetDeleteResponse),
     ApiKey.DESCRIBE_ACLS: renamed(DescribeAclsRequest, DescribeAclsResponse),
+    ApiKey.DELETE_RECORDS: renamed(
+        DeleteRecordsRequest,
+        DeleteRecordsResponse,
+        refused=lambda body, answer: {
+            "topics": [
+                {
+                    "name": t.name,
+                    "partitions": [
+                        {
+                            "partition_index": p.partition_index,
+                            "low_watermark": -1,
+                            "error_code": answer.error_code,
+                        }
+                        for p in t.partitions
+                    ],
+                }
+                for t in body.topics
+            ]
+        },
+    ),
     ApiKey.CREATE_ACLS: renamed(
         CreateAclsRequest,
         CreateAclsResponse,

@@ -24,6 +24,7 @@ ADVERTISED: Final[dict[int, tuple[int, int]]] = {
     ApiKey.CREATE_TOPICS: (2, 7),
     # v6 names topics by id as well; Keel's DeleteTopics names them.
     ApiKey.DELETE_TOPICS: (1, 5),
+    ApiKey.DELETE_RECORDS: (0, 2),
     # Idempotent producers only: a transactional id is refused.
     ApiKey.INIT_PRODUCER_ID: (0, 4),
     # librdkafka sends exactly v2.

@@ -61,6 +61,7 @@ class Log:
         clean_shutdown: bool = False,
         failures: LogDirFailureChannel | None = None,
         flusher: Callable[[Log], None] | None = None,
+        log_start_offset: int = 0,
     ) -> None:
         """`recovery_point` from the directory's checkpoint (0, everything, when it has none);
         `clean_shutdown` when the directory holds the clean-shutdown marker; `failures`
@@ -95,8 +96,12 @@ class Log:
         # Produces whose append set off a flush (flush.messages), waiting for it: (offset the
         # flush must reach, the future their answer waits on).
         self._flush_waiters: list[tuple[int, asyncio.Future[ErrorCode]]] = []
+        # Where the log starts for its readers when DeleteRecords moved it inside the first
+        # segment (Kafka's logStartOffset); the first segment's base when below it.
+        self._start_offset = 0
         with self._io("loading"):
             self._load(recovery_point, clean_shutdown)
+        self._start_offset = min(log_start_offset, self.log_end_offset)
 
     @contextlib.contextmanager
     def _io(self, doing: str) -> Iterator[None]:
@@ -168,7 +173,26 @@ class Log:
 
     @property
     def log_start_offset(self) -> int:
-        return self._segments[0].base_offset
+        return max(self._segments[0].base_offset, self._start_offset)
+
+    def advance_log_start_offset(self, offset: int) -> bool:
+        """DeleteRecords (or, on a follower, its leader's log start): the records below
+        `offset` are gone for readers, and the segments wholly below it deleted. Never moves
+        the start back or past the log end; whether it moved."""
+        offset = min(offset, self.log_end_offset)
+        if offset <= self.log_start_offset:
+            return False
+        self._start_offset = offset
+        with self._io("deleting records of"):
+            deleted = 0
+            while len(self._segments) > 1 and self._segments[1].base_offset <= offset:
+                self._segments.pop(0).delete()
+                self._bases.pop(0)
+                deleted += 1
+        self.epochs.truncate_from_start(offset)
+        self.recovery_point = max(self.recovery_point, offset)
+        log.info("%s: the log starts at %d (records deleted; %d segment(s) gone)", self.tp, offset, deleted)
+        return True
 
     @property
     def log_end_offset(self) -> int:
@@ -447,6 +471,7 @@ class Log:
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         log.info("%s: emptying the log to start at offset %d", self.tp, offset)
+        self._start_offset = offset
         with self._io("emptying"):
             for segment in self._segments:
                 segment.delete()

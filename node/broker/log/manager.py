@@ -2,10 +2,11 @@
 
 On start it opens (and so recovers) every partition directory it finds; a directory written
 before Keel's batches carried Kafka's CRC-32C is converted once, before its logs open
-(`crc_format`). New logs go to the directory holding the fewest. Each directory has two
+(`crc_format`). New logs go to the directory holding the fewest. Each directory has three
 checkpoints, written periodically and on shutdown: `replication-offset-checkpoint` with the
-high watermark of each partition in it, and `recovery-point-offset-checkpoint` with each log's
-recovery point (what recovery after a crash may skip). A clean shutdown leaves
+high watermark of each partition in it, `recovery-point-offset-checkpoint` with each log's
+recovery point (what recovery after a crash may skip), and `log-start-offset-checkpoint` with
+each log's start (where DeleteRecords moved it). A clean shutdown leaves
 `.kafka_cleanshutdown` in each directory; loading a directory that holds it skips recovery, and
 removes it, so that a later crash is seen as one.
 
@@ -38,6 +39,8 @@ log = logging.getLogger(__name__)
 
 HIGH_WATERMARK_FILE = "replication-offset-checkpoint"
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
+# Each log's start where DeleteRecords moved it inside a segment (Kafka's file).
+LOG_START_OFFSET_FILE = "log-start-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 
 
@@ -86,6 +89,7 @@ class LogManager:
                 continue
             self._high_watermarks.update(_read_offsets(directory / HIGH_WATERMARK_FILE, "high-watermark"))
             recovery_points = _read_offsets(directory / RECOVERY_POINT_FILE, "recovery-point")
+            start_offsets = _read_offsets(directory / LOG_START_OFFSET_FILE, "log-start-offset")
             marker = directory / CLEAN_SHUTDOWN_FILE
             clean = marker.exists()
             for child in sorted(directory.iterdir()):
@@ -98,6 +102,7 @@ class LogManager:
                         tp,
                         self.defaults,
                         recovery_point=recovery_points.get(tp, 0),
+                        log_start_offset=start_offsets.get(tp, 0),
                         clean_shutdown=clean,
                         failures=self.failures,
                         flusher=self._flush_wanted,
@@ -192,7 +197,10 @@ class LogManager:
             self._high_watermarks_unwritten = True
 
     async def checkpoint_recovery_points(self) -> None:
+        """The recovery points, and with them the log start offsets (Kafka writes those on a
+        schedule of their own)."""
         await self._write_offsets(RECOVERY_POINT_FILE, _recovery_point)
+        await self._write_offsets(LOG_START_OFFSET_FILE, _log_start_offset)
 
     async def _write_offsets(self, name: str, offset_of: Callable[[TopicPartition, Log], int]) -> bool:
         """One checkpoint per online log directory: `topic partition offset` for each log in
@@ -324,6 +332,10 @@ def _fsync_files(groups: list[list[Path]]) -> list[OSError | None]:
 
 def _recovery_point(_: TopicPartition, partition_log: Log) -> int:
     return partition_log.recovery_point
+
+
+def _log_start_offset(_: TopicPartition, partition_log: Log) -> int:
+    return partition_log.log_start_offset
 
 
 def _read_offsets(path: Path, kind: str) -> dict[TopicPartition, int]:
