@@ -23,6 +23,7 @@ from node.metrics.requests import RequestMetrics
 if TYPE_CHECKING:
     from actors.controller import KafkaController
     from actors.replica.handle import ReplicaManagerHandle
+    from node.broker.log.cleaner import LogCleaner
 
 _KAFKA_CONTROLLER_GAUGES = (
     "ActiveControllerCount",
@@ -67,8 +68,10 @@ class BrokerMetrics(Collector):
         controller: Callable[[], KafkaController | None],
         requests: RequestMetrics,
         default_min_isr: int,
+        cleaner: LogCleaner | None = None,
     ) -> None:
         self._replica_manager = replica_manager
+        self._cleaner = cleaner
         self._controller = controller
         self._requests = requests
         self._default_min_isr = default_min_isr
@@ -88,8 +91,27 @@ class BrokerMetrics(Collector):
         if controller is not None:
             self._export_controller(controller, out)
         self._export_replica_manager(out)
+        if self._cleaner is not None:
+            self._export_cleaner(self._cleaner, out)
         self._requests.export(out)
         return out.families()
+
+    def _export_cleaner(self, cleaner: LogCleaner, out: Exposition) -> None:
+        """Kafka's LogCleaner and LogCleanerManager gauges."""
+        stats = cleaner.stats
+        for name, value in (
+            ("max-clean-time-secs", stats.max_clean_time_s),
+            (
+                "cleaner-recopy-percent",
+                100 * stats.bytes_written / stats.bytes_read if stats.bytes_read else 0,
+            ),
+        ):
+            out.gauge(MBean("kafka.log", "LogCleaner", name), value)
+        for name, value in (
+            ("max-dirty-percent", stats.max_dirty_percent),
+            ("uncleanable-partitions-count", len(cleaner.uncleanable)),
+        ):
+            out.gauge(MBean("kafka.log", "LogCleanerManager", name), value)
 
     def _export_controller(self, controller: KafkaController, out: Exposition) -> None:
         metrics = controller.metrics

@@ -21,7 +21,7 @@ from wire.errors import CorruptMessage
 
 log = logging.getLogger(__name__)
 
-_INDEX_ENTRY = struct.Struct(">II")  # offset relative to the base, position
+INDEX_ENTRY = struct.Struct(">II")  # offset relative to the base, position
 # The most an offset may lie past its segment's base: a relative offset is 32 bits in the
 # index (Kafka's int). The log rolls a new segment before an append would pass it.
 MAX_RELATIVE_OFFSET = 2**31 - 1
@@ -54,9 +54,9 @@ class LogSegment:
     def load_index(self) -> None:
         """Trust the index file when it is whole; otherwise rebuild it from batch headers."""
         raw = os.pread(self._index_fd, os.fstat(self._index_fd).st_size, 0)
-        if len(raw) % _INDEX_ENTRY.size == 0 and (raw or self.size == 0):
+        if len(raw) % INDEX_ENTRY.size == 0 and (raw or self.size == 0):
             positions = []
-            for relative, position in _INDEX_ENTRY.iter_unpack(raw):
+            for relative, position in INDEX_ENTRY.iter_unpack(raw):
                 self._index_offsets.append(self.base_offset + relative)
                 positions.append(position)
             self._index_positions = positions
@@ -172,7 +172,7 @@ class LogSegment:
             self._bytes_since_index = 0
             # A failed write leaves the file an entry short: loading finds it damaged and
             # rebuilds it from the batch headers.
-            os.write(self._index_fd, _INDEX_ENTRY.pack(offset - self.base_offset, position))
+            os.write(self._index_fd, INDEX_ENTRY.pack(offset - self.base_offset, position))
         self._bytes_since_index += size
 
     def truncate_to(self, offset: int) -> None:
@@ -184,7 +184,7 @@ class LogSegment:
         self.size = position
         keep = bisect.bisect_left(self._index_positions, position)
         del self._index_offsets[keep:], self._index_positions[keep:]
-        os.ftruncate(self._index_fd, keep * _INDEX_ENTRY.size)
+        os.ftruncate(self._index_fd, keep * INDEX_ENTRY.size)
         self._bytes_since_index = self._interval  # index the next append
         self.next_offset = self._scan_last_offset()
 
