@@ -19,7 +19,7 @@ from node.broker.log.log import Log
 from node.broker.log.manager import LogManager
 from node.broker.log.producer_state import ProducerState
 from wire import compression, records
-from wire.errors import InvalidRecord
+from wire.errors import CorruptMessage, InvalidRecord
 
 TP = TopicPartition("prices", 0)
 DAY_MS = 86_400_000
@@ -320,3 +320,17 @@ async def test_a_config_change_reaches_an_existing_log(tmp_path: Path) -> None:
     assert partition_log.config.compact and partition_log.config.delete
     assert partition_log.config.min_cleanable_dirty_ratio == 0.1
     await manager.close()
+
+
+def test_record_spans_read_what_the_consumer_reads_long_fields_included() -> None:
+    pairs = [(b"k" * 300, b"v" * 20_000), (None, b"x"), (b"t", None), (b"", b"")]
+    batch = keyed(*pairs)
+    header = records.read_header(batch)
+    body = records.record_bytes(batch, 0, header, 1 << 20)
+    spans = list(records.record_spans(body, header.records_count))
+    assert [(s.key, s.has_value, s.offset_delta) for s in spans] == [
+        (key, value is not None, delta) for delta, (key, value) in enumerate(pairs)
+    ]
+    assert b"".join(body[s.start : s.end] for s in spans) == body
+    with pytest.raises(CorruptMessage):
+        list(records.record_spans(body[:-1], header.records_count))
