@@ -116,8 +116,10 @@ def main() -> None:
             copies.append(copy_rate)
             cleans.append(clean_rate)
             ratios.append(clean_rate / copy_rate)
+            handled = result.records_kept + result.records_removed
             print(
                 f"run {run + 1}: copy {copy_rate:.1f} MB/s, compaction {clean_rate:.1f} MB/s "
+                f"({handled * clean_rate / (result.bytes_read / MB) / 1000:.0f}k records/s) "
                 f"({result.bytes_read / MB:.1f} MB to {result.bytes_written / MB:.2f} MB, "
                 f"{result.records_removed} records removed, {result.records_kept} kept), "
                 f"ratio {100 * clean_rate / copy_rate:.1f} %; load average {os.getloadavg()[0]:.2f}"
