@@ -18,6 +18,8 @@ from node.broker.log.config import LogConfig
 from node.broker.log.log import Log
 from node.broker.log.manager import LogManager
 from node.broker.log.producer_state import ProducerState
+from tests.unit.test_replication import TP as REPLICATED_TP
+from tests.unit.test_replication import Brokers, produce
 from wire import compression, records
 from wire.errors import CorruptMessage, InvalidRecord
 
@@ -334,3 +336,29 @@ def test_record_spans_read_what_the_consumer_reads_long_fields_included() -> Non
     assert b"".join(body[s.start : s.end] for s in spans) == body
     with pytest.raises(CorruptMessage):
         list(records.record_spans(body[:-1], header.records_count))
+
+
+def test_a_topic_config_change_reaches_the_replicas_existing_logs(tmp_path: Path) -> None:
+    """Kafka's TopicConfigHandler: a changed cleanup.policy applies to the logs a broker has,
+    without a restart (the dynamic-config handler hands it to the replica manager)."""
+    brokers = Brokers(tmp_path)
+    brokers.lead(1, 0, [1, 2])
+    leader = brokers[1]
+    leader.leader_path.append_records(produce([b"v"], acks=1))
+    partition_log = leader.state.partitions[REPLICATED_TP].log
+    assert partition_log is not None and not partition_log.config.compact
+    leader.set_throttles(None, {"t": {"cleanup.policy": "compact", "delete.retention.ms": "5"}})
+    assert partition_log.config.compact and not partition_log.config.delete
+    assert partition_log.config.delete_retention_ms == 5
+    leader.set_throttles(None, {"t": {}})  # the override removed: the broker's default again
+    assert not partition_log.config.compact
+
+
+def test_retention_removes_a_segment_compaction_emptied(tmp_path: Path) -> None:
+    log = open_log(tmp_path, cleanup_policy="compact,delete")
+    for i in range(3):
+        log.append_as_leader(keyed((b"k", str(i).encode())), leader_epoch=0)
+    clean(log)
+    assert log.segments[0].size == 0  # every record of offset 0's segment went
+    assert log.delete_old_segments(NOW_MS, log.log_end_offset) == 1  # nothing else is old
+    assert log.log_start_offset == 1 and contents(log) == [(1, b"k", b"1"), (2, b"k", b"2")]

@@ -11,8 +11,8 @@ before or after it, never in between (`Log.replace_segments`).
 
 A clean that fails (a damaged batch, an exception) marks that partition uncleanable, as
 Kafka's cleaner does, with one line in the log: it is not cleaned again until the broker
-restarts, and every other log goes on being cleaned. A segment deleted or truncated while
-its clean ran only discards that clean.
+restarts (or the partition's log is deleted), and every other log goes on being cleaned.
+A segment deleted or truncated while its clean ran only discards that clean.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+from actors.base.loop_slices import each
 from actors.base.ports import TopicPartition
 from node.broker.log import compaction
 from node.broker.log.log import Log
@@ -112,9 +113,13 @@ class LogCleaner:
     async def clean_due(self) -> int:
         """Clean every compacted log worth it, filthiest first; how many were cleaned."""
         now_ms = self._wall_ms()
+        if self.uncleanable:
+            # A partition deleted since is forgotten: its next log starts afresh.
+            self.uncleanable = {tp for tp in self.uncleanable if tp in self._logs.logs}
         due = []
-        for tp, partition_log in list(self._logs.logs.items()):
-            if tp in self.uncleanable:
+        async for tp in each(list(self._logs.logs)):
+            partition_log = self._logs.get(tp)
+            if partition_log is None or tp in self.uncleanable:
                 continue
             ratio = wants_cleaning(partition_log, self._logs.checkpointed_high_watermark(tp), now_ms)
             if ratio is not None:

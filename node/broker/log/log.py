@@ -518,6 +518,9 @@ class Log:
             oversized = (
                 self.config.retention_bytes >= 0 and size - segment.size >= self.config.retention_bytes
             )
+            # A closed segment compaction emptied has no timestamp to expire by, and nothing
+            # to lose: it would hold back the retention of those after it.
+            expired = expired or segment.size == 0
             if not (expired or oversized):
                 break
             size -= segment.size
