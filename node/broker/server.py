@@ -203,7 +203,7 @@ class KeelBroker:
             lambda: self._controller,
             self.request_metrics,
             default_min_isr=self.config.get_int("min.insync.replicas"),
-            cleaner=self.cleaner,
+            cleaner=self.cleaner.gauges,
         )
         return MetricsServer(
             *listener, registry_of(collector, self.loop_lag), self.not_ready, prepare=collector.prepare

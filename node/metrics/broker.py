@@ -9,7 +9,7 @@ controller knows read 0 elsewhere, so `sum(...)` over brokers gives the cluster'
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from prometheus_client.core import Metric
@@ -23,7 +23,6 @@ from node.metrics.requests import RequestMetrics
 if TYPE_CHECKING:
     from actors.controller import KafkaController
     from actors.replica.handle import ReplicaManagerHandle
-    from node.broker.log.cleaner import LogCleaner
 
 _KAFKA_CONTROLLER_GAUGES = (
     "ActiveControllerCount",
@@ -68,8 +67,9 @@ class BrokerMetrics(Collector):
         controller: Callable[[], KafkaController | None],
         requests: RequestMetrics,
         default_min_isr: int,
-        cleaner: LogCleaner | None = None,
+        cleaner: Callable[[], Mapping[tuple[str, str], float]] | None = None,
     ) -> None:
+        """`cleaner`: the log cleaner's gauges, by Kafka's MBean type and name in `kafka.log`."""
         self._replica_manager = replica_manager
         self._cleaner = cleaner
         self._controller = controller
@@ -92,26 +92,13 @@ class BrokerMetrics(Collector):
             self._export_controller(controller, out)
         self._export_replica_manager(out)
         if self._cleaner is not None:
-            self._export_cleaner(self._cleaner, out)
+            self._export_cleaner(self._cleaner(), out)
         self._requests.export(out)
         return out.families()
 
-    def _export_cleaner(self, cleaner: LogCleaner, out: Exposition) -> None:
-        """Kafka's LogCleaner and LogCleanerManager gauges."""
-        stats = cleaner.stats
-        for name, value in (
-            ("max-clean-time-secs", stats.max_clean_time_s),
-            (
-                "cleaner-recopy-percent",
-                100 * stats.bytes_written / stats.bytes_read if stats.bytes_read else 0,
-            ),
-        ):
-            out.gauge(MBean("kafka.log", "LogCleaner", name), value)
-        for name, value in (
-            ("max-dirty-percent", stats.max_dirty_percent),
-            ("uncleanable-partitions-count", len(cleaner.uncleanable)),
-        ):
-            out.gauge(MBean("kafka.log", "LogCleanerManager", name), value)
+    def _export_cleaner(self, gauges: Mapping[tuple[str, str], float], out: Exposition) -> None:
+        for (type_, name), value in gauges.items():
+            out.gauge(MBean("kafka.log", type_, name), value)
 
     def _export_controller(self, controller: KafkaController, out: Exposition) -> None:
         metrics = controller.metrics

@@ -18,6 +18,7 @@ from node.broker.log.config import LogConfig
 from node.broker.log.log import Log
 from node.broker.log.manager import LogManager
 from node.broker.log.producer_state import ProducerState
+from node.metrics.names import MBean
 from tests.unit.test_replication import TP as REPLICATED_TP
 from tests.unit.test_replication import Brokers, produce
 from wire import compression, records
@@ -310,6 +311,12 @@ async def test_a_partition_that_fails_is_marked_uncleanable_and_the_others_are_c
     assert good_log is not None and contents(good_log) == [(2, b"k", b"2"), (3, b"k", b"3")]
     assert not list(damaged.directory.glob("*.cleaned"))
     assert await cleaner.clean_due() == 0  # not tried again
+    gauges = cleaner.gauges()
+    assert gauges[("LogCleanerManager", "uncleanable-partitions-count")] == 1
+    assert gauges[("LogCleaner", "max-clean-time-secs")] > 0
+    # Kafka's hyphenated names, as Prometheus names (the JMX exporter's underscores).
+    bean = MBean("kafka.log", "LogCleaner", "max-clean-time-secs")
+    assert bean.gauge_name == "kafka_log_logcleaner_max_clean_time_secs"
     await manager.close()
 
 

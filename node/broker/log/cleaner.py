@@ -110,6 +110,17 @@ class LogCleaner:
         self.uncleanable: set[TopicPartition] = set()
         self.stats = CleanerStats()
 
+    def gauges(self) -> dict[tuple[str, str], float]:
+        """Kafka's kafka.log gauges of the cleaner, by MBean type and name (node/metrics)."""
+        stats = self.stats
+        recopy = 100 * stats.bytes_written / stats.bytes_read if stats.bytes_read else 0.0
+        return {
+            ("LogCleaner", "max-clean-time-secs"): stats.max_clean_time_s,
+            ("LogCleaner", "cleaner-recopy-percent"): recopy,
+            ("LogCleanerManager", "max-dirty-percent"): stats.max_dirty_percent,
+            ("LogCleanerManager", "uncleanable-partitions-count"): len(self.uncleanable),
+        }
+
     async def clean_due(self) -> int:
         """Clean every compacted log worth it, filthiest first; how many were cleaned."""
         now_ms = self._wall_ms()
