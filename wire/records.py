@@ -43,7 +43,9 @@ COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_BIT = 0x08
 TRANSACTIONAL_BIT = 0x10
 CONTROL_BIT = 0x20
-DELETE_HORIZON_BIT = 0x40  # the base timestamp is the compactor's delete horizon
+# KIP-534: the log cleaner has set the batch's base timestamp to the time after which its
+# tombstones may go (its records' timestamp deltas are relative to it).
+DELETE_HORIZON_BIT = 0x40
 
 Buffer = bytes | bytearray | memoryview
 _HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -218,7 +220,10 @@ def read_header(buffer: Buffer, position: int = 0) -> BatchHeader:
         raise CorruptMessage(f"unsupported batch magic {header.magic}")
     if header.batch_length < HEADER_SIZE - LOG_OVERHEAD:
         raise CorruptMessage(f"batch length {header.batch_length} is shorter than a header")
-    if header.records_count < 1 or header.last_offset_delta != header.records_count - 1:
+    # A compacted batch keeps its last offset delta with fewer records, or none at all (the
+    # last batch of an idempotent producer, kept for its state): fewer records than offsets
+    # is a batch's right, more is not.
+    if header.records_count < 0 or header.last_offset_delta < header.records_count - 1:
         raise CorruptMessage(
             f"batch of {header.records_count} records with last offset delta {header.last_offset_delta}"
         )
@@ -260,14 +265,16 @@ def record_bytes(buffer: Buffer, position: int, header: BatchHeader, limit: int)
     return bytes(body) if codec == 0 else compression.decompress(codec, body, limit)
 
 
-def check_record_bytes(body: bytes, header: BatchHeader) -> None:  # noqa: PLR0915 - varints inline
+def check_record_bytes(  # noqa: PLR0915 - varints inline
+    body: bytes, header: BatchHeader, *, require_keys: bool = False
+) -> None:
     """That the records of a (whole, CRC-checked) batch, its uncompressed records section
     `body`, are what its header says, as Kafka's LogValidator checks a produce: each record
     framed within the batch, as
     many as `records_count`, their offset deltas 0, 1, 2, ... and the header's max timestamp
-    their largest. Raises InvalidRecord. The walk reads each record's framing and skips its
-    key, value and headers: its work is bounded by the batch's bytes, not by the count its
-    header claims."""
+    their largest; with `require_keys` (a compacted topic), a key on every record. Raises
+    InvalidRecord. The walk reads each record's framing and skips its key, value and
+    headers: its work is bounded by the batch's bytes, not by the count its header claims."""
     end = len(body)
     cursor = 0
     count = 0
@@ -302,7 +309,7 @@ def check_record_bytes(body: bytes, header: BatchHeader) -> None:  # noqa: PLR09
             if offset_delta != count:
                 raise InvalidRecord(f"record {count} has offset delta {offset_delta}")
             largest = max(largest, timestamp_delta)
-            for _ in range(2):  # key, value
+            for field_number in range(2):  # key, value
                 byte = body[cursor]
                 if byte < 0x80:
                     field, cursor = (byte >> 1) ^ -(byte & 1), cursor + 1
@@ -315,6 +322,8 @@ def check_record_bytes(body: bytes, header: BatchHeader) -> None:  # noqa: PLR09
                     cursor += field
                 elif field < -1:
                     raise InvalidRecord(f"record {count} has a field of length {field}")
+                elif field == -1 and require_keys and field_number == 0:
+                    raise InvalidRecord(f"record {count} has no key: a compacted topic needs one")
             if body[cursor] == 0:  # no headers
                 cursor += 1
             else:
@@ -426,3 +435,121 @@ def batch_records(
         )
     if cursor != end:
         raise CorruptMessage(f"{end - cursor} bytes after the batch's {header.records_count} records")
+
+
+# --- rewriting (the log cleaner) ---
+
+
+class RecordSpan(NamedTuple):
+    """Where one record lies in an uncompressed records section, and what the log cleaner
+    decides by: its key and whether it has a value (a tombstone has none)."""
+
+    start: int  # its length prefix
+    end: int
+    timestamp_at: int  # its timestamp delta, after the attributes byte
+    rest_at: int  # after the timestamp delta: offset delta, key, value, headers
+    timestamp_delta: int
+    offset_delta: int
+    key: bytes | None
+    has_value: bool
+
+
+def record_spans(body: Buffer, count: int) -> Iterator[RecordSpan]:
+    """The `count` records of the records section `body`, framing checked."""
+    cursor = 0
+    end = len(body)
+    get = _get_varint
+    try:
+        for _ in range(count):
+            start = cursor
+            # The varints are read inline when they take one or two bytes (a record's length
+            # and its key's, under 8 KiB), as check_record_bytes does: the cleaner walks every
+            # record of a log; longer ones go through _get_varint.
+            byte = body[cursor]
+            if byte < 0x80:
+                length, cursor = (byte >> 1) ^ -(byte & 1), cursor + 1
+            elif body[cursor + 1] < 0x80:
+                n = (byte & 0x7F) | (body[cursor + 1] << 7)
+                length, cursor = (n >> 1) ^ -(n & 1), cursor + 2
+            else:
+                length, cursor = get(body, cursor)
+            record_end = cursor + length
+            if length < 1 or record_end > end:
+                raise CorruptMessage("record runs past the end of its batch")
+            timestamp_at = cursor + 1  # past the attributes
+            byte = body[timestamp_at]
+            if byte < 0x80:
+                timestamp_delta, rest_at = (byte >> 1) ^ -(byte & 1), timestamp_at + 1
+            else:
+                timestamp_delta, rest_at = get(body, timestamp_at)
+            byte = body[rest_at]
+            if byte < 0x80:
+                offset_delta, cursor = (byte >> 1) ^ -(byte & 1), rest_at + 1
+            else:
+                offset_delta, cursor = get(body, rest_at)
+            byte = body[cursor]
+            if byte < 0x80:
+                key_length, cursor = (byte >> 1) ^ -(byte & 1), cursor + 1
+            else:
+                key_length, cursor = get(body, cursor)
+            key = None
+            if key_length >= 0:
+                key = bytes(body[cursor : cursor + key_length])
+                cursor += key_length
+            if cursor >= record_end:
+                raise CorruptMessage("record ends before its value")
+            # The value's length: only its sign matters here (-1: a tombstone).
+            has_value = body[cursor] != 1  # zigzag -1 is the single byte 0x01
+            yield RecordSpan(
+                start, record_end, timestamp_at, rest_at, timestamp_delta, offset_delta, key, has_value
+            )
+            cursor = record_end
+    except IndexError:
+        raise CorruptMessage("record ends inside a field") from None
+    if cursor != end:
+        raise CorruptMessage(f"{end - cursor} bytes after the batch's {count} records")
+
+
+def rebased_record(body: Buffer, span: RecordSpan, timestamp_delta: int) -> bytes:
+    """The record at `span` with another timestamp delta (its batch's base timestamp moved)."""
+    inner = bytearray(body[span.timestamp_at - 1 : span.timestamp_at])  # attributes
+    _put_varint(inner, timestamp_delta)
+    inner += body[span.rest_at : span.end]
+    out = bytearray()
+    _put_varint(out, len(inner))
+    return bytes(out + inner)
+
+
+def build_raw_batch(
+    header: BatchHeader,
+    *,
+    attributes: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    records_count: int,
+    section: bytes,
+) -> bytes:
+    """A batch with `header`'s offsets, leader epoch and producer fields (its last offset
+    delta kept whatever its records: Kafka's cleaner keeps a batch's last offset), and these
+    attributes, timestamps and records section (compressed already, if its codec says so),
+    its CRC-32C computed."""
+    tail = (
+        struct.pack(
+            ">hiqqqhii",
+            attributes,
+            header.last_offset_delta,
+            base_timestamp,
+            max_timestamp,
+            header.producer_id,
+            header.producer_epoch,
+            header.base_sequence,
+            records_count,
+        )
+        + section
+    )
+    length = len(tail) + 4 + 1 + 4  # leader epoch, magic, crc
+    return (
+        _PREFIX.pack(header.base_offset, length)
+        + struct.pack(">ibI", header.partition_leader_epoch, MAGIC, checksum(tail))
+        + tail
+    )

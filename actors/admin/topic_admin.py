@@ -82,6 +82,12 @@ def _policy(value: str) -> bool:
     return True
 
 
+def _ratio(value: str) -> bool:
+    if not 0 <= float(value) <= 1:
+        raise ValueError("must be from 0 to 1")
+    return True
+
+
 def _throttled_replicas(value: str) -> bool:
     parse_throttled_replicas(value)
     return True
@@ -100,6 +106,9 @@ TOPIC_CONFIGS = {
     "flush.ms": _int_at_least(0),
     "cleanup.policy": _policy,
     "compression.type": _compression,
+    "delete.retention.ms": _int_at_least(0),
+    "min.cleanable.dirty.ratio": _ratio,
+    "min.compaction.lag.ms": _int_at_least(0),
     # Replication throttles (KIP-73): which replicas the broker quotas apply to.
     LEADER_REPLICAS: _throttled_replicas,
     FOLLOWER_REPLICAS: _throttled_replicas,

@@ -176,6 +176,12 @@ class ReplicaManager(Actor[ReplicaMessage]):
             self.state.throttle.set_topic_config(topic, config)
             # Logs created from now on see the new configs too.
             self.state.topic_configs[topic] = dict(config)
+        if topic_configs:
+            # And the logs there are (cleanup.policy, retention, compaction settings...),
+            # as Kafka's TopicConfigHandler updates each log's config.
+            for partition in self.state.partitions.values():
+                if partition.log is not None and partition.tp.topic in topic_configs:
+                    self.state.logs.get_or_create(partition.tp, topic_configs[partition.tp.topic])
 
     # --- storage faults ---
 

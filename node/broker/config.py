@@ -30,6 +30,7 @@ from node.config.properties import (
     Definition,
     boolean,
     choice,
+    fraction,
     integer,
     parse_values,
     string,
@@ -132,6 +133,16 @@ DEFINITIONS: dict[str, Definition] = {
     "log.flush.interval.ms": Definition(integer(0, LONG_MAX), str(LONG_MAX)),
     "log.flush.scheduler.interval.ms": Definition(integer(1, LONG_MAX), "1000"),
     "log.flush.offset.checkpoint.interval.ms": Definition(integer(1, LONG_MAX), "60000"),
+    # Log compaction (node/broker/log/cleaner.py): the default cleanup.policy and the
+    # cleaner's settings, Kafka's names and defaults.
+    "log.cleanup.policy": Definition(
+        choice("delete", "compact", "compact,delete", "delete,compact"), "delete"
+    ),
+    "log.cleaner.enable": Definition(boolean, "true"),
+    "log.cleaner.backoff.ms": Definition(integer(0, LONG_MAX), "15000"),
+    "log.cleaner.delete.retention.ms": Definition(integer(0, LONG_MAX), "86400000"),
+    "log.cleaner.min.cleanable.ratio": Definition(fraction, "0.5"),
+    "log.cleaner.min.compaction.lag.ms": Definition(integer(0, LONG_MAX), "0"),
     # Keel's own: how often, and how many bytes at a time, the hosted logs' batches have
     # their CRC checked, so that a bit flipped on a follower's disk is found and fetched
     # again (Kafka has no such scrub; docs/OPERATIONS.md, "Storage faults").
@@ -203,6 +214,11 @@ class BrokerConfig:
     def get_str(self, key: str) -> str | None:
         value = self.values[key]
         return None if value is None else str(value)
+
+    def get_float(self, key: str) -> float:
+        value = self.values[key]
+        assert isinstance(value, float), key
+        return value
 
     def get_bool(self, key: str) -> bool:
         return self.values[key] is True
@@ -331,9 +347,12 @@ _TOPIC_CONFIG_SYNONYMS = {
     "flush.messages": "log.flush.interval.messages",
     "flush.ms": "log.flush.interval.ms",
     "compression.type": "compression.type",
+    "cleanup.policy": "log.cleanup.policy",
+    "delete.retention.ms": "log.cleaner.delete.retention.ms",
+    "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio",
+    "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms",
 }
 _TOPIC_CONFIG_DEFAULTS: dict[str, tuple[str | None, int]] = {
-    "cleanup.policy": ("delete", DEFAULT_CONFIG),
     "leader.replication.throttled.replicas": ("", DEFAULT_CONFIG),
     "follower.replication.throttled.replicas": ("", DEFAULT_CONFIG),
 }

@@ -50,14 +50,16 @@ def is_sensitive(key: str) -> bool:
 
 
 # Kafka's ConfigType of the configs whose type their value does not tell.
-_INT, _LIST = 3, 7
+_INT, _DOUBLE, _LIST = 3, 6, 7
 _KAFKA_TYPES = {
+    **dict.fromkeys(("min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio"), _DOUBLE),
     **dict.fromkeys(
         ("min.insync.replicas", "max.message.bytes", "segment.bytes", "message.max.bytes", "broker.id"), _INT
     ),
     **dict.fromkeys(
         (
             "cleanup.policy",
+            "log.cleanup.policy",
             "leader.replication.throttled.replicas",
             "follower.replication.throttled.replicas",
             "listeners",

@@ -37,6 +37,7 @@ from node.broker.config import BrokerConfig
 from node.broker.config_admin import ConfigAdmin
 from node.broker.controlled_shutdown import ControlledShutdownConfig, controlled_shutdown
 from node.broker.dynamic_config import broker_dynamic_config
+from node.broker.log.cleaner import LogCleaner
 from node.broker.log.config import LogConfig
 from node.broker.log.manager import LogManager
 from node.metrics.broker import BrokerMetrics
@@ -72,6 +73,10 @@ def log_config(config: BrokerConfig) -> LogConfig:
         max_message_bytes=config.get_int("message.max.bytes"),
         min_insync_replicas=config.get_int("min.insync.replicas"),
         compression_type=str(config.get_str("compression.type")),
+        cleanup_policy=config.get_str("log.cleanup.policy") or "delete",
+        delete_retention_ms=config.get_int("log.cleaner.delete.retention.ms"),
+        min_cleanable_dirty_ratio=config.get_float("log.cleaner.min.cleanable.ratio"),
+        min_compaction_lag_ms=config.get_int("log.cleaner.min.compaction.lag.ms"),
     )
 
 
@@ -150,6 +155,7 @@ class KeelBroker:
         self.cluster_id = ""
         self.info: BrokerInfo | None = None
         self.logs = LogManager(config.log_dirs, log_config(config))
+        self.cleaner = LogCleaner(self.logs, wall_ms=self.clock.wall_ms)
         authorization = authorizer_config(config.values)
         # With `authorizer.class.name`: every request is checked against the ACLs in ZooKeeper.
         self.acl_authorizer = (
@@ -208,6 +214,7 @@ class KeelBroker:
             lambda: self._controller,
             self.request_metrics,
             default_min_isr=self.config.get_int("min.insync.replicas"),
+            cleaner=self.cleaner.gauges,
         )
         return MetricsServer(
             *listener, registry_of(collector, self.loop_lag), self.not_ready, prepare=collector.prepare
@@ -341,6 +348,13 @@ class KeelBroker:
             (config.get_int("log.scrub.interval.ms"), scrub),
         ):
             self._periodic.append(Periodic(work.__name__, interval_ms / 1000, work))
+        if config.get_bool("log.cleaner.enable"):
+            # Kafka's LogCleaner thread: clean what is due, then back off.
+            async def log_cleaner() -> None:
+                await self.cleaner.clean_due()
+
+            backoff_ms = config.get_int("log.cleaner.backoff.ms")
+            self._periodic.append(Periodic("log-cleaner", backoff_ms / 1000, log_cleaner))
         self._periodic.append(Worker("log-dir-failures", self._handle_log_dir_failures))
         for service in self._periodic:
             service.start()

@@ -207,6 +207,11 @@ class KeelConsumer(AsyncClosing):
                             ConsumedRecord(p, record.offset, record.timestamp, record.key, record.value)
                         )
                         self.positions[p] = record.offset + 1
+                # Past each batch's last offset, as Kafka's consumer: a compacted batch may end
+                # in offsets with no record left, or hold none (a producer's last batch).
+                for _, header in records.batches(data.records, check_crc=False):
+                    if header.next_offset > (self.positions[p] or 0):
+                        self.positions[p] = header.next_offset
         if refresh:
             await self._cluster.refresh([self.topic])
         return out

@@ -35,6 +35,17 @@ def integer(minimum: int, maximum: int = 2**31 - 1) -> Callable[[str, str], int]
     return parse
 
 
+def fraction(key: str, raw: str) -> float:
+    """A number from 0 to 1 (Kafka's DOUBLE configs that are ratios)."""
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        raise ConfigError(key, f"{raw!r} is not a number") from None
+    if not 0 <= value <= 1:
+        raise ConfigError(key, f"{value} is outside 0..1")
+    return value
+
+
 def boolean(key: str, raw: str) -> bool:
     value = raw.strip().lower()
     if value not in ("true", "false"):

@@ -9,7 +9,7 @@ controller knows read 0 elsewhere, so `sum(...)` over brokers gives the cluster'
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from prometheus_client.core import Metric
@@ -67,8 +67,11 @@ class BrokerMetrics(Collector):
         controller: Callable[[], KafkaController | None],
         requests: RequestMetrics,
         default_min_isr: int,
+        cleaner: Callable[[], Mapping[tuple[str, str], float]] | None = None,
     ) -> None:
+        """`cleaner`: the log cleaner's gauges, by Kafka's MBean type and name in `kafka.log`."""
         self._replica_manager = replica_manager
+        self._cleaner = cleaner
         self._controller = controller
         self._requests = requests
         self._default_min_isr = default_min_isr
@@ -88,8 +91,14 @@ class BrokerMetrics(Collector):
         if controller is not None:
             self._export_controller(controller, out)
         self._export_replica_manager(out)
+        if self._cleaner is not None:
+            self._export_cleaner(self._cleaner(), out)
         self._requests.export(out)
         return out.families()
+
+    def _export_cleaner(self, gauges: Mapping[tuple[str, str], float], out: Exposition) -> None:
+        for (type_, name), value in gauges.items():
+            out.gauge(MBean("kafka.log", type_, name), value)
 
     def _export_controller(self, controller: KafkaController, out: Exposition) -> None:
         metrics = controller.metrics

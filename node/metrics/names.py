@@ -46,7 +46,9 @@ class MBean:
     name: str
 
     def _prefix(self, name: str) -> str:
-        return f"{self.domain.replace('.', '_')}_{self.type}_{name}".lower()
+        # Kafka's LogCleaner names its gauges with hyphens (max-clean-time-secs), which
+        # Prometheus's names may not hold: the JMX exporter makes them underscores.
+        return f"{self.domain.replace('.', '_')}_{self.type}_{name}".lower().replace("-", "_")
 
     @property
     def gauge_name(self) -> str:

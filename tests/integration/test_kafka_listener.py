@@ -16,6 +16,7 @@ from typing import TypeVar
 import orjson
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import KafkaError
 from kafka.protocol.metadata import ApiVersionsResponse
 from kazoo.client import KazooClient
 
@@ -760,3 +761,70 @@ async def test_delete_records_moves_the_log_start_on_the_leader_and_its_follower
         timeout=20,
         message="the followers kept the deleted records",
     )
+
+
+async def test_kafka_python_reads_a_compacted_topic_and_a_record_without_a_key_is_refused(
+    brokers: Brokers, kazoo: KazooClient
+) -> None:
+    """An idempotent kafka-python producer on a compacted topic; once the cleaner has run, a
+    kafka-python consumer reads the log with its gaps (and any emptied batch) to its end, and
+    sees each key's latest value."""
+    broker_settings = {
+        "log.internal.segment.bytes": "4096",
+        "log.cleaner.backoff.ms": "200",
+        "replica.high.watermark.checkpoint.interval.ms": "200",
+    }
+    bootstrap = start_with_kafka_listeners(brokers, 1, **broker_settings)
+    broker = brokers.by_id(1)
+    await controller_of(brokers)
+    await create_topic(broker, "prices", assignment={0: [1]}, cleanup_policy="compact")
+    await settled_to(brokers, kazoo, "prices", lambda s: s[0][0] == 1, "topic never agreed")
+    sent = [(f"key-{i % 10}".encode(), f"value-{i}".encode()) for i in range(600)]
+
+    def produce() -> None:
+        producer = KafkaProducer(
+            bootstrap_servers=bootstrap, acks="all", enable_idempotence=True, linger_ms=2
+        )
+        try:
+            for key, value in sent:
+                producer.send("prices", key=key, value=value)
+            producer.flush(timeout=30)
+        finally:
+            producer.close(timeout=10)
+        plain = KafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=False, retries=0)
+        try:
+            with pytest.raises(KafkaError) as refused:
+                plain.send("prices", key=None, value=b"no key").get(timeout=30)
+            assert refused.value.errno == 87, refused.value  # INVALID_RECORD
+        finally:
+            plain.close(timeout=10)
+
+    await asyncio.to_thread(produce)
+    eventually_sync(
+        lambda: "prices-0: cleaned offsets" in broker.broker_log(),
+        timeout=60,
+        interval=0.2,
+        message="the cleaner never cleaned prices-0",
+    )
+
+    def consume() -> list[tuple[int, bytes, bytes]]:
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+        try:
+            partition = TopicPartition("prices", 0)
+            consumer.assign([partition])
+            consumer.seek_to_beginning()
+            end = consumer.end_offsets([partition])[partition]
+            got = []
+            deadline = time.monotonic() + 30
+            while consumer.position(partition) < end and time.monotonic() < deadline:
+                for records in consumer.poll(timeout_ms=500).values():
+                    got += [(r.offset, r.key, r.value) for r in records]
+            assert consumer.position(partition) == end, "the consumer reached the log end"
+            return got
+        finally:
+            consumer.close()
+
+    got = await asyncio.to_thread(consume)
+    offsets = [offset for offset, _, _ in got]
+    assert offsets == sorted(set(offsets)) and len(got) < len(sent), "a compacted log, offsets rising"
+    assert {key: value for _, key, value in got} == dict(sent), "each key's latest value"

@@ -132,7 +132,7 @@ def test_a_tail_batch_failing_its_crc_is_dropped_on_recovery(tmp_path: Path) -> 
     assert values(again.read(0, 1 << 20)) == [b"kept"]
 
 
-def test_a_follower_appends_the_leaders_offsets_and_refuses_gaps(tmp_path: Path) -> None:
+def test_a_follower_appends_the_leaders_offsets_and_refuses_overlaps(tmp_path: Path) -> None:
     leader = open_log(tmp_path / "leader")
     follower = open_log(tmp_path / "follower")
     leader.append_as_leader(batch(b"a", b"b"), leader_epoch=3)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
 _LONG_MAX = 2**63 - 1
 # The smallest `segment.bytes` (KIP-1030): a topic creator's 14-byte segments would be a file
@@ -29,6 +30,20 @@ class LogConfig:
     # Kafka's compression.type: "producer" keeps each batch as sent; a codec (or
     # "uncompressed") has the leader recompress the batches that differ.
     compression_type: str = "producer"
+    # Log compaction (node/broker/log/cleaner.py): `delete`, `compact` or both.
+    cleanup_policy: str = "delete"
+    delete_retention_ms: int = 24 * 3600 * 1000
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy.split(",")
+
+    @property
+    def delete(self) -> bool:
+        """Whether retention deletes old segments (`delete`, alone or with `compact`)."""
+        return "delete" in self.cleanup_policy.split(",")
 
     @property
     def roll_bytes(self) -> int:
@@ -43,20 +58,29 @@ class LogConfig:
         "flush.ms": "flush_ms",
         "max.message.bytes": "max_message_bytes",
         "min.insync.replicas": "min_insync_replicas",
+        "delete.retention.ms": "delete_retention_ms",
+        "min.compaction.lag.ms": "min_compaction_lag_ms",
     }
 
     def with_topic_configs(self, configs: Mapping[str, str]) -> LogConfig:
         """These settings with a topic's overrides. The values were validated when the topic
         was created; one that does not parse keeps the broker's default."""
-        changes: dict[str, int] = {}
+        changes: dict[str, Any] = {}  # field name → value, of its field's type
         for key, field in self.TOPIC_KEYS.items():
             if key in configs:
                 try:
                     changes[field] = int(configs[key])
                 except ValueError:
                     continue
+        policy = configs.get("cleanup.policy")
+        if policy is not None and set(policy.split(",")) <= {"delete", "compact"}:
+            changes["cleanup_policy"] = policy
+        if "min.cleanable.dirty.ratio" in configs:
+            with contextlib.suppress(ValueError):
+                changes["min_cleanable_dirty_ratio"] = float(configs["min.cleanable.dirty.ratio"])
         if "segment_bytes" in changes:
             # A topic created before the floor keeps a size it can no longer be given.
-            changes["segment_bytes"] = max(changes["segment_bytes"], SEGMENT_BYTES_MIN)
-        compression_type = configs.get("compression.type", self.compression_type)
-        return dataclasses.replace(self, **changes, compression_type=compression_type)
+            changes["segment_bytes"] = max(int(configs["segment.bytes"]), SEGMENT_BYTES_MIN)
+        if "compression.type" in configs:
+            changes["compression_type"] = configs["compression.type"]
+        return dataclasses.replace(self, **changes)

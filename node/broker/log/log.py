@@ -12,6 +12,12 @@ After a clean shutdown (the log directory's `.kafka_cleanshutdown` marker) nothi
 unless the log's recovery point lies below its end: a batch found corrupt while the broker ran
 holds the recovery point below it, so that the next start cuts the log there.
 
+Compaction (node/broker/log/cleaner.py) rewrites closed segments off the event loop into
+`.cleaned` files and swaps them in here, in one step on the loop (`replace_segments`): the
+cleaned files are renamed `.swap` (from then on the clean counts as done), the segments they
+replace deleted, and the `.swap` files renamed over the first one's names. Loading finishes a
+swap a crash interrupted and deletes `.cleaned` files (a clean that never finished).
+
 Reads check the CRC of every batch they return: a batch damaged on disk is never served
 (LogCorruption). An OSError in any operation reports the log's directory to the failure
 channel and fails the operation with KAFKA_STORAGE_ERROR; so does every later operation.
@@ -24,22 +30,36 @@ import bisect
 import contextlib
 import errno
 import logging
+import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from actors.base.ports import LogCorruption, TopicPartition
+from node.broker.log import compaction
 from node.broker.log.config import LogConfig
 from node.broker.log.epoch_cache import LeaderEpochCache
 from node.broker.log.failure_channel import LogDirFailureChannel
 from node.broker.log.producer_state import ProducerState
-from node.broker.log.segment import MAX_RELATIVE_OFFSET, LogSegment
+from node.broker.log.segment import MAX_RELATIVE_OFFSET, LogSegment, segment_name
 from node.broker.log.validator import MAX_DECOMPRESSED_BYTES, Batches, validate_as_leader, validate_batches
 from wire import compression, records
 from wire.errors import CorruptMessage, ErrorCode, KafkaStorageError, OffsetOutOfRange
 
 log = logging.getLogger(__name__)
+
+
+def _fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _swap_name(cleaned: Path) -> Path:
+    return cleaned.with_name(cleaned.name.removesuffix(compaction.CLEANED_SUFFIX) + compaction.SWAP_SUFFIX)
 
 
 def directory_name(tp: TopicPartition) -> str:
@@ -93,6 +113,10 @@ class Log:
         # Idempotent producers' state (producer_state.py); None until first needed, and again
         # after a truncation, when it is read anew from the batch headers.
         self._producers: ProducerState | None = None
+        # Compaction: the first offset not cleaned yet (Kafka's cleaner checkpoint), and the
+        # earliest delete horizon of a batch the cleaner left tombstones in (None: none known).
+        self.clean_offset = 0
+        self.next_delete_horizon_ms: int | None = None
         # Produces whose append set off a flush (flush.messages), waiting for it: (offset the
         # flush must reach, the future their answer waits on).
         self._flush_waiters: list[tuple[int, asyncio.Future[ErrorCode]]] = []
@@ -125,6 +149,7 @@ class Log:
     # --- loading and recovery ---
 
     def _load(self, recovery_point: int, clean_shutdown: bool) -> None:
+        self._finish_compaction()
         bases = sorted(int(p.stem) for p in self.directory.glob("*.log") if p.stem.isdigit())
         for base in bases:
             self._segments.append(LogSegment(self.directory, base, self.config.index_interval_bytes))
@@ -143,6 +168,31 @@ class Log:
             self._recover(recovery_point)
         self.epochs.truncate_from_end(self.log_end_offset)
         self.epochs.truncate_from_start(self.log_start_offset)
+
+    def _finish_compaction(self) -> None:
+        """What a crash left of a clean: `.cleaned` files go (the segments they were cleaned
+        from are all still here); a `.swap` segment was whole before it was renamed, so it
+        replaces every segment whose base lies within its offsets, as the swap would have."""
+        for leftover in self.directory.glob(f"*{compaction.CLEANED_SUFFIX}"):
+            log.info("%s: deleting %s, left by a clean that did not finish", self.tp, leftover.name)
+            leftover.unlink()
+        for swap in sorted(self.directory.glob(f"*.log{compaction.SWAP_SUFFIX}")):
+            base = int(swap.name.split(".")[0])
+            last = base
+            data = swap.read_bytes()
+            for _, header in records.batches(data, check_crc=False):
+                last = header.last_offset
+            for segment in self.directory.glob("*.log"):
+                if segment.stem.isdigit() and base <= int(segment.stem) <= last:
+                    segment.unlink()
+                    segment.with_suffix(".index").unlink(missing_ok=True)
+            index_swap = self.directory / (segment_name(base, ".index") + compaction.SWAP_SUFFIX)
+            if index_swap.exists():
+                index_swap.replace(self.directory / segment_name(base, ".index"))
+            swap.replace(self.directory / segment_name(base, ".log"))
+            log.info("%s: finished swapping in the cleaned segment at offset %d", self.tp, base)
+        for stray in self.directory.glob(f"*.index{compaction.SWAP_SUFFIX}"):
+            stray.unlink()  # its log was never renamed: the old segments stand
 
     def _recover(self, recovery_point: int) -> None:
         """Check every segment from the one holding `recovery_point` on; the first bad batch
@@ -237,7 +287,7 @@ class Log:
         offsets and `leader_epoch` on every batch, append, and return the first and last
         offsets given."""
         buffer = bytearray(data)
-        headers = validate_as_leader(buffer, self.config.max_message_bytes)
+        headers = validate_as_leader(buffer, self.config.max_message_bytes, compacted=self.config.compact)
         if any(header.producer_id >= 0 for _, header in headers):
             retried = self.producer_state().retried(headers)
             if retried is not None:
@@ -291,11 +341,12 @@ class Log:
 
     def append_as_follower(self, data: bytes | memoryview) -> int:
         """Append batches copied from the leader, offsets and epochs as the leader gave them.
-        Returns the number of batches appended."""
+        Returns the number of batches appended. A compacted leader's batches may leave gaps
+        between them, never overlap."""
         headers = validate_batches(data, self.config.max_message_bytes)
         expected = self.log_end_offset
         for _, header in headers:
-            if header.base_offset != expected:
+            if header.base_offset < expected:
                 raise CorruptMessage(
                     f"{self.tp}: batch at offset {header.base_offset} does not follow the log end {expected}"
                 )
@@ -494,6 +545,8 @@ class Log:
             return self._delete_old_segments(now_ms, high_watermark)
 
     def _delete_old_segments(self, now_ms: int, high_watermark: int) -> int:
+        if not self.config.delete:
+            return 0  # cleanup.policy=compact alone: nothing goes by age or size
         deleted = 0
         size = self.size
         while len(self._segments) > 1:
@@ -508,6 +561,9 @@ class Log:
             oversized = (
                 self.config.retention_bytes >= 0 and size - segment.size >= self.config.retention_bytes
             )
+            # A closed segment compaction emptied has no timestamp to expire by, and nothing
+            # to lose: it would hold back the retention of those after it.
+            expired = expired or segment.size == 0
             if not (expired or oversized):
                 break
             size -= segment.size
@@ -524,6 +580,59 @@ class Log:
                 self.log_start_offset,
             )
         return deleted
+
+    # --- compaction (node/broker/log/cleaner.py) ---
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._segments)
+
+    def cleanable_segments(self, high_watermark: int, now_ms: int) -> list[LogSegment]:
+        """The segments the cleaner may rewrite (Kafka's firstUncleanableOffset): the closed
+        ones, from the log start, whose offsets all lie below `high_watermark`, up to the first
+        with a batch newer than min.compaction.lag.ms. Never the active segment."""
+        lag = self.config.min_compaction_lag_ms
+        cleanable = []
+        for segment, following in zip(self._segments, self._segments[1:], strict=False):
+            if following.base_offset > high_watermark:
+                break
+            if lag > 0 and now_ms - segment.max_timestamp < lag:
+                break
+            cleanable.append(segment)
+        return cleanable
+
+    def replace_segments(self, cleaned: compaction.CleanedGroup) -> bool:
+        """Swap the segments `cleaned` was written from for it, unless they changed since
+        (deleted by retention, truncated, or the log went offline): then False, and the
+        cleaned files are removed."""
+        slot = next((i for i, s in enumerate(self._segments) if s.path == cleaned.sources[0].path), None)
+        current = [] if slot is None else self._segments[slot : slot + len(cleaned.sources)]
+        unchanged = (
+            not self.offline
+            and slot is not None
+            and slot + len(cleaned.sources) < len(self._segments)  # the active segment stays
+            and [(s.path, s.base_offset, s.size) for s in current]
+            == [(s.path, s.base_offset, s.size) for s in cleaned.sources]
+        )
+        if not unchanged:
+            compaction.discard(compaction.CleanResult([cleaned]))
+            return False
+        assert slot is not None
+        with self._io("swapping cleaned segments into"):
+            swapped_index = _swap_name(cleaned.index_path)
+            swapped_log = _swap_name(cleaned.log_path)
+            cleaned.index_path.replace(swapped_index)
+            cleaned.log_path.replace(swapped_log)  # the clean is done from here on
+            for segment in current:
+                segment.delete()
+            swapped_index.replace(current[0].index_path)
+            swapped_log.replace(current[0].path)
+            segment = LogSegment(self.directory, cleaned.base_offset, self.config.index_interval_bytes)
+            segment.load_index()
+            self._segments[slot : slot + len(current)] = [segment]
+            self._bases[slot : slot + len(current)] = [cleaned.base_offset]
+            _fsync_directory(self.directory)
+        return True
 
     def maybe_flush(self) -> None:
         if self._unflushed and (time.monotonic() - self._last_flush) * 1000 >= self.config.flush_ms:

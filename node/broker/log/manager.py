@@ -41,6 +41,8 @@ HIGH_WATERMARK_FILE = "replication-offset-checkpoint"
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
 # Each log's start where DeleteRecords moved it inside a segment (Kafka's file).
 LOG_START_OFFSET_FILE = "log-start-offset-checkpoint"
+# Kafka's: each compacted log's first offset not cleaned yet (node/broker/log/cleaner.py).
+CLEANER_OFFSET_FILE = "cleaner-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 
 
@@ -74,6 +76,8 @@ class LogManager:
         # append.
         self._to_flush: dict[int, Log] = {}
         self._flusher: asyncio.Task[None] | None = None
+        # Whether any log was ever compacted here: only then is the cleaner's checkpoint kept.
+        self.compacted = False
 
     def load(self) -> None:
         started = time.monotonic()
@@ -90,6 +94,7 @@ class LogManager:
             self._high_watermarks.update(_read_offsets(directory / HIGH_WATERMARK_FILE, "high-watermark"))
             recovery_points = _read_offsets(directory / RECOVERY_POINT_FILE, "recovery-point")
             start_offsets = _read_offsets(directory / LOG_START_OFFSET_FILE, "log-start-offset")
+            clean_offsets = _read_offsets(directory / CLEANER_OFFSET_FILE, "cleaner-offset")
             marker = directory / CLEAN_SHUTDOWN_FILE
             clean = marker.exists()
             for child in sorted(directory.iterdir()):
@@ -112,6 +117,8 @@ class LogManager:
                     self._unloadable[tp] = directory
                     self.failures.maybe_add_offline_log_dir(directory, f"cannot load the log of {tp}: {e}")
                     continue
+                self._logs[tp].clean_offset = clean_offsets.get(tp, 0)
+                self.compacted = self.compacted or tp in clean_offsets
                 self._per_dir[directory] = self._per_dir.get(directory, 0) + 1
             if not clean:
                 log.info(
@@ -197,10 +204,12 @@ class LogManager:
             self._high_watermarks_unwritten = True
 
     async def checkpoint_recovery_points(self) -> None:
-        """The recovery points, and with them the log start offsets (Kafka writes those on a
-        schedule of their own)."""
+        """The recovery points, and beside them each log's start (where DeleteRecords moved
+        it) and where each log's compaction got to."""
         await self._write_offsets(RECOVERY_POINT_FILE, _recovery_point)
         await self._write_offsets(LOG_START_OFFSET_FILE, _log_start_offset)
+        if self.compacted:
+            await self._write_offsets(CLEANER_OFFSET_FILE, _clean_offset)
 
     async def _write_offsets(self, name: str, offset_of: Callable[[TopicPartition, Log], int]) -> bool:
         """One checkpoint per online log directory: `topic partition offset` for each log in
@@ -336,6 +345,10 @@ def _recovery_point(_: TopicPartition, partition_log: Log) -> int:
 
 def _log_start_offset(_: TopicPartition, partition_log: Log) -> int:
     return partition_log.log_start_offset
+
+
+def _clean_offset(_: TopicPartition, partition_log: Log) -> int:
+    return partition_log.clean_offset
 
 
 def _read_offsets(path: Path, kind: str) -> dict[TopicPartition, int]:

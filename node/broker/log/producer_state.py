@@ -62,6 +62,11 @@ class ProducerState:
     def __len__(self) -> int:
         return len(self._producers)
 
+    def last_offsets(self) -> list[int]:
+        """The last offset of each producer's last batch: the batches log compaction keeps,
+        emptied if need be, so that this state can be read again from the log."""
+        return [producer.batches[-1].last_offset for producer in self._producers.values() if producer.batches]
+
     def check(self, header: records.BatchHeader) -> tuple[int, int] | None:
         """Before a leader appends the batch of `header`: None to append it, or the first and
         last offsets it was given when it was appended before (a retry). Raises

@@ -6,7 +6,8 @@ the log's offsets, its index and every consumer trust what it appended, so it ch
 records too (`validate_as_leader`): that each batch holds as many records as its header says,
 framed within it, their offset deltas 0, 1, 2, ... (the leader gives the batch as many offsets
 as that), the header's max timestamp their largest (retention and ListOffsets go by it), and
-nothing a client may not write: no control batch, no transactional one. A compressed batch
+nothing a client may not write: no control batch, no transactional one, no record without a
+key in a compacted topic (Kafka's "Compacted topic cannot accept message without key"). A compressed batch
 (gzip, snappy, lz4, zstd) is decompressed to check its records, as Kafka's LogValidator does,
 and kept as the producer compressed it; it may decompress to at most 64 MiB (Kafka reads the
 records as a stream instead). One failing batch refuses the whole append, and nothing of it
@@ -40,15 +41,24 @@ def validate_batches(data: bytes | bytearray | memoryview, max_message_bytes: in
     return headers
 
 
-def validate_as_leader(data: bytes | bytearray | memoryview, max_message_bytes: int) -> Batches:
-    """`validate_batches`, then each batch's attributes and records as a client sent them.
+def validate_as_leader(
+    data: bytes | bytearray | memoryview, max_message_bytes: int, *, compacted: bool = False
+) -> Batches:
+    """`validate_batches`, then each batch's attributes and records as a client sent them;
+    `compacted` when the topic's cleanup.policy includes compact.
     Raises CorruptMessage, MessageTooLarge, InvalidRecord or UnsupportedCompressionType."""
     headers = validate_batches(data, max_message_bytes)
     for position, header in headers:
+        # A batch may hold fewer records than offsets once compacted, never as sent: the
+        # leader gives it as many offsets as its last offset delta says.
+        if header.records_count < 1 or header.last_offset_delta != header.records_count - 1:
+            raise InvalidRecord(
+                f"batch of {header.records_count} records with last offset delta {header.last_offset_delta}"
+            )
         if header.attributes & records.CONTROL_BIT:
             raise InvalidRecord("clients may not write control batches")
         if header.attributes & records.TRANSACTIONAL_BIT:
             raise InvalidRecord("transactional batches are not supported")
         body = records.record_bytes(data, position, header, MAX_DECOMPRESSED_BYTES)
-        records.check_record_bytes(body, header)
+        records.check_record_bytes(body, header, require_keys=compacted)
     return headers
