@@ -764,3 +764,39 @@ async def test_the_log_start_offsets_are_checkpointed_and_read_back(tmp_path: Pa
     restored = again.get(TP)
     assert restored is not None and restored.log_start_offset == 2
     assert read_checkpoint(tmp_path / "log-start-offset-checkpoint") == [["orders", "0", "2"]]
+
+
+def idempotent_batch(producer_id: int, sequence: int, *values: bytes) -> bytes:
+    """A batch of an idempotent producer: its id, epoch 0 and first sequence in the header."""
+    import struct
+
+    data = bytearray(batch(*values))
+    struct.pack_into(">qhi", data, 43, producer_id, 0, sequence)
+    struct.pack_into(">I", data, 17, records.checksum(memoryview(data)[21:]))
+    return bytes(data)
+
+
+def test_producer_state_is_snapshotted_on_roll_and_close_and_read_back_from_the_newest(
+    tmp_path: Path,
+) -> None:
+    """A retry after a restart is still answered with its first offsets, from the snapshot
+    and the headers after it; a truncation below a snapshot deletes it; a damaged one is
+    passed over for the log's headers."""
+    log = open_log(tmp_path, internal_segment_bytes=1)  # every batch rolls a segment
+    assert log.append_as_leader(idempotent_batch(11, 0, b"a", b"b"), leader_epoch=0) == (0, 1)
+    assert log.append_as_leader(idempotent_batch(11, 2, b"c"), leader_epoch=0) == (2, 2)
+    assert log.append_as_leader(idempotent_batch(12, 0, b"d"), leader_epoch=0) == (3, 3)
+    log.close()
+    directory = tmp_path / "orders-0"
+    snapshots = sorted(p.name for p in directory.glob("*.snapshot"))
+    assert snapshots == ["00000000000000000003.snapshot", "00000000000000000004.snapshot"], "two kept"
+    reopened = open_log(tmp_path, internal_segment_bytes=1)
+    assert reopened.append_as_leader(idempotent_batch(11, 2, b"c"), leader_epoch=0) == (2, 2), "a retry"
+    assert reopened.log_end_offset == 4
+    reopened.truncate_to(3)
+    assert sorted(p.name for p in directory.glob("*.snapshot")) == ["00000000000000000003.snapshot"]
+    (directory / "00000000000000000003.snapshot").write_bytes(b"\x00\x01garbage")
+    reread = open_log(tmp_path, internal_segment_bytes=1)
+    assert reread.append_as_leader(idempotent_batch(11, 2, b"c"), leader_epoch=0) == (2, 2), (
+        "read from the headers when the snapshot is damaged"
+    )

@@ -60,3 +60,23 @@ def test_the_least_recently_appended_producer_is_forgotten_past_the_bound() -> N
 def test_a_producer_id_without_a_sequence_is_refused() -> None:
     with pytest.raises(InvalidRecord):
         ProducerState().check(header(1, -1, 1, base_offset=0))
+
+
+def test_a_snapshot_reads_back_the_same_state_and_refuses_damage() -> None:
+    from wire.errors import CorruptMessage
+
+    state = ProducerState()
+    state.appended([header(7, 0, 3, base_offset=0), header(9, 5, 1, base_offset=3, epoch=2)])
+    state.appended([header(7, 3, 2, base_offset=4)])
+    data = state.to_snapshot()
+    again = ProducerState.from_snapshot(data)
+    assert again.last_offsets() == state.last_offsets() == [3, 5]
+    assert again.check(header(7, 3, 2, base_offset=-1)) == (4, 5), "a retry still answered its offsets"
+    with pytest.raises(OutOfOrderSequence):
+        again.check(header(7, 9, 1, base_offset=-1))
+    damaged = bytearray(data)
+    damaged[8] ^= 0xFF
+    with pytest.raises(CorruptMessage, match="checksum"):
+        ProducerState.from_snapshot(bytes(damaged))
+    with pytest.raises(CorruptMessage):
+        ProducerState.from_snapshot(data[:5])

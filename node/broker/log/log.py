@@ -49,6 +49,10 @@ from wire.errors import CorruptMessage, ErrorCode, KafkaStorageError, OffsetOutO
 
 log = logging.getLogger(__name__)
 
+# Kafka's producer-state snapshot files, and how many a log keeps.
+SNAPSHOT_SUFFIX = ".snapshot"
+SNAPSHOTS_KEPT = 2
+
 
 def _fsync_directory(directory: Path) -> None:
     fd = os.open(directory, os.O_RDONLY)
@@ -331,13 +335,66 @@ class Log:
         return out, validate_batches(out, self.config.max_message_bytes)
 
     def producer_state(self) -> ProducerState:
-        """The idempotent producers' state, read from every batch header the first time."""
+        """The idempotent producers' state: the first time, the newest snapshot's and the
+        batch headers after it (every header when there is no snapshot)."""
         if self._producers is None:
-            state = ProducerState()
+            state, since = self._newest_producer_snapshot()
             for segment in self._segments:
-                state.appended(header for _, header in segment.headers())
+                if segment.next_offset <= since:
+                    continue
+                state.appended(header for _, header in segment.headers() if header.base_offset >= since)
             self._producers = state
         return self._producers
+
+    # --- producer-state snapshots (Kafka's `<offset>.snapshot`) ---
+
+    def _snapshots(self) -> list[tuple[int, Path]]:
+        """(offset, file) of each snapshot in the log's directory, oldest first."""
+        found = []
+        for path in self.directory.glob(f"*{SNAPSHOT_SUFFIX}"):
+            with contextlib.suppress(ValueError):
+                found.append((int(path.name[: -len(SNAPSHOT_SUFFIX)]), path))
+        return sorted(found)
+
+    def _newest_producer_snapshot(self) -> tuple[ProducerState, int]:
+        """The state of the newest readable snapshot not past the log end, and its offset;
+        an empty state from offset 0 when there is none."""
+        for offset, path in reversed(self._snapshots()):
+            if offset > self.log_end_offset:
+                continue
+            try:
+                return ProducerState.from_snapshot(path.read_bytes()), offset
+            except (OSError, CorruptMessage) as e:
+                log.warning(
+                    "%s: producer snapshot %s is unreadable (%s): the log is read instead",
+                    self.tp,
+                    path.name,
+                    e,
+                )
+        return ProducerState(), 0
+
+    def take_producer_snapshot(self) -> None:
+        """The producers' state at the log end, written beside the log (when it was read at
+        all), the older snapshots but one deleted."""
+        if self._producers is None:
+            return
+        offset = self.log_end_offset
+        path = self.directory / f"{offset:020d}{SNAPSHOT_SUFFIX}"
+        temporary = path.with_suffix(".snapshot.tmp")
+        with self._io("writing a producer snapshot of"):
+            with temporary.open("wb") as out:
+                out.write(self._producers.to_snapshot())
+                out.flush()
+                os.fsync(out.fileno())
+            temporary.replace(path)
+            for _, older in self._snapshots()[:-SNAPSHOTS_KEPT]:
+                older.unlink(missing_ok=True)
+
+    def _delete_snapshots_after(self, offset: int) -> None:
+        """A truncation below a snapshot makes it a state of batches no longer there."""
+        for snapshot_offset, path in self._snapshots():
+            if snapshot_offset > offset:
+                path.unlink(missing_ok=True)
 
     def append_as_follower(self, data: bytes | memoryview) -> int:
         """Append batches copied from the leader, offsets and epochs as the leader gave them.
@@ -378,6 +435,8 @@ class Log:
     def _roll(self, base_offset: int) -> None:
         if self._segments:
             log.debug("%s: rolling a new segment at offset %d", self.tp, base_offset)
+            if base_offset == self.log_end_offset:
+                self.take_producer_snapshot()  # as Kafka does on roll
             # Kafka flushes on roll: the rolled segments are fsynced and the recovery point
             # moves to the new one, so that an unclean restart recovers the active segment
             # only, not all that was written since the last clean shutdown.
@@ -509,6 +568,7 @@ class Log:
                 self._bases.pop()
             self._segments[-1].truncate_to(offset)
             self.epochs.truncate_from_end(self.log_end_offset)
+            self._delete_snapshots_after(self.log_end_offset)
         self._forget_corruption_from(self.log_end_offset)
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         self._truncations += 1
@@ -527,6 +587,8 @@ class Log:
             for segment in self._segments:
                 segment.delete()
             self._segments, self._bases = [], []
+            self._producers = None
+            self._delete_snapshots_after(-1)
             self._roll(offset)
             self.epochs.clear()
         self._corrupt_at = None
@@ -718,6 +780,9 @@ class Log:
     def close(self) -> None:
         """Close the files; a log whose directory failed closes what it can."""
         self._answer_flush_waiters(ErrorCode.KAFKA_STORAGE_ERROR)
+        if not self.offline:
+            with contextlib.suppress(KafkaStorageError):  # reported to the failure channel
+                self.take_producer_snapshot()
         for segment in self._segments:
             try:
                 segment.close()

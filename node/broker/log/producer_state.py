@@ -13,26 +13,38 @@ batches it appended (their first and last sequences and offsets), as Kafka does:
   leave a gap the producer believes filled.
 
 A producer the partition knows nothing of (new, or its batches gone with retention) may
-start at any sequence, as Kafka accepts since KIP-360. The state is built from the batch
-headers of the log, when it is first needed and again after a truncation (Kafka keeps
-snapshots so as not to read the log; Keel reads only the headers, once), and a follower keeps
-it as it appends, so that a new leader dedupes what its predecessor appended. At most
-`max_producers` producers are kept per partition, the least recently appended dropped first:
-memory stays bounded whatever the number of producer ids clients ask for.
+start at any sequence, as Kafka accepts since KIP-360. The state is kept in snapshots beside
+the log, as Kafka's (`<offset>.snapshot`: the state of every batch below that offset, written
+when a segment rolls and at a clean shutdown, checksummed); when first needed it is read from
+the newest snapshot and the batch headers after it (from every header when there is none),
+and again after a truncation; a follower keeps it as it appends, so that a new leader
+dedupes what its predecessor appended. At most `max_producers` producers are kept per
+partition, the least recently appended dropped first: memory stays bounded whatever the
+number of producer ids clients ask for.
 """
 
 from __future__ import annotations
 
 import collections
+import struct
 from collections.abc import Iterable
 from typing import NamedTuple
 
+import crc32c
+
 from wire import records
-from wire.errors import InvalidProducerEpoch, InvalidRecord, OutOfOrderSequence
+from wire.errors import CorruptMessage, InvalidProducerEpoch, InvalidRecord, OutOfOrderSequence
 
 BATCHES_RETAINED = 5
 MAX_PRODUCERS = 10_000
 _SEQUENCE_MODULUS = 2**31
+# A snapshot: version, producer count; per producer its id, epoch and batch count, then each
+# batch; the CRC-32C of all that last.
+_SNAPSHOT_VERSION = 1
+_SNAPSHOT_HEAD = struct.Struct(">hi")
+_PRODUCER = struct.Struct(">qhb")
+_BATCH = struct.Struct(">iiqq")
+_CRC = struct.Struct(">I")
 
 
 class BatchMetadata(NamedTuple):
@@ -131,3 +143,38 @@ class ProducerState:
             )
             if len(self._producers) > self._max:
                 self._producers.popitem(last=False)
+
+    def to_snapshot(self) -> bytes:
+        """The state as a snapshot file holds it (`from_snapshot` reads it back)."""
+        out = bytearray(_SNAPSHOT_HEAD.pack(_SNAPSHOT_VERSION, len(self._producers)))
+        for producer_id, producer in self._producers.items():
+            out += _PRODUCER.pack(producer_id, producer.epoch, len(producer.batches))
+            for batch in producer.batches:
+                out += _BATCH.pack(*batch)
+        return bytes(out + _CRC.pack(crc32c.crc32c(out)))
+
+    @classmethod
+    def from_snapshot(cls, data: bytes, max_producers: int = MAX_PRODUCERS) -> ProducerState:
+        """The state a snapshot holds; CorruptMessage if it is cut short, of another version
+        or fails its checksum."""
+        if len(data) < _SNAPSHOT_HEAD.size + _CRC.size:
+            raise CorruptMessage("a producer snapshot shorter than its header")
+        body, (crc,) = data[: -_CRC.size], _CRC.unpack_from(data, len(data) - _CRC.size)
+        if crc32c.crc32c(body) != crc:
+            raise CorruptMessage("a producer snapshot fails its checksum")
+        version, count = _SNAPSHOT_HEAD.unpack_from(body)
+        if version != _SNAPSHOT_VERSION:
+            raise CorruptMessage(f"a producer snapshot of version {version}")
+        state = cls(max_producers)
+        at = _SNAPSHOT_HEAD.size
+        try:
+            for _ in range(count):
+                producer_id, epoch, batches = _PRODUCER.unpack_from(body, at)
+                at += _PRODUCER.size
+                producer = state._producers[producer_id] = _Producer(epoch)
+                for _ in range(batches):
+                    producer.batches.append(BatchMetadata(*_BATCH.unpack_from(body, at)))
+                    at += _BATCH.size
+        except struct.error:
+            raise CorruptMessage("a producer snapshot cut short") from None
+        return state
