@@ -1,7 +1,13 @@
 """The leader's ISR changes on their way to the controller (Kafka's AlterPartitionManager):
 pending changes are batched into one AlterPartition (of at most PARTITIONS_PER_REQUEST
 partitions), one request in flight, retried after a top-level error or a lost answer. Each
-partition's answer goes back to the replica manager.
+partition's answer goes back to the replica manager, but for NOT_CONTROLLER: the controller
+asked has been replaced (its state is older than the one this leader was told, spec §7.10
+4.2), and the change is sent again after the backoff, to the controller this broker knows by
+then, as Kafka's Partition resubmits a change failed with any error it does not name (§9.5).
+Left to wait for a LeaderAndIsr, it would wait for good: none comes while the partition keeps
+its leader and leader epoch (the new controller's failover sent its own, often before the change
+was proposed), and a leader with a change pending proposes no other.
 """
 
 from __future__ import annotations
@@ -101,7 +107,8 @@ class AlterPartitionManager(Service):
         ]
 
     async def _send(self, batch: dict[TopicPartition, PendingIsr], answered: set[TopicPartition]) -> None:
-        """One AlterPartition for the batch; each partition answered goes into `answered`."""
+        """One AlterPartition for the batch; each partition answered goes into `answered`
+        (one answered NOT_CONTROLLER does not: it was asked of a replaced controller)."""
         by_topic: dict[str, list[AlterPartitionItem]] = {}
         for tp, proposal in sorted(batch.items()):
             by_topic.setdefault(tp.topic, []).append(
@@ -123,6 +130,8 @@ class AlterPartitionManager(Service):
         for topic in response.topics:
             for result in topic.partitions:
                 tp = TopicPartition(topic.topic_name, result.partition_index)
+                if result.error_code == ErrorCode.NOT_CONTROLLER:
+                    continue  # unanswered: sent again, to the controller known then
                 if tp in batch and tp not in answered:
                     answered.add(tp)
                     await self._answer(tp, batch[tp], result)

@@ -53,12 +53,13 @@ VALID_ACKS = (-1, 0, 1)
 make_fetch_answer = FetchPartitionData.make
 
 # Answers to an ISR change that leave it pending until the next LeaderAndIsr (spec §9.5).
+# Not NOT_CONTROLLER: the AlterPartition manager sends that change again, to the controller
+# that replaced the one that answered, which sends no LeaderAndIsr for it.
 _WAIT_FOR_LEADER_AND_ISR = {
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     ErrorCode.FENCED_LEADER_EPOCH,
     ErrorCode.INVALID_UPDATE_VERSION,
     ErrorCode.INVALID_REQUEST,
-    ErrorCode.NOT_CONTROLLER,
 }
 
 

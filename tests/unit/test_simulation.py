@@ -280,6 +280,19 @@ def test_every_partition_comes_online_when_the_replies_to_the_controllers_writes
     assert result.violation is None, result.violation
 
 
+def test_an_isr_change_answered_not_controller_by_a_replaced_controller_is_sent_again() -> None:
+    """Seed 67981 (5 brokers, every fault kind), found in the 100,000-seed run: leader 5, cut
+    off from ZooKeeper, sent t2-0's ISR expansion to controller 4, itself cut off and already
+    replaced by broker 1; 4 answered NOT_CONTROLLER for the partition, and the change stayed
+    pending for a LeaderAndIsr that never came, so 5 proposed nothing more and the ISR stayed
+    (5,) after the heal with both followers caught up (the focused test:
+    test_alter_partition_manager.py's
+    test_a_change_a_replaced_controller_answered_not_controller_is_sent_again)."""
+    result = run_seed(RunConfig(seed=67981))
+    assert result.faults["zk-partition"] >= 1
+    assert result.violation is None, result.violation
+
+
 def test_five_hundred_seeds_hold_every_invariant() -> None:
     result = run_command("node.sim.main", "--seeds", "1-500", "--steps", "8", timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
