@@ -151,6 +151,12 @@ class GroupCoordinator:
         """This broker leads `partition` of `__consumer_offsets` from `leader_epoch`: load it."""
         if self._epochs.get(partition) == leader_epoch:
             return
+        if partition in self._epochs and partition not in self._loading:
+            # Still the leader, at a newer epoch (a reassignment, an election that chose it
+            # again): nobody else wrote the partition meanwhile, and the groups stay as they
+            # are, as Kafka keeps those it has.
+            self._epochs[partition] = leader_epoch
+            return
         self._unload(partition)
         self._epochs[partition] = leader_epoch
         self._loading.add(partition)

@@ -338,3 +338,15 @@ async def test_a_starting_group_waits_the_initial_delay_for_more_members() -> No
 )
 def test_a_consumers_subscription_names_its_topics(subscription: bytes, topics: set[str]) -> None:
     assert subscribed_topics(subscription) == topics
+
+
+async def test_a_newer_leader_epoch_on_the_same_leader_keeps_the_groups_as_they_are() -> None:
+    coordinator = await coordinator_of(MemoryOffsetsLog(), ManualClock())
+    member = await joined(coordinator)
+    coordinator.on_election(PARTITION, leader_epoch=1)
+    await settle()
+    heartbeat = coordinator.heartbeat(
+        HeartbeatRequest(group_id=GROUP, generation_id=1, member_id=member.member_id)
+    )
+    assert heartbeat.error_code == ErrorCode.NONE, "no reload: the member and its generation stay"
+    assert coordinator.owned_partitions() == {PARTITION: 1}
