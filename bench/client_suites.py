@@ -244,11 +244,8 @@ def run_aiokafka(scratch: Path, checkout: Path, selection: str | None) -> dict[s
 # server) and share_consumer* (KIP-932 share groups, Kafka 4.2 in KRaft mode, which also start
 # SASL and OAuth clusters of their own with trivup).
 CONFLUENT_KAFKA_TESTS = [
-    "tests/integration/producer",
-    "tests/integration/consumer",
-    "tests/integration/admin",
-    "tests/integration/serialization",
-    "tests/integration/integration_test.py",
+    f"tests/integration/{name}"
+    for name in ("producer", "consumer", "admin", "serialization", "integration_test.py")
 ]
 
 
