@@ -151,7 +151,7 @@ def keel_broker(scratch: Path, settings: dict[str, str]) -> Iterator[str]:
 
 def run_pytest(label: str, arguments: list[str], cwd: Path, env: dict[str, str], log: Path) -> dict[str, int]:
     """pytest over `arguments` in `cwd`; its whole output goes to `log`, its tail to stdout."""
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rfE", *arguments]
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rfEs", *arguments]
     result = subprocess.run(
         command, check=False, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )

@@ -3,10 +3,12 @@
 Loaded with `-p keel_confluent_kafka_fixtures` by `bench.client_suites` from a scratch
 directory. The suite's conftest aims at an existing cluster when `BROKERS` is set (its
 `ByoFixture`), but `cluster_fixture.py` imports trivup (which starts clusters from Kafka's
-binaries) and the Schema Registry clients at its top, and the Schema Registry needs packages
-(authlib, httpx, requests, fastavro) that the client does not install. With `BROKERS` none of
-them is used: where one cannot be imported, a module that raises when used stands in for it,
-so that the Schema Registry's tests (not selected by the runner) would fail saying so.
+binaries) and the Schema Registry clients at its top, and those need packages (authlib,
+httpx, requests, fastavro) that the client does not install; so does the legacy Avro
+consumer that `tests.common.schema_registry` imports beside the consumer every test uses.
+With `BROKERS` none of them is used: where one cannot be imported, a module that raises when
+used stands in for it, so that the Schema Registry's tests (not selected by the runner)
+would fail saying so.
 """
 
 from __future__ import annotations
@@ -45,4 +47,4 @@ def _stand_in(module: str, *names: str) -> None:
 _stand_in("trivup.clusters.KafkaCluster", "KafkaCluster")
 _stand_in("confluent_kafka.schema_registry.schema_registry_client", "SchemaRegistryClient")
 _stand_in("confluent_kafka.schema_registry._async.schema_registry_client", "AsyncSchemaRegistryClient")
-_stand_in("tests.common.schema_registry", "TestDeserializingConsumer", "TestAvroConsumer")
+_stand_in("confluent_kafka.avro", "AvroConsumer")  # for the suite's own TestAvroConsumer
