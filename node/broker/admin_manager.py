@@ -4,8 +4,9 @@ CreateTopics validates each topic on its own, holds it to the partition limits
 (actors/admin/partition_limits.py: on numbers before placement, broker by broker after), places its
 replicas, then writes
 `/config/topics/<T>` and `/brokers/topics/<T>`; the controller sees the new topic through its
-watch and elects leaders. DeleteTopics writes `/admin/delete_topics/<T>` and waits until this
-broker no longer serves the topic. CreatePartitions rewrites `/brokers/topics/<T>` with the
+watch and elects leaders; with a timeout (Kafka's clients) it waits for them, as Kafka does.
+DeleteTopics writes `/admin/delete_topics/<T>` and waits until this broker no longer serves
+the topic. CreatePartitions rewrites `/brokers/topics/<T>` with the
 old partitions plus the new and waits until they have leaders."""
 
 from __future__ import annotations
@@ -135,7 +136,18 @@ class AdminManager:
                     replication_factor=len(first),
                 )
             )
-        return CreateTopicsResponse(topics=results)
+        if request.timeout_ms is None or request.validate_only:
+            return CreateTopicsResponse(topics=results)
+        created = {r.name: r.num_partitions for r in results if r.error_code == ErrorCode.NONE}
+        late = await self._wait_until_none(set(created), self._without_leaders(created), request.timeout_ms)
+        return CreateTopicsResponse(
+            topics=[
+                _failed(r.name, ErrorCode.REQUEST_TIMED_OUT, "the new topic's partitions have no leader yet")
+                if r.name in late
+                else r
+                for r in results
+            ]
+        )
 
     def _plan(
         self,
@@ -277,15 +289,7 @@ class AdminManager:
             except UnknownTopicError as e:
                 errors[name] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, str(e))
 
-        async def without_leaders() -> set[str]:
-            waiting = set()
-            for t in (await self._served(sorted(grown))).topics:
-                led = {p.partition for p in t.partitions if p.leader >= 0}
-                if not led >= set(range(grown[t.name])):
-                    waiting.add(t.name)
-            return waiting
-
-        for name in await self._wait_until_none(set(grown), without_leaders, request.timeout_ms):
+        for name in await self._wait_until_none(set(grown), self._without_leaders(grown), request.timeout_ms):
             errors[name] = (ErrorCode.REQUEST_TIMED_OUT, "the new partitions have no leader yet")
         return CreatePartitionsResponse(
             results=[
@@ -348,6 +352,25 @@ class AdminManager:
             except TopicVersionConflict:
                 log.info("topic %s changed while adding partitions; checking again", topic.name)
         raise TopicError(ErrorCode.UNKNOWN_SERVER_ERROR, f"topic {topic.name} kept changing; try again")
+
+    def _without_leaders(self, partitions: dict[str, int]) -> Callable[[], Awaitable[set[str]]]:
+        """A check: the topics of `partitions` (name: partition count) of which this broker's
+        metadata cache does not yet know a leader of every partition."""
+
+        async def check() -> set[str]:
+            served = {t.name: t for t in (await self._served(sorted(partitions))).topics}
+            waiting = set()
+            for name, count in partitions.items():
+                led = (
+                    {p.partition for p in served[name].partitions if p.leader >= 0}
+                    if name in served
+                    else set()
+                )
+                if not led >= set(range(count)):
+                    waiting.add(name)
+            return waiting
+
+        return check
 
     async def _served(self, topics: list[str]) -> MetadataResponse:
         if self._metadata is None or not topics:

@@ -244,6 +244,32 @@ async def test_kafka_python_administers_topics_through_the_kafka_listener(
     )
 
 
+async def test_a_topic_created_through_the_kafka_listener_is_led_in_the_next_metadata(
+    brokers: Brokers,
+) -> None:
+    """CreateTopics with a timeout is answered once the broker knows a leader of every new
+    partition, as Kafka's is, so the client's next Metadata shows the topic led (aiokafka's
+    test_list_topics and test_create_partitions ask at once)."""
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+    bootstrap = start_with_kafka_listeners(brokers, 1)
+    await controller_of(brokers)
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        for name in ("ledger", "orders", "payments"):
+            [created] = (await admin.create_topics([NewTopic(name, 3, 1)])).topic_errors
+            assert created[1] == 0, created
+            [described] = await admin.describe_topics([name])
+            assert sorted((p["partition"], p["leader"]) for p in described["partitions"]) == [
+                (0, 1),
+                (1, 1),
+                (2, 1),
+            ]
+    finally:
+        await admin.close()
+
+
 def sasl_kafka_cluster(brokers: Brokers, zk_connect: str) -> str:
     """Two brokers whose listeners, Keel's and Kafka's, are SASL_PLAINTEXT with SCRAM users
     `broker`, `admin` (super users) and `alice` (no ACL), the authorizer on; the Kafka

@@ -303,7 +303,8 @@ def test_create_topics_carries_counts_assignments_and_configs(version: int) -> N
                 assignments=[keel.CreatableReplicaAssignment(partition=0, broker_ids=[1, 2])],
                 configs={"retention.ms": "1000"},
             )
-        ]
+        ],
+        timeout_ms=5_000,
     )
     [result] = decoded.topics
     assert (result.name, result.error_code) == ("orders", 0)

@@ -5,7 +5,8 @@ Per-topic errors: TOPIC_ALREADY_EXISTS (36), INVALID_TOPIC_EXCEPTION (17),
 INVALID_PARTITIONS (37), INVALID_REPLICATION_FACTOR (38), INVALID_REPLICA_ASSIGNMENT (39),
 INVALID_CONFIG (40), INVALID_REQUEST (42) when both a count and an assignment are given or a
 name repeats in the request, POLICY_VIOLATION (44) past max.partitions, max.broker.partitions or
-the assignment znode's zookeeper.jute.maxbuffer.
+the assignment znode's zookeeper.jute.maxbuffer; REQUEST_TIMED_OUT (7) for a topic created
+whose partitions have no leader known to the receiving broker within the request's timeout.
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ class CreateTopicsRequest(Request):
 
     topics: list[CreatableTopic]
     validate_only: bool = False
+    # Kafka's clients send one: the answer waits until the receiving broker knows a leader of
+    # every partition created (Kafka's DelayedCreatePartitions), so that its Metadata shows the
+    # topic; 0 or less answers at once, REQUEST_TIMED_OUT for each topic created, as Kafka does.
+    # None (Keel's own callers, topics auto-created): answered once the topic is written.
+    timeout_ms: int | None = None
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
