@@ -358,6 +358,22 @@ def _skip_headers(body: bytes, cursor: int, record_end: int, record: int, length
     return cursor
 
 
+def record_at_or_after(
+    batch: Buffer, header: BatchHeader, timestamp: int, *, first_offset: int = 0
+) -> tuple[int, int] | None:
+    """(offset, timestamp) of the batch's first record stamped at or after `timestamp`, not
+    below `first_offset` (a log's start inside the batch); None if it has none. With
+    LogAppendTime every record has the batch's max timestamp (Kafka's rule)."""
+    if header.attributes & TIMESTAMP_TYPE_BIT:
+        if header.max_timestamp >= timestamp and header.last_offset >= first_offset:
+            return max(header.base_offset, first_offset), header.max_timestamp
+        return None
+    for record in batch_records(batch, 0, header):
+        if record.timestamp >= timestamp and record.offset >= first_offset:
+            return record.offset, record.timestamp
+    return None
+
+
 def recompressed(header: BatchHeader, records_section: bytes, codec: int) -> bytes:
     """The batch of `header` with its (decompressed) `records_section` compressed with
     `codec` instead (0 none): every other field kept, the length and CRC made anew (a topic's

@@ -613,7 +613,13 @@ class PartitionLog(Protocol):
         maybeAssignEpochStartOffset), before any batch of that epoch is written."""
         ...
 
-    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int, int] | None: ...
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int, int] | None:
+        """(offset, timestamp, leader epoch) of the first record at or after `timestamp`."""
+        ...
+
+    def offset_for_max_timestamp(self) -> tuple[int, int, int] | None:
+        """The same of the first record with the log's largest timestamp (KIP-734)."""
+        ...
 
     def size_from(self, offset: int) -> int:
         """Bytes from the batch holding `offset` to the log end (the whole log below its start)."""

@@ -38,6 +38,7 @@ from wire.api import (
     ProduceRequest,
 )
 from wire.api.delete_records import HIGH_WATERMARK
+from wire.api.list_offsets import MAX_TIMESTAMP
 from wire.errors import ErrorCode, KafkaStorageError, OffsetOutOfRange, WireError
 from wire.refusals import RefusalLog
 
@@ -383,7 +384,10 @@ class LeaderPath:
         elif timestamp == LATEST_TIMESTAMP:
             offset = latest
         else:
-            found = partition_log.offset_for_timestamp(timestamp)
+            if timestamp == MAX_TIMESTAMP:
+                found = partition_log.offset_for_max_timestamp()
+            else:
+                found = partition_log.offset_for_timestamp(timestamp)
             if found is None or found[0] >= latest:
                 return ListOffsetsPartitionResponse(partition_index=index, timestamp=-1, offset=-1)
             offset, stamp, epoch = found

@@ -167,9 +167,22 @@ class MemoryLog:
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int, int] | None:
         for batch in self._batches:
             header = records.read_header(batch)
-            if header.max_timestamp >= timestamp:
-                return header.base_offset, header.max_timestamp, header.partition_leader_epoch
+            found = records.record_at_or_after(batch, header, timestamp, first_offset=self._start)
+            if found is not None:
+                return (*found, header.partition_leader_epoch)
         return None
+
+    def offset_for_max_timestamp(self) -> tuple[int, int, int] | None:
+        best: tuple[int, bytes] | None = None
+        for batch in self._batches:
+            header = records.read_header(batch)
+            if best is None or header.max_timestamp > best[0]:
+                best = header.max_timestamp, batch
+        if best is None:
+            return None
+        header = records.read_header(best[1])
+        found = records.record_at_or_after(best[1], header, best[0], first_offset=self._start)
+        return None if found is None else (*found, header.partition_leader_epoch)
 
     def values(self) -> Mapping[int, bytes | None]:
         """Every record's value by offset (the simulation's checks read them): the batches

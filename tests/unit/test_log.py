@@ -800,3 +800,38 @@ def test_producer_state_is_snapshotted_on_roll_and_close_and_read_back_from_the_
     assert reread.append_as_leader(idempotent_batch(11, 2, b"c"), leader_epoch=0) == (2, 2), (
         "read from the headers when the snapshot is damaged"
     )
+
+
+def batch_of_times(*stamps: int) -> bytes:
+    """One batch whose records carry these timestamps (kafka-python's builder: CreateTime)."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    builder = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=0,
+        is_transactional=False,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=1 << 20,
+    )
+    for i, stamp in enumerate(stamps):
+        builder.append(i, timestamp=stamp, key=None, value=f"r{i}".encode(), headers=[])
+    return bytes(builder.build())
+
+
+def test_by_time_the_first_record_at_or_after_it_and_the_largest_timestamps_first_record(
+    tmp_path: Path,
+) -> None:
+    """ListOffsets by time answers a record, not the batch holding it (Kafka's rule); MAX_TIMESTAMP
+    (KIP-734) the first record with the log's largest timestamp, inside its batch."""
+    log = open_log(tmp_path)
+    log.append_as_leader(batch_of_times(100, 400, 200), leader_epoch=3)  # offsets 0-2
+    log.append_as_leader(batch_of_times(300, 400, 500, 450), leader_epoch=3)  # offsets 3-6
+    assert log.offset_for_timestamp(150) == (1, 400, 3), "record 1 (400), not the batch's first (100)"
+    assert log.offset_for_timestamp(201) == (1, 400, 3)
+    assert log.offset_for_timestamp(401) == (5, 500, 3)
+    assert log.offset_for_timestamp(501) is None
+    assert log.offset_for_max_timestamp() == (5, 500, 3)
+    log.advance_log_start_offset(2)
+    assert log.offset_for_timestamp(150) == (2, 200, 3), "never below the log start"

@@ -12,6 +12,8 @@ from wire.schema import Struct
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
+# KIP-734 (ListOffsets v7): the record with the largest timestamp.
+MAX_TIMESTAMP = -3
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

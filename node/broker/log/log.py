@@ -535,15 +535,35 @@ class Log:
         return self._scrub_offset >= self.log_end_offset
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int, int] | None:
-        """(offset, timestamp, leader epoch) of the first batch with a timestamp at or after
-        `timestamp`, or None."""
+        """(offset, timestamp, leader epoch) of the first record stamped at or after
+        `timestamp` (ListOffsets by time, as Kafka answers it), or None."""
         for segment in self._segments:
             if segment.max_timestamp != records.NO_TIMESTAMP and segment.max_timestamp < timestamp:
                 continue
-            header = segment.first_batch_at_or_after_timestamp(timestamp)
-            if header is not None:
-                return header.base_offset, header.max_timestamp, header.partition_leader_epoch
+            for _, header in segment.headers():
+                found = self._record_in(header, timestamp)
+                if found is not None:
+                    return found
         return None
+
+    def offset_for_max_timestamp(self) -> tuple[int, int, int] | None:
+        """ListOffsets' MAX_TIMESTAMP (-3, KIP-734): the first record with the largest
+        timestamp in the log, or None for an empty log."""
+        best: tuple[int, records.BatchHeader] | None = None
+        for segment in self._segments:
+            for _, header in segment.headers():
+                if header.last_offset >= self.log_start_offset and (
+                    best is None or header.max_timestamp > best[0]
+                ):
+                    best = header.max_timestamp, header
+        return None if best is None else self._record_in(best[1], best[0])
+
+    def _record_in(self, header: records.BatchHeader, timestamp: int) -> tuple[int, int, int] | None:
+        if header.max_timestamp < timestamp or header.last_offset < self.log_start_offset:
+            return None
+        batch = self.read(max(header.base_offset, self.log_start_offset), 1)
+        found = records.record_at_or_after(batch, header, timestamp, first_offset=self.log_start_offset)
+        return None if found is None else (*found, header.partition_leader_epoch)
 
     # --- truncation ---
 
