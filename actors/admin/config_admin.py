@@ -21,9 +21,11 @@ from wire.api.describe_configs import (
     DYNAMIC_TOPIC_CONFIG,
 )
 from wire.api.incremental_alter_configs import (
+    APPEND_CONFIG,
     BROKER_RESOURCE,
     DELETE_CONFIG,
     SET_CONFIG,
+    SUBTRACT_CONFIG,
     TOPIC_RESOURCE,
 )
 from wire.errors import ErrorCode
@@ -76,6 +78,31 @@ def validate_broker_configs(configs: Mapping[str, str]) -> None:
             raise ConfigError(ErrorCode.INVALID_CONFIG, f"invalid value {value!r} for {key}: {e}") from None
 
 
+# The configs whose value is a list, and the default an APPEND or SUBTRACT starts from when
+# the resource does not set them (KIP-339).
+LIST_CONFIGS = {
+    "cleanup.policy": "delete",
+    "leader.replication.throttled.replicas": "",
+    "follower.replication.throttled.replicas": "",
+}
+
+
+def _list_operation(op: AlterableConfig, current: str | None) -> str:
+    """KIP-339's APPEND (items added, those there already kept once) and SUBTRACT (items
+    removed) on a list config; INVALID_CONFIG on any other."""
+    if op.name not in LIST_CONFIGS:
+        raise ConfigError(ErrorCode.INVALID_CONFIG, f"{op.name} is not a list: only SET and DELETE apply")
+    if op.value is None:
+        raise ConfigError(ErrorCode.INVALID_CONFIG, f"no value to append to or subtract from {op.name}")
+    items = [i for i in (LIST_CONFIGS[op.name] if current is None else current).split(",") if i]
+    given = [i.strip() for i in op.value.split(",") if i.strip()]
+    if op.config_operation == APPEND_CONFIG:
+        items += [i for i in given if i not in items]
+    else:
+        items = [i for i in items if i not in given]
+    return ",".join(items)
+
+
 def apply_operations(
     entity_type: str, current: Mapping[str, str], operations: Sequence[AlterableConfig]
 ) -> dict[str, str]:
@@ -93,6 +120,8 @@ def apply_operations(
             updated[op.name] = changed[op.name] = op.value
         elif op.config_operation == DELETE_CONFIG:
             updated.pop(op.name, None)
+        elif op.config_operation in (APPEND_CONFIG, SUBTRACT_CONFIG):
+            updated[op.name] = changed[op.name] = _list_operation(op, updated.get(op.name))
         else:
             raise ConfigError(
                 ErrorCode.INVALID_REQUEST, f"unsupported config operation {op.config_operation} for {op.name}"

@@ -77,7 +77,8 @@ def _compression(value: str) -> bool:
 
 
 def _policy(value: str) -> bool:
-    if not set(value.split(",")) <= {"delete", "compact"}:
+    # Empty (neither: nothing deleted, nothing compacted) is Kafka's too.
+    if value and not set(value.split(",")) <= {"delete", "compact"}:
         raise ValueError("must be delete and/or compact")
     return True
 

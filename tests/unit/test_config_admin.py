@@ -65,6 +65,8 @@ def test_set_and_delete() -> None:
         ("topics", [op("no.such.config", "1")], ErrorCode.INVALID_CONFIG),
         ("topics", [op("retention.ms", "1"), op("retention.ms", "2")], ErrorCode.INVALID_REQUEST),
         ("topics", [op("retention.ms", "1", 7)], ErrorCode.INVALID_REQUEST),
+        ("topics", [op("retention.ms", "1", 2)], ErrorCode.INVALID_CONFIG),  # APPEND to a number
+        ("topics", [op("cleanup.policy", "never", 2)], ErrorCode.INVALID_CONFIG),
     ],
 )
 def test_bad_values_are_refused(entity_type: str, operations: list[AlterableConfig], code: ErrorCode) -> None:
@@ -118,3 +120,20 @@ def test_describe_shows_every_setting_with_its_source_and_hides_secrets() -> Non
         )
         if is_sensitive(key)
     }
+
+
+def test_append_and_subtract_change_list_configs_from_their_value_or_default() -> None:
+    """KIP-339: APPEND (2) adds items not there yet, SUBTRACT (3) removes them; an unset list
+    config starts from its default (cleanup.policy: delete), and the list may end empty."""
+    assert apply_operations("topics", {}, [op("cleanup.policy", "compact", 2)]) == {
+        "cleanup.policy": "delete,compact"
+    }
+    assert apply_operations(
+        "topics", {"cleanup.policy": "delete,compact"}, [op("cleanup.policy", "delete", 3)]
+    ) == {"cleanup.policy": "compact"}
+    assert apply_operations("topics", {}, [op("cleanup.policy", "delete", 3)]) == {"cleanup.policy": ""}
+    assert apply_operations(
+        "topics",
+        {"leader.replication.throttled.replicas": "0:1"},
+        [op("leader.replication.throttled.replicas", "0:1,1:2", 2)],
+    ) == {"leader.replication.throttled.replicas": "0:1,1:2"}

@@ -3,7 +3,8 @@ Any broker answers: it writes `/config/<type>/<name>` and then a change notifica
 `/config/changes/config_change_<seq>`, which every broker watches and re-reads.
 
 `resource_type`: 2 topic, 4 broker. A broker's `resource_name` is its id, or "" for the
-cluster-wide default (`/config/brokers/<default>`). `config_operation`: 0 set, 1 delete.
+cluster-wide default (`/config/brokers/<default>`). `config_operation`: 0 set, 1 delete, 2
+append and 3 subtract (list configs).
 `validate_only` checks everything and writes nothing.
 
 Top level: none. Per resource: INVALID_REQUEST (42) for an unknown resource type or operation,
@@ -25,6 +26,9 @@ TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
 SET_CONFIG = 0
 DELETE_CONFIG = 1
+# KIP-339, list configs only: items added to or removed from the list.
+APPEND_CONFIG = 2
+SUBTRACT_CONFIG = 3
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -73,7 +73,7 @@ class LogConfig:
                 except ValueError:
                     continue
         policy = configs.get("cleanup.policy")
-        if policy is not None and set(policy.split(",")) <= {"delete", "compact"}:
+        if policy is not None and set(policy.split(",")) <= {"delete", "compact", ""}:
             changes["cleanup_policy"] = policy
         if "min.cleanable.dirty.ratio" in configs:
             with contextlib.suppress(ValueError):
