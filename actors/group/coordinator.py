@@ -277,6 +277,10 @@ class GroupCoordinator:
             group = self._groups[request.group_id] = Group(
                 request.group_id, self.partition_for(request.group_id)
             )
+        if group.state is GroupState.DEAD:  # being deleted: the client looks for it again
+            return JoinGroupResponse(
+                error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id=request.member_id
+            )
         protocols = [(p.name, p.metadata) for p in request.protocols]
         if not group.supports(request.protocol_type, protocols):
             return JoinGroupResponse(
@@ -584,6 +588,9 @@ class GroupCoordinator:
             return self._sync_answer(group, member)
         if group.state is not GroupState.COMPLETING_REBALANCE:
             return SyncGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID)
+        if member.awaiting_sync is not None and not member.awaiting_sync.done():
+            # The same member again (its first request's answer lost): that one is let go.
+            member.awaiting_sync.set_result(SyncGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS))
         waiting = member.awaiting_sync = asyncio.get_running_loop().create_future()
         if member.member_id == group.leader:
             await self._assign(group, {a.member_id: a.assignment for a in request.assignments})
@@ -856,12 +863,18 @@ class GroupCoordinator:
                     for topic, partition in group.offsets
                 ]
                 entries.append((records.group_key(group_id), None))
+                # Dead while its tombstones are written: a commit or a join meanwhile is
+                # refused rather than written after them, to come back on the next load.
+                group.transition(GroupState.DEAD, self._clock.wall_ms())
                 error = _APPEND_ERRORS.get(
                     code := ErrorCode(await self._log.append(group.partition, entries)), code
                 )
-                if not error and self._groups.get(group_id) is group:
-                    self._kill(group, ErrorCode.COORDINATOR_NOT_AVAILABLE)
-                    log.info("group %s deleted", group_id)
+                if self._groups.get(group_id) is group:
+                    if error:
+                        group.transition(GroupState.EMPTY, self._clock.wall_ms())
+                    else:
+                        self._kill(group, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+                        log.info("group %s deleted", group_id)
             results.append(DeletableGroupResult(group_id=group_id, error_code=error))
         return DeleteGroupsResponse(results=results)
 

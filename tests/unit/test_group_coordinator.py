@@ -4,6 +4,7 @@ offsets, loading a partition another coordinator wrote, and failures of the stor
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Sequence
 
 import pytest
@@ -350,3 +351,38 @@ async def test_a_newer_leader_epoch_on_the_same_leader_keeps_the_groups_as_they_
     )
     assert heartbeat.error_code == ErrorCode.NONE, "no reload: the member and its generation stay"
     assert coordinator.owned_partitions() == {PARTITION: 1}
+
+
+async def test_a_commit_while_a_group_is_being_deleted_is_refused_not_written_after_its_tombstones() -> None:
+    class SlowLog(MemoryOffsetsLog):
+        async def append(self, partition: int, entries: Sequence[tuple[bytes, bytes | None]]) -> ErrorCode:
+            await asyncio.sleep(0.01)
+            return await super().append(partition, entries)
+
+    store = SlowLog()
+    coordinator = await coordinator_of(store, ManualClock())
+    outside = OffsetCommitRequest(
+        group_id=GROUP,
+        topics=[
+            OffsetCommitTopic(
+                name="t", partitions=[OffsetCommitPartition(partition_index=0, committed_offset=5)]
+            )
+        ],
+    )
+    assert (await coordinator.commit_offsets(outside)).topics[0].partitions[0].error_code == ErrorCode.NONE
+    deleting = asyncio.ensure_future(coordinator.delete_groups([GROUP]))
+    await asyncio.sleep(0)
+    late = await coordinator.commit_offsets(
+        dataclasses.replace(
+            outside,
+            topics=[
+                OffsetCommitTopic(
+                    name="t", partitions=[OffsetCommitPartition(partition_index=1, committed_offset=9)]
+                )
+            ],
+        )
+    )
+    assert late.topics[0].partitions[0].error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    assert (await deleting).results[0].error_code == ErrorCode.NONE
+    _, offsets = records.replay(iter(store.partitions[PARTITION]))
+    assert GROUP not in offsets, "nothing of the group is left to load"

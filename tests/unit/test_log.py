@@ -835,3 +835,22 @@ def test_by_time_the_first_record_at_or_after_it_and_the_largest_timestamps_firs
     assert log.offset_for_max_timestamp() == (5, 500, 3)
     log.advance_log_start_offset(2)
     assert log.offset_for_timestamp(150) == (2, 200, 3), "never below the log start"
+
+
+def test_snapshots_past_the_recovered_end_or_below_the_start_are_not_read(tmp_path: Path) -> None:
+    log = open_log(tmp_path, internal_segment_bytes=1)
+    log.append_as_leader(idempotent_batch(11, 0, b"a"), leader_epoch=0)
+    log.append_as_leader(idempotent_batch(11, 1, b"b"), leader_epoch=0)  # a snapshot at 1
+    log.append_as_leader(idempotent_batch(11, 2, b"c"), leader_epoch=0)  # and at 2
+    log.close()
+    directory = tmp_path / "orders-0"
+    (directory / "00000000000000000009.snapshot").write_bytes(
+        (directory / "00000000000000000003.snapshot").read_bytes()
+    )
+    reopened = open_log(tmp_path, internal_segment_bytes=1)
+    assert not (directory / "00000000000000000009.snapshot").exists(), "past the log end: deleted at load"
+    reopened.advance_log_start_offset(3)
+    assert [offset for offset, _ in reopened._snapshots()] == [2, 3]
+    assert reopened._newest_producer_snapshot()[1] == 3
+    (directory / "00000000000000000003.snapshot").unlink()
+    assert reopened._newest_producer_snapshot()[1] == 0, "the one below the log start is passed over"

@@ -130,6 +130,9 @@ class Log:
         with self._io("loading"):
             self._load(recovery_point, clean_shutdown)
         self._start_offset = min(log_start_offset, self.log_end_offset)
+        # A snapshot past what recovery kept describes batches the log no longer has.
+        with self._io("loading"):
+            self._delete_snapshots_after(self.log_end_offset)
 
     @contextlib.contextmanager
     def _io(self, doing: str) -> Iterator[None]:
@@ -360,7 +363,9 @@ class Log:
         """The state of the newest readable snapshot not past the log end, and its offset;
         an empty state from offset 0 when there is none."""
         for offset, path in reversed(self._snapshots()):
-            if offset > self.log_end_offset:
+            if offset > self.log_end_offset or offset < self.log_start_offset:
+                # Below the start, batches between it and the start are gone (retention,
+                # DeleteRecords) and the state would miss what they held.
                 continue
             try:
                 return ProducerState.from_snapshot(path.read_bytes()), offset
