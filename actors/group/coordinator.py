@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
-from actors.base.clock import Clock, SystemClock
+from actors.base.clock import Cancellable, Clock, SystemClock
 from actors.group import records
 from actors.group.group import Group, GroupState, Member
 from wire.api import (
@@ -97,6 +97,8 @@ class GroupConfig:
     initial_rebalance_delay_ms: int = 3000
     max_size: int = 2**31 - 1
     offset_metadata_max_bytes: int = 4096
+    offsets_retention_ms: int = 7 * 24 * 3600 * 1000  # offsets.retention.minutes: 10080
+    offsets_retention_check_interval_ms: int = 600_000
 
 
 def partition_for(group_id: str, partitions: int) -> int:
@@ -131,6 +133,8 @@ class GroupCoordinator:
         self._epochs: dict[int, int] = {}
         self._loading: set[int] = set()
         self._tasks: set[asyncio.Task[object]] = set()
+        # The next pass of offset expiry, while this broker coordinates any partition.
+        self._expiry: Cancellable | None = None
 
     # --- which groups are here ---
 
@@ -161,6 +165,7 @@ class GroupCoordinator:
         self._epochs[partition] = leader_epoch
         self._loading.add(partition)
         self._spawn(self._load(partition, leader_epoch))
+        self._schedule_expiry()
 
     def on_resignation(self, partition: int) -> None:
         """Another broker leads `partition` now (or none does): its groups go with it."""
@@ -169,6 +174,9 @@ class GroupCoordinator:
             del self._epochs[partition]
             self._loading.discard(partition)
             log.info("no longer the coordinator of %s-%d: its groups are unloaded", OFFSETS_TOPIC, partition)
+        if not self._epochs and self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
 
     def owned_partitions(self) -> dict[int, int]:
         return dict(self._epochs)
@@ -223,8 +231,11 @@ class GroupCoordinator:
             if m.group_instance_id is not None:
                 group.instances[m.group_instance_id] = m.member_id
             self._schedule_heartbeat(group, member)
-        now = self._clock.wall_ms()
-        group.transition(GroupState.STABLE if group.members else GroupState.EMPTY, now)
+        if group.members:
+            group.transition(GroupState.STABLE, self._clock.wall_ms())
+        else:
+            # Empty since the time it was stored with: offset expiry counts from then.
+            group.transition(GroupState.EMPTY, stored.current_state_timestamp)
 
     def _unload(self, partition: int) -> None:
         for group in [g for g in self._groups.values() if g.partition == partition]:
@@ -248,6 +259,9 @@ class GroupCoordinator:
             self.on_resignation(partition)
         for task in self._tasks:
             task.cancel()
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
 
     def _spawn(self, work: Awaitable[object]) -> None:
         task: asyncio.Task[object] = asyncio.ensure_future(work)
@@ -309,11 +323,10 @@ class GroupCoordinator:
         candidate.member_id = f"{prefix}-{uuid.uuid4()}"
         instance = candidate.group_instance_id
         if instance is not None and instance in group.instances:
-            # A static member's new incarnation: the old one is fenced and replaced.
-            old = group.members.get(group.instances[instance])
-            if old is not None:
-                self._remove_member(group, old, ErrorCode.FENCED_INSTANCE_ID, rebalance=False)
-        elif require_known_member_id:
+            return await self._replace_static_member(
+                group, group.members[group.instances[instance]], candidate
+            )
+        if require_known_member_id:
             # KIP-394: the member learns its id first, and joins with it.
             member_id = candidate.member_id
             group.pending[member_id] = self._clock.call_later(
@@ -321,6 +334,77 @@ class GroupCoordinator:
             )
             return JoinGroupResponse(error_code=ErrorCode.MEMBER_ID_REQUIRED, member_id=member_id)
         return await self._add_and_rebalance(group, candidate)
+
+    async def _replace_static_member(self, group: Group, old: Member, candidate: Member) -> JoinGroupResponse:
+        """KIP-345: a static member back with a new member id (restarted, or rejoining after
+        it unsubscribed) takes its old place, assignment and all, and the old id is fenced.
+        A stable group does not rebalance for it unless the group's protocol would change;
+        a group between JoinGroup and SyncGroup does, since the leader may be assigning to
+        the old id (Kafka's updateStaticMemberAndRebalance)."""
+        old_id, leader = old.member_id, group.leader
+        before = (
+            old.protocols,
+            old.rebalance_timeout_ms,
+            old.session_timeout_ms,
+            old.client_id,
+            old.client_host,
+        )
+        self._answer_waiting(old, ErrorCode.FENCED_INSTANCE_ID)
+        member = self._rekey(group, old, candidate.member_id)
+        member.protocols = candidate.protocols
+        member.rebalance_timeout_ms, member.session_timeout_ms = (
+            candidate.rebalance_timeout_ms,
+            candidate.session_timeout_ms,
+        )
+        member.client_id, member.client_host = candidate.client_id, candidate.client_host
+        self._schedule_heartbeat(group, member)
+        log.info(
+            "static member %s of group %s rejoined as %s in state %s",
+            member.group_instance_id,
+            group.group_id,
+            member.member_id,
+            group.state.value,
+        )
+        waiting = self._await_join(member)
+        if group.state is GroupState.PREPARING_REBALANCE:
+            self._try_complete_join(group)
+        elif group.state is GroupState.COMPLETING_REBALANCE:
+            self._prepare_rebalance(group, f"static member {member.member_id} rejoined")
+        elif group.protocol != group.select_protocol():
+            self._prepare_rebalance(group, f"static member {member.member_id} changes the group's protocol")
+        else:
+            generation = group.generation
+            error = await self._store(group)
+            current = group.state is GroupState.STABLE and group.generation == generation
+            if current and member.awaiting_join is waiting and not waiting.done():
+                member.awaiting_join = None
+                if error:
+                    # Not stored: the old incarnation keeps its place, and this one may retry.
+                    self._rekey(group, member, old_id)
+                    member.protocols, member.rebalance_timeout_ms, member.session_timeout_ms = before[:3]
+                    member.client_id, member.client_host = before[3:]
+                    group.leader = leader
+                    self._schedule_heartbeat(group, member)
+                    waiting.set_result(JoinGroupResponse(error_code=error, generation_id=generation))
+                else:
+                    # The leader before the change, so that a rejoining leader does not take
+                    # itself for the leader and assign a stable group again (JoinGroup < 9).
+                    answer = self._join_answer(group, member)
+                    waiting.set_result(dataclasses.replace(answer, leader=leader or "", members=[]))
+            # Otherwise a rebalance began meanwhile: the member is in it, and it answers.
+        return await waiting
+
+    @staticmethod
+    def _rekey(group: Group, member: Member, member_id: str) -> Member:
+        """The member under a new id, in the same place among the members, as the leader if it was."""
+        old_id = member.member_id
+        group.members = {(member_id if k == old_id else k): m for k, m in group.members.items()}
+        member.member_id = member_id
+        if member.group_instance_id is not None:
+            group.instances[member.group_instance_id] = member_id
+        if group.leader == old_id:
+            group.leader = member_id
+        return member
 
     async def _join_known(self, group: Group, candidate: Member) -> JoinGroupResponse:
         member_id = candidate.member_id
@@ -718,9 +802,14 @@ class GroupCoordinator:
                 )
         stored = ErrorCode.NONE
         if entries:
-            stored = _APPEND_ERRORS.get(
-                code := ErrorCode(await self._log.append(group.partition, entries)), code
-            )
+            group.pending_commits.update(committed.keys())
+            try:
+                stored = _APPEND_ERRORS.get(
+                    code := ErrorCode(await self._log.append(group.partition, entries)), code
+                )
+            finally:
+                group.pending_commits.subtract(committed.keys())
+                group.pending_commits = +group.pending_commits
         if not stored and self._groups.get(group.group_id) is group:
             group.offsets.update(committed)
         return _commit_answer(request, lambda topic, partition: codes.get((topic, partition), stored))
@@ -804,6 +893,80 @@ class GroupCoordinator:
                 for t in request.topics
             ]
         )
+
+    # --- offset expiry ---
+
+    def _schedule_expiry(self) -> None:
+        if self._expiry is None:
+            self._expiry = self._clock.call_later(
+                self.config.offsets_retention_check_interval_ms / 1000, self._expiry_due
+            )
+
+    def _expiry_due(self) -> None:
+        async def run() -> None:
+            try:
+                await self.remove_expired_offsets()
+            finally:
+                if self._epochs:
+                    self._schedule_expiry()
+
+        self._expiry = None
+        self._spawn(run())
+
+    async def remove_expired_offsets(self) -> int:
+        """Tombstone the offsets past their retention (`Group.expired_offsets`), and an empty
+        group left with none, on every partition this broker coordinates (Kafka's
+        cleanupGroupMetadata, every `offsets.retention.check.interval.ms`). Answers how many
+        offsets went."""
+        started, now = self._clock.monotonic(), self._clock.wall_ms()
+        retention = self.config.offsets_retention_ms
+        by_partition: dict[int, list[tuple[Group, dict[tuple[str, int], records.CommittedOffset], bool]]] = {}
+        for group in self._groups.values():
+            if group.partition in self._loading or group.state is GroupState.DEAD:
+                continue
+            expired = group.expired_offsets(now, retention)
+            emptied = (
+                group.state is GroupState.EMPTY
+                and not group.pending
+                and not group.pending_commits
+                and len(expired) == len(group.offsets)
+            )
+            if expired or emptied:
+                by_partition.setdefault(group.partition, []).append((group, expired, emptied))
+        removed = 0
+        for partition, changes in by_partition.items():
+            entries: list[tuple[bytes, bytes | None]] = []
+            for group, expired, emptied in changes:
+                entries.extend(
+                    (records.offset_key(records.OffsetKey(group.group_id, *tp)), None) for tp in expired
+                )
+                if emptied:
+                    entries.append((records.group_key(group.group_id), None))
+                    # Dead while its tombstones are written, as a deleted group is.
+                    group.state = GroupState.DEAD
+            error = ErrorCode(await self._log.append(partition, entries))
+            for group, expired, emptied in changes:
+                if emptied and group.state is GroupState.DEAD:
+                    group.state = GroupState.EMPTY  # its timestamp as it was
+                if error or self._groups.get(group.group_id) is not group:
+                    continue
+                for tp, committed in expired.items():
+                    if group.offsets.get(tp) is committed:  # not committed again meanwhile
+                        del group.offsets[tp]
+                        removed += 1
+                if emptied and not group.offsets and not group.members and not group.pending:
+                    self._kill(group, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+                    log.info("group %s has no offsets left after expiry: removed", group.group_id)
+            if error:
+                log.warning(
+                    "tombstoning expired offsets on %s-%d failed: %s", OFFSETS_TOPIC, partition, error.name
+                )
+        log.info(
+            "removed %d expired offsets in %d milliseconds",
+            removed,
+            round((self._clock.monotonic() - started) * 1000),
+        )
+        return removed
 
     # --- ListGroups, DescribeGroups, DeleteGroups ---
 

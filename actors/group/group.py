@@ -24,6 +24,7 @@ from collections import Counter
 from actors.base.clock import Cancellable
 from actors.group.records import CommittedOffset, StoredGroup, StoredMember
 from wire.api import JoinGroupResponse, SyncGroupResponse
+from wire.consumer_protocol import ConsumerProtocolError, subscription_topics
 
 
 class GroupState(enum.Enum):
@@ -96,6 +97,9 @@ class Group:
     # group the latest it may be pushed to (group.initial.rebalance.delay.ms).
     rebalance_deadline: float = 0.0
     instances: dict[str, str] = dataclasses.field(default_factory=dict)  # instance id -> member id
+    # Commits appended but not yet answered: expiry leaves them be, so that no tombstone
+    # lands after a commit it did not see.
+    pending_commits: Counter[tuple[str, int]] = dataclasses.field(default_factory=Counter)
 
     def transition(self, state: GroupState, now_ms: int) -> None:
         self.state = state
@@ -128,6 +132,42 @@ class Group:
         """Every member has sent JoinGroup for the next generation (true of no members: the
         rebalance then ends with the group empty)."""
         return all(m.awaiting_join is not None for m in self.members.values())
+
+    def subscribed_topics(self) -> set[str] | None:
+        """The topics a consumer group's members subscribe to; None when a member's
+        subscription cannot be read (then none of its offsets is known to be unused)."""
+        topics: set[str] = set()
+        for member in self.members.values():
+            try:
+                topics.update(subscription_topics(member.metadata(self.protocol or "")))
+            except ConsumerProtocolError:
+                return None
+        return topics
+
+    def expired_offsets(self, now_ms: int, retention_ms: int) -> dict[tuple[str, int], CommittedOffset]:
+        """The committed offsets past `offsets.retention.minutes` (KIP-211, Kafka's
+        removeExpiredOffsets): an empty group's once it has been empty that long; a stable
+        consumer group's, only for topics no member subscribes to, that long after their
+        commit; a group used only to store offsets (no protocol), that long after each
+        commit. A group rebalancing, or of another protocol while it has members, keeps all."""
+        subscribed: set[str] = set()
+        since_empty = -1
+        if self.protocol_type is not None and self.state is GroupState.EMPTY:
+            since_empty = self.state_timestamp
+        elif self.protocol_type == "consumer" and self.state is GroupState.STABLE:
+            topics = self.subscribed_topics()
+            if topics is None:
+                return {}
+            subscribed = topics
+        elif self.protocol_type is not None:
+            return {}
+        return {
+            tp: committed
+            for tp, committed in self.offsets.items()
+            if tp[0] not in subscribed
+            and tp not in self.pending_commits
+            and now_ms - (since_empty if since_empty >= 0 else committed.commit_timestamp) >= retention_ms
+        }
 
     def stored(self) -> StoredGroup:
         return StoredGroup(

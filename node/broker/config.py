@@ -117,6 +117,10 @@ DEFINITIONS: dict[str, Definition] = {
     "group.max.session.timeout.ms": Definition(integer(0), "1800000"),
     "group.initial.rebalance.delay.ms": Definition(integer(0), "3000"),
     "group.max.size": Definition(integer(1), str(2**31 - 1)),
+    # Committed offsets expire this long after a group empties (or after their commit, for a
+    # topic no member of a stable group subscribes to), checked every interval (KIP-211).
+    "offsets.retention.minutes": Definition(integer(1), "10080"),
+    "offsets.retention.check.interval.ms": Definition(integer(1), "600000"),
     # The replicated log: broker-wide defaults of the topic configs, and replication.
     "log.segment.bytes": Definition(integer(SEGMENT_BYTES_MIN), "1073741824"),
     # Kafka's: the codec a leader stores batches in (producer: as they were sent).

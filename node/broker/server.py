@@ -126,6 +126,8 @@ def parts_settings(config: BrokerConfig) -> PartsSettings:
             initial_rebalance_delay_ms=config.get_int("group.initial.rebalance.delay.ms"),
             max_size=config.get_int("group.max.size"),
             offset_metadata_max_bytes=config.get_int("offset.metadata.max.bytes"),
+            offsets_retention_ms=config.get_int("offsets.retention.minutes") * 60_000,
+            offsets_retention_check_interval_ms=config.get_int("offsets.retention.check.interval.ms"),
         ),
         offsets_replication_factor=config.get_int("offsets.topic.replication.factor"),
         limits=partition_limits(config),

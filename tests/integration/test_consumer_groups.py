@@ -251,3 +251,61 @@ async def test_librdkafka_and_aiokafka_groups_commit_and_resume_where_the_other_
         await consumer.stop()
     assert not first & set(rest), "aiokafka resumed at librdkafka's commits"
     assert first | set(rest) == {f"{i}".encode() for i in range(300)}
+
+
+async def test_a_static_member_restarted_within_its_session_gets_its_partitions_back_without_a_rebalance(
+    brokers: Brokers, kazoo: KazooClient
+) -> None:
+    """KIP-345 with aiokafka: a consumer with `group_instance_id` closes (a static member
+    sends no LeaveGroup) and a new one with the same instance id takes its place: same
+    generation, same partitions, the other member undisturbed. Once it stays away past its
+    session timeout, the other member takes everything."""
+    from aiokafka import AIOKafkaConsumer
+
+    bootstrap = start_with_kafka_listeners(brokers, 1, 2, 3, **GROUP_SETTINGS)
+    await _topic_with_records(brokers, kazoo, bootstrap, "stock", 40)
+
+    def static_member(instance: str) -> AIOKafkaConsumer:
+        return AIOKafkaConsumer(
+            "stock",
+            bootstrap_servers=bootstrap,
+            group_id="warehouse",
+            group_instance_id=instance,
+            session_timeout_ms=6_000,
+            heartbeat_interval_ms=300,
+            auto_offset_reset="earliest",
+        )
+
+    async def assigned(*consumers: AIOKafkaConsumer, total: int = 4) -> None:
+        async with asyncio.timeout(60):
+            while sum(len(c.assignment()) for c in consumers) != total or not all(
+                c.assignment() for c in consumers
+            ):
+                for c in consumers:
+                    await c.getmany(timeout_ms=100)
+
+    first, second = static_member("shelf-1"), static_member("shelf-2")
+    await first.start()
+    await second.start()
+    try:
+        await assigned(first, second)
+        generation = second._coordinator.generation
+        assert first._coordinator.generation == generation, "both in the same generation"
+        kept, taken = first.assignment(), second.assignment()
+        await second.stop()
+        second = static_member("shelf-2")
+        await second.start()
+        await assigned(second, total=len(taken))
+        assert second.assignment() == taken, "the old incarnation's partitions"
+        assert second._coordinator.generation == generation, "no rebalance for a returning static member"
+        await first.getmany(timeout_ms=500)
+        assert first.assignment() == kept and first._coordinator.generation == generation
+        await second.stop()
+        # Gone for good: its session expires and the group rebalances around it.
+        async with asyncio.timeout(60):
+            while len(first.assignment()) != 4:
+                await first.getmany(timeout_ms=200)
+        assert first._coordinator.generation > generation
+    finally:
+        await first.stop()
+        await second.stop()

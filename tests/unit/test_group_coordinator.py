@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import struct
 from collections.abc import Sequence
 
 import pytest
@@ -386,3 +387,269 @@ async def test_a_commit_while_a_group_is_being_deleted_is_refused_not_written_af
     assert (await deleting).results[0].error_code == ErrorCode.NONE
     _, offsets = records.replay(iter(store.partitions[PARTITION]))
     assert GROUP not in offsets, "nothing of the group is left to load"
+
+
+# --- static membership (KIP-345) ---
+
+
+def static_join(
+    instance: str, member_id: str = "", protocols: tuple[str, ...] = ("range",)
+) -> JoinGroupRequest:
+    return dataclasses.replace(
+        join(member_id, protocols), group_instance_id=instance, require_known_member_id=False
+    )
+
+
+async def static_pair(coordinator: GroupCoordinator) -> tuple[str, str]:
+    """Two static members, "a" (the leader) and "b", joined to generation 2, not yet synced."""
+    a = (await coordinator.join_group(static_join("a"), client_id="ca", client_host="h")).member_id
+    second = asyncio.ensure_future(coordinator.join_group(static_join("b"), client_id="cb", client_host="h"))
+    await settle()
+    rejoined = await coordinator.join_group(static_join("a", a), client_id="ca", client_host="h")
+    assert (rejoined.generation_id, rejoined.leader) == (2, a)
+    return a, (await second).member_id
+
+
+async def stable_static_group(coordinator: GroupCoordinator) -> tuple[str, str]:
+    """`static_pair`, stable at generation 2 with p0 for "a" and p1 for "b"."""
+    a, b = await static_pair(coordinator)
+    b_sync = asyncio.ensure_future(
+        coordinator.sync_group(SyncGroupRequest(group_id=GROUP, generation_id=2, member_id=b))
+    )
+    await coordinator.sync_group(
+        SyncGroupRequest(
+            group_id=GROUP,
+            generation_id=2,
+            member_id=a,
+            assignments=[
+                SyncGroupAssignment(member_id=a, assignment=b"p0"),
+                SyncGroupAssignment(member_id=b, assignment=b"p1"),
+            ],
+        )
+    )
+    assert (await b_sync).assignment == b"p1"
+    return a, b
+
+
+@pytest.mark.parametrize("instance", ["a", "b"])
+async def test_a_static_member_back_with_a_new_id_takes_its_place_without_a_rebalance(instance: str) -> None:
+    store = MemoryOffsetsLog()
+    coordinator = await coordinator_of(store, ManualClock())
+    a, b = await stable_static_group(coordinator)
+    old = {"a": a, "b": b}[instance]
+    back = await coordinator.join_group(static_join(instance), client_id="c", client_host="h")
+    assert back.error_code == ErrorCode.NONE
+    assert back.member_id not in (a, b)
+    assert back.generation_id == 2, "no rebalance: the generation stands"
+    assert back.leader == a, "the leader as it was, so a returning leader does not assign again"
+    assert back.members == []
+    assert coordinator.describe_group(GROUP).group_state == "Stable"
+    sync = await coordinator.sync_group(
+        SyncGroupRequest(
+            group_id=GROUP, generation_id=2, member_id=back.member_id, group_instance_id=instance
+        )
+    )
+    assert sync.assignment == {"a": b"p0", "b": b"p1"}[instance], "its old assignment"
+    other = b if instance == "a" else a
+    assert not coordinator.heartbeat(
+        HeartbeatRequest(group_id=GROUP, generation_id=2, member_id=other)
+    ).error_code, "the other member goes on without a rebalance"
+    fenced = coordinator.heartbeat(
+        HeartbeatRequest(group_id=GROUP, generation_id=2, member_id=old, group_instance_id=instance)
+    )
+    assert fenced.error_code == ErrorCode.FENCED_INSTANCE_ID
+    groups, _ = records.replay(iter(store.partitions[PARTITION]))
+    assert {m.member_id for m in groups[GROUP].members} == {back.member_id, other}, "the new id is stored"
+
+
+async def test_a_static_member_changing_the_groups_protocol_makes_it_rebalance() -> None:
+    coordinator = await coordinator_of(MemoryOffsetsLog(), ManualClock())
+    await stable_static_group(coordinator)
+    # "b" back preferring "sticky": "range" is still the only protocol both speak.
+    back = await coordinator.join_group(
+        static_join("b", protocols=("sticky", "range")), client_id="c", client_host="h"
+    )
+    assert back.generation_id == 2
+    assert coordinator.describe_group(GROUP).group_state == "Stable"
+    # "a" back preferring it too: the vote would now choose "sticky".
+    changed = asyncio.ensure_future(
+        coordinator.join_group(
+            static_join("a", protocols=("sticky", "range")), client_id="c", client_host="h"
+        )
+    )
+    await settle()
+    assert coordinator.describe_group(GROUP).group_state == "PreparingRebalance"
+    assert not changed.done()
+
+
+async def test_a_static_member_back_while_the_leader_assigns_makes_the_group_rebalance() -> None:
+    coordinator = await coordinator_of(MemoryOffsetsLog(), ManualClock())
+    a, b = await static_pair(coordinator)
+    waiting_sync = asyncio.ensure_future(
+        coordinator.sync_group(SyncGroupRequest(group_id=GROUP, generation_id=2, member_id=b))
+    )
+    await settle()
+    back = asyncio.ensure_future(coordinator.join_group(static_join("b"), client_id="cb", client_host="h"))
+    await settle()
+    assert (await waiting_sync).error_code == ErrorCode.FENCED_INSTANCE_ID, "the old incarnation is let go"
+    assert coordinator.describe_group(GROUP).group_state == "PreparingRebalance"
+    rejoin = await coordinator.join_group(static_join("a", a), client_id="ca", client_host="h")
+    assert rejoin.generation_id == (await back).generation_id == 3
+
+
+async def test_a_static_member_whose_new_id_is_not_stored_leaves_the_old_one_in_place() -> None:
+    store = MemoryOffsetsLog()
+    coordinator = await coordinator_of(store, ManualClock())
+    a, b = await stable_static_group(coordinator)
+    store.failure = ErrorCode.NOT_ENOUGH_REPLICAS
+    back = await coordinator.join_group(static_join("b"), client_id="c", client_host="h")
+    assert back.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    kept = coordinator.heartbeat(
+        HeartbeatRequest(group_id=GROUP, generation_id=2, member_id=b, group_instance_id="b")
+    )
+    assert kept.error_code == ErrorCode.NONE
+    assert {m.member_id for m in coordinator.describe_group(GROUP).members} == {a, b}
+
+
+# --- offset expiry (offsets.retention.minutes) ---
+
+RETENTION_MS = 60_000
+
+
+def commit(
+    topic: str, partition: int, offset: int, *, member_id: str = "", generation: int = -1
+) -> OffsetCommitRequest:
+    return OffsetCommitRequest(
+        group_id=GROUP,
+        generation_id_or_member_epoch=generation,
+        member_id=member_id,
+        topics=[
+            OffsetCommitTopic(
+                name=topic,
+                partitions=[OffsetCommitPartition(partition_index=partition, committed_offset=offset)],
+            )
+        ],
+    )
+
+
+def fetched(coordinator: GroupCoordinator) -> dict[tuple[str, int], int]:
+    answer = coordinator.fetch_offsets(OffsetFetchRequest(group_id=GROUP, topics=None))
+    return {(t.name, p.partition_index): p.committed_offset for t in answer.topics for p in t.partitions}
+
+
+async def test_offsets_committed_outside_a_group_expire_each_after_its_commit() -> None:
+    store, clock = MemoryOffsetsLog(), ManualClock()
+    coordinator = await coordinator_of(store, clock, offsets_retention_ms=RETENTION_MS)
+    await coordinator.commit_offsets(commit("t", 0, 5))
+    clock.advance(40)
+    await coordinator.commit_offsets(commit("t", 1, 7))
+    clock.advance(30)  # 70 s after the first, 30 s after the second
+    assert await coordinator.remove_expired_offsets() == 1
+    assert fetched(coordinator) == {("t", 1): 7}
+    clock.advance(30)
+    assert await coordinator.remove_expired_offsets() == 1
+    assert coordinator.describe_group(GROUP).group_state == "Dead", "a group with nothing left is removed"
+    groups, offsets = records.replay(iter(store.partitions[PARTITION]))
+    assert GROUP not in groups and GROUP not in offsets, "nothing comes back on the next load"
+
+
+async def test_an_empty_groups_offsets_expire_together_once_it_has_been_empty_that_long() -> None:
+    store, clock = MemoryOffsetsLog(), ManualClock()
+    coordinator = await coordinator_of(store, clock, offsets_retention_ms=RETENTION_MS)
+    first = await coordinator.join_group(join(session_ms=120_000), client_id="c", client_host="h")
+    member = await coordinator.join_group(
+        join(first.member_id, session_ms=120_000), client_id="c", client_host="h"
+    )
+    await coordinator.sync_group(
+        SyncGroupRequest(group_id=GROUP, generation_id=1, member_id=member.member_id)
+    )
+    await coordinator.commit_offsets(commit("t", 0, 5, member_id=member.member_id, generation=1))
+    clock.advance(90)
+    # The commit is past its retention, but the group is stable (and its subscription,
+    # unreadable here, may name the topic): nothing expires.
+    assert await coordinator.remove_expired_offsets() == 0
+    await coordinator.commit_offsets(commit("t", 1, 6, member_id=member.member_id, generation=1))
+    coordinator.leave_group(LeaveGroupRequest(group_id=GROUP, member_id=member.member_id))
+    await settle()
+    assert coordinator.describe_group(GROUP).group_state == "Empty"
+    clock.advance(50)
+    assert await coordinator.remove_expired_offsets() == 0, "empty for 50 s of the 60"
+    # The next coordinator counts from when the group emptied, not from its load.
+    successor = GroupCoordinator(store, GroupConfig(offsets_retention_ms=RETENTION_MS), clock)
+    successor.on_election(PARTITION, leader_epoch=1)
+    await settle()
+    clock.advance(11)
+    assert await successor.remove_expired_offsets() == 2
+    assert successor.describe_group(GROUP).group_state == "Dead"
+
+
+async def test_a_stable_group_keeps_the_offsets_of_topics_it_subscribes_to() -> None:
+    clock = ManualClock()
+    coordinator = await coordinator_of(MemoryOffsetsLog(), clock, offsets_retention_ms=RETENTION_MS)
+    # ConsumerProtocolSubscription v0: topics ["orders"], no user data.
+    metadata = struct.pack(">hih", 0, 1, 6) + b"orders" + struct.pack(">i", -1)
+    subscription = JoinGroupProtocol(name="range", metadata=metadata)
+    first = await coordinator.join_group(
+        dataclasses.replace(join(session_ms=120_000), protocols=[subscription]),
+        client_id="c",
+        client_host="h",
+    )
+    member = await coordinator.join_group(
+        dataclasses.replace(join(first.member_id, session_ms=120_000), protocols=[subscription]),
+        client_id="c",
+        client_host="h",
+    )
+    await coordinator.sync_group(
+        SyncGroupRequest(group_id=GROUP, generation_id=1, member_id=member.member_id)
+    )
+    for topic in ("orders", "old-topic"):
+        await coordinator.commit_offsets(commit(topic, 0, 3, member_id=member.member_id, generation=1))
+    clock.advance(61)
+    assert coordinator.describe_group(GROUP).group_state == "Stable"
+    assert await coordinator.remove_expired_offsets() == 1
+    assert fetched(coordinator) == {("orders", 0): 3}
+
+
+async def test_a_commit_in_flight_is_not_tombstoned_by_expiry() -> None:
+    class HeldLog(MemoryOffsetsLog):
+        hold: asyncio.Event | None = None
+
+        async def append(self, partition: int, entries: Sequence[tuple[bytes, bytes | None]]) -> ErrorCode:
+            if self.hold is not None:
+                await self.hold.wait()
+            return await super().append(partition, entries)
+
+    store, clock = HeldLog(), ManualClock()
+    coordinator = await coordinator_of(store, clock, offsets_retention_ms=RETENTION_MS)
+    await coordinator.commit_offsets(commit("t", 0, 5))
+    clock.advance(61)
+    store.hold = asyncio.Event()
+    again = asyncio.ensure_future(coordinator.commit_offsets(commit("t", 0, 8)))
+    await settle()
+    expiry = asyncio.ensure_future(coordinator.remove_expired_offsets())
+    await settle()
+    store.hold.set()
+    await again
+    assert await expiry == 0
+    assert fetched(coordinator) == {("t", 0): 8}
+    _, offsets = records.replay(iter(store.partitions[PARTITION]))
+    assert offsets[GROUP][("t", 0)].offset == 8
+
+
+async def test_expiry_runs_every_check_interval_while_this_broker_coordinates() -> None:
+    clock = ManualClock()
+    coordinator = await coordinator_of(
+        MemoryOffsetsLog(),
+        clock,
+        offsets_retention_ms=RETENTION_MS,
+        offsets_retention_check_interval_ms=10_000,
+    )
+    await coordinator.commit_offsets(commit("t", 0, 5))
+    clock.advance(55)
+    await settle()
+    assert fetched(coordinator) == {("t", 0): 5}
+    clock.advance(10)
+    await settle()
+    assert fetched(coordinator) == {}
+    coordinator.on_resignation(PARTITION)
+    assert clock.pending() == [], "no pass scheduled while no partition is coordinated here"
