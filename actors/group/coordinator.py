@@ -918,25 +918,30 @@ class GroupCoordinator:
         group left with none, on every partition this broker coordinates (Kafka's
         cleanupGroupMetadata, every `offsets.retention.check.interval.ms`). Answers how many
         offsets went."""
-        started, now = self._clock.monotonic(), self._clock.wall_ms()
+        started = self._clock.monotonic()
         retention = self.config.offsets_retention_ms
-        by_partition: dict[int, list[tuple[Group, dict[tuple[str, int], records.CommittedOffset], bool]]] = {}
-        for group in self._groups.values():
-            if group.partition in self._loading or group.state is GroupState.DEAD:
-                continue
-            expired = group.expired_offsets(now, retention)
-            emptied = (
-                group.state is GroupState.EMPTY
-                and not group.pending
-                and not group.pending_commits
-                and len(expired) == len(group.offsets)
-            )
-            if expired or emptied:
-                by_partition.setdefault(group.partition, []).append((group, expired, emptied))
         removed = 0
-        for partition, changes in by_partition.items():
+        for partition in sorted({g.partition for g in self._groups.values()}):
+            if partition in self._loading:
+                continue
+            # Looked at right before its append, with no wait between: a commit that comes
+            # after is appended after the tombstones, and one before is pending (kept).
+            now = self._clock.wall_ms()
+            changes: list[tuple[Group, dict[tuple[str, int], records.CommittedOffset], bool]] = []
             entries: list[tuple[bytes, bytes | None]] = []
-            for group, expired, emptied in changes:
+            for group in [g for g in self._groups.values() if g.partition == partition]:
+                if group.state is GroupState.DEAD:
+                    continue
+                expired = group.expired_offsets(now, retention)
+                emptied = (
+                    group.state is GroupState.EMPTY
+                    and not group.pending
+                    and not group.pending_commits
+                    and len(expired) == len(group.offsets)
+                )
+                if not expired and not emptied:
+                    continue
+                changes.append((group, expired, emptied))
                 entries.extend(
                     (records.offset_key(records.OffsetKey(group.group_id, *tp)), None) for tp in expired
                 )
@@ -944,6 +949,8 @@ class GroupCoordinator:
                     entries.append((records.group_key(group.group_id), None))
                     # Dead while its tombstones are written, as a deleted group is.
                     group.state = GroupState.DEAD
+            if not entries:
+                continue
             error = ErrorCode(await self._log.append(partition, entries))
             for group, expired, emptied in changes:
                 if emptied and group.state is GroupState.DEAD:
@@ -951,7 +958,7 @@ class GroupCoordinator:
                 if error or self._groups.get(group.group_id) is not group:
                     continue
                 for tp, committed in expired.items():
-                    if group.offsets.get(tp) is committed:  # not committed again meanwhile
+                    if group.offsets.get(tp) is committed:
                         del group.offsets[tp]
                         removed += 1
                 if emptied and not group.offsets and not group.members and not group.pending:

@@ -653,3 +653,34 @@ async def test_expiry_runs_every_check_interval_while_this_broker_coordinates() 
     assert fetched(coordinator) == {}
     coordinator.on_resignation(PARTITION)
     assert clock.pending() == [], "no pass scheduled while no partition is coordinated here"
+
+
+async def test_a_commit_while_another_partitions_offsets_expire_is_not_tombstoned() -> None:
+    class HeldLog(MemoryOffsetsLog):
+        hold: asyncio.Event | None = None
+
+        async def append(self, partition: int, entries: Sequence[tuple[bytes, bytes | None]]) -> ErrorCode:
+            if self.hold is not None:
+                await self.hold.wait()
+            return await super().append(partition, entries)
+
+    other = next(g for g in (f"ledger-{i}" for i in range(100)) if partition_for(g, 50) > PARTITION)
+    store, clock = HeldLog(), ManualClock()
+    coordinator = await coordinator_of(store, clock, offsets_retention_ms=RETENTION_MS)
+    coordinator.on_election(partition_for(other, 50), leader_epoch=0)
+    await settle()
+    await coordinator.commit_offsets(commit("t", 0, 5))
+    await coordinator.commit_offsets(dataclasses.replace(commit("t", 0, 5), group_id=other))
+    clock.advance(61)
+    store.hold = asyncio.Event()
+    expiry = asyncio.ensure_future(coordinator.remove_expired_offsets())
+    await settle()  # the first partition's tombstones are being written
+    again = asyncio.ensure_future(
+        coordinator.commit_offsets(dataclasses.replace(commit("t", 0, 8), group_id=other))
+    )
+    await settle()
+    store.hold.set()
+    await again
+    assert await expiry == 1, "only the first group's offset"
+    _, offsets = records.replay(iter(store.partitions[partition_for(other, 50)]))
+    assert offsets[other][("t", 0)].offset == 8, "the new commit outlives the pass"
