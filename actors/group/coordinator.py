@@ -232,6 +232,7 @@ class GroupCoordinator:
                 group.instances[m.group_instance_id] = m.member_id
             self._schedule_heartbeat(group, member)
         if group.members:
+            group.subscribed = group.subscribed_topics()
             group.transition(GroupState.STABLE, self._clock.wall_ms())
         else:
             # Empty since the time it was stored with: offset expiry counts from then.
@@ -342,13 +343,7 @@ class GroupCoordinator:
         a group between JoinGroup and SyncGroup does, since the leader may be assigning to
         the old id (Kafka's updateStaticMemberAndRebalance)."""
         old_id, leader = old.member_id, group.leader
-        before = (
-            old.protocols,
-            old.rebalance_timeout_ms,
-            old.session_timeout_ms,
-            old.client_id,
-            old.client_host,
-        )
+        before = (old.protocols, old.rebalance_timeout_ms, old.session_timeout_ms)
         self._answer_waiting(old, ErrorCode.FENCED_INSTANCE_ID)
         member = self._rekey(group, old, candidate.member_id)
         member.protocols = candidate.protocols
@@ -356,7 +351,6 @@ class GroupCoordinator:
             candidate.rebalance_timeout_ms,
             candidate.session_timeout_ms,
         )
-        member.client_id, member.client_host = candidate.client_id, candidate.client_host
         self._schedule_heartbeat(group, member)
         log.info(
             "static member %s of group %s rejoined as %s in state %s",
@@ -381,8 +375,7 @@ class GroupCoordinator:
                 if error:
                     # Not stored: the old incarnation keeps its place, and this one may retry.
                     self._rekey(group, member, old_id)
-                    member.protocols, member.rebalance_timeout_ms, member.session_timeout_ms = before[:3]
-                    member.client_id, member.client_host = before[3:]
+                    member.protocols, member.rebalance_timeout_ms, member.session_timeout_ms = before
                     group.leader = leader
                     self._schedule_heartbeat(group, member)
                     waiting.set_result(JoinGroupResponse(error_code=error, generation_id=generation))
@@ -558,6 +551,7 @@ class GroupCoordinator:
             self._spawn(self._store(group))
             return
         group.protocol = group.select_protocol()
+        group.subscribed = group.subscribed_topics()
         if group.leader not in group.members:
             group.leader = next(iter(group.members))
         group.transition(GroupState.COMPLETING_REBALANCE, now)
@@ -732,11 +726,13 @@ class GroupCoordinator:
             return LeaveGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID)
         left = []
         for leaving in request.leaving():
-            member_id = leaving.member_id
-            if not member_id and leaving.group_instance_id is not None:
-                member_id = group.instances.get(leaving.group_instance_id, "")
+            member_id, instance = leaving.member_id, leaving.group_instance_id
+            if not member_id and instance is not None:
+                member_id = group.instances.get(instance, "")
             code = ErrorCode.NONE
-            if member_id in group.pending:
+            if instance is not None and group.instances.get(instance, member_id) != member_id:
+                code = ErrorCode.FENCED_INSTANCE_ID  # an old incarnation: the live one stays
+            elif member_id in group.pending:
                 group.pending.pop(member_id).cancel()
                 self._try_complete_join(group)
             elif member_id in group.members:
@@ -771,6 +767,10 @@ class GroupCoordinator:
                 )
         elif group.state is GroupState.DEAD:
             error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        elif (instance := request.group_instance_id) is not None and group.instances.get(
+            instance, request.member_id
+        ) != request.member_id:
+            error = ErrorCode.FENCED_INSTANCE_ID
         elif generation < 0 and group.state is GroupState.EMPTY:
             pass
         elif group.state is GroupState.COMPLETING_REBALANCE:
@@ -906,6 +906,8 @@ class GroupCoordinator:
         async def run() -> None:
             try:
                 await self.remove_expired_offsets()
+            except Exception:
+                log.exception("removing expired offsets failed: the next pass tries again")
             finally:
                 if self._epochs:
                     self._schedule_expiry()
@@ -946,15 +948,22 @@ class GroupCoordinator:
                     (records.offset_key(records.OffsetKey(group.group_id, *tp)), None) for tp in expired
                 )
                 if emptied:
-                    entries.append((records.group_key(group.group_id), None))
+                    if group.generation > 0:  # a group that only stored offsets has no record
+                        entries.append((records.group_key(group.group_id), None))
                     # Dead while its tombstones are written, as a deleted group is.
                     group.state = GroupState.DEAD
-            if not entries:
+            if not entries:  # only empty groups that never stored anything: nothing to write
+                for group, _, _ in changes:
+                    self._kill(group, ErrorCode.COORDINATOR_NOT_AVAILABLE)
                 continue
-            error = ErrorCode(await self._log.append(partition, entries))
+            error = ErrorCode.UNKNOWN_SERVER_ERROR
+            try:
+                error = ErrorCode(await self._log.append(partition, entries))
+            finally:
+                for group, _, emptied in changes:
+                    if emptied and self._groups.get(group.group_id) is group:
+                        group.state = GroupState.EMPTY  # its timestamp as it was
             for group, expired, emptied in changes:
-                if emptied and group.state is GroupState.DEAD:
-                    group.state = GroupState.EMPTY  # its timestamp as it was
                 if error or self._groups.get(group.group_id) is not group:
                     continue
                 for tp, committed in expired.items():
@@ -968,11 +977,12 @@ class GroupCoordinator:
                 log.warning(
                     "tombstoning expired offsets on %s-%d failed: %s", OFFSETS_TOPIC, partition, error.name
                 )
-        log.info(
-            "removed %d expired offsets in %d milliseconds",
-            removed,
-            round((self._clock.monotonic() - started) * 1000),
-        )
+        if removed:
+            log.info(
+                "removed %d expired offsets in %d milliseconds",
+                removed,
+                round((self._clock.monotonic() - started) * 1000),
+            )
         return removed
 
     # --- ListGroups, DescribeGroups, DeleteGroups ---
@@ -1036,15 +1046,17 @@ class GroupCoordinator:
                 # Dead while its tombstones are written: a commit or a join meanwhile is
                 # refused rather than written after them, to come back on the next load.
                 group.transition(GroupState.DEAD, self._clock.wall_ms())
-                error = _APPEND_ERRORS.get(
-                    code := ErrorCode(await self._log.append(group.partition, entries)), code
-                )
-                if self._groups.get(group_id) is group:
-                    if error:
+                error = ErrorCode.UNKNOWN_SERVER_ERROR
+                try:
+                    error = _APPEND_ERRORS.get(
+                        code := ErrorCode(await self._log.append(group.partition, entries)), code
+                    )
+                finally:
+                    if error and self._groups.get(group_id) is group:
                         group.transition(GroupState.EMPTY, self._clock.wall_ms())
-                    else:
-                        self._kill(group, ErrorCode.COORDINATOR_NOT_AVAILABLE)
-                        log.info("group %s deleted", group_id)
+                if not error and self._groups.get(group_id) is group:
+                    self._kill(group, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+                    log.info("group %s deleted", group_id)
             results.append(DeletableGroupResult(group_id=group_id, error_code=error))
         return DeleteGroupsResponse(results=results)
 

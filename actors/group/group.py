@@ -100,6 +100,8 @@ class Group:
     # Commits appended but not yet answered: expiry leaves them be, so that no tombstone
     # lands after a commit it did not see.
     pending_commits: Counter[tuple[str, int]] = dataclasses.field(default_factory=Counter)
+    # The topics this generation's members subscribed to, as it formed (None: not known).
+    subscribed: set[str] | None = None
 
     def transition(self, state: GroupState, now_ms: int) -> None:
         self.state = state
@@ -134,8 +136,11 @@ class Group:
         return all(m.awaiting_join is not None for m in self.members.values())
 
     def subscribed_topics(self) -> set[str] | None:
-        """The topics a consumer group's members subscribe to; None when a member's
-        subscription cannot be read (then none of its offsets is known to be unused)."""
+        """The topics a consumer group's members subscribe to, taken as each generation forms
+        (Kafka's computeSubscribedTopics); None when a member's subscription cannot be read
+        (then none of its offsets is known to be unused)."""
+        if self.protocol_type != "consumer" or not self.members:
+            return None
         topics: set[str] = set()
         for member in self.members.values():
             try:
@@ -155,10 +160,9 @@ class Group:
         if self.protocol_type is not None and self.state is GroupState.EMPTY:
             since_empty = self.state_timestamp
         elif self.protocol_type == "consumer" and self.state is GroupState.STABLE:
-            topics = self.subscribed_topics()
-            if topics is None:
+            if self.subscribed is None:
                 return {}
-            subscribed = topics
+            subscribed = self.subscribed
         elif self.protocol_type is not None:
             return {}
         return {

@@ -20,6 +20,7 @@ from wire.api import (
     JoinGroupRequest,
     JoinGroupResponse,
     LeaveGroupRequest,
+    LeavingMember,
     OffsetCommitPartition,
     OffsetCommitRequest,
     OffsetCommitTopic,
@@ -684,3 +685,44 @@ async def test_a_commit_while_another_partitions_offsets_expire_is_not_tombstone
     assert await expiry == 1, "only the first group's offset"
     _, offsets = records.replay(iter(store.partitions[partition_for(other, 50)]))
     assert offsets[other][("t", 0)].offset == 8, "the new commit outlives the pass"
+
+
+async def test_a_replaced_static_members_commit_and_leave_are_fenced_and_the_live_one_stays() -> None:
+    coordinator = await coordinator_of(MemoryOffsetsLog(), ManualClock())
+    _, old = await stable_static_group(coordinator)
+    back = await coordinator.join_group(static_join("b"), client_id="cb", client_host="h")
+    late_commit = await coordinator.commit_offsets(
+        dataclasses.replace(commit("t", 0, 3, member_id=old, generation=2), group_instance_id="b")
+    )
+    assert late_commit.topics[0].partitions[0].error_code == ErrorCode.FENCED_INSTANCE_ID
+    late_leave = coordinator.leave_group(
+        LeaveGroupRequest(group_id=GROUP, members=[LeavingMember(member_id=old, group_instance_id="b")])
+    )
+    assert late_leave.members[0].error_code == ErrorCode.FENCED_INSTANCE_ID
+    live = coordinator.heartbeat(
+        HeartbeatRequest(group_id=GROUP, generation_id=2, member_id=back.member_id, group_instance_id="b")
+    )
+    assert live.error_code == ErrorCode.NONE, "the old incarnation did not take the new one down"
+    assert coordinator.describe_group(GROUP).group_state == "Stable"
+
+
+async def test_an_expiry_pass_whose_append_fails_outright_leaves_the_group_usable() -> None:
+    class BrokenLog(MemoryOffsetsLog):
+        broken = False
+
+        async def append(self, partition: int, entries: Sequence[tuple[bytes, bytes | None]]) -> ErrorCode:
+            if self.broken:
+                raise RuntimeError("the replica manager stopped")
+            return await super().append(partition, entries)
+
+    store, clock = BrokenLog(), ManualClock()
+    coordinator = await coordinator_of(store, clock, offsets_retention_ms=RETENTION_MS)
+    await coordinator.commit_offsets(commit("t", 0, 5))
+    clock.advance(61)
+    store.broken = True
+    with pytest.raises(RuntimeError):
+        await coordinator.remove_expired_offsets()
+    assert coordinator.describe_group(GROUP).group_state == "Empty", "not left Dead"
+    store.broken = False
+    assert (await coordinator.commit_offsets(commit("t", 0, 9))).topics[0].partitions[0].error_code == 0
+    assert fetched(coordinator) == {("t", 0): 9}
