@@ -36,13 +36,17 @@ PARTITION = partition_for(GROUP, 50)
 
 
 class MemoryOffsetsLog:
-    """The port held in memory; `failure` answers every append with that error."""
+    """The port held in memory; `failure` answers every append with that error, and while
+    `hold` is set (an unset event), every append waits for it."""
 
     def __init__(self) -> None:
         self.partitions: dict[int, list[tuple[bytes | None, bytes | None]]] = {}
         self.failure = ErrorCode.NONE
+        self.hold: asyncio.Event | None = None
 
     async def append(self, partition: int, entries: Sequence[tuple[bytes, bytes | None]]) -> ErrorCode:
+        if self.hold is not None:
+            await self.hold.wait()
         if self.failure:
             return self.failure
         self.partitions.setdefault(partition, []).extend(entries)
@@ -612,15 +616,7 @@ async def test_a_stable_group_keeps_the_offsets_of_topics_it_subscribes_to() -> 
 
 
 async def test_a_commit_in_flight_is_not_tombstoned_by_expiry() -> None:
-    class HeldLog(MemoryOffsetsLog):
-        hold: asyncio.Event | None = None
-
-        async def append(self, partition: int, entries: Sequence[tuple[bytes, bytes | None]]) -> ErrorCode:
-            if self.hold is not None:
-                await self.hold.wait()
-            return await super().append(partition, entries)
-
-    store, clock = HeldLog(), ManualClock()
+    store, clock = MemoryOffsetsLog(), ManualClock()
     coordinator = await coordinator_of(store, clock, offsets_retention_ms=RETENTION_MS)
     await coordinator.commit_offsets(commit("t", 0, 5))
     clock.advance(61)
@@ -657,16 +653,8 @@ async def test_expiry_runs_every_check_interval_while_this_broker_coordinates() 
 
 
 async def test_a_commit_while_another_partitions_offsets_expire_is_not_tombstoned() -> None:
-    class HeldLog(MemoryOffsetsLog):
-        hold: asyncio.Event | None = None
-
-        async def append(self, partition: int, entries: Sequence[tuple[bytes, bytes | None]]) -> ErrorCode:
-            if self.hold is not None:
-                await self.hold.wait()
-            return await super().append(partition, entries)
-
     other = next(g for g in (f"ledger-{i}" for i in range(100)) if partition_for(g, 50) > PARTITION)
-    store, clock = HeldLog(), ManualClock()
+    store, clock = MemoryOffsetsLog(), ManualClock()
     coordinator = await coordinator_of(store, clock, offsets_retention_ms=RETENTION_MS)
     coordinator.on_election(partition_for(other, 50), leader_epoch=0)
     await settle()
