@@ -38,6 +38,10 @@ SEND_INTERVAL_S = 0.3
 # one not answered within this bound counts as not acknowledged, and its producer is replaced.
 SEND_BOUND_S = 15.0
 COMMIT_BOUND_S = 15.0
+# aiokafka's stop() cancels its sender and then awaits the produce requests it has in flight,
+# which a broker under a fault may leave unanswered: past this bound the producer is left
+# behind and a new one takes over, so that the partition's writes go on.
+CLOSE_BOUND_S = 5.0
 START_BOUND_S = 30.0
 # How long getmany may wait for a rebalance to end before the loop looks at the stop flag.
 POLL_BOUND_S = 2.0
@@ -121,7 +125,9 @@ class KafkaClients:
             except Exception as e:
                 self.history.event(self.now(), "kafka-producer-failed", f"{name}: {type(e).__name__}: {e}")
             finally:
-                await _close_producer(producer)
+                left = await _close_producer(producer)
+                if left is not None:
+                    self.history.event(self.now(), "kafka-producer-left", f"{name}: {left}")
             incarnation += 1
             await self._pause(RESTART_AFTER_S)
 
@@ -228,9 +234,25 @@ class KafkaClients:
             self.history.commits.append(Commit(t, reader, tp.topic, tp.partition, offset))
 
 
-async def _close_producer(producer: AIOKafkaProducer) -> None:
+async def _close_producer(producer: AIOKafkaProducer) -> str | None:
     """Stop a producer without waiting for a batch it still retries (its idempotence never
     gives a retriable one up, and stop() waits for every batch): such a batch is failed first,
-    as aiokafka fails them itself when its sender stops."""
+    as aiokafka fails them itself when its sender stops. Answers None once it stopped, or why
+    it was left behind (its connections closed): not stopped within CLOSE_BOUND_S, or what
+    stop() raised, a CancelledError of aiokafka's own included. Nothing cancels the workload's
+    tasks (they end on its stop event), and an exception out of here would end the partition's
+    producer task for good, its writes with it."""
     producer._message_accumulator.fail_all(KafkaTimeoutError("the producer is stopped"))
-    await producer.stop()
+    try:
+        await asyncio.wait_for(producer.stop(), CLOSE_BOUND_S)
+        return None
+    except TimeoutError:
+        why = f"not stopped within {CLOSE_BOUND_S} s"
+    except (Exception, asyncio.CancelledError) as e:
+        task = asyncio.current_task()
+        if isinstance(e, asyncio.CancelledError) and task is not None and task.cancelling():
+            raise
+        why = f"stop() raised {type(e).__name__}: {e}"
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(producer.client.close(), CLOSE_BOUND_S)
+    return why
