@@ -39,8 +39,9 @@ SEND_INTERVAL_S = 0.3
 SEND_BOUND_S = 15.0
 COMMIT_BOUND_S = 15.0
 # aiokafka's stop() cancels its sender and then awaits the produce requests it has in flight,
-# which a broker under a fault may leave unanswered: past this bound the producer is left
-# behind and a new one takes over, so that the partition's writes go on.
+# and after a batch given up it can raise (a KeyError for a batch it removes from its pending
+# set twice): past this bound, or on a raise, the producer is left behind and a new one takes
+# over, so that the partition's writes go on.
 CLOSE_BOUND_S = 5.0
 START_BOUND_S = 30.0
 # How long getmany may wait for a rebalance to end before the loop looks at the stop flag.
