@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 # aiokafka ships no type information (a test dependency, as kafka-python is).
 from aiokafka import (  # type: ignore[import-untyped]
@@ -24,6 +24,7 @@ from aiokafka import (  # type: ignore[import-untyped]
     ConsumerRebalanceListener,
     TopicPartition,
 )
+from aiokafka.client import AIOKafkaClient  # type: ignore[import-untyped]
 from aiokafka.errors import CommitFailedError, KafkaTimeoutError  # type: ignore[import-untyped]
 
 from node.chaos.cluster import ChaosCluster
@@ -38,10 +39,11 @@ SEND_INTERVAL_S = 0.3
 # one not answered within this bound counts as not acknowledged, and its producer is replaced.
 SEND_BOUND_S = 15.0
 COMMIT_BOUND_S = 15.0
-# aiokafka's stop() cancels its sender and then awaits the produce requests it has in flight,
-# and after a batch given up it can raise (a KeyError for a batch it removes from its pending
-# set twice): past this bound, or on a raise, the producer is left behind and a new one takes
-# over, so that the partition's writes go on.
+# aiokafka's producer stop() cancels its sender and then awaits the produce requests it has in
+# flight, and after a batch given up it can raise (a KeyError for a batch it removes from its
+# pending set twice); a member's stop() leaves the group through a coordinator that may be
+# under a fault. Past this bound, or on a raise, the client is left behind and a new one
+# takes over, so that the partition's writes, or the member's reads, go on.
 CLOSE_BOUND_S = 5.0
 START_BOUND_S = 30.0
 # How long getmany may wait for a rebalance to end before the loop looks at the stop flag.
@@ -183,7 +185,9 @@ class KafkaClients:
             except Exception as e:
                 self.history.event(self.now(), "consumer-failed", f"{name}: {type(e).__name__}: {e}")
             finally:
-                await consumer.stop()
+                left = await _close_consumer(consumer)
+                if left is not None:
+                    self.history.event(self.now(), "kafka-consumer-left", f"{name}: {left}")
             incarnation += 1
             await self._pause(RESTART_AFTER_S)
 
@@ -239,13 +243,25 @@ async def _close_producer(producer: AIOKafkaProducer) -> str | None:
     """Stop a producer without waiting for a batch it still retries (its idempotence never
     gives a retriable one up, and stop() waits for every batch): such a batch is failed first,
     as aiokafka fails them itself when its sender stops. Answers None once it stopped, or why
-    it was left behind (its connections closed): not stopped within CLOSE_BOUND_S, or what
-    stop() raised, a CancelledError of aiokafka's own included. Nothing cancels the workload's
-    tasks (they end on its stop event), and an exception out of here would end the partition's
-    producer task for good, its writes with it."""
+    it was left behind (see `_close`)."""
     producer._message_accumulator.fail_all(KafkaTimeoutError("the producer is stopped"))
+    return await _close(producer.stop, producer.client)
+
+
+async def _close_consumer(consumer: AIOKafkaConsumer) -> str | None:
+    """Stop a group member (its coordinator leaves the group, which needs a broker that
+    answers); None once it stopped, or why it was left behind (see `_close`)."""
+    return await _close(consumer.stop, consumer._client)
+
+
+async def _close(stop: Callable[[], Awaitable[None]], client: AIOKafkaClient) -> str | None:
+    """Run an aiokafka client's stop(), bounded: None once it returned, or why the client was
+    left behind (its connections closed): not stopped within CLOSE_BOUND_S, or what stop()
+    raised, a CancelledError of aiokafka's own included. Nothing cancels the workload's tasks
+    (they end on its stop event), and an exception out of here would end the producer's or
+    member's task for good, its partition's writes or the member's reads with it."""
     try:
-        await asyncio.wait_for(producer.stop(), CLOSE_BOUND_S)
+        await asyncio.wait_for(stop(), CLOSE_BOUND_S)
         return None
     except TimeoutError:
         why = f"not stopped within {CLOSE_BOUND_S} s"
@@ -255,5 +271,5 @@ async def _close_producer(producer: AIOKafkaProducer) -> str | None:
             raise
         why = f"stop() raised {type(e).__name__}: {e}"
     with contextlib.suppress(Exception):
-        await asyncio.wait_for(producer.client.close(), CLOSE_BOUND_S)
+        await asyncio.wait_for(client.close(), CLOSE_BOUND_S)
     return why
