@@ -17,13 +17,18 @@ import orjson
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError
+from kafka.protocol.consumer import FetchRequest, FetchResponse
 from kafka.protocol.metadata import ApiVersionsResponse
+from kafka.protocol.producer import ProduceRequest, ProduceResponse
 from kazoo.client import KazooClient
 
 from node.cluster.zookeeper import free_ports
 from tests.integration.conftest import Brokers
+from tests.integration.test_authorization import leader_of
 from tests.integration.test_partition_leadership import controller_of, create_topic, settled_to
 from tests.support import eventually_sync
+from wire import compression, records
+from wire.errors import ErrorCode
 from wire.kafka.versions import ADVERTISED
 
 T = TypeVar("T")
@@ -176,6 +181,40 @@ async def test_acks_0_gets_no_answer_and_the_records_land(brokers: Brokers, kazo
             consumer.close()
 
     assert await asyncio.to_thread(produce_and_count) == 100
+    # One that fails (here a partition that does not exist) closes its connection instead, as
+    # Kafka's broker does: the one thing a producer reading no answers notices.
+    port = int(bootstrap.split(":")[1])
+    failing = _produce(7, "events", 5, records.build_batch([(None, b"lost")], timestamp=1), acks=0)
+    assert await asyncio.to_thread(exchange, port, 0, 7, failing) is None
+
+
+def _produce(version: int, topic: str, partition: int, batch: bytes, *, acks: int = -1) -> bytes:
+    """A Produce request's body, as kafka-python encodes it."""
+    data = ProduceRequest.TopicProduceData.PartitionProduceData(index=partition, records=batch)
+    return bytes(
+        ProduceRequest[version](
+            transactional_id=None,
+            acks=acks,
+            timeout_ms=10_000,
+            topic_data=[ProduceRequest.TopicProduceData(name=topic, partition_data=[data])],
+        ).encode()
+    )
+
+
+def _fetch(version: int, topic: str) -> bytes:
+    """A Fetch request's body for partition 0 of `topic` from offset 0, as kafka-python encodes it."""
+    partition = FetchRequest.FetchTopic.FetchPartition(
+        partition=0, fetch_offset=0, partition_max_bytes=1 << 20
+    )
+    return bytes(
+        FetchRequest[version](
+            replica_id=-1,
+            max_wait_ms=0,
+            min_bytes=0,
+            max_bytes=1 << 20,
+            topics=[FetchRequest.FetchTopic(topic=topic, partitions=[partition])],
+        ).encode()
+    )
 
 
 async def test_kafka_python_administers_topics_through_the_kafka_listener(
@@ -583,6 +622,23 @@ async def test_every_codec_is_produced_kept_and_fetched(brokers: Brokers, kazoo:
     # Kept as the producers compressed them: the log on disk holds fewer bytes than the values.
     logs = [p for b in brokers.all for p in (b.home / "data" / "squeezed-0").glob("*.log")]
     assert logs and all(p.stat().st_size < sum(map(len, sent)) for p in logs)
+    # zstd needs Produce v7 and Fetch v10 (KIP-110): an older version is refused for the
+    # partition, and nothing is appended.
+    leader = int(bootstrap.split(",")[leader_of(kazoo, "squeezed") - 1].split(":")[1])
+    late = records.build_batch([(None, b"late")], timestamp=1, compression_codec=compression.ZSTD)
+    produced = await asyncio.to_thread(exchange, leader, 0, 5, _produce(5, "squeezed", 0, late))
+    assert produced is not None
+    [refused] = ProduceResponse[5].decode(produced[4:]).responses[0].partition_responses
+    assert refused.error_code == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+    old = await asyncio.to_thread(exchange, leader, 1, 9, _fetch(9, "squeezed"))
+    new = await asyncio.to_thread(exchange, leader, 1, 10, _fetch(10, "squeezed"))
+    assert old is not None and new is not None
+    [old_partition] = FetchResponse[9].decode(old[4:]).responses[0].partitions
+    [new_partition] = FetchResponse[10].decode(new[4:]).responses[0].partitions
+    assert old_partition.error_code == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "the topic holds zstd batches"
+    assert (new_partition.error_code, new_partition.high_watermark) == (ErrorCode.NONE, len(sent)), (
+        "the late batch is not there"
+    )
 
 
 async def test_an_idempotent_producer_across_a_leader_kill_writes_each_record_once_in_order(

@@ -11,18 +11,19 @@ translated back into the request's version.
 As Kafka's broker: a request that cannot be read, or of an API or version not advertised,
 closes its connection; ApiVersions of a version it does not advertise is answered at
 version 0 with UNSUPPORTED_VERSION and the table, so that the client can pick again; a
-Produce with `acks=0` gets no answer.
+Produce with `acks=0` gets no answer, and when a partition of it failed its connection is
+closed instead (`FailedUnansweredProduce`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, cast
 
 from wire.api import API_SPECS, ApiKey, ApiVersionsRequest, Response
 from wire.context import RequestContext
 from wire.envelope import ParsedRequest, RequestHeader
-from wire.errors import ErrorCode, InvalidRequest, UnsupportedVersion, WireError
+from wire.errors import ErrorCode, FrameError, InvalidRequest, UnsupportedVersion, WireError
 from wire.kafka.codec import (
     KafkaHeader,
     build,
@@ -42,6 +43,13 @@ class KafkaRequest(ParsedRequest):
 
     kafka_header: KafkaHeader | None = None
     kafka_body: Any = None
+
+
+class FailedUnansweredProduce(FrameError):
+    """Kafka's answer to a Produce with `acks=0` that failed on a partition: its connection
+    closes, the one thing a producer that reads no answers notices, so that it refreshes its
+    metadata (a moved leader) rather than go on sending where nothing is written. The server
+    closes a connection on any FrameError, with one line in its log."""
 
 
 class KafkaWireFormat:
@@ -66,9 +74,19 @@ class KafkaWireFormat:
         if request.kafka_body is None:  # ApiVersions of a version not advertised
             fields = api_versions_fields(ErrorCode.UNSUPPORTED_VERSION)
             return write_response(header, build(response_schema(ApiKey.API_VERSIONS, 0), fields))
-        if header.api_key == ApiKey.PRODUCE and request.kafka_body.acks == 0:
-            return None
         fields = TRANSLATIONS[header.api_key].to_kafka(request.kafka_body, response)
+        if header.api_key == ApiKey.PRODUCE and request.kafka_body.acks == 0:
+            failed = [
+                f"{t['name']}-{p['index']} {ErrorCode(p['error_code']).name}"
+                for t in cast("list[dict[str, Any]]", fields["responses"])
+                for p in t["partition_responses"]
+                if p["error_code"]
+            ]
+            if failed:
+                raise FailedUnansweredProduce(
+                    f"Produce with acks=0 failed on {len(failed)} partitions ({', '.join(failed[:3])})"
+                )
+            return None
         return write_response(header, build(response_schema(header.api_key, header.api_version), fields))
 
     def refuse(self, error: WireError) -> bytes:

@@ -51,6 +51,7 @@ from wire.api import (
     ElectLeadersRequest,
     ElectLeadersResponse,
     FetchPartition,
+    FetchPartitionData,
     FetchRequest,
     FetchResponse,
     FetchTopic,
@@ -97,6 +98,7 @@ from wire.api import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from wire.kafka import batch_rules
 from wire.kafka.codec import plain
 from wire.kafka.versions import ADVERTISED
 
@@ -191,20 +193,29 @@ def _topic_error(name: str, answer: Response) -> Fields:
 
 
 def _produce_to_keel(body: Any, version: int) -> Request:
-    return ProduceRequest(
-        acks=body.acks,
-        timeout_ms=_timeout_ms(body.timeout),
-        topic_data=[
-            ProduceTopicData(
-                name=t.name,
-                partition_data=[
-                    ProducePartitionData(index=p.index, records=bytes(p.records or b""))
-                    for p in t.partition_data
-                ],
-            )
-            for t in body.topic_data
-        ],
-    )
+    """The partitions `batch_rules` does not refuse at this version; the refused are answered
+    by `_produce_to_kafka`."""
+    topics = []
+    for t in body.topic_data:
+        partitions = [
+            ProducePartitionData(index=p.index, records=data)
+            for p in t.partition_data
+            if batch_rules.produce_refusal(data := bytes(p.records or b""), version) is None
+        ]
+        if partitions:
+            topics.append(ProduceTopicData(name=t.name, partition_data=partitions))
+    return ProduceRequest(acks=body.acks, timeout_ms=_timeout_ms(body.timeout), topic_data=topics)
+
+
+def _produce_refused(body: Any) -> dict[str, list[Fields]]:
+    """By topic, the answers of the partitions `_produce_to_keel` left out."""
+    refused: dict[str, list[Fields]] = {}
+    for t in body.topic_data:
+        for p in t.partition_data:
+            refusal = batch_rules.produce_refusal(bytes(p.records or b""), body.__version__)
+            if refusal is not None:
+                refused.setdefault(t.name, []).append(_produce_partition(p.index, *refusal))
+    return refused
 
 
 def _produce_to_kafka(body: Any, answer: Response) -> Fields:
@@ -222,23 +233,24 @@ def _produce_to_kafka(body: Any, answer: Response) -> Fields:
                 for t in body.topic_data
             ],
         }
-    return {
-        "throttle_time": 0,
-        "responses": [
-            {
-                "name": t.name,
-                "partition_responses": [
-                    {
-                        **_produce_partition(p.index, p.error_code, p.error_message),
-                        "base_offset": p.base_offset,
-                        "log_start_offset": p.log_start_offset,
-                    }
-                    for p in t.partition_responses
-                ],
-            }
-            for t in answer.responses
-        ],
-    }
+    refused = _produce_refused(body)
+    responses: list[Fields] = [
+        {
+            "name": t.name,
+            "partition_responses": [
+                {
+                    **_produce_partition(p.index, p.error_code, p.error_message),
+                    "base_offset": p.base_offset,
+                    "log_start_offset": p.log_start_offset,
+                }
+                for p in t.partition_responses
+            ]
+            + refused.pop(t.name, []),
+        }
+        for t in answer.responses
+    ]
+    responses += [{"name": name, "partition_responses": partitions} for name, partitions in refused.items()]
+    return {"throttle_time": 0, "responses": responses}
 
 
 def _produce_partition(index: int, error_code: int, message: str | None) -> Fields:
@@ -300,20 +312,24 @@ def _fetch_to_kafka(body: Any, answer: Response) -> Fields:
         "responses": [
             {
                 "topic": t.topic,
-                "partitions": [
-                    {
-                        **_fetch_partition(p.partition_index, p.error_code),
-                        "high_watermark": p.high_watermark,
-                        # No transactions: everything below the high watermark is stable.
-                        "last_stable_offset": p.high_watermark,
-                        "log_start_offset": p.log_start_offset,
-                        "records": p.records,
-                    }
-                    for p in t.partitions
-                ],
+                "partitions": [_fetched(p, body.__version__) for p in t.partitions],
             }
             for t in answer.responses
         ],
+    }
+
+
+def _fetched(p: FetchPartitionData, version: int) -> Fields:
+    refusal = batch_rules.fetch_refusal(p.records, version)
+    if refusal is not None:
+        return _fetch_partition(p.partition_index, refusal)
+    return {
+        **_fetch_partition(p.partition_index, p.error_code),
+        "high_watermark": p.high_watermark,
+        # No transactions: everything below the high watermark is stable.
+        "last_stable_offset": p.high_watermark,
+        "log_start_offset": p.log_start_offset,
+        "records": p.records,
     }
 
 
