@@ -864,8 +864,11 @@ async def test_kafka_python_reads_a_compacted_topic_and_a_record_without_a_key_i
     sent = [(f"key-{i % 10}".encode(), f"value-{i}".encode()) for i in range(600)]
 
     def produce() -> None:
+        # Batches of at most 512 bytes, so that the 4 KiB segments roll and the cleaner has a
+        # closed one to clean, however the sender's timing groups the records: all 600 fit
+        # one batch of kafka-python's default 16 KiB, which stays in the active segment.
         producer = KafkaProducer(
-            bootstrap_servers=bootstrap, acks="all", enable_idempotence=True, linger_ms=2
+            bootstrap_servers=bootstrap, acks="all", enable_idempotence=True, linger_ms=2, batch_size=512
         )
         try:
             for key, value in sent:
