@@ -26,6 +26,7 @@ from node.cluster.zookeeper import free_ports
 from tests.integration.conftest import Brokers
 from tests.integration.test_authorization import leader_of
 from tests.integration.test_partition_leadership import controller_of, create_topic, settled_to
+from tests.integration.test_reassignment import request_reassignment
 from tests.support import eventually_sync
 from wire import compression, records
 from wire.errors import ErrorCode
@@ -186,6 +187,48 @@ async def test_acks_0_gets_no_answer_and_the_records_land(brokers: Brokers, kazo
     port = int(bootstrap.split(":")[1])
     failing = _produce(7, "events", 5, records.build_batch([(None, b"lost")], timestamp=1), acks=0)
     assert await asyncio.to_thread(exchange, port, 0, 7, failing) is None
+
+
+async def test_an_acks_0_producer_follows_a_moved_leader(brokers: Brokers, kazoo: KazooClient) -> None:
+    """The leader moves away from a broker that stays up: kafka-python's acks=0 producer learns
+    of it from the connection its first failed produce closes, and its records land on the
+    new leader, long before its metadata would have aged (5 minutes)."""
+    bootstrap = start_with_kafka_listeners(brokers, 1, 2)
+    controller = await controller_of(brokers)
+    await create_topic(brokers.by_id(controller), "fire", assignment={0: [1]})
+    await settled_to(brokers, kazoo, "fire", lambda s: s[0][0] == 1, "topic never agreed")
+    partition = TopicPartition("fire", 0)
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap, acks=0, enable_idempotence=False, metadata_max_age_ms=300_000
+    )
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, metadata_max_age_ms=1_000)
+    try:
+
+        def produce_until_landed(base: int, prefix: str) -> int:
+            """Sends until the partition's end passes `base`; how many were sent."""
+            deadline = time.monotonic() + 20
+            sent = 0
+            while time.monotonic() < deadline:
+                producer.send("fire", value=f"{prefix}-{sent}".encode(), partition=0)
+                producer.flush(timeout=10)
+                sent += 1
+                if sent % 10 == 0 and consumer.end_offsets([partition])[partition] > base:
+                    return sent
+                time.sleep(0.05)
+            raise AssertionError(f"no {prefix} record landed within 20 s ({sent} sent)")
+
+        await asyncio.to_thread(produce_until_landed, 0, "before")
+        request_reassignment(kazoo, "fire", 0, [2])
+        await settled_to(brokers, kazoo, "fire", lambda s: s[0][:1] == (2,) and s[0][2] == [2], "2 never led")
+        moved_end = await asyncio.to_thread(lambda: consumer.end_offsets([partition])[partition])
+        await asyncio.to_thread(produce_until_landed, moved_end, "after")
+    finally:
+        producer.close(timeout=10)
+        consumer.close()
+    closed = [
+        line for line in brokers.by_id(1).broker_log().splitlines() if "Produce with acks=0 failed" in line
+    ]
+    assert closed and "(fire-0 " in closed[0], "the old leader closed the producer's connection"
 
 
 def _produce(version: int, topic: str, partition: int, batch: bytes, *, acks: int = -1) -> bytes:
