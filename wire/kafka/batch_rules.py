@@ -25,7 +25,7 @@ ZSTD_FETCH_FROM: Final = 10
 _MAGIC_AT: Final = 16  # base offset (8), batch length (4), partition leader epoch (4)
 
 
-def produce_refusal(data: bytes, version: int) -> tuple[ErrorCode, str] | None:
+def produce_refusal(data: bytes | memoryview, version: int) -> tuple[ErrorCode, str] | None:
     """The error and message refusing a partition's `data` at Produce `version`, or None."""
     if len(data) > _MAGIC_AT and data[_MAGIC_AT] != records.MAGIC:
         magic = data[_MAGIC_AT]
@@ -49,7 +49,7 @@ def produce_refusal(data: bytes, version: int) -> tuple[ErrorCode, str] | None:
     return None
 
 
-def fetch_refusal(data: bytes, version: int) -> ErrorCode | None:
+def fetch_refusal(data: bytes | memoryview, version: int) -> ErrorCode | None:
     """UNSUPPORTED_COMPRESSION_TYPE when Fetch `version` cannot carry the batches of `data`
     (whole batches, as the leader reads them; a short tail is not looked at), else None."""
     if version >= ZSTD_FETCH_FROM:

@@ -212,7 +212,7 @@ def _produce_refused(body: Any) -> dict[str, list[Fields]]:
     refused: dict[str, list[Fields]] = {}
     for t in body.topic_data:
         for p in t.partition_data:
-            refusal = batch_rules.produce_refusal(bytes(p.records or b""), body.__version__)
+            refusal = batch_rules.produce_refusal(p.records or b"", body.__version__)
             if refusal is not None:
                 refused.setdefault(t.name, []).append(_produce_partition(p.index, *refusal))
     return refused
